@@ -1,0 +1,3 @@
+module github.com/readyline/readyline
+
+go 1.26
