@@ -1,0 +1,63 @@
+# readyline — `make help` lists the targets.
+SHELL := /bin/bash
+GO    ?= go
+BIN   ?= bin
+CLANG ?= clang-14
+
+# Privileged tests fail instead of skipping when this is set (CI runs as root).
+export READYLINE_REQUIRE_PRIVILEGED ?= $(if $(filter 0,$(shell id -u)),1,)
+
+.DEFAULT_GOAL := help
+
+help: ## list targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+## ---- build
+
+build: ## build bin/readyline (no clang needed: bpf2go output is committed)
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/readyline ./cmd/readyline
+
+generate: ## regenerate bpf/vmlinux.h and the bpf2go output with Debian's clang 14
+	./bpf/generate.sh
+
+verify-generate: ## fail when the committed bpf2go objects are stale
+	./bpf/generate.sh --verify
+
+lint: ## gofmt + go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) vet -tags e2e ./deploy/e2e/...
+
+## ---- test
+
+test: lint verify-generate ## unit + privileged (root) + end-to-end tests on the local node
+	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -tags e2e -timeout 60m -v ./deploy/e2e/...
+
+test-unit: ## unit and privileged tests only (no local node)
+	$(GO) test -count=1 ./...
+
+bench: ## Go benchmarks
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+bench-overhead: build ## exec overhead of the process collector (ratio with/without)
+	./collector/bench-overhead.sh
+
+## ---- local node (deploy/node)
+
+node-up: ## bring up the local single-node Kubernetes (idempotent)
+	./deploy/node/node.sh up
+
+node-down: ## stop the local node and clean up what it left on the host
+	./deploy/node/node.sh down
+
+node-status: ## components, PIDs, kubeconfig
+	./deploy/node/node.sh status
+
+jaeger-up: ## start Jaeger v2 on loopback (OTLP 4317/4318, query 16686)
+	./deploy/node/node.sh jaeger-up
+
+jaeger-down: ## stop Jaeger
+	./deploy/node/node.sh jaeger-down
+
+.PHONY: help build generate verify-generate lint test test-unit bench bench-overhead node-up node-down node-status jaeger-up jaeger-down
