@@ -1,0 +1,8 @@
+// Package bpf holds readyline's eBPF programs and their bpf2go bindings.
+//
+// The generated *_bpfel.go and *_bpfel.o files are committed, so building
+// readyline needs no clang; `make generate` rebuilds them with Debian's
+// clang 14 and `make verify-generate` fails when they are stale.
+package bpf
+
+//go:generate go tool bpf2go -cc ${BPF_CLANG} -cflags ${BPF_CFLAGS} -target amd64 -type event_header -type exec_event -type exit_event -type fork_event -type event_type Process process.bpf.c -- -I.

@@ -1,0 +1,179 @@
+//go:build ignore
+
+// SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0)
+//
+// process.bpf.c reports process lifecycle events: exec, fork (processes, not
+// threads) and exit (once per process, when its whole thread group is dead).
+// It uses BTF-enabled raw tracepoints (tp_btf), so tracefs is not needed.
+//
+// Wire format: every record starts with struct event_header; the Go side
+// (collector.DecodeProcessEvent) reads records by the offsets bpf2go generates
+// from these structs, so change them together and run `make generate`.
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define COMM_LEN 16
+#define FILENAME_LEN 256
+#define ARGV_LEN 512 // power of two: the verifier bound below relies on it
+
+enum event_type {
+	EVENT_EXEC = 1,
+	EVENT_EXIT = 2,
+	EVENT_FORK = 3,
+};
+
+struct event_header {
+	u32 type;      // enum event_type
+	u32 pid;       // thread id of the task that caused the event (task->pid)
+	u64 boot_ns;   // bpf_ktime_get_boot_ns(): CLOCK_BOOTTIME
+	u32 tgid;      // process id
+	u32 ppid;      // real_parent->tgid
+	u64 cgroup_id; // cgroup v2 (unified hierarchy) id of the task
+	char comm[COMM_LEN];
+};
+
+struct exec_event {
+	struct event_header hdr;
+	u32 argv_len;      // bytes copied into argv (NUL separated)
+	u32 argv_full_len; // arg_end - arg_start: > argv_len means truncated
+	char filename[FILENAME_LEN];
+	char argv[ARGV_LEN];
+};
+
+struct exit_event {
+	struct event_header hdr;
+	u32 exit_code; // task->exit_code: (status << 8) | signal | 0x80 on core dump
+	u32 _pad;
+};
+
+struct fork_event {
+	struct event_header hdr; // the child: pid == tgid, ppid is the parent
+};
+
+// Force BTF for the event types so bpf2go -type can generate Go structs.
+const struct exec_event *unused_exec __attribute__((unused));
+const struct exit_event *unused_exit __attribute__((unused));
+const struct fork_event *unused_fork __attribute__((unused));
+const enum event_type *unused_type __attribute__((unused));
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 22); // 4 MiB; Go may resize before load
+} events SEC(".maps");
+
+// drops[cpu]: records lost because the ring buffer was full.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u64);
+} drops SEC(".maps");
+
+// Set by the loader before load (read-only data, known to the verifier).
+volatile const bool exit_has_group_dead = false; // 6.16+: sched_process_exit(p, group_dead)
+volatile const bool capture_argv = true;
+
+static __always_inline void count_drop(void)
+{
+	u32 zero = 0;
+	u64 *v = bpf_map_lookup_elem(&drops, &zero);
+	if (v)
+		__sync_fetch_and_add(v, 1);
+}
+
+static __always_inline void fill_header(struct event_header *h, struct task_struct *task, u32 type)
+{
+	h->type = type;
+	h->boot_ns = bpf_ktime_get_boot_ns();
+	h->pid = BPF_CORE_READ(task, pid);
+	h->tgid = BPF_CORE_READ(task, tgid);
+	h->ppid = BPF_CORE_READ(task, real_parent, tgid);
+	h->cgroup_id = bpf_get_current_cgroup_id();
+	BPF_CORE_READ_STR_INTO(&h->comm, task, comm);
+}
+
+static __always_inline void read_argv(struct exec_event *e, struct task_struct *task)
+{
+	unsigned long start = BPF_CORE_READ(task, mm, arg_start);
+	unsigned long end = BPF_CORE_READ(task, mm, arg_end);
+	if (end <= start)
+		return;
+	unsigned long len = end - start;
+	e->argv_full_len = len;
+	if (len > ARGV_LEN)
+		len = ARGV_LEN;
+	len &= (ARGV_LEN * 2 - 1); // keep the verifier sure of the bound
+	if (len > ARGV_LEN)
+		len = ARGV_LEN;
+	if (bpf_probe_read_user(e->argv, len, (void *)start) == 0)
+		e->argv_len = len;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	struct exec_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_drop();
+		return 0;
+	}
+	fill_header(&e->hdr, p, EVENT_EXEC);
+	e->argv_len = 0;
+	e->argv_full_len = 0;
+	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), BPF_CORE_READ(bprm, filename));
+	if (capture_argv)
+		read_argv(e, p);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+// sched_process_exit fires for every exiting thread. A process has exited when
+// its last thread does: group_dead (an argument since 6.16), or else the
+// thread group's live counter having dropped to zero. Filtering on pid == tgid
+// instead would report a leader that calls pthread_exit before its workers,
+// with the wrong exit code.
+SEC("tp_btf/sched_process_exit")
+int handle_exit(u64 *ctx)
+{
+	struct task_struct *p = (struct task_struct *)ctx[0];
+	bool group_dead;
+	if (exit_has_group_dead)
+		group_dead = (bool)ctx[1];
+	else
+		group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
+	if (!group_dead)
+		return 0;
+
+	struct exit_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_drop();
+		return 0;
+	}
+	fill_header(&e->hdr, p, EVENT_EXIT);
+	e->exit_code = BPF_CORE_READ(p, exit_code);
+	e->_pad = 0;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
+{
+	if (BPF_CORE_READ(child, pid) != BPF_CORE_READ(child, tgid))
+		return 0; // a new thread, not a new process
+
+	struct fork_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_drop();
+		return 0;
+	}
+	// current is the parent here; its cgroup is the child's until it moves.
+	fill_header(&e->hdr, child, EVENT_FORK);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}

@@ -1,0 +1,131 @@
+package bpf
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+)
+
+// Event types, the first field of every record's header.
+const (
+	EventExec = uint32(ProcessEventTypeEVENT_EXEC)
+	EventExit = uint32(ProcessEventTypeEVENT_EXIT)
+	EventFork = uint32(ProcessEventTypeEVENT_FORK)
+)
+
+// ProcessOptions configure LoadProcessProgram. The zero value is usable.
+type ProcessOptions struct {
+	// RingBufferBytes sizes the ring buffer (a power of two, at least one
+	// page). Zero keeps the compiled-in 4 MiB.
+	RingBufferBytes uint32
+	// SkipArgv leaves argv out of exec records.
+	SkipArgv bool
+}
+
+// ProcessProgram is the loaded and attached process tracer. Read its Events
+// ring buffer with ringbuf.NewReader; Close detaches everything.
+type ProcessProgram struct {
+	objs  ProcessObjects
+	links []link.Link
+}
+
+// LoadProcessProgram loads process.bpf.c and attaches its tp_btf programs to
+// sched_process_exec, sched_process_exit and sched_process_fork.
+func LoadProcessProgram(opts ProcessOptions) (*ProcessProgram, error) {
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("removing memlock rlimit: %w", err)
+	}
+	spec, err := LoadProcess()
+	if err != nil {
+		return nil, err
+	}
+	if opts.RingBufferBytes != 0 {
+		spec.Maps[ProcessMapEvents].MaxEntries = opts.RingBufferBytes
+	}
+	groupDead, err := exitHasGroupDead()
+	if err != nil {
+		return nil, err
+	}
+	if err := spec.Variables[ProcessVarExitHasGroupDead].Set(groupDead); err != nil {
+		return nil, fmt.Errorf("setting exit_has_group_dead: %w", err)
+	}
+	if err := spec.Variables[ProcessVarCaptureArgv].Set(!opts.SkipArgv); err != nil {
+		return nil, fmt.Errorf("setting capture_argv: %w", err)
+	}
+
+	p := &ProcessProgram{}
+	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("loading process programs: %+v", ve)
+		}
+		return nil, fmt.Errorf("loading process programs: %w", err)
+	}
+	for _, prog := range []*ebpf.Program{p.objs.HandleExec, p.objs.HandleExit, p.objs.HandleFork} {
+		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("attaching %s: %w", prog, err)
+		}
+		p.links = append(p.links, l)
+	}
+	return p, nil
+}
+
+// Events is the ring buffer the programs write records to.
+func (p *ProcessProgram) Events() *ebpf.Map { return p.objs.Events }
+
+// Drops returns how many records the kernel side lost because the ring
+// buffer was full, summed over CPUs.
+func (p *ProcessProgram) Drops() (uint64, error) {
+	return sumPerCPU(p.objs.Drops)
+}
+
+// Close detaches the programs and releases the maps.
+func (p *ProcessProgram) Close() error {
+	var errs []error
+	for _, l := range p.links {
+		errs = append(errs, l.Close())
+	}
+	errs = append(errs, p.objs.Close())
+	return errors.Join(errs...)
+}
+
+func sumPerCPU(m *ebpf.Map) (uint64, error) {
+	var perCPU []uint64
+	if err := m.Lookup(uint32(0), &perCPU); err != nil {
+		return 0, fmt.Errorf("reading %s: %w", m, err)
+	}
+	var sum uint64
+	for _, v := range perCPU {
+		sum += v
+	}
+	return sum, nil
+}
+
+// exitHasGroupDead reports whether the running kernel's sched_process_exit
+// tracepoint passes group_dead (Linux 6.16+), from the tracepoint's BTF.
+func exitHasGroupDead() (bool, error) {
+	kernel, err := btf.LoadKernelSpec()
+	if err != nil {
+		return false, fmt.Errorf("loading kernel BTF: %w", err)
+	}
+	var tp *btf.Typedef
+	if err := kernel.TypeByName("btf_trace_sched_process_exit", &tp); err != nil {
+		return false, fmt.Errorf("looking up sched_process_exit in kernel BTF: %w", err)
+	}
+	ptr, ok := tp.Type.(*btf.Pointer)
+	if !ok {
+		return false, fmt.Errorf("btf_trace_sched_process_exit: unexpected type %s", tp.Type)
+	}
+	proto, ok := ptr.Target.(*btf.FuncProto)
+	if !ok {
+		return false, fmt.Errorf("btf_trace_sched_process_exit: unexpected target %s", ptr.Target)
+	}
+	// (void *ctx, struct task_struct *p[, bool group_dead])
+	return len(proto.Params) >= 3, nil
+}
