@@ -1,0 +1,215 @@
+package collector
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrNoCgroup2 is returned when no cgroup2 hierarchy is mounted.
+var ErrNoCgroup2 = errors.New("no cgroup2 hierarchy mounted")
+
+const fileIDKernfs = 0xfe // FILEID_KERNFS: a kernfs node id as a file handle
+
+// cgroupEntry is a resolved cgroup, kept after the cgroup is gone.
+type cgroupEntry struct {
+	path string // relative to the cgroup2 mount, "/" for the root
+	attr CgroupAttribution
+	used uint64 // resolver generation of the last use
+}
+
+// cgroupResolver maps cgroup2 ids (what bpf_get_current_cgroup_id returns:
+// the cgroup directory's kernfs id, which is also its inode number) to paths
+// and attributions. Entries are cached because a container's cgroup is
+// removed soon after its last process exits. Not safe for concurrent use.
+type cgroupResolver struct {
+	mount    string
+	mountFD  int
+	byHandle bool // open_by_handle_at works (CAP_DAC_READ_SEARCH)
+	cache    map[uint64]*cgroupEntry
+	gen      uint64
+	max      int
+	lastWalk time.Time
+	logger   *slog.Logger
+}
+
+// FindCgroup2Mount returns the mount point of the cgroup2 hierarchy with the
+// widest view: /sys/fs/cgroup on unified hosts, /sys/fs/cgroup/unified on
+// hybrid ones, or wherever a DaemonSet mounted the host's.
+func FindCgroup2Mount() (string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return "", fmt.Errorf("reading mountinfo: %w", err)
+	}
+	defer f.Close()
+	best, bestRank := "", -1
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// id parent maj:min root mountpoint opts [optional...] - fstype source superopts
+		fields := strings.Fields(sc.Text())
+		sep := -1
+		for i, v := range fields {
+			if v == "-" {
+				sep = i
+				break
+			}
+		}
+		if sep < 5 || sep+1 >= len(fields) || fields[sep+1] != "cgroup2" {
+			continue
+		}
+		root, mnt := fields[3], unescapeMountinfo(fields[4])
+		rank := 0
+		if root == "/" {
+			rank += 2 // the hierarchy's real root, not a namespaced subtree
+		}
+		if mnt == "/sys/fs/cgroup" || mnt == "/sys/fs/cgroup/unified" {
+			rank++
+		}
+		if rank > bestRank {
+			best, bestRank = mnt, rank
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", fmt.Errorf("reading mountinfo: %w", err)
+	}
+	if best == "" {
+		return "", ErrNoCgroup2
+	}
+	return best, nil
+}
+
+// unescapeMountinfo undoes the octal escapes (\040 for space) of mountinfo.
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func newCgroupResolver(mount string, logger *slog.Logger) (*cgroupResolver, error) {
+	fd, err := unix.Open(mount, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening cgroup2 mount %s: %w", mount, err)
+	}
+	r := &cgroupResolver{
+		mount: mount, mountFD: fd, byHandle: true,
+		cache: make(map[uint64]*cgroupEntry), max: 1 << 14, logger: logger,
+	}
+	return r, nil
+}
+
+func (r *cgroupResolver) close() { unix.Close(r.mountFD) }
+
+// resolve returns the cgroup with this id, or nil when it cannot be found
+// (gone before it was first seen).
+func (r *cgroupResolver) resolve(id uint64) *cgroupEntry {
+	if e, ok := r.cache[id]; ok {
+		e.used = r.gen
+		return e
+	}
+	if r.byHandle {
+		p, err := r.pathByHandle(id)
+		switch {
+		case err == nil:
+			return r.add(id, p)
+		case errors.Is(err, unix.EPERM), errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.EINVAL):
+			r.byHandle = false
+			r.logger.Warn("cannot resolve cgroups by handle (needs CAP_DAC_READ_SEARCH); walking the cgroup tree instead, which may miss short-lived containers",
+				"error", err)
+		default:
+			return nil // ESTALE, ENOENT: the cgroup is gone
+		}
+	}
+	r.walk()
+	return r.cache[id]
+}
+
+func (r *cgroupResolver) add(id uint64, p string) *cgroupEntry {
+	if len(r.cache) >= r.max {
+		r.evict()
+	}
+	e := &cgroupEntry{path: p, attr: ParseCgroupPath(p), used: r.gen}
+	r.cache[id] = e
+	return e
+}
+
+// evict drops the entries not used since the last eviction; cgroup ids are
+// never reused, so a dropped entry is only ever a cache miss.
+func (r *cgroupResolver) evict() {
+	for id, e := range r.cache {
+		if e.used < r.gen {
+			delete(r.cache, id)
+		}
+	}
+	r.gen++
+	if len(r.cache) >= r.max { // all in use: start over rather than grow
+		clear(r.cache)
+	}
+}
+
+// pathByHandle opens the cgroup directory by its kernfs id and reads its
+// path back: O(1), needs CAP_DAC_READ_SEARCH.
+func (r *cgroupResolver) pathByHandle(id uint64) (string, error) {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], id)
+	fd, err := unix.OpenByHandleAt(r.mountFD, unix.NewFileHandle(fileIDKernfs, b[:]), unix.O_RDONLY|unix.O_CLOEXEC)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(fd)
+	full, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil {
+		return "", err
+	}
+	return relCgroupPath(r.mount, full), nil
+}
+
+func relCgroupPath(mount, full string) string {
+	rel := strings.TrimPrefix(full, mount)
+	if rel == "" {
+		return "/"
+	}
+	return rel
+}
+
+// walk adds every cgroup of the hierarchy to the cache (inode == kernfs
+// id), at most every 100 ms.
+func (r *cgroupResolver) walk() {
+	if time.Since(r.lastWalk) < 100*time.Millisecond {
+		return
+	}
+	r.lastWalk = time.Now()
+	_ = filepath.WalkDir(r.mount, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		var st unix.Stat_t
+		if unix.Stat(p, &st) == nil {
+			if _, ok := r.cache[st.Ino]; !ok {
+				r.add(st.Ino, relCgroupPath(r.mount, p))
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,228 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/readyline/readyline/bpf"
+	"github.com/readyline/readyline/collector/event"
+)
+
+// ProcessConfig configures a ProcessSource. The zero value is usable.
+type ProcessConfig struct {
+	// RingBufferBytes sizes the kernel ring buffer (power of two); 0 = 4 MiB.
+	RingBufferBytes uint32
+	// CgroupMount is the cgroup2 mount point; "" finds it in mountinfo.
+	CgroupMount string
+	// CNIBinDirs are the directories CNI plugins run from; nil means
+	// DefaultCNIBinDirs.
+	CNIBinDirs []string
+	// HostArgv keeps argv for every host process, not only for pod processes
+	// and runtime helpers. Off by default: host command lines may hold
+	// secrets this tool has no business exporting.
+	HostArgv bool
+	// PodsOnly drops events of processes outside pod cgroups.
+	PodsOnly bool
+}
+
+// ProcessStats counts what a ProcessSource saw. Safe to read while it runs.
+type ProcessStats struct {
+	Records      uint64 // ring-buffer records read
+	DecodeErrors uint64 // records that could not be decoded
+	KernelDrops  uint64 // records the kernel lost: ring buffer full
+	Unattributed uint64 // events whose cgroup was gone before it was resolved
+}
+
+// ProcessSource reports exec, fork and exit of every process on the node,
+// attributed to pods and containers by cgroup.
+type ProcessSource struct {
+	cfg      ProcessConfig
+	logger   *slog.Logger
+	prog     *bpf.ProcessProgram
+	cgroups  *cgroupResolver // nil without a cgroup2 hierarchy
+	procs    processTable
+	clockOff atomic.Int64
+
+	records, decodeErrors, kernelDrops, unattributed atomic.Uint64
+}
+
+// NewProcessSource loads and attaches the process tracer. Events are
+// buffered in the kernel until Run reads them. A nil logger discards logs.
+func NewProcessSource(cfg ProcessConfig, logger *slog.Logger) (*ProcessSource, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.CNIBinDirs == nil {
+		cfg.CNIBinDirs = DefaultCNIBinDirs
+	}
+	s := &ProcessSource{cfg: cfg, logger: logger, procs: newProcessTable()}
+	s.clockOff.Store(NewBootClock().Offset)
+
+	mount := cfg.CgroupMount
+	if mount == "" {
+		var err error
+		if mount, err = FindCgroup2Mount(); err != nil {
+			logger.Warn("processes cannot be attributed to containers", "error", err)
+		}
+	}
+	if mount != "" {
+		r, err := newCgroupResolver(mount, logger)
+		if err != nil {
+			return nil, err
+		}
+		s.cgroups = r
+	}
+
+	prog, err := bpf.LoadProcessProgram(bpf.ProcessOptions{RingBufferBytes: cfg.RingBufferBytes})
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	s.prog = prog
+	logger.Info("process tracer attached", "cgroup2", mount)
+	return s, nil
+}
+
+func (s *ProcessSource) close() {
+	if s.prog != nil {
+		s.prog.Close()
+	}
+	if s.cgroups != nil {
+		s.cgroups.close()
+	}
+}
+
+// Stats returns the counters so far.
+func (s *ProcessSource) Stats() ProcessStats {
+	return ProcessStats{
+		Records:      s.records.Load(),
+		DecodeErrors: s.decodeErrors.Load(),
+		KernelDrops:  s.kernelDrops.Load(),
+		Unattributed: s.unattributed.Load(),
+	}
+}
+
+// Run reads events until ctx is done and hands each to emit, in kernel
+// order, from one goroutine. A slow emit backs up into the kernel ring
+// buffer, which then drops and counts. Run detaches the tracer on return
+// and returns nil on cancellation. Call it once.
+func (s *ProcessSource) Run(ctx context.Context, emit func(event.Event)) error {
+	defer s.close()
+	rd, err := ringbuf.NewReader(s.prog.Events())
+	if err != nil {
+		return fmt.Errorf("opening ring buffer reader: %w", err)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-stop:
+		}
+		rd.Close()
+	}()
+	go s.housekeeping(ctx)
+
+	var rec ringbuf.Record
+	for {
+		if err := rd.ReadInto(&rec); err != nil {
+			if errors.Is(err, ringbuf.ErrClosed) {
+				s.pollDrops()
+				return nil
+			}
+			return fmt.Errorf("reading ring buffer: %w", err)
+		}
+		s.records.Add(1)
+		ev, err := DecodeProcessEvent(rec.RawSample, BootClock{Offset: s.clockOff.Load()})
+		if err != nil {
+			s.decodeErrors.Add(1)
+			s.logger.Debug("dropping undecodable record", "error", err)
+			continue
+		}
+		if s.enrich(ev) {
+			emit(ev)
+		}
+	}
+}
+
+// housekeeping resyncs the clock and reports kernel drops.
+func (s *ProcessSource) housekeeping(ctx context.Context) {
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.clockOff.Store(NewBootClock().Offset)
+			s.pollDrops()
+		}
+	}
+}
+
+func (s *ProcessSource) pollDrops() {
+	n, err := s.prog.Drops()
+	if err != nil {
+		return
+	}
+	if old := s.kernelDrops.Swap(n); n > old {
+		s.logger.Warn("kernel ring buffer full: process events lost", "lost", n-old, "total", n)
+	}
+}
+
+// enrich attributes the event to its container, applies the argv policy and
+// tracks the process; it returns false for events to leave out.
+func (s *ProcessSource) enrich(ev event.Event) bool {
+	var p *event.Process
+	switch e := ev.(type) {
+	case *event.ProcessExec:
+		p = &e.Process
+		helper := IsRuntimeHelper(e.Filename, s.cfg.CNIBinDirs)
+		s.attribute(p, helper)
+		s.procs.exec(p.PID, e.Filename, helper)
+		if p.Scope == event.ScopeHost && !s.cfg.HostArgv {
+			e.Argv, e.ArgvTruncated = nil, false
+		} else {
+			e.Argv = RedactArgv(e.Argv)
+		}
+	case *event.ProcessFork:
+		p = &e.Process
+		helper := s.procs.fork(p.PID, p.PPID)
+		s.attribute(p, helper)
+	case *event.ProcessExit:
+		p = &e.Process
+		info, first := s.procs.exit(p.PID)
+		if !first {
+			return false // a second report of the same exit (pre-6.16 race)
+		}
+		e.Filename = info.filename
+		s.attribute(p, info.helper)
+	}
+	return !s.cfg.PodsOnly || p.Scope == event.ScopePod
+}
+
+func (s *ProcessSource) attribute(p *event.Process, helper bool) {
+	p.Scope = event.ScopeHost
+	if helper {
+		p.Scope = event.ScopeRuntime
+	}
+	if s.cgroups == nil {
+		return
+	}
+	cg := s.cgroups.resolve(p.CgroupID)
+	if cg == nil {
+		s.unattributed.Add(1)
+		return
+	}
+	p.Cgroup = cg.path
+	p.PodUID, p.ContainerID = cg.attr.PodUID, cg.attr.ContainerID
+	if p.PodUID != "" {
+		p.Scope = event.ScopePod
+	}
+}

@@ -1,0 +1,286 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/readyline/readyline/collector/event"
+	"github.com/readyline/readyline/collector/testenv"
+)
+
+// recorder collects what a running ProcessSource emits.
+type recorder struct {
+	mu     sync.Mutex
+	events []event.Event
+	src    *ProcessSource
+}
+
+// startProcessSource runs a ProcessSource until the test ends.
+func startProcessSource(t *testing.T, cfg ProcessConfig) *recorder {
+	t.Helper()
+	testenv.RequirePrivileged(t)
+	src, err := NewProcessSource(cfg, nil)
+	if err != nil {
+		t.Fatalf("starting process source: %v", err)
+	}
+	r := &recorder{src: src}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- src.Run(ctx, func(ev event.Event) {
+			r.mu.Lock()
+			r.events = append(r.events, ev)
+			r.mu.Unlock()
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("Run did not return 5 s after cancellation")
+		}
+	})
+	return r
+}
+
+// matching returns the events for which keep is true.
+func (r *recorder) matching(keep func(event.Event) bool) []event.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []event.Event
+	for _, ev := range r.events {
+		if keep(ev) {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// waitFor waits until n events match keep and returns them.
+func (r *recorder) waitFor(t *testing.T, what string, n int, keep func(event.Event) bool) []event.Event {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := r.matching(keep)
+		if len(got) >= n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %d %s: got %d", n, what, len(got))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// testCgroup is a cgroup2 directory named like a real container's.
+type testCgroup struct {
+	dir               string // absolute
+	podUID, container string
+}
+
+// makeTestCgroup creates <cgroup2>/readyline-test-<pid>/<rel> and removes it
+// when the test ends.
+func makeTestCgroup(t *testing.T, rel, podUID, container string) testCgroup {
+	t.Helper()
+	mount, err := FindCgroup2Mount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := filepath.Join(mount, fmt.Sprintf("readyline-test-%d", os.Getpid()))
+	dir := filepath.Join(top, rel)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("creating cgroup: %v", err)
+	}
+	t.Cleanup(func() { removeCgroupTree(t, top) })
+	return testCgroup{dir: dir, podUID: podUID, container: container}
+}
+
+// removeCgroupTree removes a cgroup directory tree, deepest first, waiting
+// for exiting processes to leave.
+func removeCgroupTree(t *testing.T, top string) {
+	var dirs []string
+	filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	slices.Reverse(dirs)
+	for _, d := range dirs {
+		var err error
+		for range 50 {
+			if err = os.Remove(d); err == nil || os.IsNotExist(err) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err != nil && !os.IsNotExist(err) {
+			t.Errorf("removing test cgroup %s: %v", d, err)
+		}
+	}
+}
+
+// command returns a command that starts directly inside the cgroup
+// (clone3 with CLONE_INTO_CGROUP), so its exec happens there.
+func (c testCgroup) command(t *testing.T, name string, args ...string) *exec.Cmd {
+	t.Helper()
+	f, err := os.Open(c.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	cmd := exec.Command(name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(f.Fd())}
+	return cmd
+}
+
+func (c testCgroup) owns(p *event.Process) bool {
+	return p.ContainerID == c.container && p.PodUID == c.podUID
+}
+
+func execOf(c testCgroup, filename string) func(event.Event) bool {
+	return func(ev event.Event) bool {
+		e, ok := ev.(*event.ProcessExec)
+		return ok && c.owns(&e.Process) && strings.HasSuffix(e.Filename, filename)
+	}
+}
+
+func exitOf(c testCgroup, pid int) func(event.Event) bool {
+	return func(ev event.Event) bool {
+		e, ok := ev.(*event.ProcessExit)
+		return ok && int(e.PID) == pid && c.owns(&e.Process)
+	}
+}
+
+const (
+	testPodUID = "3f9c2a7e-1b4d-4e8a-9c6f-0d2b5e7a1c34"
+	testCID    = "8d3e5f7a9b1c2d4e6f8a0b1c3d5e7f9a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e"
+)
+
+func TestIntegrationExecExitInContainerCgroup(t *testing.T) {
+	shapes := []struct{ name, rel string }{
+		{"cgroupfs", "kubepods/besteffort/pod" + testPodUID + "/" + testCID},
+		{"systemd", "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" +
+			strings.ReplaceAll(testPodUID, "-", "_") + ".slice/cri-containerd-" + testCID + ".scope"},
+	}
+	rec := startProcessSource(t, ProcessConfig{})
+	for _, shape := range shapes {
+		t.Run(shape.name, func(t *testing.T) {
+			cg := makeTestCgroup(t, shape.rel, testPodUID, testCID)
+			cmd := cg.command(t, "sh", "-c", "sleep 0.1; exit 3")
+			err := cmd.Run()
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
+				t.Fatalf("running sh: %v", err)
+			}
+			pid := cmd.Process.Pid
+
+			execs := rec.waitFor(t, "exec of sh", 1, func(ev event.Event) bool {
+				return execOf(cg, "sh")(ev) && int(ev.(*event.ProcessExec).PID) == pid
+			})
+			e := execs[0].(*event.ProcessExec)
+			if want := []string{"sh", "-c", "sleep 0.1; exit 3"}; !slices.Equal(e.Argv, want) {
+				t.Errorf("exec argv %q, want %q", e.Argv, want)
+			}
+			if e.Scope != event.ScopePod || !strings.HasSuffix(e.Cgroup, shape.rel) {
+				t.Errorf("exec scope %q cgroup %q, want pod in %q", e.Scope, e.Cgroup, shape.rel)
+			}
+			if e.PPID != uint32(os.Getpid()) {
+				t.Errorf("exec ppid %d, want %d", e.PPID, os.Getpid())
+			}
+
+			rec.waitFor(t, "exec of sleep", 1, execOf(cg, "sleep"))
+			exits := rec.waitFor(t, "exit of sh", 1, exitOf(cg, pid))
+			x := exits[0].(*event.ProcessExit)
+			if x.ExitCode != 3 || x.Signal != 0 {
+				t.Errorf("exit code %d signal %d, want 3 and 0", x.ExitCode, x.Signal)
+			}
+			if !strings.HasSuffix(x.Filename, "sh") {
+				t.Errorf("exit filename %q, want the shell", x.Filename)
+			}
+			if !x.Time.After(e.Time) || x.Time.Sub(e.Time) < 100*time.Millisecond {
+				t.Errorf("exit at %v, exec at %v: want the 0.1 s sleep between", x.Time, e.Time)
+			}
+			if d := time.Since(x.Time); d < 0 || d > 10*time.Second {
+				t.Errorf("exit time %v is %v from now", x.Time, d)
+			}
+		})
+	}
+}
+
+func TestIntegrationKilledBySignal(t *testing.T) {
+	rec := startProcessSource(t, ProcessConfig{PodsOnly: true})
+	cg := makeTestCgroup(t, "kubepods/burstable/pod"+testPodUID+"/"+testCID, testPodUID, testCID)
+	cmd := cg.command(t, "sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	rec.waitFor(t, "exec of sleep", 1, execOf(cg, "sleep"))
+	cmd.Process.Kill()
+	cmd.Wait()
+	x := rec.waitFor(t, "exit of sleep", 1, exitOf(cg, cmd.Process.Pid))[0].(*event.ProcessExit)
+	if x.Signal != int(syscall.SIGKILL) {
+		t.Errorf("signal %d, want SIGKILL (9)", x.Signal)
+	}
+}
+
+func TestIntegrationLeaderExitsBeforeWorker(t *testing.T) {
+	testenv.RequirePrivileged(t)
+	bin := filepath.Join(t.TempDir(), "mtexit")
+	if out, err := exec.Command("gcc", "-O2", "-pthread", "-o", bin, "testdata/mtexit.c").CombinedOutput(); err != nil {
+		t.Fatalf("compiling testdata/mtexit.c (gcc is needed): %v\n%s", err, out)
+	}
+	rec := startProcessSource(t, ProcessConfig{PodsOnly: true})
+	cg := makeTestCgroup(t, "kubepods/besteffort/pod"+testPodUID+"/"+testCID, testPodUID, testCID)
+	cmd := cg.command(t, bin)
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 7 {
+		t.Fatalf("running mtexit: %v", err)
+	}
+	exits := rec.waitFor(t, "exit of mtexit", 1, exitOf(cg, cmd.Process.Pid))
+	time.Sleep(300 * time.Millisecond) // room for a wrong second report
+	exits = rec.matching(exitOf(cg, cmd.Process.Pid))
+	if len(exits) != 1 {
+		t.Fatalf("%d exit events for one process, want 1: %v", len(exits), exits)
+	}
+	if x := exits[0].(*event.ProcessExit); x.ExitCode != 7 || x.Signal != 0 {
+		t.Errorf("exit code %d signal %d, want 7 and 0", x.ExitCode, x.Signal)
+	}
+}
+
+func TestIntegrationRapidExecsNoDrops(t *testing.T) {
+	const n = 2000
+	rec := startProcessSource(t, ProcessConfig{PodsOnly: true})
+	cg := makeTestCgroup(t, "kubepods/besteffort/pod"+testPodUID+"/"+testCID, testPodUID, testCID)
+	script := fmt.Sprintf("i=0; while [ $i -lt %d ]; do /bin/true; i=$((i+1)); done", n)
+	start := time.Now()
+	if out, err := cg.command(t, "sh", "-c", script).CombinedOutput(); err != nil {
+		t.Fatalf("spawning: %v\n%s", err, out)
+	}
+	elapsed := time.Since(start)
+	rec.waitFor(t, "execs of /bin/true", n, execOf(cg, "/bin/true"))
+	rec.waitFor(t, "exits of true", n, func(ev event.Event) bool {
+		e, ok := ev.(*event.ProcessExit)
+		return ok && cg.owns(&e.Process) && e.Comm == "true"
+	})
+	if got := len(rec.matching(execOf(cg, "/bin/true"))); got != n {
+		t.Errorf("%d execs of /bin/true, want exactly %d", got, n)
+	}
+	rec.src.pollDrops()
+	if st := rec.src.Stats(); st.KernelDrops != 0 || st.DecodeErrors != 0 {
+		t.Errorf("stats %+v: want no drops or decode errors", st)
+	}
+	t.Logf("%d execs in %v (%.0f/s)", n, elapsed.Round(time.Millisecond), n/elapsed.Seconds())
+}

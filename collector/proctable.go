@@ -1,0 +1,74 @@
+package collector
+
+// procInfo is what readyline remembers of a live process.
+type procInfo struct {
+	filename string // last program executed
+	helper   bool   // a container runtime helper
+	exited   bool
+}
+
+// processTable remembers live processes, to name the program in exit
+// events, keep a helper's children marked as helpers, and report each exit
+// once. Bounded: exited entries are forgotten after maxExited later exits;
+// the whole table is reset if lost exits ever fill it. Not safe for
+// concurrent use.
+type processTable struct {
+	procs  map[uint32]*procInfo
+	exited []uint32 // ring of exited pids, oldest at next
+	next   int
+}
+
+const (
+	maxExited = 4096
+	maxProcs  = 1 << 17
+)
+
+func newProcessTable() processTable {
+	return processTable{procs: make(map[uint32]*procInfo), exited: make([]uint32, 0, maxExited)}
+}
+
+func (t *processTable) put(pid uint32, info *procInfo) {
+	if len(t.procs) >= maxProcs {
+		clear(t.procs)
+	}
+	t.procs[pid] = info
+}
+
+func (t *processTable) exec(pid uint32, filename string, helper bool) {
+	t.put(pid, &procInfo{filename: filename, helper: helper})
+}
+
+// fork records a new process and returns whether it is a helper's child.
+func (t *processTable) fork(pid, ppid uint32) bool {
+	info := &procInfo{}
+	if parent, ok := t.procs[ppid]; ok {
+		info.filename, info.helper = parent.filename, parent.helper
+	}
+	t.put(pid, info)
+	return info.helper
+}
+
+// exit returns what is known of the process and whether this is the first
+// report of its exit.
+func (t *processTable) exit(pid uint32) (procInfo, bool) {
+	info, ok := t.procs[pid]
+	if ok && info.exited {
+		return *info, false
+	}
+	if !ok {
+		info = &procInfo{}
+		t.put(pid, info)
+	}
+	info.exited = true
+	if len(t.exited) < maxExited {
+		t.exited = append(t.exited, pid)
+	} else {
+		old := t.exited[t.next]
+		if o, ok := t.procs[old]; ok && o.exited {
+			delete(t.procs, old)
+		}
+		t.exited[t.next] = pid
+		t.next = (t.next + 1) % maxExited
+	}
+	return *info, true
+}

@@ -1,0 +1,41 @@
+package collector
+
+import "testing"
+
+func TestProcessTableReportsEachExitOnce(t *testing.T) {
+	pt := newProcessTable()
+	pt.exec(10, "/bin/sh", false)
+	if info, first := pt.exit(10); !first || info.filename != "/bin/sh" {
+		t.Fatalf("first exit: %+v %v", info, first)
+	}
+	if _, first := pt.exit(10); first {
+		t.Fatal("second exit of the same process reported as first")
+	}
+	// PID reuse: a new process with the same pid exits again.
+	pt.fork(10, 1)
+	if _, first := pt.exit(10); !first {
+		t.Fatal("exit after pid reuse not reported")
+	}
+}
+
+func TestProcessTableHelperChildren(t *testing.T) {
+	pt := newProcessTable()
+	pt.exec(20, "/usr/bin/runc", true)
+	if !pt.fork(21, 20) {
+		t.Fatal("child of a runtime helper is not a helper")
+	}
+	if pt.fork(31, 30) {
+		t.Fatal("child of an unknown process is a helper")
+	}
+}
+
+func TestProcessTableIsBounded(t *testing.T) {
+	pt := newProcessTable()
+	for pid := uint32(1); pid <= 3*maxExited; pid++ {
+		pt.exec(pid, "/bin/true", false)
+		pt.exit(pid)
+	}
+	if n := len(pt.procs); n > maxExited {
+		t.Fatalf("%d entries after %d exits, want at most %d", n, 3*maxExited, maxExited)
+	}
+}
