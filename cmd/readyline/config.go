@@ -1,0 +1,103 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// errUsage marks an error already explained to the user with the usage.
+var errUsage = errors.New("usage error")
+
+// flagSet is a flag.FlagSet whose flags default to their environment twins:
+// --ring-buffer-size reads READYLINE_RING_BUFFER_SIZE.
+type flagSet struct {
+	*flag.FlagSet
+	envErrs []error
+}
+
+func newFlagSet(name string, stderr io.Writer) *flagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return &flagSet{FlagSet: fs}
+}
+
+// envName is the environment twin of a flag.
+func envName(flagName string) string {
+	return "READYLINE_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+func (fs *flagSet) env(name string) (string, bool) {
+	return os.LookupEnv(envName(name))
+}
+
+func (fs *flagSet) String(p *string, name, def, help string) {
+	if v, ok := fs.env(name); ok {
+		def = v
+	}
+	fs.StringVar(p, name, def, help+" ($"+envName(name)+")")
+}
+
+func (fs *flagSet) Bool(p *bool, name string, def bool, help string) {
+	if v, ok := fs.env(name); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			fs.envErrs = append(fs.envErrs, fmt.Errorf("$%s: %w", envName(name), err))
+		}
+		def = b
+	}
+	fs.BoolVar(p, name, def, help+" ($"+envName(name)+")")
+}
+
+func (fs *flagSet) Uint(p *uint, name string, def uint, help string) {
+	if v, ok := fs.env(name); ok {
+		n, err := strconv.ParseUint(v, 0, 64)
+		if err != nil {
+			fs.envErrs = append(fs.envErrs, fmt.Errorf("$%s: %w", envName(name), err))
+		}
+		def = uint(n)
+	}
+	fs.UintVar(p, name, def, help+" ($"+envName(name)+")")
+}
+
+// parse parses args and reports bad environment values as a usage error.
+func (fs *flagSet) parse(args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "unexpected arguments: %q\n", fs.Args())
+		return errUsage
+	}
+	if err := errors.Join(fs.envErrs...); err != nil {
+		fmt.Fprintln(fs.Output(), err)
+		return errUsage
+	}
+	return nil
+}
+
+// logConfig is the logging part of every command's configuration.
+type logConfig struct {
+	level string
+}
+
+func (c *logConfig) register(fs *flagSet) {
+	fs.String(&c.level, "log-level", "info", "log level: debug, info, warn or error")
+}
+
+// logger builds the JSON logger on stderr that every command uses.
+func (c *logConfig) logger(stderr io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	return slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})), nil
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/bits"
+	"os"
+
+	"github.com/readyline/readyline/collector"
+	"github.com/readyline/readyline/collector/event"
+)
+
+// eventsConfig is the validated configuration of `readyline events`.
+type eventsConfig struct {
+	log      logConfig
+	process  collector.ProcessConfig
+	ringSize uint
+}
+
+func parseEventsConfig(args []string, stderr io.Writer) (eventsConfig, error) {
+	var c eventsConfig
+	fs := newFlagSet("readyline events", stderr)
+	c.log.register(fs)
+	fs.Bool(&c.process.PodsOnly, "pods-only", false, "only processes in pod cgroups")
+	fs.Bool(&c.process.HostArgv, "host-argv", false, "keep argv of every host process, not only of pod processes and runtime helpers (secrets are still redacted)")
+	fs.String(&c.process.CgroupMount, "cgroup-mount", "", "cgroup2 mount point (default: found in /proc/self/mountinfo)")
+	fs.Uint(&c.ringSize, "ring-buffer-size", 4<<20, "kernel ring buffer size in bytes (a power of two, at least 4096)")
+	if err := fs.parse(args); err != nil {
+		return c, err
+	}
+	if c.ringSize < 4096 || bits.OnesCount(c.ringSize) != 1 || c.ringSize > 1<<30 {
+		fmt.Fprintf(stderr, "--ring-buffer-size: %d is not a power of two between 4096 and 1 GiB\n", c.ringSize)
+		return c, errUsage
+	}
+	c.process.RingBufferBytes = uint32(c.ringSize)
+	return c, nil
+}
+
+// runEvents streams process events as JSON lines until ctx is done.
+func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseEventsConfig(args, stderr)
+	if err != nil {
+		return err
+	}
+	logger, err := cfg.log.logger(stderr)
+	if err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		logger.Warn("not running as root: loading eBPF programs needs CAP_BPF, CAP_PERFMON and CAP_DAC_READ_SEARCH")
+	}
+	src, err := collector.NewProcessSource(cfg.process, logger)
+	if err != nil {
+		return err
+	}
+	var writeErr error // stdout gone (a closed pipe): stop writing
+	err = src.Run(ctx, func(ev event.Event) {
+		if writeErr != nil {
+			return
+		}
+		line, err := event.Marshal(ev)
+		if err != nil {
+			logger.Error("encoding event", "error", err)
+			return
+		}
+		// One write per line: a reader sees each event as it happens.
+		_, writeErr = stdout.Write(append(line, '\n'))
+	})
+	st := src.Stats()
+	logger.Info("stopped", "records", st.Records, "kernel_drops", st.KernelDrops,
+		"decode_errors", st.DecodeErrors, "unattributed", st.Unattributed)
+	if err != nil {
+		return err
+	}
+	return writeErr
+}

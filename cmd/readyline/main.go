@@ -1,0 +1,63 @@
+// Command readyline answers, for every pod that starts on a Kubernetes node,
+// where the time between "created" and "Ready" went.
+//
+//	readyline events [flags]   stream process events as JSON lines
+//
+// Every flag has an environment twin: --log-level is READYLINE_LOG_LEVEL.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `usage: readyline <command> [flags]
+
+commands:
+  events   stream every process event (exec, fork, exit) as one JSON line on stdout
+
+Run 'readyline <command> -h' for the flags of a command. Every flag has an
+environment twin: --log-level is READYLINE_LOG_LEVEL.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var err error
+	switch args[0] {
+	case "events":
+		err = runEvents(ctx, args[1:], stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "readyline: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	default:
+		fmt.Fprintf(stderr, "readyline %s: %v\n", args[0], err)
+		return 1
+	}
+}
