@@ -77,6 +77,17 @@ struct {
 // Set by the loader before load (read-only data, known to the verifier).
 volatile const bool exit_has_group_dead = false; // 6.16+: sched_process_exit(p, group_dead)
 volatile const bool capture_argv = true;
+// The reader is woken only once this many bytes wait in the ring buffer; it
+// also polls on a short timer. Waking it for every record would cost a
+// context switch per exec on a busy node.
+volatile const u64 wakeup_bytes = 1 << 18;
+
+static __always_inline u64 submit_flags(void)
+{
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		return BPF_RB_FORCE_WAKEUP;
+	return BPF_RB_NO_WAKEUP;
+}
 
 static __always_inline void count_drop(void)
 {
@@ -128,7 +139,7 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), BPF_CORE_READ(bprm, filename));
 	if (capture_argv)
 		read_argv(e, p);
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, submit_flags());
 	return 0;
 }
 
@@ -157,7 +168,7 @@ int handle_exit(u64 *ctx)
 	fill_header(&e->hdr, p, EVENT_EXIT);
 	e->exit_code = BPF_CORE_READ(p, exit_code);
 	e->_pad = 0;
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, submit_flags());
 	return 0;
 }
 
@@ -174,6 +185,6 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	}
 	// current is the parent here; its cgroup is the child's until it moves.
 	fill_header(&e->hdr, child, EVENT_FORK);
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, submit_flags());
 	return 0;
 }

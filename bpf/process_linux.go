@@ -3,6 +3,7 @@ package bpf
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -26,6 +27,15 @@ type ProcessOptions struct {
 	SkipArgv bool
 }
 
+// wakeupFraction: the kernel wakes the reader when a quarter of the ring
+// buffer is waiting; otherwise the reader polls (see ProcessPollInterval).
+const wakeupFraction = 4
+
+// ProcessPollInterval is how often a reader of the Events ring buffer must
+// look for records when not woken: the programs wake it only when the ring
+// buffer fills up, to batch the work of a busy node.
+const ProcessPollInterval = 100 * time.Millisecond
+
 // ProcessProgram is the loaded and attached process tracer. Read its Events
 // ring buffer with ringbuf.NewReader; Close detaches everything.
 type ProcessProgram struct {
@@ -45,6 +55,10 @@ func LoadProcessProgram(opts ProcessOptions) (*ProcessProgram, error) {
 	}
 	if opts.RingBufferBytes != 0 {
 		spec.Maps[ProcessMapEvents].MaxEntries = opts.RingBufferBytes
+	}
+	wakeup := uint64(spec.Maps[ProcessMapEvents].MaxEntries / wakeupFraction)
+	if err := spec.Variables[ProcessVarWakeupBytes].Set(wakeup); err != nil {
+		return nil, fmt.Errorf("setting wakeup_bytes: %w", err)
 	}
 	groupDead, err := exitHasGroupDead()
 	if err != nil {

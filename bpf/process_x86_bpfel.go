@@ -68,6 +68,7 @@ const (
 	ProcessVarUnusedExit       = "unused_exit"
 	ProcessVarUnusedFork       = "unused_fork"
 	ProcessVarUnusedType       = "unused_type"
+	ProcessVarWakeupBytes      = "wakeup_bytes"
 )
 
 // LoadProcess returns the embedded CollectionSpec for Process.
@@ -135,6 +136,7 @@ type ProcessVariableSpecs struct {
 	UnusedExit       *ebpf.VariableSpec `ebpf:"unused_exit"`
 	UnusedFork       *ebpf.VariableSpec `ebpf:"unused_fork"`
 	UnusedType       *ebpf.VariableSpec `ebpf:"unused_type"`
+	WakeupBytes      *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
 // ProcessObjects contains all objects after they have been loaded into the kernel.
@@ -178,6 +180,7 @@ type ProcessVariables struct {
 	UnusedExit       *ebpf.Variable `ebpf:"unused_exit"`
 	UnusedFork       *ebpf.Variable `ebpf:"unused_fork"`
 	UnusedType       *ebpf.Variable `ebpf:"unused_type"`
+	WakeupBytes      *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 
 // ProcessPrograms contains all programs after they have been loaded into the kernel.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -130,9 +131,14 @@ func (s *ProcessSource) Run(ctx context.Context, emit func(event.Event)) error {
 	go s.housekeeping(ctx)
 
 	var rec ringbuf.Record
+	rd.SetDeadline(time.Now().Add(bpf.ProcessPollInterval))
 	for {
 		if err := rd.ReadInto(&rec); err != nil {
-			if errors.Is(err, ringbuf.ErrClosed) {
+			switch {
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				rd.SetDeadline(time.Now().Add(bpf.ProcessPollInterval))
+				continue
+			case errors.Is(err, ringbuf.ErrClosed):
 				s.pollDrops()
 				return nil
 			}

@@ -81,9 +81,46 @@ func isBareSecretFlag(arg string) bool {
 	return strings.HasPrefix(arg, "-") && !strings.ContainsAny(arg, "= \t") && isSecretName(arg)
 }
 
-func redactArg(arg string) string {
+// hints are the substrings (lower case) without which no rule can match.
+var hints = append([]string{"key", "://", "authorization"}, secretWords...)
+
+// mightHoldSecret is a fast, allocation-free screen before the regexps.
+func mightHoldSecret(arg string) bool {
 	if !strings.ContainsAny(arg, "= \t:") {
-		return arg // nothing any rule below could match
+		return false
+	}
+	for _, h := range hints {
+		if containsFold(arg, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// containsFold reports whether s contains the lower-case ASCII word w,
+// ignoring ASCII case.
+func containsFold(s, w string) bool {
+	for i := 0; i+len(w) <= len(s); i++ {
+		j := 0
+		for ; j < len(w); j++ {
+			c := s[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != w[j] {
+				break
+			}
+		}
+		if j == len(w) {
+			return true
+		}
+	}
+	return false
+}
+
+func redactArg(arg string) string {
+	if !mightHoldSecret(arg) {
+		return arg
 	}
 	arg = flagValue.ReplaceAllStringFunc(arg, func(m string) string {
 		sub := flagValue.FindStringSubmatch(m)
