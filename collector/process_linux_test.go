@@ -85,66 +85,14 @@ func (r *recorder) waitFor(t *testing.T, what string, n int, keep func(event.Eve
 	}
 }
 
-// testCgroup is a cgroup2 directory named like a real container's.
+// testCgroup is a test cgroup with the pod and container its path names.
 type testCgroup struct {
-	dir               string // absolute
+	testenv.Cgroup
 	podUID, container string
 }
 
-// makeTestCgroup creates <cgroup2>/readyline-test-<pid>/<rel> and removes it
-// when the test ends.
 func makeTestCgroup(t *testing.T, rel, podUID, container string) testCgroup {
-	t.Helper()
-	mount, err := FindCgroup2Mount()
-	if err != nil {
-		t.Fatal(err)
-	}
-	top := filepath.Join(mount, fmt.Sprintf("readyline-test-%d", os.Getpid()))
-	dir := filepath.Join(top, rel)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatalf("creating cgroup: %v", err)
-	}
-	t.Cleanup(func() { removeCgroupTree(t, top) })
-	return testCgroup{dir: dir, podUID: podUID, container: container}
-}
-
-// removeCgroupTree removes a cgroup directory tree, deepest first, waiting
-// for exiting processes to leave.
-func removeCgroupTree(t *testing.T, top string) {
-	var dirs []string
-	filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			dirs = append(dirs, p)
-		}
-		return nil
-	})
-	slices.Reverse(dirs)
-	for _, d := range dirs {
-		var err error
-		for range 50 {
-			if err = os.Remove(d); err == nil || os.IsNotExist(err) {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		if err != nil && !os.IsNotExist(err) {
-			t.Errorf("removing test cgroup %s: %v", d, err)
-		}
-	}
-}
-
-// command returns a command that starts directly inside the cgroup
-// (clone3 with CLONE_INTO_CGROUP), so its exec happens there.
-func (c testCgroup) command(t *testing.T, name string, args ...string) *exec.Cmd {
-	t.Helper()
-	f, err := os.Open(c.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	cmd := exec.Command(name, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(f.Fd())}
-	return cmd
+	return testCgroup{testenv.NewCgroup(t, rel), podUID, container}
 }
 
 func (c testCgroup) owns(p *event.Process) bool {
@@ -180,7 +128,7 @@ func TestIntegrationExecExitInContainerCgroup(t *testing.T) {
 	for _, shape := range shapes {
 		t.Run(shape.name, func(t *testing.T) {
 			cg := makeTestCgroup(t, shape.rel, testPodUID, testCID)
-			cmd := cg.command(t, "sh", "-c", "sleep 0.1; exit 3")
+			cmd := cg.Command(t, "sh", "-c", "sleep 0.1; exit 3")
 			err := cmd.Run()
 			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
 				t.Fatalf("running sh: %v", err)
@@ -223,7 +171,7 @@ func TestIntegrationExecExitInContainerCgroup(t *testing.T) {
 func TestIntegrationKilledBySignal(t *testing.T) {
 	rec := startProcessSource(t, ProcessConfig{PodsOnly: true})
 	cg := makeTestCgroup(t, "kubepods/burstable/pod"+testPodUID+"/"+testCID, testPodUID, testCID)
-	cmd := cg.command(t, "sleep", "30")
+	cmd := cg.Command(t, "sleep", "30")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +192,7 @@ func TestIntegrationLeaderExitsBeforeWorker(t *testing.T) {
 	}
 	rec := startProcessSource(t, ProcessConfig{PodsOnly: true})
 	cg := makeTestCgroup(t, "kubepods/besteffort/pod"+testPodUID+"/"+testCID, testPodUID, testCID)
-	cmd := cg.command(t, bin)
+	cmd := cg.Command(t, bin)
 	err := cmd.Run()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 7 {
 		t.Fatalf("running mtexit: %v", err)
@@ -266,7 +214,7 @@ func TestIntegrationRapidExecsNoDrops(t *testing.T) {
 	cg := makeTestCgroup(t, "kubepods/besteffort/pod"+testPodUID+"/"+testCID, testPodUID, testCID)
 	script := fmt.Sprintf("i=0; while [ $i -lt %d ]; do /bin/true; i=$((i+1)); done", n)
 	start := time.Now()
-	if out, err := cg.command(t, "sh", "-c", script).CombinedOutput(); err != nil {
+	if out, err := cg.Command(t, "sh", "-c", script).CombinedOutput(); err != nil {
 		t.Fatalf("spawning: %v\n%s", err, out)
 	}
 	elapsed := time.Since(start)
