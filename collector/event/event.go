@@ -2,8 +2,8 @@
 // correlator consumes, and their JSON lines encoding (one event per line, the
 // format of `readyline events` and of recordings).
 //
-// The package depends on nothing but the standard library, so the correlator
-// can read recordings without pulling in eBPF, client-go or OTel.
+// The package depends on the standard library and the Kubernetes API types
+// only, so the correlator can read recordings without eBPF, client-go or OTel.
 package event
 
 import (
@@ -131,6 +131,12 @@ func Unmarshal(data []byte) (Event, error) {
 		e = new(ProcessExit)
 	case TypeFork:
 		e = new(ProcessFork)
+	case TypeContainer:
+		e = new(ContainerInfo)
+	case TypePod:
+		e = new(PodUpdate)
+	case TypeTick:
+		e = new(Tick)
 	default:
 		return nil, fmt.Errorf("%w %q", ErrUnknownType, head.Type)
 	}

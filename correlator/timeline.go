@@ -1,0 +1,280 @@
+// Package correlator turns the ordered stream of node events (process exec
+// and exit, container runtime state, pod updates from the API server, clock
+// ticks) into one Timeline per pod start, following the kubelet's rules.
+//
+// It is pure and deterministic: the same events in the same order always
+// give the same timelines, which is what makes recordings replayable. It
+// imports neither eBPF, client-go informers nor OTel.
+package correlator
+
+import "time"
+
+// Outcome is how a pod start ended.
+type Outcome string
+
+// Outcomes of a pod start.
+const (
+	OutcomeReady   Outcome = "ready"   // the Ready condition became True
+	OutcomeFailed  Outcome = "failed"  // the pod failed (e.g. an init container with restartPolicy Never)
+	OutcomeDeleted Outcome = "deleted" // deleted before it became Ready
+	OutcomeTimeout Outcome = "timeout" // not Ready within the configured time
+)
+
+// PodRef identifies a pod.
+type PodRef struct {
+	UID       string `json:"uid"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Node      string `json:"node,omitempty"`
+}
+
+// String is namespace/name.
+func (p PodRef) String() string { return p.Namespace + "/" + p.Name }
+
+// Timeline is the reconstruction of one pod start, from the pod's creation
+// to Ready (or failure, deletion, timeout). All times are wall-clock; a zero
+// time means the moment was not observed.
+type Timeline struct {
+	Pod PodRef `json:"pod"`
+	// Start is the pod's creation (metadata.creationTimestamp, 1 s precision).
+	Start time.Time `json:"start"`
+	// End is when the outcome was reached: Ready observed, failure, deletion
+	// or the timeout.
+	End     time.Time `json:"end"`
+	Outcome Outcome   `json:"outcome"`
+	// Reason says why a start failed or timed out (empty when ready).
+	Reason string `json:"reason,omitempty"`
+
+	// Phases are the pod-level phases in order (see the Phase* names).
+	Phases []Phase `json:"phases"`
+	// Sandbox is the pod sandbox (pause container and network).
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
+	// Containers in spec order: init containers (regular and sidecar), then
+	// the main containers.
+	Containers []Container `json:"containers"`
+	// Conditions are the five lifecycle conditions, in the order they became
+	// True (those never True are left out).
+	Conditions []ConditionTransition `json:"conditions"`
+	Insights   []Insight             `json:"insights,omitempty"`
+	// CriticalPath names, in order, the phases and containers whose time made
+	// up the start (each one waited for the previous).
+	CriticalPath []Step `json:"critical_path,omitempty"`
+}
+
+// Names of pod-level phases.
+const (
+	// PhaseSchedule: creation -> PodScheduled (both 1 s precision).
+	PhaseSchedule = "pod.schedule"
+	// PhaseWaitSandbox: the pod seen on the node -> sandbox creation
+	// started: admission, volume mounts, the kubelet's pod worker.
+	PhaseWaitSandbox = "pod.wait_sandbox"
+	// PhaseSandbox: sandbox creation -> sandbox ready (network, pause).
+	PhaseSandbox = "pod.sandbox"
+	// PhaseInit: first init container created -> Initialized's underlying
+	// event (the last init container done or started).
+	PhaseInit = "pod.init"
+	// PhaseContainers: first main container created -> all ready.
+	PhaseContainers = "pod.containers"
+)
+
+// Phase is a named interval of the pod start.
+type Phase struct {
+	Name  string    `json:"name"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// Source says where the boundaries come from: "kernel", "runtime",
+	// "api" (observed watch updates, ms) or "api-coarse" (1 s timestamps).
+	Source string `json:"source,omitempty"`
+}
+
+// Duration is End - Start, or 0 when either is unknown.
+func (p Phase) Duration() time.Duration { return span(p.Start, p.End) }
+
+func span(a, b time.Time) time.Duration {
+	if a.IsZero() || b.IsZero() {
+		return 0
+	}
+	return b.Sub(a)
+}
+
+// Sandbox is the pod sandbox as the runtime and the kernel saw it.
+type Sandbox struct {
+	ID string `json:"id"`
+	// Created is the runtime's creation time of the sandbox.
+	Created time.Time `json:"created"`
+	// PauseStart is the exec of the sandbox's pause process (kernel).
+	PauseStart time.Time `json:"pause_start,omitzero"`
+	// Ready is when the sandbox was known ready: PodReadyToStartContainers
+	// observed, or the first container created, whichever came first.
+	Ready time.Time `json:"ready"`
+	PodIP string    `json:"pod_ip,omitempty"`
+}
+
+// ContainerKind is what role a container plays in the start.
+type ContainerKind string
+
+// Container kinds.
+const (
+	KindInit    ContainerKind = "init"      // regular init container: runs to completion
+	KindSidecar ContainerKind = "sidecar"   // init container with restartPolicy Always
+	KindMain    ContainerKind = "container" // spec.containers
+)
+
+// Container is one container of the pod and every attempt to run it.
+type Container struct {
+	Name string        `json:"name"`
+	Kind ContainerKind `json:"kind"`
+	// Index is the position in spec.initContainers or spec.containers.
+	Index    int                `json:"index"`
+	Image    string             `json:"image,omitempty"`
+	Attempts []ContainerAttempt `json:"attempts"`
+}
+
+// ContainerAttempt is one run of a container (restarts get new ones).
+type ContainerAttempt struct {
+	Attempt     int    `json:"attempt"`
+	ContainerID string `json:"container_id,omitempty"`
+	// Created and Started are the runtime's times (CreateContainer done,
+	// StartContainer done).
+	Created time.Time `json:"created,omitzero"`
+	Started time.Time `json:"started,omitzero"`
+	// Process is the container's entrypoint as the kernel saw it.
+	Process *Process `json:"process,omitempty"`
+	// Finished and ExitCode: the runtime's view of the end (or the
+	// entrypoint's exit when the runtime has not said).
+	Finished time.Time `json:"finished,omitzero"`
+	ExitCode *int      `json:"exit_code,omitempty"`
+	// StartedObserved is when the API first showed started=true (a sidecar
+	// lets the next container start then); ReadyObserved is ready=true.
+	StartedObserved time.Time `json:"started_observed,omitzero"`
+	ReadyObserved   time.Time `json:"ready_observed,omitzero"`
+	PostStart       *Hook     `json:"post_start,omitempty"`
+	// Probes are every probe attempt seen, in time order.
+	Probes []ProbeAttempt `json:"probes,omitempty"`
+	// NextCreated is when the kubelet created the container that waited for
+	// this one (the next init container, or the first main container).
+	NextCreated time.Time `json:"next_created,omitzero"`
+}
+
+// Process is a process as the kernel saw it (exec -> exit).
+type Process struct {
+	PID      uint32    `json:"pid"`
+	Filename string    `json:"filename,omitempty"`
+	Argv     []string  `json:"argv,omitempty"`
+	Exec     time.Time `json:"exec"`
+	Exit     time.Time `json:"exit,omitzero"`
+	ExitCode *int      `json:"exit_code,omitempty"`
+	Signal   int       `json:"signal,omitempty"`
+}
+
+// Hook is a lifecycle hook run (postStart).
+type Hook struct {
+	// Handler is exec, httpGet or sleep.
+	Handler string   `json:"handler"`
+	Command []string `json:"command,omitempty"`
+	// Start and End bound the hook: the exec'd process for exec hooks.
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end,omitzero"`
+	ExitCode *int      `json:"exit_code,omitempty"`
+	// Inferred is set when the hook was not seen directly and its bounds
+	// come from the container start and the next container's creation.
+	Inferred bool `json:"inferred,omitempty"`
+}
+
+// ProbeKind is startup, readiness or liveness.
+type ProbeKind string
+
+// Probe kinds.
+const (
+	ProbeStartup   ProbeKind = "startup"
+	ProbeReadiness ProbeKind = "readiness"
+	ProbeLiveness  ProbeKind = "liveness"
+)
+
+// ProbeResult is the outcome of one probe attempt.
+type ProbeResult string
+
+// Probe results.
+const (
+	ProbeSuccess ProbeResult = "success"
+	ProbeFailure ProbeResult = "failure"
+	ProbeUnknown ProbeResult = "unknown"
+)
+
+// ProbeAttempt is one run of a probe.
+type ProbeAttempt struct {
+	Kind ProbeKind `json:"kind"`
+	// Handler is exec, httpGet, tcpSocket or grpc.
+	Handler string      `json:"handler"`
+	Start   time.Time   `json:"start"`
+	End     time.Time   `json:"end,omitzero"`
+	Result  ProbeResult `json:"result"`
+	// ExitCode of an exec probe's command.
+	ExitCode *int `json:"exit_code,omitempty"`
+	// Inferred is set when the attempt was not seen but deduced from a
+	// status flip (started or ready became true): only its success and an
+	// upper bound of its time are known.
+	Inferred bool `json:"inferred,omitempty"`
+}
+
+// Names of the five lifecycle conditions, in their usual order.
+const (
+	CondPodScheduled              = "PodScheduled"
+	CondPodReadyToStartContainers = "PodReadyToStartContainers"
+	CondInitialized               = "Initialized"
+	CondContainersReady           = "ContainersReady"
+	CondReady                     = "Ready"
+)
+
+// ConditionTransition is a condition becoming True.
+type ConditionTransition struct {
+	Type string `json:"type"`
+	// Observed is when the watch first showed it True (ms precision).
+	Observed time.Time `json:"observed"`
+	// LastTransitionTime is the API's own timestamp (1 s precision).
+	LastTransitionTime time.Time `json:"last_transition_time"`
+	// Cause is when the underlying event happened, as measured below the
+	// API (kernel, runtime), and CauseEvent what it was; zero when unknown.
+	Cause      time.Time `json:"cause,omitzero"`
+	CauseEvent string    `json:"cause_event,omitempty"`
+}
+
+// Lag is how long after its cause the condition was observed in the API.
+func (c ConditionTransition) Lag() time.Duration { return span(c.Cause, c.Observed) }
+
+// InsightKind names a kind of finding.
+type InsightKind string
+
+// Insight kinds.
+const (
+	// InsightPostStartWait: a container's creation waited for the postStart
+	// hook of the container before it.
+	InsightPostStartWait InsightKind = "poststart_wait"
+	// InsightProbeDelay: a probe's initialDelaySeconds left the process up
+	// but idle before the first attempt.
+	InsightProbeDelay InsightKind = "probe_initial_delay"
+	// InsightStatusLag: a condition was reported long after its cause.
+	InsightStatusLag InsightKind = "status_lag"
+	// InsightKubeletReaction: the kubelet acted on a container's exit late
+	// (next container created long after the exit).
+	InsightKubeletReaction InsightKind = "kubelet_reaction"
+	// InsightSlowestPhase: the phase that took the largest share.
+	InsightSlowestPhase InsightKind = "slowest_phase"
+	// InsightRetries: a container needed several attempts.
+	InsightRetries InsightKind = "retries"
+)
+
+// Insight is one finding about the start, with a sentence for humans.
+type Insight struct {
+	Kind      InsightKind   `json:"kind"`
+	Container string        `json:"container,omitempty"`
+	Duration  time.Duration `json:"duration"`
+	Message   string        `json:"message"`
+}
+
+// Step is one element of the critical path.
+type Step struct {
+	Name  string    `json:"name"` // a phase name, or "<kind>/<container name>"
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+}
