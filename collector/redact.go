@@ -5,10 +5,12 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/readyline/readyline/collector/event"
 )
 
 // Redacted replaces values that look like secrets in argv.
-const Redacted = "<redacted>"
+const Redacted = event.Redacted
 
 var (
 	// --flag=value, or --flag value inside one argument (a shell script).

@@ -45,6 +45,9 @@ const (
 	ScopeHost Scope = "host"
 )
 
+// Redacted replaces the values in argv that look like secrets.
+const Redacted = "<redacted>"
+
 // Process identifies a process and the container it belongs to. PID and PPID
 // are thread group ids (what userspace calls process ids).
 type Process struct {

@@ -1,0 +1,289 @@
+package correlator
+
+import (
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/readyline/readyline/collector/event"
+)
+
+// Config tunes a Correlator. Zero fields take the defaults.
+type Config struct {
+	// Timeout ends a pod start that has not reached Ready, failure or
+	// deletion this long after the pod was first seen. Default 10 min.
+	Timeout time.Duration
+	// Grace is how long a finished pod start waits for late events (process
+	// exits, runtime timestamps) before its timeline is built. Default 2 s.
+	Grace time.Duration
+	// OrphanTTL is how long events for a pod not (yet) seen in the API are
+	// kept in case the pod shows up. Default 30 s.
+	OrphanTTL time.Duration
+	// MaxPods bounds the pod starts tracked at once. Default 4096.
+	MaxPods int
+	// MaxProcessesPerPod bounds the processes remembered per pod start
+	// (a pod that forks wildly is cut off, not the daemon). Default 4096.
+	MaxProcessesPerPod int
+}
+
+func (c Config) withDefaults() Config {
+	if c.Timeout <= 0 {
+		c.Timeout = 10 * time.Minute
+	}
+	if c.Grace <= 0 {
+		c.Grace = 2 * time.Second
+	}
+	if c.OrphanTTL <= 0 {
+		c.OrphanTTL = 30 * time.Second
+	}
+	if c.MaxPods <= 0 {
+		c.MaxPods = 4096
+	}
+	if c.MaxProcessesPerPod <= 0 {
+		c.MaxProcessesPerPod = 4096
+	}
+	return c
+}
+
+// Stats counts what the correlator did with its input.
+type Stats struct {
+	Events    uint64 // events handled
+	Timelines uint64 // timelines completed
+	// Tracked is the number of pod starts in progress.
+	Tracked int
+	// Orphaned counts events dropped because their pod never showed up.
+	Orphaned uint64
+	// Late counts events for pod starts already completed.
+	Late uint64
+	// Overflow counts events dropped by the MaxPods / MaxProcessesPerPod bounds.
+	Overflow uint64
+}
+
+// Correlator builds pod start timelines from events. It is deterministic:
+// its only clock is the latest event time it has seen (Tick events move it
+// when nothing else happens). Not safe for concurrent use.
+type Correlator struct {
+	cfg  Config
+	now  time.Time
+	pods map[string]*podState
+	// ignored: pods seen already started (Ready when first seen): nothing to
+	// reconstruct. finished: pod starts completed, to tell late events from
+	// orphans. Both bounded by expiry.
+	ignored  map[string]time.Time
+	finished map[string]time.Time
+	orphans  map[string]*orphanEvents
+	// lastExpire: expiry runs at most every expireEvery of event time.
+	lastExpire time.Time
+	stats      Stats
+}
+
+// expireEvery is the resolution of grace periods and timeouts.
+const expireEvery = 100 * time.Millisecond
+
+type orphanEvents struct {
+	first  time.Time
+	events []event.Event
+}
+
+// New returns a Correlator.
+func New(cfg Config) *Correlator {
+	return &Correlator{
+		cfg:      cfg.withDefaults(),
+		pods:     make(map[string]*podState),
+		ignored:  make(map[string]time.Time),
+		finished: make(map[string]time.Time),
+		orphans:  make(map[string]*orphanEvents),
+	}
+}
+
+// Stats returns the counters so far.
+func (c *Correlator) Stats() Stats {
+	s := c.stats
+	s.Tracked = len(c.pods)
+	return s
+}
+
+// Handle takes the next event and returns the timelines it completed, if
+// any (pod starts whose grace period or timeout the event's time passed).
+func (c *Correlator) Handle(ev event.Event) []*Timeline {
+	c.stats.Events++
+	if t := ev.When(); t.After(c.now) {
+		c.now = t
+	}
+	switch e := ev.(type) {
+	case *event.PodUpdate:
+		c.handlePod(e)
+	case *event.Tick:
+	default:
+		uid := podUIDOf(ev)
+		if uid == "" {
+			break // a host process: nothing to join it to yet
+		}
+		c.route(uid, ev)
+	}
+	return c.expire()
+}
+
+// Flush completes every pod start in progress (at shutdown, or at the end
+// of a replay) and returns their timelines; starts that reached no outcome
+// end as timeouts at the correlator's clock.
+func (c *Correlator) Flush() []*Timeline {
+	var out []*Timeline
+	for _, uid := range c.sortedUIDs() {
+		p := c.pods[uid]
+		if p.outcome == "" {
+			p.finish(OutcomeTimeout, c.now, "still starting when readyline stopped")
+		}
+		out = append(out, c.complete(p))
+	}
+	return out
+}
+
+func (c *Correlator) sortedUIDs() []string {
+	uids := make([]string, 0, len(c.pods))
+	for uid := range c.pods {
+		uids = append(uids, uid)
+	}
+	sort.Slice(uids, func(i, j int) bool {
+		a, b := c.pods[uids[i]], c.pods[uids[j]]
+		if !a.firstSeen.Equal(b.firstSeen) {
+			return a.firstSeen.Before(b.firstSeen)
+		}
+		return uids[i] < uids[j]
+	})
+	return uids
+}
+
+func podUIDOf(ev event.Event) string {
+	switch e := ev.(type) {
+	case *event.ProcessExec:
+		return e.PodUID
+	case *event.ProcessExit:
+		return e.PodUID
+	case *event.ProcessFork:
+		return e.PodUID
+	case *event.ContainerInfo:
+		return e.PodUID
+	}
+	return ""
+}
+
+func (c *Correlator) handlePod(e *event.PodUpdate) {
+	if e.Pod == nil {
+		return
+	}
+	uid := string(e.Pod.UID)
+	if p, ok := c.pods[uid]; ok {
+		p.observe(e)
+		return
+	}
+	if _, ok := c.finished[uid]; ok {
+		c.stats.Late++
+		return
+	}
+	if _, ok := c.ignored[uid]; ok {
+		return
+	}
+	if e.Action == event.PodDeleted || alreadyStarted(e.Pod) {
+		c.ignored[uid] = c.now
+		delete(c.orphans, uid)
+		return
+	}
+	if len(c.pods) >= c.cfg.MaxPods {
+		c.stats.Overflow++
+		return
+	}
+	p := newPodState(e, c.cfg.MaxProcessesPerPod)
+	c.pods[uid] = p
+	p.observe(e)
+	if o, ok := c.orphans[uid]; ok {
+		delete(c.orphans, uid)
+		for _, ev := range o.events {
+			c.stats.Overflow += p.record(ev)
+		}
+	}
+}
+
+// alreadyStarted: the pod was Ready, or done, when readyline first saw it.
+func alreadyStarted(pod *corev1.Pod) bool {
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return true
+	}
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// route hands a node event to its pod, or keeps it until the pod shows up.
+func (c *Correlator) route(uid string, ev event.Event) {
+	if p, ok := c.pods[uid]; ok {
+		c.stats.Overflow += p.record(ev)
+		return
+	}
+	if _, ok := c.finished[uid]; ok {
+		c.stats.Late++
+		return
+	}
+	if _, ok := c.ignored[uid]; ok {
+		return
+	}
+	o := c.orphans[uid]
+	if o == nil {
+		if len(c.orphans) >= c.cfg.MaxPods {
+			c.stats.Overflow++
+			return
+		}
+		o = &orphanEvents{first: c.now}
+		c.orphans[uid] = o
+	}
+	if len(o.events) >= c.cfg.MaxProcessesPerPod {
+		c.stats.Overflow++
+		return
+	}
+	o.events = append(o.events, ev)
+}
+
+// expire completes pod starts past their grace period or timeout and drops
+// stale orphans and bookkeeping.
+func (c *Correlator) expire() []*Timeline {
+	if c.now.Sub(c.lastExpire) < expireEvery {
+		return nil
+	}
+	c.lastExpire = c.now
+	var out []*Timeline
+	for _, uid := range c.sortedUIDs() {
+		p := c.pods[uid]
+		if p.outcome == "" && c.now.Sub(p.firstSeen) >= c.cfg.Timeout {
+			p.finish(OutcomeTimeout, c.now, "not Ready within "+c.cfg.Timeout.String())
+		}
+		if p.outcome != "" && (p.outcome == OutcomeTimeout || c.now.Sub(p.doneAt) >= c.cfg.Grace) {
+			out = append(out, c.complete(p))
+		}
+	}
+	for uid, o := range c.orphans {
+		if c.now.Sub(o.first) >= c.cfg.OrphanTTL {
+			c.stats.Orphaned += uint64(len(o.events))
+			delete(c.orphans, uid)
+		}
+	}
+	keep := c.cfg.Timeout + c.cfg.OrphanTTL
+	for _, m := range []map[string]time.Time{c.ignored, c.finished} {
+		for uid, t := range m {
+			if c.now.Sub(t) > keep {
+				delete(m, uid)
+			}
+		}
+	}
+	return out
+}
+
+func (c *Correlator) complete(p *podState) *Timeline {
+	delete(c.pods, p.uid)
+	c.finished[p.uid] = c.now
+	c.stats.Timelines++
+	return p.timeline()
+}

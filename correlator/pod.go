@@ -1,0 +1,328 @@
+package correlator
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/readyline/readyline/collector/event"
+)
+
+// podState holds the facts gathered about one pod start. Facts are kept
+// raw and the timeline is derived only when the start completes, so the
+// order in which the sources' events arrive does not matter.
+type podState struct {
+	uid       string
+	pod       *corev1.Pod // latest seen
+	firstSeen time.Time
+
+	outcome Outcome
+	doneAt  time.Time
+	reason  string
+
+	conds map[corev1.PodConditionType]condFact
+	// status: what the API said of each container id, first times.
+	status map[string]*statusFact
+	// names: container id -> name and attempt, from the runtime or the API.
+	names map[string]nameAttempt
+	// runtime: container or sandbox id -> the runtime's latest word.
+	runtime map[string]*event.ContainerInfo
+	procs   map[string]*containerProcs // container id -> its processes
+
+	nprocs, maxProcs int
+}
+
+type condFact struct {
+	observed, lastTransition time.Time
+}
+
+type nameAttempt struct {
+	name    string
+	attempt int
+}
+
+// statusFact: first observations of one container's status in the API.
+type statusFact struct {
+	running, started, ready, terminated time.Time
+	exitCode                            *int
+}
+
+// procRecord is one process as the kernel reported it.
+type procRecord struct {
+	pid, ppid uint32
+	fork      time.Time // zero when only exec was seen
+	exec      time.Time // first exec
+	filename  string
+	argv      []string
+	truncated bool
+	exit      time.Time
+	exitCode  *int
+	signal    int
+}
+
+func (r *procRecord) first() time.Time {
+	if !r.fork.IsZero() {
+		return r.fork
+	}
+	return r.exec
+}
+
+type containerProcs struct {
+	list  []*procRecord
+	byPID map[uint32]*procRecord // the latest process with that pid
+}
+
+func newPodState(e *event.PodUpdate, maxProcs int) *podState {
+	return &podState{
+		uid:       string(e.Pod.UID),
+		pod:       e.Pod,
+		firstSeen: e.Time,
+		conds:     make(map[corev1.PodConditionType]condFact),
+		status:    make(map[string]*statusFact),
+		names:     make(map[string]nameAttempt),
+		runtime:   make(map[string]*event.ContainerInfo),
+		procs:     make(map[string]*containerProcs),
+		maxProcs:  maxProcs,
+	}
+}
+
+func (p *podState) finish(o Outcome, at time.Time, reason string) {
+	if p.outcome != "" {
+		return
+	}
+	p.outcome, p.doneAt, p.reason = o, at, reason
+}
+
+// stripRuntime removes the "<runtime>://" prefix of a status containerID.
+func stripRuntime(id string) string {
+	if _, after, ok := strings.Cut(id, "://"); ok {
+		return after
+	}
+	return id
+}
+
+// observe takes a pod update from the API server.
+func (p *podState) observe(e *event.PodUpdate) {
+	pod := e.Pod
+	p.pod = pod
+	for _, c := range pod.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		if _, seen := p.conds[c.Type]; !seen {
+			p.conds[c.Type] = condFact{observed: e.Time, lastTransition: c.LastTransitionTime.Time}
+		}
+	}
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for i := range list {
+			p.observeContainer(&list[i], e.Time)
+		}
+	}
+
+	switch {
+	case e.Action == event.PodDeleted:
+		p.finish(OutcomeDeleted, e.Time, "pod deleted before it was Ready")
+	case pod.DeletionTimestamp != nil:
+		p.finish(OutcomeDeleted, e.Time, "pod deleted before it was Ready")
+	case pod.Status.Phase == corev1.PodFailed:
+		p.finish(OutcomeFailed, e.Time, failureReason(pod))
+	case pod.Status.Phase == corev1.PodSucceeded:
+		p.finish(OutcomeFailed, e.Time, "pod completed without becoming Ready")
+	default:
+		if _, ready := p.conds[corev1.PodReady]; ready {
+			p.finish(OutcomeReady, e.Time, "")
+		}
+	}
+}
+
+func (p *podState) observeContainer(cs *corev1.ContainerStatus, at time.Time) {
+	if last := cs.LastTerminationState.Terminated; last != nil && last.ContainerID != "" {
+		id := stripRuntime(last.ContainerID)
+		if _, ok := p.names[id]; !ok {
+			p.names[id] = nameAttempt{name: cs.Name, attempt: -1} // attempt unknown: older
+		}
+		p.noteTerminated(id, at, int(last.ExitCode))
+	}
+	if cs.ContainerID == "" {
+		return
+	}
+	id := stripRuntime(cs.ContainerID)
+	if na, ok := p.names[id]; !ok || na.attempt < 0 {
+		p.names[id] = nameAttempt{name: cs.Name, attempt: int(cs.RestartCount)}
+	}
+	f := p.statusOf(id)
+	if cs.State.Running != nil && f.running.IsZero() {
+		f.running = at
+	}
+	if cs.Started != nil && *cs.Started && f.started.IsZero() {
+		f.started = at
+	}
+	if cs.Ready && f.ready.IsZero() {
+		f.ready = at
+	}
+	if t := cs.State.Terminated; t != nil {
+		p.noteTerminated(id, at, int(t.ExitCode))
+	}
+}
+
+func (p *podState) statusOf(id string) *statusFact {
+	f := p.status[id]
+	if f == nil {
+		f = &statusFact{}
+		p.status[id] = f
+	}
+	return f
+}
+
+func (p *podState) noteTerminated(id string, at time.Time, code int) {
+	f := p.statusOf(id)
+	if f.terminated.IsZero() {
+		f.terminated = at
+		f.exitCode = &code
+	}
+}
+
+// failureReason explains a Failed pod from its status.
+func failureReason(pod *corev1.Pod) string {
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, cs := range list {
+			t := cs.State.Terminated
+			if t == nil || t.ExitCode == 0 {
+				continue
+			}
+			kind := "container"
+			if isInitStatus(pod, cs.Name) {
+				kind = "init container"
+			}
+			msg := fmt.Sprintf("%s %s exited with code %d", kind, cs.Name, t.ExitCode)
+			if t.Reason != "" && t.Reason != "Error" {
+				msg += " (" + t.Reason + ")"
+			}
+			return msg
+		}
+	}
+	if pod.Status.Reason != "" || pod.Status.Message != "" {
+		return strings.TrimSpace(pod.Status.Reason + ": " + pod.Status.Message)
+	}
+	return "pod failed"
+}
+
+func isInitStatus(pod *corev1.Pod, name string) bool {
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// record takes a node event (runtime or kernel) for this pod. It returns 1
+// when the event was dropped by the per-pod bound.
+func (p *podState) record(ev event.Event) uint64 {
+	switch e := ev.(type) {
+	case *event.ContainerInfo:
+		p.recordRuntime(e)
+	case *event.ProcessFork:
+		if !p.room() {
+			return 1
+		}
+		r := &procRecord{pid: e.PID, ppid: e.PPID, fork: e.Time}
+		p.addProc(e.ContainerID, r)
+	case *event.ProcessExec:
+		cp := p.procsOf(e.ContainerID)
+		r := cp.byPID[e.PID]
+		if r == nil || !r.exit.IsZero() { // unknown, or the pid was reused
+			if !p.room() {
+				return 1
+			}
+			r = &procRecord{pid: e.PID, ppid: e.PPID}
+			p.addProc(e.ContainerID, r)
+		}
+		if r.exec.IsZero() { // keep the first program: the command the container was given
+			r.exec, r.filename, r.argv, r.truncated = e.Time, e.Filename, e.Argv, e.ArgvTruncated
+			if r.fork.IsZero() { // the parent at fork time is the one that counts
+				r.ppid = e.PPID
+			}
+		}
+	case *event.ProcessExit:
+		cp := p.procsOf(e.ContainerID)
+		r := cp.byPID[e.PID]
+		if r == nil || !r.exit.IsZero() {
+			if !p.room() {
+				return 1
+			}
+			r = &procRecord{pid: e.PID, ppid: e.PPID, filename: e.Filename}
+			p.addProc(e.ContainerID, r)
+		}
+		r.exit, r.signal = e.Time, e.Signal
+		code := e.ExitCode
+		r.exitCode = &code
+	}
+	return 0
+}
+
+func (p *podState) room() bool {
+	if p.nprocs >= p.maxProcs {
+		return false
+	}
+	p.nprocs++
+	return true
+}
+
+func (p *podState) procsOf(id string) *containerProcs {
+	cp := p.procs[id]
+	if cp == nil {
+		cp = &containerProcs{byPID: make(map[uint32]*procRecord)}
+		p.procs[id] = cp
+	}
+	return cp
+}
+
+func (p *podState) addProc(id string, r *procRecord) {
+	cp := p.procsOf(id)
+	cp.list = append(cp.list, r)
+	cp.byPID[r.pid] = r
+}
+
+// recordRuntime merges what the runtime says of a container or sandbox:
+// the latest state, the earliest of each timestamp.
+func (p *podState) recordRuntime(e *event.ContainerInfo) {
+	if !e.Sandbox && e.ContainerName != "" {
+		p.names[e.ContainerID] = nameAttempt{name: e.ContainerName, attempt: int(e.Attempt)}
+	}
+	old := p.runtime[e.ContainerID]
+	if old == nil {
+		c := *e
+		p.runtime[e.ContainerID] = &c
+		return
+	}
+	merged := *e
+	merged.CreatedAt = earliest(old.CreatedAt, e.CreatedAt)
+	merged.StartedAt = earliest(old.StartedAt, e.StartedAt)
+	merged.FinishedAt = earliest(old.FinishedAt, e.FinishedAt)
+	if merged.PodIP == "" {
+		merged.PodIP = old.PodIP
+	}
+	if e.FinishedAt.IsZero() { // this report predates the end: keep the end's details
+		merged.ExitCode = old.ExitCode
+		if merged.Reason == "" {
+			merged.Reason = old.Reason
+		}
+	}
+	p.runtime[e.ContainerID] = &merged
+}
+
+// earliest returns the earlier non-zero time.
+func earliest(a, b time.Time) time.Time {
+	switch {
+	case a.IsZero():
+		return b
+	case b.IsZero():
+		return a
+	case b.Before(a):
+		return b
+	}
+	return a
+}

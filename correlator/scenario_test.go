@@ -1,0 +1,216 @@
+package correlator
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/readyline/readyline/collector/event"
+)
+
+// t0 is the pod's creation in every scenario.
+var t0 = time.Date(2026, 11, 30, 1, 51, 18, 0, time.UTC)
+
+// at is t0 + s seconds.
+func at(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+
+// scenario writes the event stream of one pod start, the way the sources
+// deliver it, for table tests of the kubelet rules.
+type scenario struct {
+	t      testing.TB
+	uid    string
+	pod    *corev1.Pod // current object; each update snapshots it
+	events []event.Event
+	added  bool
+}
+
+func newScenario(t testing.TB, name string, spec corev1.PodSpec) *scenario {
+	uid := fmt.Sprintf("00000000-0000-4000-8000-%012x", len(name)*7919)
+	spec.NodeName = "vm"
+	return &scenario{t: t, uid: uid, pod: &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(uid),
+			CreationTimestamp: metav1.NewTime(t0)},
+		Spec:   spec,
+		Status: corev1.PodStatus{Phase: corev1.PodPending},
+	}}
+}
+
+// update emits the current pod object as observed at time s.
+func (sc *scenario) update(s float64) {
+	action := event.PodUpdated
+	if !sc.added {
+		action, sc.added = event.PodAdded, true
+	}
+	sc.events = append(sc.events, &event.PodUpdate{Time: at(s), Action: action, Pod: sc.pod.DeepCopy()})
+}
+
+func (sc *scenario) delete(s float64) {
+	sc.events = append(sc.events, &event.PodUpdate{Time: at(s), Action: event.PodDeleted, Pod: sc.pod.DeepCopy()})
+}
+
+// cond sets a condition True with a lastTransitionTime truncated to 1 s.
+func (sc *scenario) cond(typ corev1.PodConditionType, s float64) {
+	ltt := metav1.NewTime(at(s).Truncate(time.Second))
+	for i := range sc.pod.Status.Conditions {
+		if sc.pod.Status.Conditions[i].Type == typ {
+			sc.pod.Status.Conditions[i].Status, sc.pod.Status.Conditions[i].LastTransitionTime = corev1.ConditionTrue, ltt
+			return
+		}
+	}
+	sc.pod.Status.Conditions = append(sc.pod.Status.Conditions, corev1.PodCondition{Type: typ, Status: corev1.ConditionTrue, LastTransitionTime: ltt})
+}
+
+// status sets a container's status (init containers when init is true).
+func (sc *scenario) status(init bool, cs corev1.ContainerStatus) {
+	list := &sc.pod.Status.ContainerStatuses
+	if init {
+		list = &sc.pod.Status.InitContainerStatuses
+	}
+	for i := range *list {
+		if (*list)[i].Name == cs.Name {
+			(*list)[i] = cs
+			return
+		}
+	}
+	*list = append(*list, cs)
+}
+
+func running(name, id string, s float64, started, ready bool) corev1.ContainerStatus {
+	return corev1.ContainerStatus{Name: name, ContainerID: "containerd://" + id, Started: &started, Ready: ready,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(at(s).Truncate(time.Second))}}}
+}
+
+func terminated(name, id string, code int32, restarts int32) corev1.ContainerStatus {
+	f := false
+	return corev1.ContainerStatus{Name: name, ContainerID: "containerd://" + id, Started: &f, RestartCount: restarts, Ready: code == 0,
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code}}}
+}
+
+// runtime emits what the CRI says of a container (or sandbox when name is "").
+func (sc *scenario) runtime(s float64, id, name string, attempt uint32, created, started, finished float64, code int32) {
+	ci := &event.ContainerInfo{Time: at(s), ContainerID: id, PodUID: sc.uid, PodName: sc.pod.Name, Namespace: "default",
+		ContainerName: name, Attempt: attempt, Sandbox: name == "", State: "running"}
+	if created > 0 {
+		ci.CreatedAt = at(created)
+	}
+	if started > 0 {
+		ci.StartedAt = at(started)
+	}
+	if finished > 0 {
+		ci.FinishedAt, ci.ExitCode, ci.State = at(finished), code, "exited"
+	}
+	sc.events = append(sc.events, ci)
+}
+
+func (sc *scenario) proc(cid string, pid, ppid uint32) event.Process {
+	return event.Process{PID: pid, PPID: ppid, ContainerID: cid, PodUID: sc.uid, Scope: event.ScopePod}
+}
+
+func (sc *scenario) fork(s float64, cid string, pid, ppid uint32) {
+	sc.events = append(sc.events, &event.ProcessFork{Time: at(s), Process: sc.proc(cid, pid, ppid)})
+}
+
+func (sc *scenario) exec(s float64, cid string, pid, ppid uint32, argv ...string) {
+	sc.events = append(sc.events, &event.ProcessExec{Time: at(s), Process: sc.proc(cid, pid, ppid),
+		Filename: "/bin/" + argv[0], Argv: argv})
+}
+
+func (sc *scenario) exit(s float64, cid string, pid uint32, code int) {
+	sc.events = append(sc.events, &event.ProcessExit{Time: at(s), Process: sc.proc(cid, pid, 0), ExitCode: code})
+}
+
+// run feeds the events, then ticks past the grace period, and returns the
+// one timeline the scenario must produce.
+func (sc *scenario) run(cfg Config) *Timeline {
+	sc.t.Helper()
+	c := New(cfg)
+	var got []*Timeline
+	for _, ev := range sc.events {
+		got = append(got, c.Handle(ev)...)
+	}
+	last := sc.events[len(sc.events)-1].When()
+	for s := 1; s <= 20 && len(got) == 0; s++ {
+		got = append(got, c.Handle(&event.Tick{Time: last.Add(time.Duration(s) * time.Second)})...)
+	}
+	if len(got) != 1 {
+		sc.t.Fatalf("%d timelines, want 1 (stats %+v)", len(got), c.Stats())
+	}
+	if st := c.Stats(); st.Tracked != 0 {
+		sc.t.Errorf("%d pods still tracked after completion", st.Tracked)
+	}
+	return got[0]
+}
+
+// The ids and pids the scenarios use.
+const (
+	sandboxID = "5b00000000000000000000000000000000000000000000000000000000000000"
+	idInit    = "1a00000000000000000000000000000000000000000000000000000000000000"
+	idSidecar = "2b00000000000000000000000000000000000000000000000000000000000000"
+	idMain    = "3c00000000000000000000000000000000000000000000000000000000000000"
+	idMain2   = "4d00000000000000000000000000000000000000000000000000000000000000"
+	shimPID   = 900
+)
+
+func always() *corev1.ContainerRestartPolicy {
+	p := corev1.ContainerRestartPolicyAlways
+	return &p
+}
+
+func execProbe(delay, period int32, cmd ...string) *corev1.Probe {
+	return &corev1.Probe{InitialDelaySeconds: delay, PeriodSeconds: period,
+		ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: cmd}}}
+}
+
+func httpProbe(delay, period int32) *corev1.Probe {
+	return &corev1.Probe{InitialDelaySeconds: delay, PeriodSeconds: period,
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/"}}}
+}
+
+// sandboxUp: the sandbox appears at s with its pause process.
+func (sc *scenario) sandboxUp(s float64) {
+	sc.exec(s+0.05, sandboxID, 100, shimPID, "pause")
+	sc.runtime(s+0.1, sandboxID, "", 0, s, 0, 0, 0)
+}
+
+func findContainer(t *testing.T, tl *Timeline, name string) *Container {
+	t.Helper()
+	for i := range tl.Containers {
+		if tl.Containers[i].Name == name {
+			return &tl.Containers[i]
+		}
+	}
+	t.Fatalf("no container %s in %+v", name, tl.Containers)
+	return nil
+}
+
+func findCondition(t *testing.T, tl *Timeline, typ string) ConditionTransition {
+	t.Helper()
+	for _, c := range tl.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	t.Fatalf("no condition %s", typ)
+	return ConditionTransition{}
+}
+
+func hasInsight(tl *Timeline, kind InsightKind, substr string) bool {
+	for _, in := range tl.Insights {
+		if in.Kind == kind && strings.Contains(in.Message, substr) {
+			return true
+		}
+	}
+	return false
+}
+
+func approx(t *testing.T, what string, got, want time.Duration) {
+	t.Helper()
+	if d := got - want; d < -time.Millisecond || d > time.Millisecond {
+		t.Errorf("%s = %v, want %v", what, got, want)
+	}
+}
