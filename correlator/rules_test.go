@@ -14,8 +14,10 @@ import (
 // (sleep 5), a sidecar with an exec startupProbe (initialDelaySeconds 5), and
 // nginx with httpGet startup/readiness/liveness probes. The times follow the
 // recorded kind timeline.
-func lifecycleDemo(t testing.TB) *scenario {
-	sc := newScenario(t, "lifecycle-demo", corev1.PodSpec{
+func lifecycleDemo(t testing.TB) *scenario { return lifecycleDemoNamed(t, "lifecycle-demo") }
+
+func lifecycleDemoNamed(t testing.TB, name string) *scenario {
+	sc := newScenario(t, name, corev1.PodSpec{
 		InitContainers: []corev1.Container{
 			{Name: "init-regular", Image: "busybox", Command: []string{"sh", "-c", "sleep 5"}},
 			{Name: "init-sidecar", Image: "busybox", RestartPolicy: always(),

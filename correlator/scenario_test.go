@@ -30,7 +30,11 @@ type scenario struct {
 }
 
 func newScenario(t testing.TB, name string, spec corev1.PodSpec) *scenario {
-	uid := fmt.Sprintf("00000000-0000-4000-8000-%012x", len(name)*7919)
+	h := uint64(14695981039346656037)
+	for _, c := range []byte(name) {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	uid := fmt.Sprintf("00000000-0000-4000-8000-%012x", h&0xffffffffffff)
 	spec.NodeName = "vm"
 	return &scenario{t: t, uid: uid, pod: &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(uid),
