@@ -1,0 +1,580 @@
+package exporter
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/readyline/readyline/correlator"
+)
+
+// SpanPodStartup is the name of the root span of every pod start trace. The
+// phase spans carry the correlator's phase names (correlator.PhaseSchedule,
+// ...); the other names are built by the functions below.
+const SpanPodStartup = "pod.startup"
+
+// readyline-specific attribute keys. Keys that exist in the OTel semantic
+// conventions come from semconv instead.
+const (
+	AttrOutcome            = attribute.Key("readyline.outcome")
+	AttrReason             = attribute.Key("readyline.reason")
+	AttrCriticalPath       = attribute.Key("readyline.critical_path")
+	AttrCriticalPathMillis = attribute.Key("readyline.critical_path.duration_ms")
+	AttrPhaseSource        = attribute.Key("readyline.phase.source")
+	AttrSandboxID          = attribute.Key("readyline.sandbox.id")
+	AttrContainerKind      = attribute.Key("readyline.container.kind")
+	AttrContainerExitCode  = attribute.Key("readyline.container.exit_code")
+	AttrKubeletReactionMS  = attribute.Key("readyline.container.next_created_lag_ms")
+	AttrProcessSignal      = attribute.Key("readyline.process.signal")
+	AttrProcessRunning     = attribute.Key("readyline.process.running")
+	AttrHookHandler        = attribute.Key("readyline.hook.handler")
+	AttrHookCommand        = attribute.Key("readyline.hook.command")
+	AttrHookExitCode       = attribute.Key("readyline.hook.exit_code")
+	AttrProbeKind          = attribute.Key("readyline.probe.kind")
+	AttrProbeHandler       = attribute.Key("readyline.probe.handler")
+	AttrProbeResult        = attribute.Key("readyline.probe.result")
+	AttrProbeExitCode      = attribute.Key("readyline.probe.exit_code")
+	AttrInferred           = attribute.Key("readyline.inferred")
+	AttrIncomplete         = attribute.Key("readyline.incomplete")
+	AttrConditionType      = attribute.Key("readyline.condition.type")
+	AttrConditionLTT       = attribute.Key("readyline.condition.last_transition_time")
+	AttrConditionCause     = attribute.Key("readyline.condition.cause_time")
+	AttrConditionEvent     = attribute.Key("readyline.condition.cause_event")
+	AttrConditionLagMS     = attribute.Key("readyline.condition.lag_ms")
+	AttrInsightKind        = attribute.Key("readyline.insight.kind")
+	AttrInsightMessage     = attribute.Key("readyline.insight.message")
+	AttrInsightDurationMS  = attribute.Key("readyline.insight.duration_ms")
+)
+
+// maxProbeSpans bounds the probe attempt spans of one probe kind in one
+// container attempt: a probe failing every second until a 5 minute timeout
+// would otherwise make 300 spans. The first and the last attempts are kept
+// (the last is usually the success); the container span counts the rest.
+const maxProbeSpans = 32
+
+// ContainerSpanName is the name of the span of one container attempt:
+// "init <name>", "sidecar <name>" or "container <name>".
+func ContainerSpanName(c *correlator.Container) string {
+	return string(c.Kind) + " " + c.Name
+}
+
+// ConditionSpanName is the name of the zero-length span (and of the root
+// span's event) marking when a condition was observed True: "condition Ready".
+func ConditionSpanName(condType string) string { return "condition " + condType }
+
+// ProbeSpanName is the name of a probe attempt's span: "startupProbe",
+// "readinessProbe" or "livenessProbe".
+func ProbeSpanName(kind correlator.ProbeKind) string { return string(kind) + "Probe" }
+
+// ProcessSpanName is the name of an entrypoint process span: "process sleep".
+func ProcessSpanName(p *correlator.Process) string {
+	name := p.Filename
+	if name == "" && len(p.Argv) > 0 {
+		name = p.Argv[0]
+	}
+	if name == "" {
+		return "process"
+	}
+	return "process " + path.Base(name)
+}
+
+// spanBuilder starts and ends the spans of one timeline on a tracer. It is
+// used by one goroutine at a time.
+type spanBuilder struct {
+	tracer trace.Tracer
+	node   string // node name when the timeline does not carry one
+	spans  int    // spans ended so far
+}
+
+// emit starts and ends every span of tl, all with explicit timestamps, in the
+// trace TraceIDForPod(tl.Pod.UID). It returns the number of spans made.
+func (b *spanBuilder) emit(ctx context.Context, tl *correlator.Timeline) int {
+	b.spans = 0
+	start, end := timelineBounds(tl)
+	node := tl.Pod.Node
+	if node == "" {
+		node = b.node
+	}
+
+	attrs := []attribute.KeyValue{
+		semconv.K8SPodUID(tl.Pod.UID),
+		semconv.K8SPodName(tl.Pod.Name),
+		semconv.K8SNamespaceName(tl.Pod.Namespace),
+		AttrOutcome.String(string(tl.Outcome)),
+	}
+	if node != "" {
+		attrs = append(attrs, semconv.K8SNodeName(node))
+	}
+	if tl.Reason != "" {
+		attrs = append(attrs, AttrReason.String(tl.Reason))
+	}
+	if tl.Sandbox != nil && tl.Sandbox.PodIP != "" {
+		attrs = append(attrs, semconv.K8SPodIP(tl.Sandbox.PodIP))
+	}
+	if len(tl.CriticalPath) > 0 {
+		names := make([]string, len(tl.CriticalPath))
+		millis := make([]int64, len(tl.CriticalPath))
+		for i, s := range tl.CriticalPath {
+			names[i] = s.Name
+			millis[i] = durationMS(s.Start, s.End)
+		}
+		attrs = append(attrs, AttrCriticalPath.StringSlice(names), AttrCriticalPathMillis.Int64Slice(millis))
+	}
+	ctx = withTraceID(ctx, TraceIDForPod(tl.Pod.UID))
+	rootCtx, root := b.tracer.Start(ctx, SpanPodStartup,
+		trace.WithNewRoot(), trace.WithTimestamp(start), trace.WithAttributes(attrs...))
+	if tl.Outcome == correlator.OutcomeFailed || tl.Outcome == correlator.OutcomeTimeout {
+		reason := tl.Reason
+		if reason == "" {
+			reason = string(tl.Outcome)
+		}
+		root.SetStatus(codes.Error, reason)
+	}
+
+	b.phases(rootCtx, tl, end)
+	last := b.containers(rootCtx, tl)
+	b.conditions(rootCtx, root, tl)
+
+	for _, in := range tl.Insights {
+		ev := insightEvent(in)
+		root.AddEvent(ev.name, trace.WithTimestamp(end), trace.WithAttributes(ev.attrs...))
+		if c, ok := last[in.Container]; ok && in.Container != "" {
+			c.span.AddEvent(ev.name, trace.WithTimestamp(c.end), trace.WithAttributes(ev.attrs...))
+		}
+	}
+	for _, c := range last {
+		b.end(c.span, c.end)
+	}
+	b.end(root, end)
+	return b.spans
+}
+
+func (b *spanBuilder) start(ctx context.Context, name string, at time.Time, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	return b.tracer.Start(ctx, name, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+}
+
+func (b *spanBuilder) end(s trace.Span, at time.Time) {
+	s.End(trace.WithTimestamp(at))
+	b.spans++
+}
+
+// leaf starts and ends a span without children, with end no earlier than start
+// (sources with different clocks can disagree by a few ms). A non-empty
+// errDesc sets status Error.
+func (b *spanBuilder) leaf(ctx context.Context, name string, start, end time.Time, errDesc string, attrs ...attribute.KeyValue) {
+	if end.Before(start) {
+		end = start
+	}
+	_, s := b.start(ctx, name, start, attrs...)
+	if errDesc != "" {
+		s.SetStatus(codes.Error, errDesc)
+	}
+	b.end(s, end)
+}
+
+func (b *spanBuilder) phases(ctx context.Context, tl *correlator.Timeline, tlEnd time.Time) {
+	sandboxDone := false
+	for _, p := range tl.Phases {
+		if p.Start.IsZero() {
+			continue
+		}
+		attrs := []attribute.KeyValue{}
+		if p.Source != "" {
+			attrs = append(attrs, AttrPhaseSource.String(p.Source))
+		}
+		end := p.End
+		if end.IsZero() {
+			end = tlEnd
+			attrs = append(attrs, AttrIncomplete.Bool(true))
+		}
+		if end.Before(p.Start) {
+			end = p.Start
+		}
+		if p.Name == correlator.PhaseSandbox && tl.Sandbox != nil {
+			if tl.Sandbox.ID != "" {
+				attrs = append(attrs, AttrSandboxID.String(tl.Sandbox.ID))
+			}
+			pctx, s := b.start(ctx, p.Name, p.Start, attrs...)
+			b.pause(pctx, tl.Sandbox)
+			b.end(s, end)
+			sandboxDone = true
+			continue
+		}
+		_, s := b.start(ctx, p.Name, p.Start, attrs...)
+		b.end(s, end)
+	}
+	if !sandboxDone && tl.Sandbox != nil {
+		b.pause(ctx, tl.Sandbox)
+	}
+}
+
+func (b *spanBuilder) pause(ctx context.Context, sb *correlator.Sandbox) {
+	if sb.PauseStart.IsZero() {
+		return
+	}
+	attrs := []attribute.KeyValue{}
+	if sb.ID != "" {
+		attrs = append(attrs, AttrSandboxID.String(sb.ID))
+	}
+	b.leaf(ctx, "process pause", sb.PauseStart, sb.PauseStart, "", attrs...)
+}
+
+// openSpan is a container attempt span left open for the insights.
+type openSpan struct {
+	span trace.Span
+	end  time.Time
+}
+
+// containers emits every container attempt with its children and returns the
+// last attempt of each container, still open.
+func (b *spanBuilder) containers(ctx context.Context, tl *correlator.Timeline) map[string]openSpan {
+	last := make(map[string]openSpan, len(tl.Containers))
+	for ci := range tl.Containers {
+		c := &tl.Containers[ci]
+		for ai := range c.Attempts {
+			a := &c.Attempts[ai]
+			start, end, ok := attemptBounds(a)
+			if !ok {
+				continue
+			}
+			actx, s := b.start(ctx, ContainerSpanName(c), start, containerAttrs(c, a)...)
+			b.attemptEvents(s, a)
+			b.attemptChildren(actx, s, a, end)
+			if prev, ok := last[c.Name]; ok {
+				b.end(prev.span, prev.end)
+			}
+			last[c.Name] = openSpan{span: s, end: end}
+		}
+	}
+	return last
+}
+
+func containerAttrs(c *correlator.Container, a *correlator.ContainerAttempt) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{
+		semconv.K8SContainerName(c.Name),
+		AttrContainerKind.String(string(c.Kind)),
+		semconv.K8SContainerRestartCount(a.Attempt),
+	}
+	if a.ContainerID != "" {
+		attrs = append(attrs, semconv.ContainerID(a.ContainerID))
+	}
+	if c.Image != "" {
+		name, tag := splitImage(c.Image)
+		attrs = append(attrs, semconv.ContainerImageName(name))
+		if tag != "" {
+			attrs = append(attrs, semconv.ContainerImageTags(tag))
+		}
+	}
+	if a.ExitCode != nil {
+		attrs = append(attrs, AttrContainerExitCode.Int(*a.ExitCode))
+	}
+	if !a.NextCreated.IsZero() {
+		if exit := attemptExit(a); !exit.IsZero() {
+			attrs = append(attrs, AttrKubeletReactionMS.Int64(durationMS(exit, a.NextCreated)))
+		}
+	}
+	return attrs
+}
+
+// attemptEvents marks the runtime's and the API's moments on the attempt span.
+func (b *spanBuilder) attemptEvents(s trace.Span, a *correlator.ContainerAttempt) {
+	for _, ev := range []struct {
+		name string
+		at   time.Time
+	}{
+		{"runtime created", a.Created},
+		{"runtime started", a.Started},
+		{"api started", a.StartedObserved},
+		{"api ready", a.ReadyObserved},
+		{"runtime finished", a.Finished},
+	} {
+		if !ev.at.IsZero() {
+			s.AddEvent(ev.name, trace.WithTimestamp(ev.at))
+		}
+	}
+	if a.ExitCode != nil && *a.ExitCode != 0 {
+		s.SetStatus(codes.Error, fmt.Sprintf("exit code %d", *a.ExitCode))
+	}
+}
+
+func (b *spanBuilder) attemptChildren(ctx context.Context, parent trace.Span, a *correlator.ContainerAttempt, end time.Time) {
+	if p := a.Process; p != nil && !p.Exec.IsZero() {
+		attrs := []attribute.KeyValue{semconv.ProcessPID(int(p.PID))}
+		if p.Filename != "" {
+			attrs = append(attrs, semconv.ProcessExecutablePath(p.Filename))
+		}
+		if len(p.Argv) > 0 {
+			attrs = append(attrs, semconv.ProcessCommandArgs(p.Argv...))
+		}
+		if p.ExitCode != nil {
+			attrs = append(attrs, semconv.ProcessExitCode(*p.ExitCode))
+		}
+		if p.Signal != 0 {
+			attrs = append(attrs, AttrProcessSignal.Int(p.Signal))
+		}
+		pend := p.Exit
+		if pend.IsZero() {
+			pend = end
+			attrs = append(attrs, AttrProcessRunning.Bool(true))
+		}
+		errDesc := ""
+		switch {
+		case p.ExitCode != nil && *p.ExitCode != 0:
+			errDesc = fmt.Sprintf("exit code %d", *p.ExitCode)
+		case p.Signal != 0:
+			errDesc = fmt.Sprintf("killed by signal %d", p.Signal)
+		}
+		b.leaf(ctx, ProcessSpanName(p), p.Exec, pend, errDesc, attrs...)
+	}
+	if h := a.PostStart; h != nil && !h.Start.IsZero() {
+		attrs := []attribute.KeyValue{AttrHookHandler.String(h.Handler)}
+		if len(h.Command) > 0 {
+			attrs = append(attrs, AttrHookCommand.StringSlice(h.Command))
+		}
+		if h.ExitCode != nil {
+			attrs = append(attrs, AttrHookExitCode.Int(*h.ExitCode))
+		}
+		if h.Inferred {
+			attrs = append(attrs, AttrInferred.Bool(true))
+		}
+		hend := h.End
+		if hend.IsZero() {
+			hend = end
+			attrs = append(attrs, AttrIncomplete.Bool(true))
+		}
+		errDesc := ""
+		if h.ExitCode != nil && *h.ExitCode != 0 {
+			errDesc = fmt.Sprintf("exit code %d", *h.ExitCode)
+		}
+		b.leaf(ctx, "postStart", h.Start, hend, errDesc, attrs...)
+	}
+	b.probes(ctx, parent, a.Probes)
+}
+
+// probes emits one span per probe attempt, at most maxProbeSpans per kind,
+// and counts the attempts of each kind on the container span
+// ("readyline.probe.startup.attempts", and ".omitted" when some have no span).
+func (b *spanBuilder) probes(ctx context.Context, parent trace.Span, probes []correlator.ProbeAttempt) {
+	if len(probes) == 0 {
+		return
+	}
+	var kinds []correlator.ProbeKind
+	count := map[correlator.ProbeKind]int{}
+	for _, p := range probes {
+		if count[p.Kind] == 0 {
+			kinds = append(kinds, p.Kind)
+		}
+		count[p.Kind]++
+	}
+	seen := map[correlator.ProbeKind]int{}
+	for i := range probes {
+		p := &probes[i]
+		n := seen[p.Kind]
+		seen[p.Kind]++
+		total := count[p.Kind]
+		if total > maxProbeSpans && n >= maxProbeSpans/2 && n < total-maxProbeSpans/2 {
+			continue
+		}
+		if p.Start.IsZero() {
+			continue
+		}
+		attrs := []attribute.KeyValue{
+			AttrProbeKind.String(string(p.Kind)),
+			AttrProbeResult.String(string(p.Result)),
+		}
+		if p.Handler != "" {
+			attrs = append(attrs, AttrProbeHandler.String(p.Handler))
+		}
+		if p.ExitCode != nil {
+			attrs = append(attrs, AttrProbeExitCode.Int(*p.ExitCode))
+		}
+		if p.Inferred {
+			attrs = append(attrs, AttrInferred.Bool(true))
+		}
+		pend := p.End
+		if pend.IsZero() {
+			pend = p.Start
+		}
+		errDesc := ""
+		if p.Result == correlator.ProbeFailure {
+			errDesc = "probe failed"
+		}
+		b.leaf(ctx, ProbeSpanName(p.Kind), p.Start, pend, errDesc, attrs...)
+	}
+	for _, k := range kinds {
+		key := "readyline.probe." + string(k)
+		parent.SetAttributes(attribute.Int(key+".attempts", count[k]))
+		if omitted := count[k] - maxProbeSpans; omitted > 0 {
+			parent.SetAttributes(attribute.Int(key+".omitted", omitted))
+		}
+	}
+}
+
+func (b *spanBuilder) conditions(ctx context.Context, root trace.Span, tl *correlator.Timeline) {
+	for _, c := range tl.Conditions {
+		at := c.Observed
+		if at.IsZero() {
+			at = c.LastTransitionTime
+		}
+		if at.IsZero() {
+			continue
+		}
+		attrs := conditionAttrs(c)
+		b.leaf(ctx, ConditionSpanName(c.Type), at, at, "", attrs...)
+		root.AddEvent(ConditionSpanName(c.Type), trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+	}
+}
+
+func conditionAttrs(c correlator.ConditionTransition) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{AttrConditionType.String(c.Type)}
+	if !c.LastTransitionTime.IsZero() {
+		attrs = append(attrs, AttrConditionLTT.String(c.LastTransitionTime.UTC().Format(time.RFC3339)))
+	}
+	if c.CauseEvent != "" {
+		attrs = append(attrs, AttrConditionEvent.String(c.CauseEvent))
+	}
+	if !c.Cause.IsZero() {
+		attrs = append(attrs,
+			AttrConditionCause.String(c.Cause.UTC().Format(time.RFC3339Nano)),
+			AttrConditionLagMS.Int64(c.Lag().Milliseconds()))
+	}
+	return attrs
+}
+
+type event struct {
+	name  string
+	attrs []attribute.KeyValue
+}
+
+func insightEvent(in correlator.Insight) event {
+	attrs := []attribute.KeyValue{
+		AttrInsightKind.String(string(in.Kind)),
+		AttrInsightMessage.String(in.Message),
+		AttrInsightDurationMS.Int64(in.Duration.Milliseconds()),
+	}
+	if in.Container != "" {
+		attrs = append(attrs, semconv.K8SContainerName(in.Container))
+	}
+	return event{name: "insight " + string(in.Kind), attrs: attrs}
+}
+
+// timelineBounds returns the root span's interval: Start -> End, each filled
+// from the earliest or latest known moment when the timeline lacks it.
+func timelineBounds(tl *correlator.Timeline) (start, end time.Time) {
+	start, end = tl.Start, tl.End
+	if !start.IsZero() && !end.IsZero() && !end.Before(start) {
+		return start, end
+	}
+	lo, hi := tl.Start, tl.End
+	visitTimes(tl, func(t time.Time) {
+		if lo.IsZero() || t.Before(lo) {
+			lo = t
+		}
+		if hi.IsZero() || t.After(hi) {
+			hi = t
+		}
+	})
+	if start.IsZero() {
+		start = lo
+	}
+	if end.IsZero() || end.Before(start) {
+		end = hi
+	}
+	return start, end
+}
+
+// visitTimes calls f with every non-zero moment of tl.
+func visitTimes(tl *correlator.Timeline, f func(time.Time)) {
+	g := func(ts ...time.Time) {
+		for _, t := range ts {
+			if !t.IsZero() {
+				f(t)
+			}
+		}
+	}
+	g(tl.Start, tl.End)
+	for _, p := range tl.Phases {
+		g(p.Start, p.End)
+	}
+	if sb := tl.Sandbox; sb != nil {
+		g(sb.Created, sb.PauseStart, sb.Ready)
+	}
+	for ci := range tl.Containers {
+		for ai := range tl.Containers[ci].Attempts {
+			visitAttemptTimes(&tl.Containers[ci].Attempts[ai], g)
+			g(tl.Containers[ci].Attempts[ai].NextCreated)
+		}
+	}
+	for _, c := range tl.Conditions {
+		g(c.Observed, c.Cause)
+	}
+}
+
+func visitAttemptTimes(a *correlator.ContainerAttempt, g func(...time.Time)) {
+	g(a.Created, a.Started, a.Finished, a.StartedObserved, a.ReadyObserved)
+	if p := a.Process; p != nil {
+		g(p.Exec, p.Exit)
+	}
+	if h := a.PostStart; h != nil {
+		g(h.Start, h.End)
+	}
+	for _, p := range a.Probes {
+		g(p.Start, p.End)
+	}
+}
+
+// attemptBounds returns the interval of a container attempt: from its first
+// known moment (normally the runtime's creation) to its last one (exit,
+// readiness, the last probe attempt). ok is false when nothing is known.
+func attemptBounds(a *correlator.ContainerAttempt) (start, end time.Time, ok bool) {
+	visitAttemptTimes(a, func(ts ...time.Time) {
+		for _, t := range ts {
+			if t.IsZero() {
+				continue
+			}
+			if start.IsZero() || t.Before(start) {
+				start = t
+			}
+			if end.IsZero() || t.After(end) {
+				end = t
+			}
+		}
+	})
+	return start, end, !start.IsZero()
+}
+
+// attemptExit is when the attempt's entrypoint ended: the kernel's exit,
+// else the runtime's finish time.
+func attemptExit(a *correlator.ContainerAttempt) time.Time {
+	if a.Process != nil && !a.Process.Exit.IsZero() {
+		return a.Process.Exit
+	}
+	return a.Finished
+}
+
+// splitImage splits an image reference into its name and its tag (empty for
+// a digest reference or no tag): "localhost/busybox:local" -> "localhost/busybox", "local".
+func splitImage(ref string) (name, tag string) {
+	if i := strings.IndexByte(ref, '@'); i >= 0 {
+		return ref[:i], ""
+	}
+	slash := strings.LastIndexByte(ref, '/')
+	if i := strings.LastIndexByte(ref, ':'); i > slash {
+		return ref[:i], ref[i+1:]
+	}
+	return ref, ""
+}
+
+func durationMS(a, b time.Time) int64 {
+	if a.IsZero() || b.IsZero() {
+		return 0
+	}
+	return b.Sub(a).Milliseconds()
+}

@@ -1,0 +1,72 @@
+package exporter
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"math/rand/v2"
+	"strings"
+
+	"go.opentelemetry.io/otel/trace"
+)
+
+// TraceIDForPod returns the trace id of a pod start: the 16 bytes of the pod
+// UID when it is a UUID (with or without dashes), so that
+// `kubectl get pod X -o jsonpath='{.metadata.uid}'` with the dashes removed
+// opens the trace. Any other UID (never produced by the API server, but
+// possible in hand-made recordings) maps to the first 16 bytes of its SHA-256,
+// which is as stable but not readable back.
+func TraceIDForPod(uid string) trace.TraceID {
+	var id trace.TraceID
+	hexUID := strings.ReplaceAll(uid, "-", "")
+	if len(hexUID) == 2*len(id) {
+		if _, err := hex.Decode(id[:], []byte(hexUID)); err == nil && id.IsValid() {
+			return id
+		}
+	}
+	sum := sha256.Sum256([]byte(uid))
+	copy(id[:], sum[:])
+	return id
+}
+
+// traceIDKey carries the trace id a root span must use.
+type traceIDKey struct{}
+
+// withTraceID returns ctx telling podIDGenerator the trace id of the next
+// root span started from it.
+func withTraceID(ctx context.Context, id trace.TraceID) context.Context {
+	return context.WithValue(ctx, traceIDKey{}, id)
+}
+
+// podIDGenerator is an sdktrace.IDGenerator that takes root spans' trace ids
+// from the context (withTraceID) and draws everything else at random. It is
+// safe for concurrent use.
+type podIDGenerator struct{}
+
+// NewIDs returns the trace id put in ctx by withTraceID, or a random one, and
+// a random span id.
+func (podIDGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
+	if id, ok := ctx.Value(traceIDKey{}).(trace.TraceID); ok && id.IsValid() {
+		return id, randomSpanID()
+	}
+	var id trace.TraceID
+	for !id.IsValid() {
+		binary.BigEndian.PutUint64(id[:8], rand.Uint64())
+		binary.BigEndian.PutUint64(id[8:], rand.Uint64())
+	}
+	return id, randomSpanID()
+}
+
+// NewSpanID returns a random span id.
+func (podIDGenerator) NewSpanID(context.Context, trace.TraceID) trace.SpanID {
+	return randomSpanID()
+}
+
+func randomSpanID() trace.SpanID {
+	var id trace.SpanID
+	for !id.IsValid() {
+		binary.BigEndian.PutUint64(id[:], rand.Uint64())
+	}
+	return id
+}
