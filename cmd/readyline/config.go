@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // errUsage marks an error already explained to the user with the usage.
@@ -65,16 +66,35 @@ func (fs *flagSet) Uint(p *uint, name string, def uint, help string) {
 	fs.UintVar(p, name, def, help+" ($"+envName(name)+")")
 }
 
-// parse parses args and reports bad environment values as a usage error.
-func (fs *flagSet) parse(args []string) error {
+func (fs *flagSet) Duration(p *time.Duration, name string, def time.Duration, help string) {
+	if v, ok := fs.env(name); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			fs.envErrs = append(fs.envErrs, fmt.Errorf("$%s: %w", envName(name), err))
+		}
+		def = d
+	}
+	fs.DurationVar(p, name, def, help+" ($"+envName(name)+")")
+}
+
+// parse parses args, which must hold flags only, and reports bad
+// environment values as a usage error.
+func (fs *flagSet) parse(args []string) error { return fs.parseWithArgs(args, 0) }
+
+// parseWithArgs parses flags followed by exactly n positional arguments.
+func (fs *flagSet) parseWithArgs(args []string, n int) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
 		return errUsage
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "unexpected arguments: %q\n", fs.Args())
+	if fs.NArg() != n {
+		if n == 0 {
+			fmt.Fprintf(fs.Output(), "unexpected arguments: %q\n", fs.Args())
+		} else {
+			fs.Usage()
+		}
 		return errUsage
 	}
 	if err := errors.Join(fs.envErrs...); err != nil {

@@ -1,7 +1,8 @@
 // Command readyline answers, for every pod that starts on a Kubernetes node,
 // where the time between "created" and "Ready" went.
 //
-//	readyline events [flags]   stream process events as JSON lines
+//	readyline events [flags]        stream process events as JSON lines
+//	readyline replay [flags] FILE   rebuild pod start timelines from a recording
 //
 // Every flag has an environment twin: --log-level is READYLINE_LOG_LEVEL.
 package main
@@ -21,6 +22,7 @@ const usage = `usage: readyline <command> [flags]
 
 commands:
   events   stream every process event (exec, fork, exit) as one JSON line on stdout
+  replay   run the correlator on a recording and print the pod start timelines
 
 Run 'readyline <command> -h' for the flags of a command. Every flag has an
 environment twin: --log-level is READYLINE_LOG_LEVEL.
@@ -45,6 +47,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "events":
 		err = runEvents(ctx, args[1:], stdout, stderr)
+	case "replay":
+		err = runReplay(ctx, args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "readyline: unknown command %q\n\n%s", args[0], usage)
 		return 2

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/readyline/readyline/collector/event"
+	"github.com/readyline/readyline/correlator"
+)
+
+// replayConfig is the validated configuration of `readyline replay`.
+type replayConfig struct {
+	file       string
+	json       bool
+	width      uint
+	correlator correlator.Config
+}
+
+func parseReplayConfig(args []string, stderr io.Writer) (replayConfig, error) {
+	var c replayConfig
+	fs := newFlagSet("readyline replay", stderr)
+	fs.Bool(&c.json, "json", false, "print the timelines as JSON lines instead of waterfalls")
+	fs.Uint(&c.width, "width", 100, "width of the waterfalls in columns")
+	registerCorrelatorFlags(fs, &c.correlator)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: readyline replay [flags] FILE\n\nRuns the correlator on a recording (readyline run --record) and prints the timelines.")
+		fs.PrintDefaults()
+	}
+	if err := fs.parseWithArgs(args, 1); err != nil {
+		return c, err
+	}
+	c.file = fs.Arg(0)
+	return c, nil
+}
+
+// registerCorrelatorFlags adds the correlator's settings to a command.
+func registerCorrelatorFlags(fs *flagSet, c *correlator.Config) {
+	fs.Duration(&c.Timeout, "start-timeout", 10*time.Minute, "a pod start not Ready after this long is reported as a timeout")
+	fs.Duration(&c.Grace, "grace", 2*time.Second, "how long a finished pod start waits for late events")
+}
+
+// runReplay feeds a recording to the correlator and prints each timeline.
+func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseReplayConfig(args, stderr)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(cfg.file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	print := func(tl *correlator.Timeline) error {
+		if cfg.json {
+			b, err := json.Marshal(tl)
+			if err != nil {
+				return err
+			}
+			_, err = stdout.Write(append(b, '\n'))
+			return err
+		}
+		return printWaterfall(stdout, tl, int(cfg.width))
+	}
+	c := correlator.New(cfg.correlator)
+	r := event.NewReader(f)
+	for ctx.Err() == nil {
+		ev, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		for _, tl := range c.Handle(ev) {
+			if err := print(tl); err != nil {
+				return err
+			}
+		}
+	}
+	for _, tl := range c.Flush() {
+		if err := print(tl); err != nil {
+			return err
+		}
+	}
+	st := c.Stats()
+	if st.Orphaned+st.Late+st.Overflow > 0 {
+		fmt.Fprintf(stderr, "replay: %d events, %d timelines; dropped %d for unknown pods, %d late, %d over bounds\n",
+			st.Events, st.Timelines, st.Orphaned, st.Late, st.Overflow)
+	}
+	return nil
+}
