@@ -1,0 +1,270 @@
+package exporter
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/attribute"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/readyline/readyline/correlator"
+)
+
+// DurationBuckets are the histogram bucket bounds, in seconds, of every
+// duration readyline records: from 50 ms (a fast sandbox) to 5 minutes (the
+// usual pod start timeout).
+var DurationBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300}
+
+// Label names. They are all bounded: a namespace, a phase, a container kind,
+// an outcome, a drop source and reason. Pod names and UIDs never become
+// labels; they are in the traces.
+const (
+	LabelNamespace     = "namespace"
+	LabelPhase         = "phase"
+	LabelContainerKind = "container_kind"
+	LabelOutcome       = "outcome"
+	LabelSource        = "source"
+	LabelReason        = "reason"
+)
+
+// Values of the phase label of readyline_container_phase_duration_seconds.
+const (
+	// ContainerPhaseCreateToStart: the runtime's creation -> start.
+	ContainerPhaseCreateToStart = "create_to_start"
+	// ContainerPhaseRun: the entrypoint's exec -> exit (init containers, and
+	// any container that exited during the start).
+	ContainerPhaseRun = "run"
+	// ContainerPhasePostStart: the postStart hook.
+	ContainerPhasePostStart = "post_start"
+	// ContainerPhaseStartupProbe: started -> first successful startupProbe.
+	ContainerPhaseStartupProbe = "startup_probe"
+	// ContainerPhaseReady: started -> ready=true observed in the API.
+	ContainerPhaseReady = "ready"
+	// ContainerPhaseKubeletReaction: the entrypoint's exit -> the next
+	// container created.
+	ContainerPhaseKubeletReaction = "kubelet_reaction"
+)
+
+// DropCounter counts events dropped before they reached a timeline or an
+// export; *Metrics is one. Packages that drop events can take a DropCounter
+// (or the method value m.AddDropped as a func(source, reason string, n int))
+// without importing OTel. Implementations are safe for concurrent use.
+type DropCounter interface {
+	AddDropped(source, reason string, n int)
+}
+
+// Metrics records readyline's histograms and counters with the OTel metrics
+// SDK and serves them in the Prometheus format. Metrics is safe for
+// concurrent use.
+type Metrics struct {
+	logger   *slog.Logger
+	registry *prometheus.Registry
+	provider *sdkmetric.MeterProvider
+
+	podPhase       metric.Float64Histogram
+	podStartup     metric.Float64Histogram
+	readyToStart   metric.Float64Histogram
+	containerPhase metric.Float64Histogram
+	starts         metric.Int64Counter
+	dropped        metric.Int64Counter
+	exportFailures metric.Int64Counter
+}
+
+// NewMetrics creates the instruments on a registry of their own, which also
+// carries the Go runtime and process collectors. logger may be nil.
+func NewMetrics(logger *slog.Logger) (*Metrics, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(collectors.NewGoCollector()); err != nil {
+		return nil, fmt.Errorf("registering Go collector: %w", err)
+	}
+	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+		return nil, fmt.Errorf("registering process collector: %w", err)
+	}
+	exp, err := otelprom.New(
+		otelprom.WithRegisterer(reg),
+		otelprom.WithoutScopeInfo(),
+		otelprom.WithoutTargetInfo(),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("creating Prometheus exporter: %w", err)
+	}
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
+	meter := provider.Meter("github.com/readyline/readyline/exporter")
+
+	m := &Metrics{logger: logger, registry: reg, provider: provider}
+	hist := func(dst *metric.Float64Histogram, name, desc string) {
+		if err != nil {
+			return
+		}
+		*dst, err = meter.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
+			metric.WithExplicitBucketBoundaries(DurationBuckets...))
+	}
+	counter := func(dst *metric.Int64Counter, name, desc string) {
+		if err != nil {
+			return
+		}
+		*dst, err = meter.Int64Counter(name, metric.WithDescription(desc))
+	}
+	// The OTel names become readyline_pod_phase_duration_seconds,
+	// readyline_events_dropped_total, ... in Prometheus.
+	hist(&m.podPhase, "readyline.pod.phase.duration",
+		"Duration of each pod-level phase of a pod start (pod.schedule, pod.wait_sandbox, pod.sandbox, pod.init, pod.containers).")
+	hist(&m.podStartup, "readyline.pod.startup.duration",
+		"Pod creation to the end of its start (Ready, failure, deletion or timeout), by outcome.")
+	hist(&m.readyToStart, "readyline.pod.ready_to_start_containers",
+		"PodScheduled observed to PodReadyToStartContainers observed: the sandbox latency users alert on.")
+	hist(&m.containerPhase, "readyline.container.phase.duration",
+		"Duration of a container's steps during a pod start (create_to_start, run, post_start, startup_probe, ready, kubelet_reaction), by container kind.")
+	counter(&m.starts, "readyline.pod.starts", "Pod starts observed, by outcome.")
+	counter(&m.dropped, "readyline.events.dropped", "Events dropped before they reached a timeline or an export, by source and reason.")
+	counter(&m.exportFailures, "readyline.export.failures", "Trace export requests that failed after retries.")
+	if err != nil {
+		return nil, fmt.Errorf("creating instruments: %w", err)
+	}
+	return m, nil
+}
+
+// Record adds a finished pod start to the histograms and counters. Moments
+// the timeline lacks leave their histograms untouched.
+func (m *Metrics) Record(tl *correlator.Timeline) {
+	ctx := context.Background()
+	ns := attribute.String(LabelNamespace, tl.Pod.Namespace)
+	outcome := attribute.String(LabelOutcome, string(tl.Outcome))
+
+	m.starts.Add(ctx, 1, metric.WithAttributes(ns, outcome))
+	if d, ok := between(tl.Start, tl.End); ok {
+		m.podStartup.Record(ctx, d.Seconds(), metric.WithAttributes(ns, outcome))
+	}
+	for _, p := range tl.Phases {
+		if d, ok := between(p.Start, p.End); ok {
+			m.podPhase.Record(ctx, d.Seconds(), metric.WithAttributes(ns, attribute.String(LabelPhase, p.Name)))
+		}
+	}
+	if d, ok := ReadyToStartContainers(tl); ok {
+		m.readyToStart.Record(ctx, d.Seconds(), metric.WithAttributes(ns))
+	}
+	for ci := range tl.Containers {
+		c := &tl.Containers[ci]
+		kind := attribute.String(LabelContainerKind, string(c.Kind))
+		for ai := range c.Attempts {
+			for _, st := range containerSteps(&c.Attempts[ai]) {
+				m.containerPhase.Record(ctx, st.d.Seconds(),
+					metric.WithAttributes(ns, kind, attribute.String(LabelPhase, st.phase)))
+			}
+		}
+	}
+}
+
+// ReadyToStartContainers is the time from PodScheduled to
+// PodReadyToStartContainers, both as observed in the API (ms precision).
+// ok is false when either was not observed.
+func ReadyToStartContainers(tl *correlator.Timeline) (d time.Duration, ok bool) {
+	var scheduled, ready time.Time
+	for _, c := range tl.Conditions {
+		switch c.Type {
+		case correlator.CondPodScheduled:
+			scheduled = c.Observed
+		case correlator.CondPodReadyToStartContainers:
+			ready = c.Observed
+		}
+	}
+	return between(scheduled, ready)
+}
+
+type containerStep struct {
+	phase string
+	d     time.Duration
+}
+
+// containerSteps are the container_phase durations of one attempt.
+func containerSteps(a *correlator.ContainerAttempt) []containerStep {
+	var steps []containerStep
+	add := func(phase string, from, to time.Time) {
+		if d, ok := between(from, to); ok {
+			steps = append(steps, containerStep{phase, d})
+		}
+	}
+	add(ContainerPhaseCreateToStart, a.Created, a.Started)
+	if p := a.Process; p != nil && !p.Exit.IsZero() {
+		add(ContainerPhaseRun, p.Exec, p.Exit)
+	} else if !a.Finished.IsZero() {
+		add(ContainerPhaseRun, a.Started, a.Finished)
+	}
+	if h := a.PostStart; h != nil {
+		add(ContainerPhasePostStart, h.Start, h.End)
+	}
+	for _, p := range a.Probes {
+		if p.Kind == correlator.ProbeStartup && p.Result == correlator.ProbeSuccess {
+			end := p.End
+			if end.IsZero() {
+				end = p.Start
+			}
+			add(ContainerPhaseStartupProbe, a.Started, end)
+			break
+		}
+	}
+	add(ContainerPhaseReady, a.Started, a.ReadyObserved)
+	add(ContainerPhaseKubeletReaction, attemptExit(a), a.NextCreated)
+	return steps
+}
+
+// between is b - a when both are known and b is not before a.
+func between(a, b time.Time) (time.Duration, bool) {
+	if a.IsZero() || b.IsZero() || b.Before(a) {
+		return 0, false
+	}
+	return b.Sub(a), true
+}
+
+// AddDropped counts n events dropped by source (the package or stage that
+// dropped them) for reason; both must come from a small fixed set.
+func (m *Metrics) AddDropped(source, reason string, n int) {
+	if n <= 0 {
+		return
+	}
+	m.dropped.Add(context.Background(), int64(n), metric.WithAttributes(
+		attribute.String(LabelSource, source), attribute.String(LabelReason, reason)))
+}
+
+// ExportFailed counts one failed trace export request.
+func (m *Metrics) ExportFailed() {
+	m.exportFailures.Add(context.Background(), 1)
+}
+
+// Handler serves /metrics (Prometheus text format) and /healthz, which
+// answers 200 "ok" while health returns nil (or health is nil) and 503 with
+// the error otherwise. Mount other handlers (Store.Handler) next to it with
+// an http.ServeMux of your own.
+func (m *Metrics) Handler(health func() error) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(m.logger.Handler(), slog.LevelWarn),
+		ErrorHandling: promhttp.ContinueOnError,
+	}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if health != nil {
+			if err := health(); err != nil {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				fmt.Fprintf(w, "unhealthy: %v\n", err)
+				return
+			}
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	return mux
+}
+
+// Metrics counts a TraceExporter's failures and drops.
+var _ ExportObserver = (*Metrics)(nil)
