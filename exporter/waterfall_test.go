@@ -1,0 +1,97 @@
+package exporter
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/readyline/readyline/correlator"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+func TestRenderWaterfallGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		tl    *correlator.Timeline
+		width int
+	}{
+		{"lifecycle-demo", lifecycleDemo(), 100},
+		{"lifecycle-demo-narrow", lifecycleDemo(), 72},
+		{"init-failure-never", initFailureNever(), 100},
+		{"poststart-demo", postStartDemo(), 100},
+		{"probe-retries", probeRetries(), 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := RenderWaterfall(&buf, tc.tl, tc.width); err != nil {
+				t.Fatal(err)
+			}
+			for i, line := range strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n") {
+				if n := utf8.RuneCountInString(line); n > tc.width {
+					t.Errorf("line %d is %d columns wide, more than %d: %q", i+1, n, tc.width, line)
+				}
+			}
+			golden := filepath.Join("testdata", "waterfall-"+tc.name+".txt")
+			if *update {
+				if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if !bytes.Equal(buf.Bytes(), want) {
+				t.Errorf("waterfall differs from %s (rerun with -update if intended)\n got:\n%s\nwant:\n%s", golden, buf.Bytes(), want)
+			}
+			// Deterministic: a second rendering is identical.
+			var again bytes.Buffer
+			if err := RenderWaterfall(&again, tc.tl, tc.width); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(buf.Bytes(), again.Bytes()) {
+				t.Error("two renderings differ")
+			}
+		})
+	}
+}
+
+// probeRetries is lifecycle-demo with an init container retried after a
+// failure and nginx's startupProbe failing a few times before it succeeds.
+func probeRetries() *correlator.Timeline {
+	tl := lifecycleDemo()
+	tl.Pod.Name = "probe-retries"
+	initReg := &tl.Containers[0]
+	retry := initReg.Attempts[0]
+	first := retry
+	first.ContainerID = "f0f0f0f0f0f0"
+	first.Created, first.Started, first.Finished = at(1200), at(1300), at(2300)
+	first.Process = &correlator.Process{PID: 4100, Filename: "/bin/sh", Argv: []string{"sh", "-c", "exit 1"},
+		Exec: at(1290), Exit: at(2290), ExitCode: intp(1)}
+	first.ExitCode = intp(1)
+	first.NextCreated = at(4912)
+	retry.Attempt = 1
+	tl.Phases[3].Start = at(1200)
+	initReg.Attempts = []correlator.ContainerAttempt{first, retry}
+	nginx := &tl.Containers[2].Attempts[0]
+	nginx.Probes = nil
+	for i := range 4 {
+		nginx.Probes = append(nginx.Probes, correlator.ProbeAttempt{
+			Kind: correlator.ProbeStartup, Handler: "exec", Start: at(23000 + 1000*i), End: at(23020 + 1000*i),
+			Result: correlator.ProbeFailure, ExitCode: intp(1),
+		})
+	}
+	nginx.Probes = append(nginx.Probes,
+		correlator.ProbeAttempt{Kind: correlator.ProbeStartup, Handler: "exec", Start: at(27000), End: at(27030), Result: correlator.ProbeSuccess, ExitCode: intp(0)},
+		correlator.ProbeAttempt{Kind: correlator.ProbeReadiness, Handler: "exec", Start: at(27040), End: at(27070), Result: correlator.ProbeSuccess, ExitCode: intp(0)},
+	)
+	tl.Insights = append(tl.Insights, correlator.Insight{Kind: correlator.InsightRetries, Container: "init-regular",
+		Duration: 3612 * time.Millisecond, Message: "init-regular needed 2 attempts; the back-off before the second cost 2.6s"})
+	return tl
+}
