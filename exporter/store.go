@@ -1,0 +1,245 @@
+package exporter
+
+import (
+	"container/list"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/readyline/readyline/correlator"
+)
+
+// DefaultStoreSize is how many timelines a Store keeps when asked for <= 0.
+const DefaultStoreSize = 500
+
+// ErrNotFound is returned by FetchTimeline when the daemon has no timeline
+// for the pod.
+var ErrNotFound = errors.New("timeline not found")
+
+// Store keeps the last N timelines in memory, by UID and by
+// namespace/name, for 'readyline explain'. When a pod name has several
+// starts stored (a pod deleted and created again), the one that started
+// last wins. Store is safe for concurrent use; the timelines it holds must
+// not be modified.
+type Store struct {
+	mu     sync.RWMutex
+	max    int
+	order  *list.List               // of *correlator.Timeline, oldest first
+	byUID  map[string]*list.Element // pod UID -> element
+	byName map[string]string        // namespace/name -> UID of the latest start
+}
+
+// NewStore returns a Store keeping the last max timelines
+// (DefaultStoreSize when max <= 0).
+func NewStore(max int) *Store {
+	if max <= 0 {
+		max = DefaultStoreSize
+	}
+	return &Store{max: max, order: list.New(), byUID: map[string]*list.Element{}, byName: map[string]string{}}
+}
+
+// Add stores tl, replacing a timeline of the same pod UID (late data), and
+// evicts the oldest timelines beyond the bound. The store takes tl over: the
+// caller must not modify it afterwards.
+func (s *Store) Add(tl *correlator.Timeline) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if el, ok := s.byUID[tl.Pod.UID]; ok {
+		old := el.Value.(*correlator.Timeline)
+		el.Value = tl
+		s.order.MoveToBack(el)
+		if old.Pod.String() != tl.Pod.String() {
+			s.forgetName(old)
+		}
+	} else {
+		s.byUID[tl.Pod.UID] = s.order.PushBack(tl)
+	}
+	key := tl.Pod.String()
+	if cur, ok := s.byUID[s.byName[key]]; !ok || cur.Value == tl || !cur.Value.(*correlator.Timeline).Start.After(tl.Start) {
+		s.byName[key] = tl.Pod.UID
+	}
+	for s.order.Len() > s.max {
+		el := s.order.Front()
+		old := s.order.Remove(el).(*correlator.Timeline)
+		delete(s.byUID, old.Pod.UID)
+		s.forgetName(old)
+	}
+}
+
+// forgetName points old's name at another stored start of the same pod
+// name, or removes it, when it pointed at old. s.mu must be held.
+func (s *Store) forgetName(old *correlator.Timeline) {
+	key := old.Pod.String()
+	if s.byName[key] != old.Pod.UID {
+		return
+	}
+	delete(s.byName, key)
+	var best *correlator.Timeline
+	for el := s.order.Front(); el != nil; el = el.Next() {
+		tl := el.Value.(*correlator.Timeline)
+		if tl != old && tl.Pod.String() == key && (best == nil || !tl.Start.Before(best.Start)) {
+			best = tl
+		}
+	}
+	if best != nil {
+		s.byName[key] = best.Pod.UID
+	}
+}
+
+// Get returns the latest start of the pod namespace/name.
+func (s *Store) Get(namespace, name string) (*correlator.Timeline, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	el, ok := s.byUID[s.byName[namespace+"/"+name]]
+	if !ok {
+		return nil, false
+	}
+	return el.Value.(*correlator.Timeline), true
+}
+
+// GetUID returns the timeline of the pod with this UID.
+func (s *Store) GetUID(uid string) (*correlator.Timeline, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	el, ok := s.byUID[uid]
+	if !ok {
+		return nil, false
+	}
+	return el.Value.(*correlator.Timeline), true
+}
+
+// Len is the number of timelines stored.
+func (s *Store) Len() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.order.Len()
+}
+
+// TimelineSummary is one line of the timeline list.
+type TimelineSummary struct {
+	Namespace string             `json:"namespace"`
+	Name      string             `json:"name"`
+	UID       string             `json:"uid"`
+	Outcome   correlator.Outcome `json:"outcome"`
+	Reason    string             `json:"reason,omitempty"`
+	Start     time.Time          `json:"start"`
+	End       time.Time          `json:"end"`
+	// DurationSeconds is End - Start.
+	DurationSeconds float64 `json:"duration_seconds"`
+}
+
+// List summarises the stored timelines, most recently added first.
+func (s *Store) List() []TimelineSummary {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]TimelineSummary, 0, s.order.Len())
+	for el := s.order.Back(); el != nil; el = el.Prev() {
+		tl := el.Value.(*correlator.Timeline)
+		d, _ := between(tl.Start, tl.End)
+		out = append(out, TimelineSummary{
+			Namespace: tl.Pod.Namespace, Name: tl.Pod.Name, UID: tl.Pod.UID,
+			Outcome: tl.Outcome, Reason: tl.Reason, Start: tl.Start, End: tl.End,
+			DurationSeconds: d.Seconds(),
+		})
+	}
+	return out
+}
+
+// timelineList is the body of GET /api/v1/timelines.
+type timelineList struct {
+	Timelines []TimelineSummary `json:"timelines"`
+}
+
+// Handler serves the explain API:
+//
+//	GET /api/v1/timelines                     {"timelines": [TimelineSummary...]}, newest first
+//	GET /api/v1/timelines/{namespace}/{name}  the latest correlator.Timeline of that pod, or 404
+//
+// logger (may be nil) gets a Debug line per request that fails.
+func (s *Store) Handler(logger *slog.Logger) http.Handler {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/timelines", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, logger, timelineList{Timelines: s.List()})
+	})
+	mux.HandleFunc("GET /api/v1/timelines/{namespace}/{name}", func(w http.ResponseWriter, r *http.Request) {
+		ns, name := r.PathValue("namespace"), r.PathValue("name")
+		tl, ok := s.Get(ns, name)
+		if !ok {
+			logger.Debug("no timeline for pod", "namespace", ns, "pod", name)
+			http.Error(w, fmt.Sprintf("no timeline for pod %s/%s (this daemon keeps the last %d pod starts on its node)", ns, name, s.max), http.StatusNotFound)
+			return
+		}
+		writeJSON(w, logger, tl)
+	})
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, logger *slog.Logger, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		logger.Debug("writing API response", "error", err)
+	}
+}
+
+// maxTimelineBytes bounds what FetchTimeline reads.
+const maxTimelineBytes = 16 << 20
+
+// FetchTimeline asks the daemon at baseURL (e.g. "http://127.0.0.1:9464")
+// for the latest start of pod namespace/name. It returns an error wrapping
+// ErrNotFound when the daemon has none.
+func FetchTimeline(ctx context.Context, baseURL, namespace, name string) (*correlator.Timeline, error) {
+	u := strings.TrimRight(baseURL, "/") + "/api/v1/timelines/" + url.PathEscape(namespace) + "/" + url.PathEscape(name)
+	var tl correlator.Timeline
+	if err := getJSON(ctx, u, &tl); err != nil {
+		return nil, fmt.Errorf("fetching timeline of %s/%s: %w", namespace, name, err)
+	}
+	return &tl, nil
+}
+
+// ListTimelines asks the daemon at baseURL for the summaries of the pod
+// starts it keeps, newest first.
+func ListTimelines(ctx context.Context, baseURL string) ([]TimelineSummary, error) {
+	var l timelineList
+	if err := getJSON(ctx, strings.TrimRight(baseURL, "/")+"/api/v1/timelines", &l); err != nil {
+		return nil, fmt.Errorf("listing timelines: %w", err)
+	}
+	return l.Timelines, nil
+}
+
+func getJSON(ctx context.Context, u string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body := io.LimitReader(resp.Body, maxTimelineBytes)
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return ErrNotFound
+	case resp.StatusCode != http.StatusOK:
+		msg, _ := io.ReadAll(io.LimitReader(body, 512))
+		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(msg)))
+	}
+	if err := json.NewDecoder(body).Decode(v); err != nil {
+		return fmt.Errorf("decoding response: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,130 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/readyline/readyline/correlator"
+)
+
+func TestStoreAPIRoundTrip(t *testing.T) {
+	s := NewStore(10)
+	s.Add(lifecycleDemo())
+	s.Add(initFailureNever())
+	srv := httptest.NewServer(s.Handler(nil))
+	defer srv.Close()
+	ctx := context.Background()
+
+	got, err := FetchTimeline(ctx, srv.URL, "default", "lifecycle-demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := lifecycleDemo(); !reflect.DeepEqual(got, want) {
+		t.Errorf("round trip changed the timeline:\n got %+v\nwant %+v", got, want)
+	}
+
+	if _, err := FetchTimeline(ctx, srv.URL, "default", "nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("missing pod: %v, want ErrNotFound", err)
+	}
+
+	list, err := ListTimelines(ctx, srv.URL+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].Name != "init-container-failure-never" || list[1].Name != "lifecycle-demo" {
+		t.Fatalf("list %+v, want newest first", list)
+	}
+	if list[0].Outcome != correlator.OutcomeFailed || list[0].DurationSeconds != 1.63 || list[1].UID != lifecycleUID {
+		t.Errorf("summaries %+v", list)
+	}
+}
+
+func TestStoreEvictionBound(t *testing.T) {
+	s := NewStore(3)
+	for i := range 10 {
+		tl := lifecycleDemo()
+		tl.Pod.UID = fmt.Sprintf("uid-%d", i)
+		tl.Pod.Name = fmt.Sprintf("pod-%d", i)
+		s.Add(tl)
+		if s.Len() > 3 {
+			t.Fatalf("after %d adds the store holds %d", i+1, s.Len())
+		}
+	}
+	for i := range 10 {
+		_, ok := s.Get("default", fmt.Sprintf("pod-%d", i))
+		_, okUID := s.GetUID(fmt.Sprintf("uid-%d", i))
+		if want := i >= 7; ok != want || okUID != want {
+			t.Errorf("pod-%d stored %v/%v, want %v", i, ok, okUID, want)
+		}
+	}
+	if n := len(s.byName); n != 3 {
+		t.Errorf("name index holds %d entries, want 3", n)
+	}
+}
+
+func TestStoreLatestStartWins(t *testing.T) {
+	s := NewStore(3)
+	mk := func(uid string, start time.Time) *correlator.Timeline {
+		tl := lifecycleDemo()
+		tl.Pod.UID, tl.Start = uid, start
+		return tl
+	}
+	newer, older := mk("new", t0.Add(time.Hour)), mk("old", t0)
+	s.Add(newer)
+	s.Add(older) // arrives later (late data) but started earlier
+	if got, _ := s.Get("default", "lifecycle-demo"); got.Pod.UID != "new" {
+		t.Errorf("got the start of %s, want the latest one", got.Pod.UID)
+	}
+	// Replacing the newer start's timeline (same UID) keeps it the answer.
+	s.Add(mk("new", t0.Add(time.Hour)))
+	if got, _ := s.Get("default", "lifecycle-demo"); got.Pod.UID != "new" {
+		t.Errorf("after replace: %s", got.Pod.UID)
+	}
+	// Evicting the newer one falls back to the older one still stored.
+	s.Add(mk("x1", t0))
+	tlA := lifecycleDemo()
+	tlA.Pod.Name, tlA.Pod.UID = "other", "a"
+	s.Add(tlA) // evicts "old"
+	tlB := lifecycleDemo()
+	tlB.Pod.Name, tlB.Pod.UID = "other2", "b"
+	s.Add(tlB) // evicts "new"
+	if got, ok := s.Get("default", "lifecycle-demo"); !ok || got.Pod.UID != "x1" {
+		t.Errorf("after evicting the latest: %v %v, want x1", got, ok)
+	}
+}
+
+func TestStoreConcurrent(t *testing.T) {
+	s := NewStore(50)
+	srv := httptest.NewServer(s.Handler(nil))
+	defer srv.Close()
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 100 {
+				tl := lifecycleDemo()
+				tl.Pod.UID = fmt.Sprintf("%d-%d", w, i)
+				tl.Pod.Name = fmt.Sprintf("pod-%d", i%20)
+				s.Add(tl)
+				s.Get("default", tl.Pod.Name)
+				s.List()
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 20 {
+			if _, err := ListTimelines(context.Background(), srv.URL); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	wg.Wait()
+	if s.Len() != 50 {
+		t.Errorf("len %d", s.Len())
+	}
+}
