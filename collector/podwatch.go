@@ -1,0 +1,361 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/readyline/readyline/collector/event"
+)
+
+// LastAppliedAnnotation is the annotation kubectl apply writes: a copy of the
+// whole manifest, which PodWatch strips to keep recordings small.
+const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// Errors of the pod watch's configuration.
+var (
+	// ErrNoNodeName is returned when no node name was given.
+	ErrNoNodeName = errors.New("node name is empty: set --node-name or NODE_NAME (downward API spec.nodeName)")
+	// ErrNoKubeconfig is returned by RESTConfig outside a pod when no
+	// kubeconfig was given; it wraps rest.ErrNotInCluster.
+	ErrNoKubeconfig = errors.New("no kubeconfig: pass --kubeconfig or set KUBECONFIG when not running in a pod")
+)
+
+// RESTConfig returns the configuration to reach the API server: the
+// kubeconfig file at path if it is not empty, else the files listed in
+// $KUBECONFIG, else the in-cluster configuration of a pod's service
+// account. It never falls back to ~/.kube/config: a node daemon running as
+// root should not silently use an administrator's credentials.
+func RESTConfig(path string) (*rest.Config, error) {
+	var files []string
+	if path == "" {
+		files = filepath.SplitList(os.Getenv(clientcmd.RecommendedConfigPathEnvVar))
+	}
+	if path == "" && len(files) == 0 {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			if errors.Is(err, rest.ErrNotInCluster) {
+				return nil, fmt.Errorf("%w: %w", ErrNoKubeconfig, err)
+			}
+			return nil, fmt.Errorf("loading in-cluster config: %w", err)
+		}
+		return withUserAgent(cfg), nil
+	}
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: path, Precedence: files}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		what := path
+		if what == "" {
+			what = "$" + clientcmd.RecommendedConfigPathEnvVar
+		}
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", what, err)
+	}
+	return withUserAgent(cfg), nil
+}
+
+func withUserAgent(cfg *rest.Config) *rest.Config {
+	cfg.UserAgent = "readyline"
+	return cfg
+}
+
+// PodWatchConfig configures a PodWatch.
+type PodWatchConfig struct {
+	// NodeName is the node whose pods are watched (--node-name / NODE_NAME,
+	// resolved by the caller). Required.
+	NodeName string
+	// Kubeconfig is a kubeconfig path handed to RESTConfig ("" = $KUBECONFIG,
+	// then in-cluster). Ignored when Client is set.
+	Kubeconfig string
+	// Client, when set, is used instead of one built from Kubeconfig (tests
+	// pass a fake clientset here).
+	Client kubernetes.Interface
+	// QueueLength bounds the updates stamped but not yet emitted; when full,
+	// the watch waits for emit. 0 = 1024.
+	QueueLength int
+}
+
+// PodWatch reports every add, update and delete of the pods scheduled to one
+// node, as the API server's watch delivers them, each stamped with the time
+// it was observed. It holds this node's pods only (a spec.nodeName field
+// selector), and no resync.
+type PodWatch struct {
+	node   string
+	client kubernetes.Interface
+	logger *slog.Logger
+	qlen   int
+
+	updates, skipped atomic.Uint64
+	synced           atomic.Bool
+
+	// now is time.Now; tests replace it.
+	now func() time.Time
+
+	healthMu sync.Mutex
+	down     bool // a Warn was logged and the API server did not answer since
+}
+
+// PodWatchStats counts what a PodWatch did. Safe to read while it runs.
+type PodWatchStats struct {
+	Updates uint64 // PodUpdates emitted
+	Skipped uint64 // relisted pods with an unchanged resourceVersion, or other nodes' pods
+	Synced  bool   // the initial list was delivered
+}
+
+// NewPodWatch checks cfg and prepares the watch; it does not contact the API
+// server (Run does, and retries while it is unreachable). A nil logger
+// discards logs.
+func NewPodWatch(cfg PodWatchConfig, logger *slog.Logger) (*PodWatch, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.NodeName == "" {
+		return nil, ErrNoNodeName
+	}
+	client := cfg.Client
+	if client == nil {
+		rc, err := RESTConfig(cfg.Kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		if client, err = kubernetes.NewForConfig(rc); err != nil {
+			return nil, fmt.Errorf("creating Kubernetes client: %w", err)
+		}
+	}
+	if cfg.QueueLength <= 0 {
+		cfg.QueueLength = 1024
+	}
+	return &PodWatch{node: cfg.NodeName, client: client, logger: logger, qlen: cfg.QueueLength, now: time.Now}, nil
+}
+
+// Stats returns the counters so far.
+func (w *PodWatch) Stats() PodWatchStats {
+	return PodWatchStats{Updates: w.updates.Load(), Skipped: w.skipped.Load(), Synced: w.synced.Load()}
+}
+
+// NodeSelector is the field selector that restricts a watch to the pods
+// scheduled to node.
+func NodeSelector(node string) fields.Selector {
+	return fields.OneTermEqualSelector("spec.nodeName", node)
+}
+
+// Run watches until ctx is done and hands each PodUpdate to emit, in the
+// order the watch delivered them, from one goroutine (the caller's). The
+// pods of the initial list arrive as adds. A relist after a broken watch
+// emits only pods whose resourceVersion changed, and deletes of pods that
+// vanished meanwhile (with their last known state). While the API server
+// is unreachable Run logs one Warn and keeps retrying with back-off; it
+// returns nil on cancellation after the informer stopped, and never calls
+// emit after returning. Call it once.
+func (w *PodWatch) Run(ctx context.Context, emit func(event.Event)) error {
+	ctx, cancel := context.WithCancel(klog.NewContext(ctx, logr.FromSlogHandler(w.logger.Handler())))
+	defer cancel()
+
+	informer := cache.NewSharedIndexInformerWithOptions(w.listWatch(), &corev1.Pod{},
+		cache.SharedIndexInformerOptions{ObjectDescription: "pods on node " + w.node})
+	if err := informer.SetTransform(StripPod); err != nil {
+		return fmt.Errorf("setting pod transform: %w", err)
+	}
+	if err := informer.SetWatchErrorHandlerWithContext(w.watchError); err != nil {
+		return fmt.Errorf("setting watch error handler: %w", err)
+	}
+	queue := make(chan *event.PodUpdate, w.qlen)
+	h := &podHandler{node: w.node, now: w.now, logger: w.logger, skipped: &w.skipped,
+		out: func(u *event.PodUpdate) {
+			select {
+			case queue <- u:
+			case <-ctx.Done():
+			}
+		}}
+	reg, err := informer.AddEventHandler(h)
+	if err != nil {
+		return fmt.Errorf("adding pod event handler: %w", err)
+	}
+
+	var wg sync.WaitGroup
+	wg.Go(func() { informer.RunWithContext(ctx) })
+	defer wg.Wait() // after cancel: the informer and its handler are gone
+
+	w.logger.Info("watching pods", "node", w.node)
+	synced := reg.HasSyncedChecker().Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-synced:
+			synced = nil
+			w.synced.Store(true)
+			w.logger.Info("pod watch synced", "node", w.node, "pods", len(informer.GetStore().ListKeys()))
+		case u := <-queue:
+			w.updates.Add(1)
+			emit(u)
+		}
+	}
+}
+
+// listWatch lists and watches this node's pods and tells the health
+// tracking whether the API server answered. It opts out of the streaming
+// watch-list: one node's pods are a small list, and client-go v0.37 waits out
+// a failed watch-list's back-off (up to 30 s) without watching for
+// cancellation, so Run could not return promptly while the API server is
+// down.
+func (w *PodWatch) listWatch() cache.ListerWatcher {
+	sel := NodeSelector(w.node).String()
+	pods := w.client.CoreV1().Pods(metav1.NamespaceAll)
+	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.FieldSelector = sel
+			list, err := pods.List(ctx, opts)
+			w.result(ctx, err)
+			return list, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.FieldSelector = sel
+			wi, err := pods.Watch(ctx, opts)
+			w.result(ctx, err)
+			return wi, err
+		},
+	}, noWatchList{})
+}
+
+// noWatchList tells the reflector not to use the streaming watch-list.
+type noWatchList struct{}
+
+func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
+
+// result records the outcome of a list or watch call.
+func (w *PodWatch) result(ctx context.Context, err error) {
+	switch {
+	case err == nil:
+		w.answered()
+	case ctx.Err() == nil:
+		w.failed(err)
+	}
+}
+
+func (w *PodWatch) answered() {
+	w.healthMu.Lock()
+	defer w.healthMu.Unlock()
+	if w.down {
+		w.down = false
+		w.logger.Info("API server reachable again: pod updates resume", "node", w.node)
+	}
+}
+
+// failed logs the first failure of an outage as a Warn, retries at Debug.
+func (w *PodWatch) failed(err error) {
+	w.healthMu.Lock()
+	defer w.healthMu.Unlock()
+	if w.down {
+		w.logger.Debug("API server still unreachable", "error", err)
+		return
+	}
+	w.down = true
+	w.logger.Warn("API server unreachable: pod updates (conditions, container statuses) are lost until it answers; retrying with back-off",
+		"node", w.node, "error", err)
+}
+
+// watchError replaces client-go's default handler, which logs every failure
+// at Error: a watch that ends or expires is routine (Debug), other errors
+// count as failures.
+func (w *PodWatch) watchError(ctx context.Context, _ *cache.Reflector, err error) {
+	if ctx.Err() != nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		w.logger.Debug("pod watch restarts", "error", err)
+		return
+	}
+	w.failed(err)
+}
+
+// podHandler turns informer notifications into PodUpdates. The informer
+// calls it from one goroutine, in delivery order.
+type podHandler struct {
+	node    string
+	now     func() time.Time
+	logger  *slog.Logger
+	skipped *atomic.Uint64
+	out     func(*event.PodUpdate)
+}
+
+func (h *podHandler) OnAdd(obj any, _ bool) {
+	if pod := h.pod(obj); pod != nil {
+		h.out(&event.PodUpdate{Time: h.now(), Action: event.PodAdded, Pod: pod})
+	}
+}
+
+func (h *podHandler) OnUpdate(oldObj, newObj any) {
+	pod := h.pod(newObj)
+	if pod == nil {
+		return
+	}
+	if old, ok := oldObj.(*corev1.Pod); ok && old.ResourceVersion == pod.ResourceVersion {
+		h.skipped.Add(1) // a relist delivered a pod we already have
+		return
+	}
+	h.out(&event.PodUpdate{Time: h.now(), Action: event.PodUpdated, Pod: pod})
+}
+
+func (h *podHandler) OnDelete(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		// The watch missed the delete; Obj is the last state we saw.
+		h.logger.Debug("pod deleted while the watch was down", "key", tomb.Key)
+		obj = tomb.Obj
+	}
+	if pod := h.pod(obj); pod != nil {
+		h.out(&event.PodUpdate{Time: h.now(), Action: event.PodDeleted, Pod: pod})
+	}
+}
+
+func (h *podHandler) pod(obj any) *corev1.Pod {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		h.logger.Debug("ignoring a non-pod object from the pod watch", "type", fmt.Sprintf("%T", obj))
+		return nil
+	}
+	if pod.Spec.NodeName != h.node { // the field selector already excludes them
+		h.skipped.Add(1)
+		return nil
+	}
+	return pod
+}
+
+// StripPod removes what readyline never reads and what makes pods large:
+// managedFields and kubectl's last-applied-configuration annotation. It
+// accepts a *corev1.Pod or a cache.DeletedFinalStateUnknown holding one,
+// changes the pod in place, is idempotent, and returns its argument (it is
+// a cache.TransformFunc).
+func StripPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if tomb, isTomb := obj.(cache.DeletedFinalStateUnknown); isTomb {
+		pod, ok = tomb.Obj.(*corev1.Pod)
+	}
+	if ok && pod != nil {
+		pod.ManagedFields = nil
+		if _, has := pod.Annotations[LastAppliedAnnotation]; has {
+			delete(pod.Annotations, LastAppliedAnnotation)
+			if len(pod.Annotations) == 0 {
+				pod.Annotations = nil
+			}
+		}
+	}
+	return obj, nil
+}
