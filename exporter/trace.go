@@ -95,7 +95,7 @@ type TraceConfig struct {
 	MaxQueueSpans int
 	MaxBatchSpans int
 	// BatchTimeout is the longest a span waits for its batch to fill
-	// (default 1 s): the upper bound it adds to "Ready -> visible in Jaeger".
+	// (default 500 ms): what it adds at most to "Ready -> visible in Jaeger".
 	BatchTimeout time.Duration
 	// ExportTimeout bounds one export request, retries included
 	// (default 10 s).
@@ -129,7 +129,7 @@ func (c TraceConfig) withDefaults() TraceConfig {
 	if c.MaxBatchSpans > c.MaxQueueSpans {
 		c.MaxBatchSpans = c.MaxQueueSpans
 	}
-	defDur(&c.BatchTimeout, time.Second)
+	defDur(&c.BatchTimeout, 500*time.Millisecond)
 	defDur(&c.ExportTimeout, 10*time.Second)
 	defDur(&c.ShutdownTimeout, 5*time.Second)
 	return c
@@ -169,10 +169,10 @@ type TraceExporter struct {
 	builder  spanBuilder // used by Run's goroutine only
 	exporter *observedExporter
 
-	dropping  atomic.Bool
-	timelines atomic.Uint64
-	spans     atomic.Uint64
-	dropped   atomic.Uint64
+	lastDropWarn atomic.Int64 // unix ns of the last drop warning
+	timelines    atomic.Uint64
+	spans        atomic.Uint64
+	dropped      atomic.Uint64
 }
 
 // NewTraceExporter builds the OTLP exporter and the tracer provider. It does
@@ -205,16 +205,15 @@ func NewTraceExporter(cfg TraceConfig, logger *slog.Logger) (*TraceExporter, err
 		flushes:  make(chan chan struct{}),
 		done:     make(chan struct{}),
 	}
-	e.exporter = &observedExporter{next: spanExp, logger: logger, endpoint: endpoint, observer: cfg.Observer}
-	// The processor blocks Run (not Export's callers) when its span queue is
-	// full, so that the only place spans are lost is the counted timeline
-	// queue in front of it.
+	e.exporter = &observedExporter{next: spanExp, logger: logger, endpoint: endpoint, observer: cfg.Observer,
+		progress: make(chan struct{}, 1)}
+	// Run keeps the processor's span queue from overflowing (see
+	// buildWhenRoom), so its silent drop-when-full never happens.
 	bsp := sdktrace.NewBatchSpanProcessor(e.exporter,
 		sdktrace.WithMaxQueueSize(cfg.MaxQueueSpans),
 		sdktrace.WithMaxExportBatchSize(cfg.MaxBatchSpans),
 		sdktrace.WithBatchTimeout(cfg.BatchTimeout),
 		sdktrace.WithExportTimeout(cfg.ExportTimeout),
-		sdktrace.WithBlocking(),
 	)
 	e.provider = sdktrace.NewTracerProvider(
 		sdktrace.WithResource(res),
@@ -234,7 +233,7 @@ func (e *TraceExporter) Endpoint() string { return e.endpoint }
 
 // Export enqueues tl to become a trace and returns at once. It returns
 // ErrQueueFull or ErrClosed when tl was dropped instead (the drop is counted
-// and logged once per episode; callers need not log it). The exporter takes
+// and logged at most once a minute; callers need not log it). The exporter takes
 // tl over: the caller must not modify it afterwards.
 func (e *TraceExporter) Export(ctx context.Context, tl *correlator.Timeline) error {
 	if err := ctx.Err(); err != nil {
@@ -246,9 +245,6 @@ func (e *TraceExporter) Export(ctx context.Context, tl *correlator.Timeline) err
 	}
 	select {
 	case e.queue <- tl:
-		if e.dropping.CompareAndSwap(true, false) {
-			e.logger.Info("trace export queue accepting timelines again", "dropped_total", e.dropped.Load())
-		}
 		return nil
 	default:
 		e.drop(DropReasonQueue, tl)
@@ -256,21 +252,27 @@ func (e *TraceExporter) Export(ctx context.Context, tl *correlator.Timeline) err
 	}
 }
 
+// dropWarnInterval is the least time between two warnings about drops: a
+// queue that is full tends to flap between full and not full.
+const dropWarnInterval = time.Minute
+
 func (e *TraceExporter) drop(reason string, tl *correlator.Timeline) {
-	e.dropped.Add(1)
+	total := e.dropped.Add(1)
 	if e.cfg.Observer != nil {
 		e.cfg.Observer.AddDropped(DropSourceTraces, reason, 1)
 	}
-	if e.dropping.CompareAndSwap(false, true) {
-		e.logger.Warn("dropping pod start traces: export queue full or closed; further drops are only counted",
-			"reason", reason, "pod", tl.Pod.Name, "namespace", tl.Pod.Namespace, "endpoint", e.endpoint)
+	now := time.Now().UnixNano()
+	last := e.lastDropWarn.Load()
+	if (last == 0 || now-last >= int64(dropWarnInterval)) && e.lastDropWarn.CompareAndSwap(last, now) {
+		e.logger.Warn("dropping pod start traces: export queue full or exporter closed; further drops are counted and logged at most once a minute",
+			"reason", reason, "pod", tl.Pod.Name, "namespace", tl.Pod.Namespace, "endpoint", e.endpoint, "dropped_total", total)
 	}
 }
 
 // Run turns queued timelines into spans until ctx ends, then builds what is
-// still queued, flushes the exporter within ShutdownTimeout and shuts it
-// down. It returns nil on cancellation, or the shutdown error. Run must be
-// called once; Export after Run returned drops.
+// still queued and flushes the exporter, both within ShutdownTimeout, and
+// shuts it down. It returns nil on cancellation, or the shutdown error. Run
+// must be called once; Export after Run returned drops.
 func (e *TraceExporter) Run(ctx context.Context) error {
 	first := false
 	e.runOnce.Do(func() { first = true })
@@ -281,56 +283,116 @@ func (e *TraceExporter) Run(ctx context.Context) error {
 	for {
 		select {
 		case tl := <-e.queue:
-			e.build(tl)
+			if !e.buildWhenRoom(tl, ctx.Done()) {
+				return e.shutdown(tl)
+			}
 		case flushed := <-e.flushes:
-			e.drain()
-			fctx, cancel := context.WithTimeout(context.Background(), e.cfg.ExportTimeout)
+			if tl, ok := e.drain(ctx.Done()); !ok {
+				close(flushed)
+				return e.shutdown(tl)
+			}
+			fctx, cancel := context.WithTimeout(ctx, e.cfg.ExportTimeout)
 			if err := e.provider.ForceFlush(fctx); err != nil {
 				e.logger.Debug("flushing traces", "error", err)
 			}
 			cancel()
 			close(flushed)
 		case <-ctx.Done():
-			e.closed.Store(true)
-			e.drain()
-			sctx, cancel := context.WithTimeout(context.Background(), e.cfg.ShutdownTimeout)
-			defer cancel()
-			err := e.provider.Shutdown(sctx)
-			e.dropQueued() // raced with closing
-			if err != nil {
-				pending := e.spans.Load() - e.exporter.exported.Load() - e.exporter.failedSpans.Load()
-				if e.cfg.Observer != nil && pending > 0 {
-					e.cfg.Observer.AddDropped(DropSourceTraces, DropReasonShutdown, int(pending))
-				}
-				return fmt.Errorf("shutting down trace export: %w", err)
-			}
-			return nil
+			return e.shutdown(nil)
 		}
 	}
 }
 
-// drain builds every timeline queued so far.
-func (e *TraceExporter) drain() {
+// shutdown builds pending (if not nil) and the queued timelines while the
+// span processor has room, flushes, and shuts the provider down, all within
+// ShutdownTimeout. What cannot be built or sent in time is counted as
+// dropped.
+func (e *TraceExporter) shutdown(pending *correlator.Timeline) error {
+	e.closed.Store(true)
+	sctx, cancel := context.WithTimeout(context.Background(), e.cfg.ShutdownTimeout)
+	defer cancel()
+	if pending != nil && !e.buildWhenRoom(pending, sctx.Done()) {
+		e.drop(DropReasonShutdown, pending)
+	}
+	if tl, ok := e.drain(sctx.Done()); !ok {
+		e.drop(DropReasonShutdown, tl)
+		e.dropQueued(DropReasonShutdown)
+	}
+	err := e.provider.Shutdown(sctx)
+	e.dropQueued(DropReasonClosed) // raced with closing
+	if err != nil {
+		if lost := e.outstanding(); lost > 0 && e.cfg.Observer != nil {
+			e.cfg.Observer.AddDropped(DropSourceTraces, DropReasonShutdown+"_spans", int(lost))
+		}
+		return fmt.Errorf("shutting down trace export: %w", err)
+	}
+	return nil
+}
+
+// drain builds every timeline queued so far. When done closes while it
+// waits for room it returns the timeline in hand and false.
+func (e *TraceExporter) drain(done <-chan struct{}) (*correlator.Timeline, bool) {
 	for {
 		select {
 		case tl := <-e.queue:
-			e.build(tl)
+			if !e.buildWhenRoom(tl, done) {
+				return tl, false
+			}
 		default:
-			return
+			return nil, true
 		}
 	}
 }
 
 // dropQueued counts what is left in the queue as dropped.
-func (e *TraceExporter) dropQueued() {
+func (e *TraceExporter) dropQueued(reason string) {
 	for {
 		select {
 		case tl := <-e.queue:
-			e.drop(DropReasonClosed, tl)
+			e.drop(reason, tl)
 		default:
 			return
 		}
 	}
+}
+
+// outstanding is the number of spans built but not yet exported or failed:
+// those in the span processor's queue or in an export request.
+func (e *TraceExporter) outstanding() uint64 {
+	return e.spans.Load() - e.exporter.exported.Load() - e.exporter.failedSpans.Load()
+}
+
+// buildWhenRoom waits until the span processor's queue can take tl's spans,
+// then builds them; it returns false, without building, if done closes
+// first. Keeping the processor's queue from overflowing this way means it
+// never drops spans silently: the only drops are the counted ones of the
+// timeline queue, and waiting here never blocks Export's callers.
+func (e *TraceExporter) buildWhenRoom(tl *correlator.Timeline, done <-chan struct{}) bool {
+	need := min(uint64(maxSpans(tl)), uint64(e.cfg.MaxQueueSpans))
+	for {
+		out := e.outstanding()
+		if out == 0 || out+need <= uint64(e.cfg.MaxQueueSpans) {
+			break
+		}
+		select {
+		case <-done:
+			return false
+		case <-e.exporter.progress:
+		}
+	}
+	e.build(tl)
+	return true
+}
+
+// maxSpans is an upper bound of the spans spanBuilder.emit makes from tl.
+func maxSpans(tl *correlator.Timeline) int {
+	n := 2 + len(tl.Phases) + len(tl.Conditions) // root, pause
+	for ci := range tl.Containers {
+		for _, a := range tl.Containers[ci].Attempts {
+			n += 3 + len(a.Probes) // attempt, process, postStart
+		}
+	}
+	return n
 }
 
 func (e *TraceExporter) build(tl *correlator.Timeline) {
@@ -383,6 +445,7 @@ type observedExporter struct {
 	logger   *slog.Logger
 	endpoint string
 	observer ExportObserver
+	progress chan struct{} // gets a value after each export request
 
 	down        atomic.Bool
 	exported    atomic.Uint64
@@ -393,6 +456,12 @@ type observedExporter struct {
 
 func (o *observedExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
 	err := o.next.ExportSpans(ctx, spans)
+	defer func() {
+		select {
+		case o.progress <- struct{}{}:
+		default:
+		}
+	}()
 	if err == nil {
 		o.exported.Add(uint64(len(spans)))
 		if o.down.CompareAndSwap(true, false) {

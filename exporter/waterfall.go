@@ -68,9 +68,9 @@ type waterfall struct {
 	labelW int
 	barW   int
 	rows   []wrow
-	start time.Time // offset zero: the pod's creation
-	end   time.Time // right edge of the bars
-	total time.Duration
+	start  time.Time // offset zero: the pod's creation
+	end    time.Time // right edge of the bars
+	total  time.Duration
 }
 
 func newWaterfall(tl *correlator.Timeline, width int) *waterfall {

@@ -1,0 +1,67 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// discardExporter accepts and forgets spans.
+type discardExporter struct{}
+
+func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardExporter) Shutdown(context.Context) error                             { return nil }
+
+// BenchmarkBuildSpans measures turning one lifecycle-demo timeline into its
+// 21 spans on the SDK (no export).
+func BenchmarkBuildSpans(b *testing.B) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithIDGenerator(podIDGenerator{}))
+	sb := spanBuilder{tracer: tp.Tracer("bench")}
+	tl := lifecycleDemo()
+	ctx := context.Background()
+	b.ReportAllocs()
+	spans := 0
+	for b.Loop() {
+		spans = sb.emit(ctx, tl)
+	}
+	b.ReportMetric(float64(spans), "spans/timeline")
+}
+
+// BenchmarkExportTimeline measures the whole path of one timeline: Export,
+// span building in Run, batching and the (discarding) exporter.
+func BenchmarkExportTimeline(b *testing.B) {
+	e, err := NewTraceExporter(TraceConfig{Exporter: discardExporter{}}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	tl := lifecycleDemo()
+	b.ReportAllocs()
+	for b.Loop() {
+		for {
+			err := e.Export(ctx, tl)
+			if !errors.Is(err, ErrQueueFull) {
+				if err != nil {
+					b.Fatal(err)
+				}
+				break
+			}
+			runtime.Gosched() // the benchmark outruns Run: let it catch up
+		}
+	}
+	if err := e.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	st := e.Stats()
+	b.ReportMetric(float64(st.Spans)/float64(st.Timelines), "spans/timeline")
+	cancel()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+}
