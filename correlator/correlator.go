@@ -54,8 +54,9 @@ type Stats struct {
 	Tracked int
 	// Orphaned counts events dropped because their pod never showed up.
 	Orphaned uint64
-	// Late counts events for pod starts already completed.
-	Late uint64
+	// AfterStart counts events for pods whose start is already complete:
+	// their life goes on, but readyline traces only the start. Not a loss.
+	AfterStart uint64
 	// Overflow counts events dropped by the MaxPods / MaxProcessesPerPod bounds.
 	Overflow uint64
 }
@@ -179,7 +180,7 @@ func (c *Correlator) handlePod(e *event.PodUpdate) {
 		return
 	}
 	if _, ok := c.finished[uid]; ok {
-		c.stats.Late++
+		c.stats.AfterStart++
 		return
 	}
 	if _, ok := c.ignored[uid]; ok {
@@ -225,7 +226,7 @@ func (c *Correlator) route(uid string, ev event.Event) {
 		return
 	}
 	if _, ok := c.finished[uid]; ok {
-		c.stats.Late++
+		c.stats.AfterStart++
 		return
 	}
 	if _, ok := c.ignored[uid]; ok {

@@ -13,12 +13,12 @@ func TestParseEventsConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.process.PodsOnly || c.process.RingBufferBytes != 65536 || c.log.level != "debug" {
+	if !c.process.cfg.PodsOnly || c.process.cfg.RingBufferBytes != 65536 || c.log.level != "debug" {
 		t.Errorf("config %+v: env twins or flags not applied", c)
 	}
 	// A flag beats its environment twin.
 	c, err = parseEventsConfig([]string{"--pods-only=false"}, io.Discard)
-	if err != nil || c.process.PodsOnly {
+	if err != nil || c.process.cfg.PodsOnly {
 		t.Errorf("--pods-only=false with READYLINE_PODS_ONLY=true: %+v, %v", c, err)
 	}
 }

@@ -13,28 +13,41 @@ import (
 
 // eventsConfig is the validated configuration of `readyline events`.
 type eventsConfig struct {
-	log      logConfig
-	process  collector.ProcessConfig
-	ringSize uint
+	log     logConfig
+	process processFlags
 }
 
 func parseEventsConfig(args []string, stderr io.Writer) (eventsConfig, error) {
 	var c eventsConfig
 	fs := newFlagSet("readyline events", stderr)
 	c.log.register(fs)
-	fs.Bool(&c.process.PodsOnly, "pods-only", false, "only processes in pod cgroups")
-	fs.Bool(&c.process.HostArgv, "host-argv", false, "keep argv of every host process, not only of pod processes and runtime helpers (secrets are still redacted)")
-	fs.String(&c.process.CgroupMount, "cgroup-mount", "", "cgroup2 mount point (default: found in /proc/self/mountinfo)")
-	fs.Uint(&c.ringSize, "ring-buffer-size", 4<<20, "kernel ring buffer size in bytes (a power of two, at least 4096)")
+	c.process.register(fs)
+	fs.Bool(&c.process.cfg.PodsOnly, "pods-only", false, "only processes in pod cgroups")
+	fs.Bool(&c.process.cfg.HostArgv, "host-argv", false, "keep argv of every host process, not only of pod processes and runtime helpers (secrets are still redacted)")
 	if err := fs.parse(args); err != nil {
 		return c, err
 	}
-	if c.ringSize < 4096 || bits.OnesCount(c.ringSize) != 1 || c.ringSize > 1<<30 {
-		fmt.Fprintf(stderr, "--ring-buffer-size: %d is not a power of two between 4096 and 1 GiB\n", c.ringSize)
-		return c, errUsage
+	return c, c.process.validate(stderr)
+}
+
+// processFlags are the process source's settings, shared by the commands.
+type processFlags struct {
+	cfg      collector.ProcessConfig
+	ringSize uint
+}
+
+func (p *processFlags) register(fs *flagSet) {
+	fs.String(&p.cfg.CgroupMount, "cgroup-mount", "", "cgroup2 mount point (default: found in /proc/self/mountinfo)")
+	fs.Uint(&p.ringSize, "ring-buffer-size", 4<<20, "kernel ring buffer size in bytes (a power of two, at least 4096)")
+}
+
+func (p *processFlags) validate(stderr io.Writer) error {
+	if p.ringSize < 4096 || bits.OnesCount(p.ringSize) != 1 || p.ringSize > 1<<30 {
+		fmt.Fprintf(stderr, "--ring-buffer-size: %d is not a power of two between 4096 and 1 GiB\n", p.ringSize)
+		return errUsage
 	}
-	c.process.RingBufferBytes = uint32(c.ringSize)
-	return c, nil
+	p.cfg.RingBufferBytes = uint32(p.ringSize)
+	return nil
 }
 
 // runEvents streams process events as JSON lines until ctx is done.
@@ -50,7 +63,7 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if os.Geteuid() != 0 {
 		logger.Warn("not running as root: loading eBPF programs needs CAP_BPF, CAP_PERFMON and CAP_DAC_READ_SEARCH")
 	}
-	src, err := collector.NewProcessSource(cfg.process, logger)
+	src, err := collector.NewProcessSource(cfg.process.cfg, logger)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 // Command readyline answers, for every pod that starts on a Kubernetes node,
 // where the time between "created" and "Ready" went.
 //
+//	readyline run [flags]           the node daemon
 //	readyline events [flags]        stream process events as JSON lines
 //	readyline replay [flags] FILE   rebuild pod start timelines from a recording
 //
@@ -21,6 +22,8 @@ import (
 const usage = `usage: readyline <command> [flags]
 
 commands:
+  run      the daemon: reconstruct every pod start on this node and export it
+           (OTLP traces, Prometheus metrics, the timeline API for explain)
   events   stream every process event (exec, fork, exit) as one JSON line on stdout
   replay   run the correlator on a recording and print the pod start timelines
 
@@ -47,6 +50,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "events":
 		err = runEvents(ctx, args[1:], stdout, stderr)
+	case "run":
+		err = runDaemon(ctx, args[1:], stdout, stderr)
 	case "replay":
 		err = runReplay(ctx, args[1:], stdout, stderr)
 	default:

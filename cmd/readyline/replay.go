@@ -88,9 +88,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	st := c.Stats()
-	if st.Orphaned+st.Late+st.Overflow > 0 {
-		fmt.Fprintf(stderr, "replay: %d events, %d timelines; dropped %d for unknown pods, %d late, %d over bounds\n",
-			st.Events, st.Timelines, st.Orphaned, st.Late, st.Overflow)
+	if st.Orphaned+st.Overflow > 0 {
+		fmt.Fprintf(stderr, "replay: %d events, %d timelines; dropped %d for pods never seen in the API, %d over bounds\n",
+			st.Events, st.Timelines, st.Orphaned, st.Overflow)
 	}
 	return nil
 }

@@ -1,18 +1,18 @@
 package main
 
 import (
-	"encoding/json"
+	"fmt"
 	"io"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter"
 )
 
-// printWaterfall prints one timeline for a terminal.
+// printWaterfall prints one timeline for a terminal, followed by a blank line.
 func printWaterfall(w io.Writer, tl *correlator.Timeline, width int) error {
-	b, err := json.MarshalIndent(tl, "", "  ") // until the exporter's renderer lands
-	if err != nil {
+	if err := exporter.RenderWaterfall(w, tl, width); err != nil {
 		return err
 	}
-	_, err = w.Write(append(b, '\n'))
+	_, err := fmt.Fprintln(w)
 	return err
 }

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/readyline/readyline/collector"
+	"github.com/readyline/readyline/collector/event"
+	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter"
+)
+
+// runConfig is the validated configuration of `readyline run`, the daemon.
+type runConfig struct {
+	log         logConfig
+	nodeName    string
+	kubeconfig  string
+	criEndpoint string
+	metricsAddr string
+	apiAddr     string
+	record      string
+	keep        uint
+	trace       exporter.TraceConfig
+	process     processFlags
+	correlator  correlator.Config
+}
+
+func parseRunConfig(args []string, stderr io.Writer) (runConfig, error) {
+	var c runConfig
+	fs := newFlagSet("readyline run", stderr)
+	c.log.register(fs)
+	fs.String(&c.nodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name (default: $NODE_NAME from the downward API, else the host name)")
+	fs.String(&c.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else the in-cluster config)")
+	fs.String(&c.criEndpoint, "cri-endpoint", "", "container runtime socket, unix:///path (default: containerd's or CRI-O's default socket, whichever answers)")
+	fs.String(&c.trace.Endpoint, "otlp-endpoint", "", "where traces go: host:port (OTLP gRPC) or http://host:4318 (OTLP HTTP) (default: the OTEL_EXPORTER_OTLP_* variables, else localhost:4317)")
+	fs.String(&c.trace.Protocol, "otlp-protocol", "", "grpc or http/protobuf (default: from the endpoint)")
+	fs.Bool(&c.trace.Insecure, "otlp-insecure", false, "no TLS for a host:port endpoint")
+	fs.String(&c.metricsAddr, "metrics-addr", ":9464", "serve Prometheus /metrics and /healthz here (empty: off)")
+	fs.String(&c.apiAddr, "api-addr", "127.0.0.1:9465", "serve the timeline API that 'readyline explain' reads here (empty: off)")
+	fs.String(&c.record, "record", "", "also write every event the correlator sees to this file (JSON lines, for 'readyline replay')")
+	fs.Uint(&c.keep, "keep", 256, "how many recent pod starts the timeline API keeps")
+	c.process.register(fs)
+	registerCorrelatorFlags(fs, &c.correlator)
+	if err := fs.parse(args); err != nil {
+		return c, err
+	}
+	if err := c.process.validate(stderr); err != nil {
+		return c, err
+	}
+	if c.nodeName == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			fmt.Fprintln(stderr, "--node-name: not set and no host name:", err)
+			return c, errUsage
+		}
+		c.nodeName = strings.ToLower(h)
+	}
+	c.trace.NodeName = c.nodeName
+	c.process.cfg.PodsOnly = true // the correlator joins pod processes only
+	return c, nil
+}
+
+// daemon is `readyline run`: sources -> correlator -> exporters.
+type daemon struct {
+	cfg     runConfig
+	logger  *slog.Logger
+	events  chan event.Event
+	metrics *exporter.Metrics
+	traces  *exporter.TraceExporter
+	store   *exporter.Store
+	rec     *event.Writer
+	recFile *os.File
+
+	mu      sync.Mutex
+	healthy error // nil while the correlator loop runs
+}
+
+// runDaemon runs readyline on this node until ctx is done.
+func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseRunConfig(args, stderr)
+	if err != nil {
+		return err
+	}
+	logger, err := cfg.log.logger(stderr)
+	if err != nil {
+		return err
+	}
+	d := &daemon{cfg: cfg, logger: logger, events: make(chan event.Event, 8192), store: exporter.NewStore(int(cfg.keep))}
+	return d.run(ctx)
+}
+
+func (d *daemon) run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var err error
+	if d.metrics, err = exporter.NewMetrics(d.logger); err != nil {
+		return err
+	}
+	d.cfg.trace.Observer = d.metrics
+	if d.traces, err = exporter.NewTraceExporter(d.cfg.trace, d.logger); err != nil {
+		return err
+	}
+	if d.cfg.record != "" {
+		if d.recFile, err = os.Create(d.cfg.record); err != nil {
+			return fmt.Errorf("creating recording: %w", err)
+		}
+		d.rec = event.NewWriter(d.recFile)
+	}
+
+	procs, err := collector.NewProcessSource(d.cfg.process.cfg, d.logger.With("source", "process"))
+	if err != nil {
+		return err
+	}
+	pods, err := collector.NewPodWatch(collector.PodWatchConfig{NodeName: d.cfg.nodeName, Kubeconfig: d.cfg.kubeconfig},
+		d.logger.With("source", "pods"))
+	if err != nil {
+		return err
+	}
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	goRun := func(name string, run func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := run(ctx); err != nil {
+				errs <- fmt.Errorf("%s: %w", name, err)
+				cancel()
+			}
+		}()
+	}
+	goRun("traces", d.traces.Run)
+	goRun("process source", func(ctx context.Context) error { return procs.Run(ctx, d.emitter(ctx)) })
+	goRun("pod watch", func(ctx context.Context) error { return pods.Run(ctx, d.emitter(ctx)) })
+	if d.cfg.metricsAddr != "" {
+		goRun("metrics server", d.serve(d.cfg.metricsAddr, d.metrics.Handler(d.health)))
+	}
+	if d.cfg.apiAddr != "" {
+		goRun("api server", d.serve(d.cfg.apiAddr, d.store.Handler(d.logger)))
+	}
+	d.logger.Info("readyline running", "node", d.cfg.nodeName, "otlp", d.traces.Endpoint(),
+		"metrics", d.cfg.metricsAddr, "api", d.cfg.apiAddr, "record", d.cfg.record)
+
+	d.correlate(ctx)
+	cancel()
+	wg.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	if d.rec != nil {
+		all = append(all, d.rec.Flush(), d.recFile.Close())
+	}
+	return errors.Join(all...)
+}
+
+// emitter hands a source's events to the correlator loop.
+func (d *daemon) emitter(ctx context.Context) func(event.Event) {
+	return func(ev event.Event) {
+		select {
+		case d.events <- ev:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// correlate is the one goroutine that feeds the correlator, in arrival
+// order, with a Tick every second so timeouts fire on a quiet node.
+func (d *daemon) correlate(ctx context.Context) {
+	c := correlator.New(d.cfg.correlator)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var last correlator.Stats
+	handle := func(ev event.Event) {
+		if d.rec != nil {
+			if err := d.rec.Write(ev); err != nil {
+				d.logger.Error("recording stopped", "error", err)
+				d.rec = nil
+			}
+		}
+		for _, tl := range c.Handle(ev) {
+			d.deliver(ctx, tl)
+		}
+		st := c.Stats()
+		d.metrics.AddDropped("correlator", "unknown_pod", int(st.Orphaned-last.Orphaned))
+		d.metrics.AddDropped("correlator", "overflow", int(st.Overflow-last.Overflow))
+		last = st
+	}
+	for {
+		select {
+		case ev := <-d.events:
+			handle(ev)
+		case t := <-tick.C:
+			handle(&event.Tick{Time: t.UTC()})
+			if d.rec != nil {
+				d.rec.Flush()
+			}
+		case <-ctx.Done():
+			st := c.Stats()
+			d.logger.Info("stopping", "pod_starts_in_progress", st.Tracked, "timelines", st.Timelines, "events", st.Events)
+			d.mu.Lock()
+			d.healthy = errors.New("stopping")
+			d.mu.Unlock()
+			return
+		}
+	}
+}
+
+// deliver hands a finished timeline to the exporters.
+func (d *daemon) deliver(ctx context.Context, tl *correlator.Timeline) {
+	d.metrics.Record(tl)
+	if err := d.traces.Export(ctx, tl); err != nil {
+		d.logger.Warn("trace not exported", "namespace", tl.Pod.Namespace, "pod", tl.Pod.Name, "error", err)
+	}
+	attrs := []any{"namespace", tl.Pod.Namespace, "pod", tl.Pod.Name, "uid", tl.Pod.UID,
+		"outcome", tl.Outcome, "duration", tl.End.Sub(tl.Start).Round(time.Millisecond).String()}
+	if tl.Reason != "" {
+		attrs = append(attrs, "reason", tl.Reason)
+	}
+	if len(tl.Insights) > 0 {
+		attrs = append(attrs, "insight", tl.Insights[0].Message)
+	}
+	d.logger.Info("pod start", attrs...)
+	d.store.Add(tl)
+}
+
+func (d *daemon) health() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.healthy
+}
+
+// serve runs an HTTP server on addr until ctx is done.
+func (d *daemon) serve(addr string, h http.Handler) func(context.Context) error {
+	return func(ctx context.Context) error {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return err
+		}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			<-ctx.Done()
+			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			srv.Shutdown(sctx)
+		}()
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}
+}
