@@ -1,0 +1,698 @@
+package collector
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/readyline/readyline/collector/event"
+)
+
+// DefaultCRIEndpoints are the runtime sockets a CRISource without an
+// endpoint tries, in order: containerd's, then CRI-O's.
+var DefaultCRIEndpoints = []string{
+	"unix:///run/containerd/containerd.sock",
+	"unix:///var/run/containerd/containerd.sock",
+	"unix:///run/crio/crio.sock",
+	"unix:///var/run/crio/crio.sock",
+}
+
+// Errors of the CRI source.
+var (
+	// ErrRuntimeUnavailable is returned while no container runtime answers.
+	ErrRuntimeUnavailable = errors.New("container runtime unavailable")
+	// ErrContainerNotFound is returned by Lookup for an id that is neither a
+	// container nor a pod sandbox of the runtime (nor one it removed
+	// recently while readyline was watching).
+	ErrContainerNotFound = errors.New("no such container or pod sandbox")
+	// ErrBadCRIEndpoint is returned for an endpoint that is not a unix socket.
+	ErrBadCRIEndpoint = errors.New("unsupported CRI endpoint: want unix:///path/to.sock or an absolute socket path")
+)
+
+// Labels the kubelet puts on every sandbox and container it creates.
+const (
+	labelPodUID        = "io.kubernetes.pod.uid"
+	labelPodName       = "io.kubernetes.pod.name"
+	labelPodNamespace  = "io.kubernetes.pod.namespace"
+	labelContainerName = "io.kubernetes.container.name"
+)
+
+// Values of event.ContainerInfo.State.
+const (
+	StateCreated  = "created"
+	StateRunning  = "running"
+	StateExited   = "exited"
+	StateUnknown  = "unknown"
+	StateReady    = "ready"
+	StateNotReady = "notready"
+)
+
+// RuntimeClient is the part of the CRI runtime service a CRISource uses.
+// runtimeapi.RuntimeServiceClient implements it; tests implement fakes.
+type RuntimeClient interface {
+	Version(ctx context.Context, in *runtimeapi.VersionRequest, opts ...grpc.CallOption) (*runtimeapi.VersionResponse, error)
+	ListPodSandbox(ctx context.Context, in *runtimeapi.ListPodSandboxRequest, opts ...grpc.CallOption) (*runtimeapi.ListPodSandboxResponse, error)
+	PodSandboxStatus(ctx context.Context, in *runtimeapi.PodSandboxStatusRequest, opts ...grpc.CallOption) (*runtimeapi.PodSandboxStatusResponse, error)
+	ListContainers(ctx context.Context, in *runtimeapi.ListContainersRequest, opts ...grpc.CallOption) (*runtimeapi.ListContainersResponse, error)
+	ContainerStatus(ctx context.Context, in *runtimeapi.ContainerStatusRequest, opts ...grpc.CallOption) (*runtimeapi.ContainerStatusResponse, error)
+	GetContainerEvents(ctx context.Context, in *runtimeapi.GetEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[runtimeapi.ContainerEventResponse], error)
+}
+
+// CRIConfig configures a CRISource. The zero value auto-detects the runtime.
+type CRIConfig struct {
+	// Endpoint is the runtime's socket (--cri-endpoint): unix:///path or
+	// /path. "" tries DefaultCRIEndpoints and uses the first that answers.
+	Endpoint string
+	// Client, when set, is used instead of dialing Endpoint (tests).
+	Client RuntimeClient
+	// PollInterval is how often sandboxes and containers are listed when the
+	// runtime has no event stream; 0 = 1 s.
+	PollInterval time.Duration
+	// ResyncInterval is how often they are listed anyway, to fill gaps in the
+	// event stream; 0 = 10 s.
+	ResyncInterval time.Duration
+	// CallTimeout bounds each call to the runtime; 0 = 2 s.
+	CallTimeout time.Duration
+	// RetryInterval is the first wait before reconnecting to an unavailable
+	// runtime; it doubles up to 30 s. 0 = 1 s.
+	RetryInterval time.Duration
+	// CacheSize bounds the cached ids; removed containers are evicted first,
+	// oldest removal first. 0 = 4096.
+	CacheSize int
+	// RemovedTTL is how long a removed container stays in the cache (so
+	// late questions about it are still answered); 0 = 10 min.
+	RemovedTTL time.Duration
+}
+
+const maxRetryInterval = 30 * time.Second
+
+// CRISource knows what the container runtime says about each container and
+// pod sandbox on the node: the pod and container it belongs to (CRI labels)
+// and the runtime's own timestamps. Run reports every container and sandbox
+// when it appears and when its state changes; Lookup and Observe answer
+// about single ids. Lookup, Observe, Endpoint and Stats are safe for
+// concurrent use, also while Run runs.
+type CRISource struct {
+	cfg    CRIConfig
+	logger *slog.Logger
+	now    func() time.Time
+
+	conn    atomic.Pointer[criConn] // nil while no runtime answers
+	cache   *criCache
+	observe chan string
+	dirty   chan struct{}
+
+	emitted, events, resyncs, lookups, observeDropped atomic.Uint64
+	streaming                                         atomic.Bool
+}
+
+// criConn is one connection to the runtime.
+type criConn struct {
+	client   RuntimeClient
+	endpoint string
+	runtime  string // name and version
+	close    func()
+}
+
+// CRIStats counts what a CRISource did. Safe to read while it runs.
+type CRIStats struct {
+	Emitted        uint64 // ContainerInfo events handed to emit
+	Events         uint64 // events received from the runtime's stream
+	Resyncs        uint64 // full lists of sandboxes and containers
+	Lookups        uint64 // ids answered by the runtime, not the cache
+	ObserveDropped uint64 // Observe calls dropped: queue full
+	Cached         int    // ids in the cache
+	Streaming      bool   // the runtime's event stream is in use (else polling)
+}
+
+// NewCRISource checks cfg. It does not contact the runtime: Run connects,
+// and keeps retrying while the runtime is unavailable. A nil logger
+// discards logs.
+func NewCRISource(cfg CRIConfig, logger *slog.Logger) (*CRISource, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Client == nil && cfg.Endpoint != "" {
+		ep, err := normalizeCRIEndpoint(cfg.Endpoint)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Endpoint = ep
+	}
+	cfg.PollInterval = cmp.Or(cfg.PollInterval, time.Second)
+	cfg.ResyncInterval = cmp.Or(cfg.ResyncInterval, 10*time.Second)
+	cfg.CallTimeout = cmp.Or(cfg.CallTimeout, 2*time.Second)
+	cfg.RetryInterval = cmp.Or(cfg.RetryInterval, time.Second)
+	cfg.CacheSize = cmp.Or(cfg.CacheSize, 4096)
+	cfg.RemovedTTL = cmp.Or(cfg.RemovedTTL, 10*time.Minute)
+	return &CRISource{
+		cfg:     cfg,
+		logger:  logger,
+		now:     time.Now,
+		cache:   newCRICache(cfg.CacheSize, cfg.RemovedTTL),
+		observe: make(chan string, 256),
+		dirty:   make(chan struct{}, 1),
+	}, nil
+}
+
+func normalizeCRIEndpoint(ep string) (string, error) {
+	path, ok := strings.CutPrefix(ep, "unix://")
+	if !ok {
+		path = ep
+	}
+	if !strings.HasPrefix(path, "/") {
+		return "", fmt.Errorf("%w: %q", ErrBadCRIEndpoint, ep)
+	}
+	return "unix://" + path, nil
+}
+
+// Endpoint returns the endpoint of the runtime in use, or "" while none
+// answers.
+func (s *CRISource) Endpoint() string {
+	if c := s.conn.Load(); c != nil {
+		return c.endpoint
+	}
+	return ""
+}
+
+// Stats returns the counters so far.
+func (s *CRISource) Stats() CRIStats {
+	return CRIStats{
+		Emitted:        s.emitted.Load(),
+		Events:         s.events.Load(),
+		Resyncs:        s.resyncs.Load(),
+		Lookups:        s.lookups.Load(),
+		ObserveDropped: s.observeDropped.Load(),
+		Cached:         s.cache.len(),
+		Streaming:      s.streaming.Load(),
+	}
+}
+
+// Lookup returns what the runtime says about the container or pod sandbox
+// id: from the cache when it is known (also after the runtime removed it),
+// else from the runtime, which then also updates the cache (Run emits the
+// news). It fails with ErrRuntimeUnavailable while Run is not connected,
+// and with ErrContainerNotFound for an unknown id. Each call to the runtime
+// is bounded by CRIConfig.CallTimeout. The result is the caller's.
+func (s *CRISource) Lookup(ctx context.Context, id string) (*event.ContainerInfo, error) {
+	if info, ok := s.cache.get(id); ok {
+		return info, nil
+	}
+	c := s.conn.Load()
+	if c == nil {
+		return nil, ErrRuntimeUnavailable
+	}
+	info, err := s.fetch(ctx, c.client, id)
+	if err != nil {
+		return nil, err
+	}
+	stored := s.cache.put(info, s.now())
+	s.signal()
+	return &stored, nil
+}
+
+// Observe tells the source that id was seen elsewhere (a cgroup): when the
+// cache does not know it, Run asks the runtime and emits what it learns.
+// Observe never blocks; when its queue is full the id is dropped (the next
+// list finds it anyway).
+func (s *CRISource) Observe(id string) {
+	if id == "" || s.cache.known(id) {
+		return
+	}
+	select {
+	case s.observe <- id:
+	default:
+		s.observeDropped.Add(1)
+	}
+}
+
+func (s *CRISource) signal() {
+	select {
+	case s.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// Run connects to the runtime and, until ctx is done, hands emit a
+// ContainerInfo for every sandbox and container when it is first seen and
+// whenever its state changes (once per change: not on every list, and never
+// back to an earlier state), from one goroutine (the caller's). It follows the runtime's event stream
+// (GetContainerEvents) and lists everything every ResyncInterval; a runtime
+// without the stream is listed every PollInterval. A runtime that is missing
+// or goes away costs one Warn per outage; Run retries quietly with back-off.
+// Run returns nil on cancellation after closing its connection. Call it once.
+func (s *CRISource) Run(ctx context.Context, emit func(event.Event)) error {
+	delay := s.cfg.RetryInterval
+	warned, connected := false, false
+	for {
+		conn, err := s.connect(ctx)
+		established := false
+		if err == nil {
+			switch {
+			case warned:
+				s.logger.Info("container runtime reachable again", "endpoint", conn.endpoint, "runtime", conn.runtime)
+			case !connected:
+				s.logger.Info("container runtime connected", "endpoint", conn.endpoint, "runtime", conn.runtime)
+			default:
+				s.logger.Debug("container runtime reconnected", "endpoint", conn.endpoint)
+			}
+			warned, connected = false, true
+			established, err = s.serve(ctx, conn, emit)
+			conn.close()
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		switch {
+		case established:
+			// It worked until now (a runtime restart?): reconnect soon.
+			s.logger.Debug("container runtime connection lost; reconnecting", "error", err)
+			delay = s.cfg.RetryInterval
+		case !warned:
+			warned = true
+			s.logger.Warn("container runtime unavailable: container names and runtime timestamps are lost until it answers; retrying",
+				"endpoint", cmp.Or(s.cfg.Endpoint, strings.Join(DefaultCRIEndpoints, ",")), "error", err)
+		default:
+			s.logger.Debug("container runtime still unavailable", "error", err)
+		}
+		wait := delay + rand.N(delay/5+1) // jitter: runtimes restart for all daemons at once
+		if !established {
+			delay = min(2*delay, max(maxRetryInterval, s.cfg.RetryInterval))
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+	}
+}
+
+// connect returns a connection to the first runtime that answers Version.
+func (s *CRISource) connect(ctx context.Context) (*criConn, error) {
+	if s.cfg.Client != nil {
+		v, err := s.version(ctx, s.cfg.Client)
+		if err != nil {
+			return nil, err
+		}
+		return &criConn{client: s.cfg.Client, endpoint: "client", runtime: v, close: func() {}}, nil
+	}
+	endpoints, auto := []string{s.cfg.Endpoint}, s.cfg.Endpoint == ""
+	if auto {
+		endpoints = DefaultCRIEndpoints
+	}
+	var errs []error
+	for _, ep := range endpoints {
+		if auto {
+			if _, err := os.Stat(strings.TrimPrefix(ep, "unix://")); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		cc, err := grpc.NewClient(ep,
+			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("dialing %s: %w", ep, err))
+			continue
+		}
+		client := runtimeapi.NewRuntimeServiceClient(cc)
+		v, err := s.version(ctx, client)
+		if err != nil {
+			cc.Close()
+			errs = append(errs, fmt.Errorf("%s: %w", ep, err))
+			continue
+		}
+		return &criConn{client: client, endpoint: ep, runtime: v, close: func() { cc.Close() }}, nil
+	}
+	if auto {
+		return nil, fmt.Errorf("%w: none of the default sockets answers: %w", ErrRuntimeUnavailable, errors.Join(errs...))
+	}
+	return nil, errors.Join(errs...)
+}
+
+func (s *CRISource) version(ctx context.Context, c RuntimeClient) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	v, err := c.Version(ctx, &runtimeapi.VersionRequest{})
+	if err != nil {
+		return "", fmt.Errorf("asking the runtime's version: %w", criError(err))
+	}
+	return v.RuntimeName + " " + v.RuntimeVersion, nil
+}
+
+// criError adds this package's sentinel errors to a gRPC error.
+func criError(err error) error {
+	switch status.Code(err) {
+	case codes.NotFound:
+		return fmt.Errorf("%w: %w", ErrContainerNotFound, err)
+	case codes.Unavailable:
+		return fmt.Errorf("%w: %w", ErrRuntimeUnavailable, err)
+	}
+	return err
+}
+
+type streamItem struct {
+	resp *runtimeapi.ContainerEventResponse
+	err  error
+}
+
+// serve follows one connection until it fails or ctx is done; established
+// says whether the first full list succeeded.
+func (s *CRISource) serve(ctx context.Context, conn *criConn, emit func(event.Event)) (established bool, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	events := make(chan streamItem, 256)
+	readerDone := make(chan struct{})
+	defer func() {
+		cancel()
+		<-readerDone
+		s.conn.Store(nil)
+		s.streaming.Store(false)
+	}()
+	// Subscribe before the first list, so nothing falls between the two.
+	go func() {
+		defer close(readerDone)
+		s.readEvents(ctx, conn.client, events)
+	}()
+
+	if err := s.resync(ctx, conn.client); err != nil {
+		return false, err
+	}
+	s.conn.Store(conn)
+	s.flush(emit)
+
+	ticker := time.NewTicker(s.cfg.ResyncInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return true, nil
+		case it := <-events:
+			if it.err != nil {
+				if status.Code(it.err) != codes.Unimplemented {
+					return true, fmt.Errorf("receiving container events: %w", criError(it.err))
+				}
+				s.logger.Info("container runtime has no event stream (GetContainerEvents); polling",
+					"endpoint", conn.endpoint, "interval", s.cfg.PollInterval)
+				events = nil
+				ticker.Reset(s.cfg.PollInterval)
+				continue
+			}
+			s.streaming.Store(true)
+			s.events.Add(1)
+			s.applyEvent(ctx, conn.client, it.resp)
+		case <-ticker.C:
+			if err := s.resync(ctx, conn.client); err != nil {
+				return true, err
+			}
+		case id := <-s.observe:
+			s.observed(ctx, conn.client, id)
+		case <-s.dirty:
+		}
+		s.flush(emit)
+	}
+}
+
+// readEvents forwards the runtime's event stream to out until it fails.
+func (s *CRISource) readEvents(ctx context.Context, c RuntimeClient, out chan<- streamItem) {
+	stream, err := c.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
+	for err == nil {
+		var resp *runtimeapi.ContainerEventResponse
+		if resp, err = stream.Recv(); err == nil {
+			select {
+			case out <- streamItem{resp: resp}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+	select {
+	case out <- streamItem{err: err}:
+	case <-ctx.Done():
+	}
+}
+
+// flush emits the cache's unreported state changes.
+func (s *CRISource) flush(emit func(event.Event)) {
+	for _, info := range s.cache.take() {
+		s.emitted.Add(1)
+		emit(info)
+	}
+}
+
+// applyEvent folds one runtime event into the cache. containerd sends with
+// each event the sandbox's status and the statuses of all its containers.
+func (s *CRISource) applyEvent(ctx context.Context, c RuntimeClient, ev *runtimeapi.ContainerEventResponse) {
+	now := s.now()
+	id := ev.GetContainerId()
+	s.logger.Debug("container event", "container_id", id, "type", ev.GetContainerEventType().String())
+	covered := false
+	sandboxID := ""
+	if st := ev.GetPodSandboxStatus(); st.GetId() != "" {
+		sandboxID = st.GetId()
+		s.cache.put(sandboxInfo(st, now), now)
+		covered = sandboxID == id
+	}
+	for _, cs := range ev.GetContainersStatuses() {
+		s.cache.put(containerInfo(cs, sandboxID, now), now)
+		covered = covered || cs.GetId() == id
+	}
+	if ev.GetContainerEventType() == runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT {
+		s.cache.markGone(id, now)
+		return
+	}
+	if !covered { // the runtime could not attach the status: ask
+		s.observed(ctx, c, id)
+	}
+}
+
+// observed looks up an id the cache does not know.
+func (s *CRISource) observed(ctx context.Context, c RuntimeClient, id string) {
+	now := s.now()
+	if s.cache.known(id) || s.cache.missedRecently(id, now) {
+		return
+	}
+	info, err := s.fetch(ctx, c, id)
+	switch {
+	case errors.Is(err, ErrContainerNotFound):
+		s.cache.missed(id, now)
+	case err != nil:
+		s.logger.Debug("looking up container", "container_id", id, "error", err)
+	default:
+		s.cache.put(info, now)
+	}
+}
+
+// fetch asks the runtime about one container or sandbox id.
+func (s *CRISource) fetch(ctx context.Context, c RuntimeClient, id string) (event.ContainerInfo, error) {
+	s.lookups.Add(1)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	list, err := c.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{Id: id}})
+	if err != nil {
+		return event.ContainerInfo{}, fmt.Errorf("listing containers: %w", criError(err))
+	}
+	for _, ctr := range list.GetContainers() {
+		if ctr.GetId() == id {
+			return s.containerStatus(ctx, c, ctr, s.now())
+		}
+	}
+	st, err := c.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
+	if err != nil {
+		return event.ContainerInfo{}, fmt.Errorf("asking sandbox status of %s: %w", id, criError(err))
+	}
+	if st.GetStatus().GetId() == "" {
+		return event.ContainerInfo{}, fmt.Errorf("%w: %s", ErrContainerNotFound, id)
+	}
+	return sandboxInfo(st.GetStatus(), s.now()), nil
+}
+
+// containerStatus completes a listed container with its status (the
+// start and finish times); if the status is gone, the list's data is used.
+func (s *CRISource) containerStatus(ctx context.Context, c RuntimeClient, ctr *runtimeapi.Container, now time.Time) (event.ContainerInfo, error) {
+	st, err := c.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: ctr.GetId()})
+	switch {
+	case status.Code(err) == codes.NotFound:
+		return listedContainerInfo(ctr, now), nil
+	case err != nil:
+		return event.ContainerInfo{}, fmt.Errorf("asking container status of %s: %w", ctr.GetId(), criError(err))
+	}
+	return containerInfo(st.GetStatus(), ctr.GetPodSandboxId(), now), nil
+}
+
+// resync lists all sandboxes and containers, asks the status of those that
+// are new or changed state, and marks the ones no longer listed as removed.
+func (s *CRISource) resync(ctx context.Context, c RuntimeClient) error {
+	s.resyncs.Add(1)
+	start := s.now()
+	lctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	sbs, err := c.ListPodSandbox(lctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		return fmt.Errorf("listing pod sandboxes: %w", criError(err))
+	}
+	ctrs, err := c.ListContainers(lctx, &runtimeapi.ListContainersRequest{})
+	if err != nil {
+		return fmt.Errorf("listing containers: %w", criError(err))
+	}
+	sandboxes := slices.SortedFunc(slices.Values(sbs.GetItems()), func(a, b *runtimeapi.PodSandbox) int {
+		return cmp.Compare(a.GetCreatedAt(), b.GetCreatedAt())
+	})
+	for _, sb := range sandboxes {
+		now := s.now()
+		if s.cache.unchanged(sb.GetId(), sandboxState(sb.GetState()), now) {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+		st, err := c.PodSandboxStatus(sctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb.GetId()})
+		cancel()
+		info := listedSandboxInfo(sb, now)
+		switch {
+		case err == nil && st.GetStatus().GetId() != "":
+			info = sandboxInfo(st.GetStatus(), now)
+		case status.Code(err) == codes.NotFound:
+			continue // removed since the list
+		case err != nil:
+			s.logger.Debug("asking sandbox status", "container_id", sb.GetId(), "error", err)
+		}
+		s.cache.put(info, now)
+	}
+	containers := slices.SortedFunc(slices.Values(ctrs.GetContainers()), func(a, b *runtimeapi.Container) int {
+		return cmp.Compare(a.GetCreatedAt(), b.GetCreatedAt())
+	})
+	for _, ctr := range containers {
+		now := s.now()
+		if s.cache.unchanged(ctr.GetId(), containerState(ctr.GetState()), now) {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+		info, err := s.containerStatus(cctx, c, ctr, now)
+		cancel()
+		if err != nil {
+			s.logger.Debug("asking container status", "container_id", ctr.GetId(), "error", err)
+			info = listedContainerInfo(ctr, now)
+		}
+		s.cache.put(info, now)
+	}
+	now := s.now()
+	s.cache.markUnseen(start, now)
+	s.cache.evict(now)
+	return nil
+}
+
+// nsTime converts the runtime's ns timestamps; 0 means not set.
+func nsTime(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+func containerState(st runtimeapi.ContainerState) string {
+	switch st {
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		return StateCreated
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return StateRunning
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		return StateExited
+	}
+	return StateUnknown
+}
+
+func sandboxState(st runtimeapi.PodSandboxState) string {
+	if st == runtimeapi.PodSandboxState_SANDBOX_READY {
+		return StateReady
+	}
+	return StateNotReady
+}
+
+// containerInfo maps a container's status; the status does not name the
+// sandbox, so the caller passes it.
+func containerInfo(st *runtimeapi.ContainerStatus, sandboxID string, now time.Time) event.ContainerInfo {
+	l := st.GetLabels()
+	info := event.ContainerInfo{
+		Time:          now,
+		ContainerID:   st.GetId(),
+		SandboxID:     sandboxID,
+		PodUID:        l[labelPodUID],
+		PodName:       l[labelPodName],
+		Namespace:     l[labelPodNamespace],
+		ContainerName: cmp.Or(l[labelContainerName], st.GetMetadata().GetName()),
+		Attempt:       st.GetMetadata().GetAttempt(),
+		State:         containerState(st.GetState()),
+		CreatedAt:     nsTime(st.GetCreatedAt()),
+		StartedAt:     nsTime(st.GetStartedAt()),
+		FinishedAt:    nsTime(st.GetFinishedAt()),
+		Reason:        st.GetReason(),
+		Image:         cmp.Or(st.GetImage().GetImage(), st.GetImageRef()),
+	}
+	if info.State == StateExited {
+		info.ExitCode = st.GetExitCode()
+	}
+	return info
+}
+
+// listedContainerInfo maps a list entry: no start or finish times.
+func listedContainerInfo(c *runtimeapi.Container, now time.Time) event.ContainerInfo {
+	l := c.GetLabels()
+	return event.ContainerInfo{
+		Time:          now,
+		ContainerID:   c.GetId(),
+		SandboxID:     c.GetPodSandboxId(),
+		PodUID:        l[labelPodUID],
+		PodName:       l[labelPodName],
+		Namespace:     l[labelPodNamespace],
+		ContainerName: cmp.Or(l[labelContainerName], c.GetMetadata().GetName()),
+		Attempt:       c.GetMetadata().GetAttempt(),
+		State:         containerState(c.GetState()),
+		CreatedAt:     nsTime(c.GetCreatedAt()),
+		Image:         cmp.Or(c.GetImage().GetImage(), c.GetImageRef()),
+	}
+}
+
+func sandboxInfo(st *runtimeapi.PodSandboxStatus, now time.Time) event.ContainerInfo {
+	m, l := st.GetMetadata(), st.GetLabels()
+	return event.ContainerInfo{
+		Time:        now,
+		ContainerID: st.GetId(),
+		Sandbox:     true,
+		SandboxID:   st.GetId(),
+		PodUID:      cmp.Or(m.GetUid(), l[labelPodUID]),
+		PodName:     cmp.Or(m.GetName(), l[labelPodName]),
+		Namespace:   cmp.Or(m.GetNamespace(), l[labelPodNamespace]),
+		Attempt:     m.GetAttempt(),
+		State:       sandboxState(st.GetState()),
+		CreatedAt:   nsTime(st.GetCreatedAt()),
+		PodIP:       st.GetNetwork().GetIp(),
+	}
+}
+
+func listedSandboxInfo(sb *runtimeapi.PodSandbox, now time.Time) event.ContainerInfo {
+	m, l := sb.GetMetadata(), sb.GetLabels()
+	return event.ContainerInfo{
+		Time:        now,
+		ContainerID: sb.GetId(),
+		Sandbox:     true,
+		SandboxID:   sb.GetId(),
+		PodUID:      cmp.Or(m.GetUid(), l[labelPodUID]),
+		PodName:     cmp.Or(m.GetName(), l[labelPodName]),
+		Namespace:   cmp.Or(m.GetNamespace(), l[labelPodNamespace]),
+		Attempt:     m.GetAttempt(),
+		State:       sandboxState(sb.GetState()),
+		CreatedAt:   nsTime(sb.GetCreatedAt()),
+	}
+}

@@ -1,0 +1,533 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/readyline/readyline/collector/event"
+)
+
+func nextInfo(t *testing.T, ch <-chan *event.ContainerInfo) *event.ContainerInfo {
+	t.Helper()
+	select {
+	case info := <-ch:
+		return info
+	case <-time.After(5 * time.Second):
+		t.Fatal("no ContainerInfo within 5 s")
+		return nil
+	}
+}
+
+func noMoreInfo(t *testing.T, ch <-chan *event.ContainerInfo, d time.Duration) {
+	t.Helper()
+	select {
+	case info := <-ch:
+		t.Fatalf("unexpected emission: %s %s", info.ContainerID, info.State)
+	case <-time.After(d):
+	}
+}
+
+// expect reads the next emission and checks its id and state.
+func expect(t *testing.T, ch <-chan *event.ContainerInfo, id, state string) *event.ContainerInfo {
+	t.Helper()
+	info := nextInfo(t, ch)
+	if info.ContainerID != id || info.State != state {
+		t.Fatalf("got %s %s, want %s %s", info.ContainerID, info.State, id, state)
+	}
+	return info
+}
+
+func TestContainerInfoMapping(t *testing.T) {
+	now := time.Date(2026, 11, 30, 6, 0, 1, 0, time.UTC)
+	created := time.Date(2026, 11, 30, 6, 0, 0, 123456789, time.UTC)
+	st := &runtimeapi.ContainerStatus{
+		Id:         "c1",
+		Metadata:   &runtimeapi.ContainerMetadata{Name: "meta-name", Attempt: 2},
+		State:      runtimeapi.ContainerState_CONTAINER_EXITED,
+		CreatedAt:  created.UnixNano(),
+		StartedAt:  created.Add(time.Millisecond).UnixNano(),
+		FinishedAt: created.Add(5 * time.Second).UnixNano(),
+		ExitCode:   3,
+		Reason:     "Error",
+		Image:      &runtimeapi.ImageSpec{Image: "localhost/busybox:local"},
+		Labels: map[string]string{labelPodUID: "uid-1", labelPodName: "web", labelPodNamespace: "ns",
+			labelContainerName: "init"},
+	}
+	want := event.ContainerInfo{Time: now, ContainerID: "c1", SandboxID: "s1", PodUID: "uid-1", PodName: "web",
+		Namespace: "ns", ContainerName: "init", Attempt: 2, State: StateExited, CreatedAt: created,
+		StartedAt: created.Add(time.Millisecond), FinishedAt: created.Add(5 * time.Second), ExitCode: 3,
+		Reason: "Error", Image: "localhost/busybox:local"}
+	if got := containerInfo(st, "s1", now); !reflect.DeepEqual(got, want) {
+		t.Errorf("exited container:\n got  %+v\n want %+v", got, want)
+	}
+
+	// A running container has no exit code yet, whatever the field says;
+	// without labels the metadata's name is used.
+	st.State, st.FinishedAt, st.Labels = runtimeapi.ContainerState_CONTAINER_RUNNING, 0, nil
+	got := containerInfo(st, "s1", now)
+	if got.State != StateRunning || got.ExitCode != 0 || !got.FinishedAt.IsZero() || got.ContainerName != "meta-name" {
+		t.Errorf("running container: %+v", got)
+	}
+
+	sb := &runtimeapi.PodSandboxStatus{
+		Id:        "s1",
+		Metadata:  &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "ns", Uid: "uid-1", Attempt: 1},
+		State:     runtimeapi.PodSandboxState_SANDBOX_READY,
+		CreatedAt: created.UnixNano(),
+		Network:   &runtimeapi.PodSandboxNetworkStatus{Ip: "10.244.0.5"},
+	}
+	wantSB := event.ContainerInfo{Time: now, ContainerID: "s1", Sandbox: true, SandboxID: "s1", PodUID: "uid-1",
+		PodName: "web", Namespace: "ns", Attempt: 1, State: StateReady, CreatedAt: created, PodIP: "10.244.0.5"}
+	if got := sandboxInfo(sb, now); !reflect.DeepEqual(got, wantSB) {
+		t.Errorf("sandbox:\n got  %+v\n want %+v", got, wantSB)
+	}
+
+	// The encoding keeps ns precision.
+	b, err := event.Marshal(&want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := event.Unmarshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, &want) {
+		t.Errorf("round trip of %s:\n got %+v", b, back)
+	}
+	if !strings.Contains(string(b), `"created_at":"2026-11-30T06:00:00.123456789Z"`) {
+		t.Errorf("ns timestamps lost: %s", b)
+	}
+	if !nsTime(0).IsZero() {
+		t.Error("nsTime(0) is not the zero time")
+	}
+}
+
+func TestNewCRISourceEndpoint(t *testing.T) {
+	for in, want := range map[string]string{
+		"/run/containerd/containerd.sock":                           "unix:///run/containerd/containerd.sock",
+		"unix:///var/lib/readyline-node/containerd/containerd.sock": "unix:///var/lib/readyline-node/containerd/containerd.sock",
+		"tcp://127.0.0.1:1234":                                      "",
+		"run/containerd.sock":                                       "",
+		"unix://relative.sock":                                      "",
+		"npipe:////./pipe/containerd-containerd":                    "",
+		"":                                                          "",
+	} {
+		s, err := NewCRISource(CRIConfig{Endpoint: in}, nil)
+		switch {
+		case want == "" && in != "":
+			if !errors.Is(err, ErrBadCRIEndpoint) {
+				t.Errorf("%q: got %v, want ErrBadCRIEndpoint", in, err)
+			}
+		case err != nil:
+			t.Errorf("%q: %v", in, err)
+		case s.cfg.Endpoint != want:
+			t.Errorf("%q: endpoint %q, want %q", in, s.cfg.Endpoint, want)
+		}
+	}
+}
+
+// TestCRIEventStream follows a pod's life over a real gRPC connection on a
+// unix socket, from the runtime's event stream.
+func TestCRIEventStream(t *testing.T) {
+	rt := newFakeRuntime()
+	path := socketPath(t)
+	serveCRI(t, path, rt)
+	rec := &logRecorder{}
+	src, err := NewCRISource(CRIConfig{Endpoint: path, ResyncInterval: time.Hour}, slog.New(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One sandbox exists before Run: the first list reports it.
+	rt.addSandbox("sb-old", "old", "ns", "uid-old")
+	out := runCRI(t, src)
+	expect(t, out, "sb-old", StateReady)
+	waitFor(t, 5*time.Second, "event subscription", func() bool { return rt.count("GetContainerEvents") == 1 })
+
+	rt.addSandbox("sb1", "web", "ns", "uid-1")
+	sb := expect(t, out, "sb1", StateReady)
+	if !sb.Sandbox || sb.PodUID != "uid-1" || sb.PodName != "web" || sb.PodIP != "10.244.0.7" || sb.CreatedAt.IsZero() {
+		t.Errorf("sandbox: %+v", sb)
+	}
+	rt.createContainer("c1", "sb1", "app", 0)
+	created := expect(t, out, "c1", StateCreated)
+	rt.startContainer("c1")
+	running := expect(t, out, "c1", StateRunning)
+	rt.createContainer("c2", "sb1", "sidecar", 0) // events for c2 carry c1's status again
+	expect(t, out, "c2", StateCreated)
+	rt.exitContainer("c1", 7)
+	exited := expect(t, out, "c1", StateExited)
+	rt.removeContainer("c1")
+	rt.stopSandbox("sb1")
+	expect(t, out, "sb1", StateNotReady)
+	noMoreInfo(t, out, 100*time.Millisecond)
+
+	for _, info := range []*event.ContainerInfo{created, running, exited} {
+		if info.SandboxID != "sb1" || info.PodUID != "uid-1" || info.PodName != "web" || info.Namespace != "ns" ||
+			info.ContainerName != "app" || info.Image != "localhost/busybox:local" {
+			t.Errorf("%s: ids and names: %+v", info.State, info)
+		}
+	}
+	if !created.StartedAt.IsZero() || running.StartedAt.Before(running.CreatedAt) || running.StartedAt.IsZero() {
+		t.Errorf("timestamps: created %+v running %+v", created, running)
+	}
+	if exited.ExitCode != 7 || exited.Reason != "Error" || !exited.FinishedAt.After(exited.StartedAt) ||
+		!exited.StartedAt.Equal(running.StartedAt) {
+		t.Errorf("exit: %+v", exited)
+	}
+
+	// Removed, c1 is still known.
+	info, err := src.Lookup(context.Background(), "c1")
+	if err != nil || info.State != StateExited {
+		t.Errorf("Lookup of a removed container: %+v, %v", info, err)
+	}
+	st := src.Stats()
+	if !st.Streaming || st.Resyncs != 1 || st.Events == 0 || st.Emitted != 7 {
+		t.Errorf("stats: %+v", st)
+	}
+	if w := rec.messages(slog.LevelWarn); len(w) != 0 {
+		t.Errorf("warnings: %q", w)
+	}
+	if got := src.Endpoint(); got != "unix://"+path {
+		t.Errorf("Endpoint() = %q", got)
+	}
+}
+
+// TestCRIPollingFallback: a runtime without GetContainerEvents is listed
+// every PollInterval, and each state is emitted once however many polls.
+func TestCRIPollingFallback(t *testing.T) {
+	rt := newFakeRuntime()
+	rt.noEvents = true
+	rec := &logRecorder{}
+	src, err := NewCRISource(CRIConfig{Client: &fakeClient{rt: rt}, PollInterval: 10 * time.Millisecond}, slog.New(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := runCRI(t, src)
+	waitFor(t, 5*time.Second, "polling", func() bool { return src.Stats().Resyncs >= 3 })
+	if !contains(rec.messages(slog.LevelInfo), "container runtime has no event stream (GetContainerEvents); polling") {
+		t.Errorf("fallback not logged: %q", rec.messages(slog.LevelInfo))
+	}
+
+	rt.addSandbox("sb1", "web", "ns", "uid-1")
+	expect(t, out, "sb1", StateReady)
+	rt.createContainer("c1", "sb1", "app", 0)
+	expect(t, out, "c1", StateCreated)
+	rt.startContainer("c1")
+	running := expect(t, out, "c1", StateRunning)
+	if running.StartedAt.IsZero() || running.SandboxID != "sb1" || running.ContainerName != "app" {
+		t.Errorf("running: %+v", running)
+	}
+	statusCalls := rt.count("ContainerStatus")
+	polls := src.Stats().Resyncs
+	waitFor(t, 5*time.Second, "more polls", func() bool { return src.Stats().Resyncs >= polls+5 })
+	noMoreInfo(t, out, 0)
+	if n := rt.count("ContainerStatus"); n != statusCalls {
+		t.Errorf("%d status calls for an unchanged container", n-statusCalls)
+	}
+
+	// A container that starts and exits between two polls is reported once,
+	// exited, with all its times.
+	rt.createContainer("c2", "sb1", "job", 1)
+	rt.startContainer("c2")
+	rt.exitContainer("c2", 0)
+	c2 := expect(t, out, "c2", StateExited)
+	if c2.Attempt != 1 || c2.StartedAt.IsZero() || c2.FinishedAt.IsZero() || c2.Reason != "Completed" {
+		t.Errorf("c2: %+v", c2)
+	}
+	if src.Stats().Streaming {
+		t.Error("Stats says streaming")
+	}
+
+	// Removed while polled: marked gone, still answered, not re-emitted.
+	rt.removeContainer("c1")
+	polls = src.Stats().Resyncs
+	waitFor(t, 5*time.Second, "a poll", func() bool { return src.Stats().Resyncs >= polls+2 })
+	if info, err := src.Lookup(context.Background(), "c1"); err != nil || info.State != StateRunning {
+		t.Errorf("removed c1: %+v %v", info, err)
+	}
+	noMoreInfo(t, out, 50*time.Millisecond)
+}
+
+// TestCRILookup: unknown ids are asked from the runtime and then cached;
+// Run emits what Lookup learned.
+func TestCRILookup(t *testing.T) {
+	rt := newFakeRuntime()
+	rt.noEvents = true
+	src, err := NewCRISource(CRIConfig{Client: &fakeClient{rt: rt}, PollInterval: time.Hour}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := src.Lookup(ctx, "c1"); !errors.Is(err, ErrRuntimeUnavailable) {
+		t.Errorf("Lookup before Run: %v", err)
+	}
+	out := runCRI(t, src)
+	waitFor(t, 5*time.Second, "connection", func() bool { return src.Endpoint() != "" })
+
+	rt.addSandbox("sb1", "web", "ns", "uid-1")
+	rt.createContainer("c1", "sb1", "app", 0)
+	rt.startContainer("c1")
+	info, err := src.Lookup(ctx, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.SandboxID != "sb1" || info.PodUID != "uid-1" || info.State != StateRunning || info.StartedAt.IsZero() {
+		t.Errorf("Lookup(c1) = %+v", info)
+	}
+	info.PodName = "changed by the caller"
+	calls := rt.count("ContainerStatus") + rt.count("ListContainers")
+	again, err := src.Lookup(ctx, "c1")
+	if err != nil || again.PodName != "web" {
+		t.Errorf("cached Lookup: %+v, %v", again, err)
+	}
+	if n := rt.count("ContainerStatus") + rt.count("ListContainers"); n != calls {
+		t.Errorf("cache hit called the runtime %d times", n-calls)
+	}
+	expect(t, out, "c1", StateRunning)
+
+	sb, err := src.Lookup(ctx, "sb1")
+	if err != nil || !sb.Sandbox || sb.PodIP == "" {
+		t.Errorf("Lookup(sb1) = %+v, %v", sb, err)
+	}
+	expect(t, out, "sb1", StateReady)
+	if _, err := src.Lookup(ctx, "nope"); !errors.Is(err, ErrContainerNotFound) {
+		t.Errorf("Lookup(nope): %v", err)
+	}
+}
+
+// TestCRIObserve: an id seen in a cgroup first is looked up and emitted
+// without waiting for the next list; unknown ids are not asked again at
+// once.
+func TestCRIObserve(t *testing.T) {
+	rt := newFakeRuntime()
+	rt.noEvents = true
+	src, err := NewCRISource(CRIConfig{Client: &fakeClient{rt: rt}, PollInterval: time.Hour}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := runCRI(t, src)
+	waitFor(t, 5*time.Second, "connection", func() bool { return src.Endpoint() != "" })
+	rt.addSandbox("sb1", "web", "ns", "uid-1")
+	rt.createContainer("c1", "sb1", "app", 0)
+	src.Observe("c1")
+	if info := expect(t, out, "c1", StateCreated); info.SandboxID != "sb1" {
+		t.Errorf("observed: %+v", info)
+	}
+	src.Observe("c1") // known: nothing to do
+	src.Observe("")
+	lookups := src.Stats().Lookups
+	src.Observe("ghost")
+	src.Observe("ghost")
+	src.Observe("ghost")
+	waitFor(t, 5*time.Second, "the ghost lookup", func() bool { return src.Stats().Lookups > lookups })
+	time.Sleep(50 * time.Millisecond)
+	if n := src.Stats().Lookups - lookups; n != 1 {
+		t.Errorf("ghost looked up %d times, want 1", n)
+	}
+	noMoreInfo(t, out, 50*time.Millisecond)
+}
+
+func TestCRIObserveNeverBlocks(t *testing.T) {
+	src, err := NewCRISource(CRIConfig{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for i := range 1000 { // nobody runs the source
+		src.Observe(fmt.Sprint(i))
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("1000 Observe calls took %v", d)
+	}
+	if src.Stats().ObserveDropped != 1000-256 {
+		t.Errorf("dropped %d", src.Stats().ObserveDropped)
+	}
+}
+
+// TestCRIRuntimeDown: a runtime that is not there costs one Warn, however
+// many retries; when it comes, everything is reported; when it goes away
+// again and returns, the cache spares duplicate emissions.
+func TestCRIRuntimeDown(t *testing.T) {
+	rt := newFakeRuntime()
+	rt.addSandbox("sb1", "web", "ns", "uid-1")
+	rt.createContainer("c1", "sb1", "app", 0)
+	path := socketPath(t)
+	rec := &logRecorder{}
+	src, err := NewCRISource(CRIConfig{Endpoint: path, RetryInterval: 10 * time.Millisecond, ResyncInterval: time.Hour},
+		slog.New(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := runCRI(t, src)
+	waitFor(t, 5*time.Second, "retries", func() bool { return len(rec.messages(slog.LevelDebug)) >= 3 })
+	warns := rec.messages(slog.LevelWarn)
+	if len(warns) != 1 || !strings.Contains(warns[0], "container names and runtime timestamps are lost") {
+		t.Fatalf("warnings while down: %q", warns)
+	}
+	start := time.Now()
+	if _, err := src.Lookup(context.Background(), "c1"); !errors.Is(err, ErrRuntimeUnavailable) || time.Since(start) > time.Second {
+		t.Errorf("Lookup while down: %v after %v", err, time.Since(start))
+	}
+
+	srv := serveCRI(t, path, rt)
+	expect(t, out, "sb1", StateReady)
+	expect(t, out, "c1", StateCreated)
+	if !contains(rec.messages(slog.LevelInfo), "container runtime reachable again") {
+		t.Errorf("no recovery message: %q", rec.messages(slog.LevelInfo))
+	}
+	waitFor(t, 5*time.Second, "event subscription", func() bool { return rt.count("GetContainerEvents") == 1 })
+
+	// The runtime restarts; meanwhile c1 starts.
+	srv.stop()
+	rt.startContainer("c1")
+	waitFor(t, 5*time.Second, "the second outage", func() bool { return len(rec.messages(slog.LevelWarn)) == 2 })
+	serveCRI(t, path, rt)
+	expect(t, out, "c1", StateRunning)
+	noMoreInfo(t, out, 100*time.Millisecond)
+	if n := len(rec.messages(slog.LevelWarn)); n != 2 {
+		t.Errorf("%d warnings for two outages", n)
+	}
+}
+
+func TestCRIAutoDetect(t *testing.T) {
+	rt := newFakeRuntime()
+	path := socketPath(t)
+	serveCRI(t, path, rt)
+	defaults := DefaultCRIEndpoints
+	t.Cleanup(func() { DefaultCRIEndpoints = defaults })
+	DefaultCRIEndpoints = []string{"unix://" + path + ".missing", "unix://" + path}
+
+	src, err := NewCRISource(CRIConfig{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCRI(t, src)
+	waitFor(t, 5*time.Second, "detection", func() bool { return src.Endpoint() == "unix://"+path })
+
+	// Nothing answers: the error names ErrRuntimeUnavailable.
+	DefaultCRIEndpoints = []string{"unix://" + path + ".missing"}
+	_, err = src.connect(context.Background())
+	if !errors.Is(err, ErrRuntimeUnavailable) {
+		t.Errorf("connect: %v", err)
+	}
+}
+
+func TestCRICacheNeverGoesBack(t *testing.T) {
+	c := newCRICache(10, time.Minute)
+	now := time.Now()
+	info := func(state string) event.ContainerInfo {
+		return event.ContainerInfo{ContainerID: "c1", SandboxID: "", State: state}
+	}
+	c.put(event.ContainerInfo{ContainerID: "c1", SandboxID: "sb1", State: StateCreated}, now)
+	c.put(info(StateExited), now)
+	c.put(info(StateRunning), now) // a stale event
+	var got []string
+	for _, i := range c.take() {
+		got = append(got, i.State+"/"+i.SandboxID)
+	}
+	if !reflect.DeepEqual(got, []string{"exited/sb1"}) {
+		t.Errorf("emitted %v", got)
+	}
+	c.put(info(StateExited), now)
+	if more := c.take(); len(more) != 0 {
+		t.Errorf("re-emitted %+v", more)
+	}
+
+	// A sandbox: notready before ready is not final; after ready it is.
+	sb := func(state string) event.ContainerInfo {
+		return event.ContainerInfo{ContainerID: "s", Sandbox: true, State: state}
+	}
+	got = nil
+	for _, st := range []string{StateNotReady, StateReady, StateNotReady, StateReady} {
+		c.put(sb(st), now)
+		for _, i := range c.take() {
+			got = append(got, i.State)
+		}
+	}
+	if !reflect.DeepEqual(got, []string{"notready", "ready", "notready"}) {
+		t.Errorf("sandbox emitted %v", got)
+	}
+}
+
+func TestCRICacheEviction(t *testing.T) {
+	c := newCRICache(3, time.Minute)
+	t0 := time.Now()
+	for i := range 5 {
+		c.put(event.ContainerInfo{ContainerID: fmt.Sprint("c", i), State: StateRunning}, t0)
+	}
+	if c.len() != 5 {
+		t.Fatalf("live entries evicted: %d left", c.len())
+	}
+	c.markGone("c3", t0.Add(2*time.Second))
+	c.markGone("c1", t0.Add(time.Second))
+	c.markGone("c0", t0.Add(3*time.Second))
+	c.evict(t0.Add(4 * time.Second))
+	for id, want := range map[string]bool{"c1": false, "c3": false, "c0": true, "c2": true, "c4": true} {
+		if c.known(id) != want {
+			t.Errorf("%s cached: %v, want %v", id, !want, want)
+		}
+	}
+	c.evict(t0.Add(2 * time.Minute)) // c0 removed longer than the TTL ago
+	if c.known("c0") || !c.known("c2") {
+		t.Error("TTL eviction")
+	}
+
+	// Entries not listed by a resync are marked gone.
+	c.markUnseen(t0.Add(time.Hour), t0.Add(time.Hour))
+	c.evict(t0.Add(time.Hour + 2*time.Minute))
+	if c.len() != 0 {
+		t.Errorf("%d entries left", c.len())
+	}
+
+	for i := range maxMisses + 10 {
+		c.missed(fmt.Sprint(i), t0)
+	}
+	if len(c.misses) > maxMisses {
+		t.Errorf("misses unbounded: %d", len(c.misses))
+	}
+}
+
+func BenchmarkCRILookupCacheHit(b *testing.B) {
+	src, err := NewCRISource(CRIConfig{}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now()
+	ids := make([]string, 500)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%064x", i)
+		src.cache.put(event.ContainerInfo{ContainerID: ids[i], PodUID: "uid", PodName: "web", Namespace: "ns",
+			ContainerName: "app", State: StateRunning, CreatedAt: now, StartedAt: now}, now)
+	}
+	ctx := context.Background()
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if _, err := src.Lookup(ctx, ids[i%len(ids)]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			i := 0
+			for pb.Next() {
+				if _, err := src.Lookup(ctx, ids[i%len(ids)]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	})
+}
