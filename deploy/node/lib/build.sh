@@ -1,0 +1,136 @@
+# shellcheck shell=bash
+# Debian packages and the binaries built from the Go module proxy.
+#
+# Built binaries live in $READYLINE_CACHE/<project>-<version>/bin and are reused
+# by every later run; a build writes into a temporary directory and is moved in
+# place only when complete, so an interrupted build is simply redone.
+
+# runc, CNI plugins and etcd are the runtime pieces; busybox-static fills the
+# busybox and nginx stand-in images; gcc + libc6-dev build the static pause binary.
+DEBIAN_PACKAGES=(
+	runc containernetworking-plugins etcd-server busybox-static
+	iptables conntrack openssl jq socat curl gcc libc6-dev
+)
+
+ensure_packages() {
+	local pkg missing=()
+	for pkg in "${DEBIAN_PACKAGES[@]}"; do
+		[[ $(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null) == "install ok installed" ]] || missing+=("$pkg")
+	done
+	((${#missing[@]} == 0)) && return 0
+	log "installing Debian packages: ${missing[*]}"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	# busybox-static is a static binary: the pause and busybox images depend on that.
+	file_is_static /bin/busybox || die "/bin/busybox is not statically linked (is busybox-static installed?)"
+}
+
+file_is_static() { ! LC_ALL=C readelf -l "$1" 2>/dev/null | grep -q 'INTERP'; }
+
+ensure_go() {
+	command -v go >/dev/null || die "go is not on PATH (Go $(awk '/^go /{print $2}' "$K8S_TOOLS/go.mod") or newer is needed)"
+}
+
+# tools_version DIR MODULE prints the version of MODULE pinned in DIR/go.mod.
+tools_version() {
+	awk -v m="$2" '$1 == m && $2 ~ /^v/ {print $2; exit}' "$1/go.mod"
+}
+
+# go_install_cached DIR VERSION LDFLAGS PKG... installs each PKG@VERSION into
+# DIR/bin unless all binaries are there already.
+go_install_cached() {
+	local dir=$1 version=$2 ldflags=$3
+	shift 3
+	local pkg missing=()
+	for pkg in "$@"; do [[ -x $dir/bin/${pkg##*/} ]] || missing+=("$pkg"); done
+	((${#missing[@]} == 0)) && return 0
+	ensure_go
+	local tmp=$dir/.build.$$ t0=$SECONDS
+	rm -rf "$tmp" && mkdir -p "$tmp" "$dir/bin"
+	log "building ${missing[*]} $version from the Go module proxy"
+	for pkg in "${missing[@]}"; do
+		CGO_ENABLED=0 GOBIN=$tmp go install -trimpath -ldflags "-s -w $ldflags" "$pkg@$version" || {
+			rm -rf "$tmp"
+			die "building $pkg@$version failed"
+		}
+	done
+	mv -f "$tmp"/* "$dir/bin/" && rmdir "$tmp"
+	log "built ${missing[*]} in $((SECONDS - t0))s"
+}
+
+# The version stamps mirror the projects' release Makefiles, so that the node
+# reports "containerd://2.4.2" like a packaged containerd.
+build_containerd() {
+	go_install_cached "$CONTAINERD_DIR" "$CONTAINERD_VERSION" \
+		"-X github.com/containerd/containerd/v2/version.Version=${CONTAINERD_VERSION#v}" \
+		github.com/containerd/containerd/v2/cmd/containerd \
+		github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
+		github.com/containerd/containerd/v2/cmd/ctr
+}
+
+build_crictl() {
+	go_install_cached "$CRICTL_DIR" "$CRICTL_VERSION" \
+		"-X sigs.k8s.io/cri-tools/pkg/version.Version=$CRICTL_VERSION" sigs.k8s.io/cri-tools/cmd/crictl
+}
+
+build_coredns() {
+	go_install_cached "$COREDNS_DIR" "$COREDNS_VERSION" "" github.com/coredns/coredns
+}
+
+# k8s_ldflags prints the version stamps a release build carries (hack/lib/version.sh).
+k8s_ldflags() {
+	local v=$K8S_VERSION minor pkg flags="-s -w"
+	minor=${v#v*.}
+	minor=${minor%%.*}
+	for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+		flags+=" -X $pkg.gitVersion=$v -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+		flags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+	done
+	echo "$flags"
+}
+
+# build_tools_module MODULE_DIR DIR LDFLAGS BINARY=PACKAGE... builds the
+# packages in the tools module MODULE_DIR into DIR/bin.
+build_tools_module() {
+	local module=$1 dir=$2 ldflags=$3
+	shift 3
+	local spec missing=() names=()
+	for spec in "$@"; do
+		[[ -x $dir/bin/${spec%%=*} ]] && continue
+		missing+=("${spec#*=}")
+		names+=("${spec%%=*}")
+	done
+	((${#missing[@]} == 0)) && return 0
+	ensure_go
+	local tmp=$dir/.build.$$ t0=$SECONDS
+	rm -rf "$tmp" && mkdir -p "$tmp" "$dir/bin"
+	log "building ${names[*]} in $module (cold on 2 cores: kubernetes ~15 min, jaeger ~9 min)"
+	# One go build for all packages: they share most of their dependencies.
+	(cd "$module" && CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "$ldflags" -o "$tmp/" "${missing[@]}") || {
+		rm -rf "$tmp"
+		die "building ${names[*]} failed"
+	}
+	mv -f "$tmp"/* "$dir/bin/" && rmdir "$tmp"
+	log "built ${names[*]} in $((SECONDS - t0))s"
+}
+
+build_kubernetes() {
+	local c specs=()
+	for c in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl; do
+		specs+=("$c=k8s.io/kubernetes/cmd/$c")
+	done
+	build_tools_module "$K8S_TOOLS" "$K8S_DIR" "$(k8s_ldflags)" "${specs[@]}"
+}
+
+build_jaeger() {
+	build_tools_module "$JAEGER_TOOLS" "$JAEGER_DIR" \
+		"-s -w -X github.com/jaegertracing/jaeger/internal/version.latestVersion=$JAEGER_VERSION" \
+		jaeger=github.com/jaegertracing/jaeger/cmd/jaeger
+}
+
+build_node_binaries() {
+	build_containerd
+	build_crictl
+	build_coredns
+	build_kubernetes
+}

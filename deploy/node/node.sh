@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# node.sh — a real single-node Kubernetes and a real Jaeger on this machine, without
+# Docker or an image registry. See deploy/node/README.md.
+#
+#   node.sh up            start (or reuse) the node; recovers from a killed previous run
+#   node.sh down          stop what up started and leave the host as it was
+#   node.sh status        components, PIDs, kubeconfig, Jaeger URLs
+#   node.sh jaeger-up     start (or reuse) Jaeger v2 on 127.0.0.1
+#   node.sh jaeger-down   stop Jaeger
+#   node.sh build         only build/cache the binaries (also builds Jaeger)
+#   node.sh check-clean [--with-jaeger]
+#                         exit non-zero if anything the node leaves on the host remains
+# Many settings below are only read by render (lib/common.sh) through @NAME@
+# placeholders in config/*.in, which shellcheck cannot see.
+# shellcheck disable=SC2034
+set -euo pipefail
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# Go modules that pin the Kubernetes and Jaeger builds (two modules: see
+# tools/README.md).
+K8S_TOOLS=$SCRIPT_DIR/tools/kubernetes
+JAEGER_TOOLS=$SCRIPT_DIR/tools/jaeger
+CONFIG_SRC=$SCRIPT_DIR/config
+REPO_ROOT=$(cd "$SCRIPT_DIR/../.." && pwd)
+
+# Everything the node writes lives in NODE_DIR; built binaries in READYLINE_CACHE.
+NODE_DIR=${NODE_DIR:-/var/lib/readyline-node}
+READYLINE_CACHE=${READYLINE_CACHE:-/var/cache/readyline}
+
+# Versions. Kubernetes and Jaeger come from the tools modules' go.mod.
+CONTAINERD_VERSION=v2.4.2
+CRICTL_VERSION=v1.37.0
+COREDNS_VERSION=v1.15.0
+
+# Network layout of the node.
+BRIDGE=readyline0
+CNI_NETWORK=readyline
+POD_CIDR=10.244.0.0/16
+SERVICE_CIDR=10.96.0.0/16
+KUBERNETES_SERVICE_IP=10.96.0.1
+CLUSTER_DNS_IP=10.96.0.10
+CLUSTER_DOMAIN=cluster.local
+
+# Image references of the locally built images (no registry is ever contacted).
+PAUSE_IMAGE=localhost/pause:local
+BUSYBOX_IMAGE=localhost/busybox:local
+NGINX_IMAGE=localhost/nginx:local
+COREDNS_IMAGE=localhost/coredns:$COREDNS_VERSION
+
+# Jaeger endpoints (all on loopback, see config/jaeger.yaml).
+JAEGER_QUERY_URL=http://127.0.0.1:16686
+JAEGER_OTLP_GRPC=127.0.0.1:4317
+JAEGER_OTLP_HTTP=http://127.0.0.1:4318
+JAEGER_HEALTH_URL=http://127.0.0.1:13133/status
+
+# shellcheck source=lib/common.sh
+source "$SCRIPT_DIR/lib/common.sh"
+# shellcheck source=lib/build.sh
+source "$SCRIPT_DIR/lib/build.sh"
+# shellcheck source=lib/images.sh
+source "$SCRIPT_DIR/lib/images.sh"
+# shellcheck source=lib/pki.sh
+source "$SCRIPT_DIR/lib/pki.sh"
+# shellcheck source=lib/host.sh
+source "$SCRIPT_DIR/lib/host.sh"
+# shellcheck source=lib/components.sh
+source "$SCRIPT_DIR/lib/components.sh"
+
+set_paths() {
+	K8S_VERSION=$(tools_version "$K8S_TOOLS" k8s.io/kubernetes)
+	JAEGER_VERSION=$(tools_version "$JAEGER_TOOLS" github.com/jaegertracing/jaeger)
+	[[ -n $K8S_VERSION && -n $JAEGER_VERSION ]] || die "cannot read the versions from $SCRIPT_DIR/tools/*/go.mod"
+
+	CONTAINERD_DIR=$READYLINE_CACHE/containerd-$CONTAINERD_VERSION
+	CRICTL_DIR=$READYLINE_CACHE/cri-tools-$CRICTL_VERSION
+	COREDNS_DIR=$READYLINE_CACHE/coredns-$COREDNS_VERSION
+	K8S_DIR=$READYLINE_CACHE/kubernetes-$K8S_VERSION
+	JAEGER_DIR=$READYLINE_CACHE/jaeger-$JAEGER_VERSION
+	KUBECTL=$K8S_DIR/bin/kubectl
+
+	LOG_DIR=$NODE_DIR/logs
+	RUN_DIR=$NODE_DIR/run
+	PKI_DIR=$NODE_DIR/pki
+	CONF_DIR=$NODE_DIR/config
+	HOST_DIR=$NODE_DIR/host
+	ETCD_DIR=$NODE_DIR/etcd
+	CONTAINERD_ROOT=$NODE_DIR/containerd/root
+	CONTAINERD_STATE=$NODE_DIR/containerd/state
+	CONTAINERD_SOCK=$NODE_DIR/containerd/containerd.sock
+	RUNC_ROOT=$NODE_DIR/runc
+	KUBELET_DIR=$NODE_DIR/kubelet
+	CNI_DIR=$NODE_DIR/cni
+	IMAGES_DIR=$NODE_DIR/images
+	JAEGER_STATE=$NODE_DIR/jaeger
+	ADMIN_KUBECONFIG=$NODE_DIR/admin.kubeconfig
+
+	NODE_NAME=$(hostname)
+	NODE_IP=${NODE_IP:-$(primary_ipv4)}
+	[[ -n $NODE_IP ]] || die "cannot determine the primary IPv4 address (set NODE_IP)"
+}
+
+# primary_ipv4 prints the source address of the default route.
+primary_ipv4() {
+	ip -4 route get 1.1.1.1 2>/dev/null | awk '{for (i = 1; i < NF; i++) if ($i == "src") {print $(i + 1); exit}}'
+}
+
+# with_lock runs "$@" holding $NODE_DIR/node.lock on fd 9, so two node.sh runs
+# never interleave. Processes started by start_process close fd 9.
+with_lock() {
+	mkdir -p "$NODE_DIR"
+	exec 9>"$NODE_DIR/node.lock"
+	if ! flock -n 9; then
+		log "another node.sh holds $NODE_DIR/node.lock, waiting"
+		flock -w 3600 9 || die "timed out waiting for $NODE_DIR/node.lock"
+	fi
+	"$@"
+}
+
+usage() {
+	sed -n '2,13s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+	exit 2
+}
+
+main() {
+	local cmd=${1:-}
+	[[ -n $cmd ]] || usage
+	set_paths
+	case $cmd in
+	up) need_root && with_lock node_up ;;
+	down) need_root && with_lock node_down ;;
+	status) node_status ;;
+	jaeger-up) need_root && with_lock jaeger_up ;;
+	jaeger-down) need_root && with_lock jaeger_down ;;
+	build) need_root && with_lock build_all ;;
+	check-clean) host_check_clean "${@:2}" ;;
+	*) usage ;;
+	esac
+}
+
+main "$@"
