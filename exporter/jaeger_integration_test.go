@@ -17,12 +17,21 @@ import (
 	"github.com/readyline/readyline/correlator"
 )
 
-// The Jaeger that 'make jaeger-up' starts (deploy/node/config/jaeger.yaml).
-const (
-	jaegerQueryURL = "http://127.0.0.1:16686"
-	jaegerOTLPGRPC = "127.0.0.1:4317"
-	jaegerOTLPHTTP = "http://127.0.0.1:4318"
+// The Jaeger that 'make jaeger-up' starts (deploy/node/config/jaeger.yaml);
+// READYLINE_JAEGER_QUERY_URL, READYLINE_JAEGER_OTLP_GRPC and
+// READYLINE_JAEGER_OTLP_HTTP point the test at another one.
+var (
+	jaegerQueryURL = envOr("READYLINE_JAEGER_QUERY_URL", "http://127.0.0.1:16686")
+	jaegerOTLPGRPC = envOr("READYLINE_JAEGER_OTLP_GRPC", "127.0.0.1:4317")
+	jaegerOTLPHTTP = envOr("READYLINE_JAEGER_OTLP_HTTP", "http://127.0.0.1:4318")
 )
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
 
 // requireJaeger skips the test when Jaeger's query API does not answer,
 // unless READYLINE_REQUIRE_JAEGER=1 or READYLINE_REQUIRE_PRIVILEGED=1 (set by

@@ -245,7 +245,7 @@ func (b *spanBuilder) containers(ctx context.Context, tl *correlator.Timeline) m
 				continue
 			}
 			actx, s := b.start(ctx, ContainerSpanName(c), start, containerAttrs(c, a)...)
-			b.attemptEvents(s, a)
+			b.annotateAttempt(s, a)
 			b.attemptChildren(actx, s, a, end)
 			if prev, ok := last[c.Name]; ok {
 				b.end(prev.span, prev.end)
@@ -283,8 +283,9 @@ func containerAttrs(c *correlator.Container, a *correlator.ContainerAttempt) []a
 	return attrs
 }
 
-// attemptEvents marks the runtime's and the API's moments on the attempt span.
-func (b *spanBuilder) attemptEvents(s trace.Span, a *correlator.ContainerAttempt) {
+// annotateAttempt marks the runtime's and the API's moments on the attempt
+// span as events, and sets status Error for a non-zero exit code.
+func (b *spanBuilder) annotateAttempt(s trace.Span, a *correlator.ContainerAttempt) {
 	for _, ev := range []struct {
 		name string
 		at   time.Time

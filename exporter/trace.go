@@ -359,7 +359,12 @@ func (e *TraceExporter) dropQueued(reason string) {
 // outstanding is the number of spans built but not yet exported or failed:
 // those in the span processor's queue or in an export request.
 func (e *TraceExporter) outstanding() uint64 {
-	return e.spans.Load() - e.exporter.exported.Load() - e.exporter.failedSpans.Load()
+	done := e.exporter.exported.Load() + e.exporter.failedSpans.Load()
+	built := e.spans.Load() // after done: spans are counted once emit returns
+	if done > built {
+		return 0
+	}
+	return built - done
 }
 
 // buildWhenRoom waits until the span processor's queue can take tl's spans,
