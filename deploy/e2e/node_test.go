@@ -1,0 +1,121 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestNodeReady(t *testing.T) {
+	ctx := testContext(t, time.Minute)
+	node, err := env.Client.CoreV1().Nodes().Get(ctx, env.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("node %s: %v", env.NodeName, err)
+	}
+	ready := false
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	if !ready {
+		t.Errorf("node %s is not Ready: %+v", node.Name, node.Status.Conditions)
+	}
+	if node.Spec.Unschedulable || len(node.Spec.Taints) > 0 {
+		t.Errorf("node is not schedulable: unschedulable=%v taints=%v", node.Spec.Unschedulable, node.Spec.Taints)
+	}
+	info := node.Status.NodeInfo
+	if info.KubeletVersion != KubernetesVersion {
+		t.Errorf("kubelet version %q, want %s", info.KubeletVersion, KubernetesVersion)
+	}
+	if info.ContainerRuntimeVersion != "containerd://2.4.2" {
+		t.Errorf("container runtime %q, want containerd://2.4.2", info.ContainerRuntimeVersion)
+	}
+	internalIP := ""
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			internalIP = a.Address
+		}
+	}
+	if internalIP == "" || strings.HasPrefix(internalIP, "127.") {
+		t.Errorf("node InternalIP = %q, want the primary address", internalIP)
+	}
+
+	dns, err := env.Client.AppsV1().Deployments("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("CoreDNS deployment: %v", err)
+	}
+	if dns.Status.AvailableReplicas < 1 {
+		t.Errorf("CoreDNS has %d available replicas", dns.Status.AvailableReplicas)
+	}
+}
+
+// TestServiceAccountToken runs kubectl in a pod with no kubeconfig, so that it
+// uses the in-cluster configuration every in-cluster client uses: the projected
+// service-account token, the cluster CA from kube-root-ca.crt and the kubernetes
+// Service (through kube-proxy). The API server must see the pod as its
+// namespace's default ServiceAccount. Its logs are read through the kubelet.
+// (busybox wget cannot be used: its built-in TLS shares no cipher suite with
+// the API server.)
+func TestServiceAccountToken(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	ctx := testContext(t, 2*time.Minute)
+	const name = "whoami"
+	rec := recordPod(t, ns, name)
+	kubectl := KubectlPath()
+	hostPath := corev1.HostPathFile
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "whoami", Image: "localhost/busybox:local", ImagePullPolicy: corev1.PullNever,
+				Command: []string{"sh", "-c", `set -e
+sa=/var/run/secrets/kubernetes.io/serviceaccount
+test -s $sa/token && test -s $sa/ca.crt && test "$(cat $sa/namespace)" = "$NAMESPACE"
+/kubectl auth whoami -o json`},
+				Env: []corev1.EnvVar{{Name: "NAMESPACE", ValueFrom: &corev1.EnvVarSource{
+					FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}},
+				VolumeMounts: []corev1.VolumeMount{{Name: "kubectl", MountPath: "/kubectl", ReadOnly: true}},
+			}},
+			Volumes: []corev1.Volume{{Name: "kubectl", VolumeSource: corev1.VolumeSource{
+				HostPath: &corev1.HostPathVolumeSource{Path: kubectl, Type: &hostPath}}}},
+		},
+	}
+	if _, err := env.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := rec.WaitFor(ctx, func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, err := env.Client.CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("pod logs (through the kubelet): %v", err)
+	}
+	if ev.Pod.Status.Phase != corev1.PodSucceeded {
+		t.Fatalf("pod %s: %s; logs:\n%s", ev.Pod.Status.Phase, DescribeStatus(ev.Pod), logs)
+	}
+	var review struct {
+		Status struct {
+			UserInfo struct {
+				Username string `json:"username"`
+			} `json:"userInfo"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(logs, &review); err != nil {
+		t.Fatalf("decoding SelfSubjectReview %q: %v", logs, err)
+	}
+	if want := "system:serviceaccount:" + ns + ":default"; review.Status.UserInfo.Username != want {
+		t.Errorf("the API server sees the pod as %q, want %q", review.Status.UserInfo.Username, want)
+	}
+}
