@@ -14,8 +14,10 @@ help: ## list targets
 
 ## ---- build
 
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+
 build: ## build bin/readyline (no clang needed: bpf2go output is committed)
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/readyline ./cmd/readyline
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN)/readyline ./cmd/readyline
 
 generate: ## regenerate bpf/vmlinux.h and the bpf2go output with Debian's clang 14
 	./bpf/generate.sh

@@ -31,11 +31,18 @@ Run 'readyline <command> -h' for the flags of a command. Every flag has an
 environment twin: --log-level is READYLINE_LOG_LEVEL.
 `
 
+// version is set at build time (make build: git describe).
+var version = "dev"
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && (args[0] == "version" || args[0] == "--version") {
+		fmt.Fprintln(stdout, "readyline", version)
+		return 0
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stderr, usage)
 		if len(args) == 0 {

@@ -64,7 +64,7 @@ func parseRunConfig(args []string, stderr io.Writer) (runConfig, error) {
 		}
 		c.nodeName = strings.ToLower(h)
 	}
-	c.trace.NodeName = c.nodeName
+	c.trace.NodeName, c.trace.ServiceVersion = c.nodeName, version
 	c.process.cfg.PodsOnly = true // the correlator joins pod processes only
 	return c, nil
 }
@@ -219,8 +219,8 @@ func (d *daemon) correlate(ctx context.Context) {
 // deliver hands a finished timeline to the exporters.
 func (d *daemon) deliver(ctx context.Context, tl *correlator.Timeline) {
 	d.metrics.Record(tl)
-	if err := d.traces.Export(ctx, tl); err != nil {
-		d.logger.Warn("trace not exported", "namespace", tl.Pod.Namespace, "pod", tl.Pod.Name, "error", err)
+	if err := d.traces.Export(ctx, tl); err != nil { // counted and logged by the exporter
+		d.logger.Debug("trace not exported", "namespace", tl.Pod.Namespace, "pod", tl.Pod.Name, "error", err)
 	}
 	attrs := []any{"namespace", tl.Pod.Namespace, "pod", tl.Pod.Name, "uid", tl.Pod.UID,
 		"outcome", tl.Outcome, "duration", tl.End.Sub(tl.Start).Round(time.Millisecond).String()}
