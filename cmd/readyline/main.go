@@ -2,6 +2,7 @@
 // where the time between "created" and "Ready" went.
 //
 //	readyline run [flags]           the node daemon
+//	readyline explain [NS/]POD      the waterfall of a recent pod start
 //	readyline events [flags]        stream process events as JSON lines
 //	readyline replay [flags] FILE   rebuild pod start timelines from a recording
 //
@@ -24,6 +25,7 @@ const usage = `usage: readyline <command> [flags]
 commands:
   run      the daemon: reconstruct every pod start on this node and export it
            (OTLP traces, Prometheus metrics, the timeline API for explain)
+  explain  print the waterfall of a recent pod start: readyline explain [NAMESPACE/]POD
   events   stream every process event (exec, fork, exit) as one JSON line on stdout
   replay   run the correlator on a recording and print the pod start timelines
 
@@ -59,6 +61,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runEvents(ctx, args[1:], stdout, stderr)
 	case "run":
 		err = runDaemon(ctx, args[1:], stdout, stderr)
+	case "explain":
+		err = runExplain(ctx, args[1:], stdout, stderr)
 	case "replay":
 		err = runReplay(ctx, args[1:], stdout, stderr)
 	default:

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/readyline/readyline/exporter"
+)
+
+// explainConfig is the validated configuration of `readyline explain`.
+type explainConfig struct {
+	apiAddr   string
+	width     uint
+	namespace string
+	name      string // empty: list the pod starts the daemon keeps
+}
+
+func parseExplainConfig(args []string, stderr io.Writer) (explainConfig, error) {
+	var c explainConfig
+	fs := newFlagSet("readyline explain", stderr)
+	fs.String(&c.apiAddr, "api-addr", "127.0.0.1:9465", "the daemon's timeline API (readyline run --api-addr)")
+	fs.Uint(&c.width, "width", 100, "width of the waterfall in columns")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: readyline explain [flags] [NAMESPACE/]POD\n\nPrints the waterfall of a recent pod start on this node, from the running daemon.\nWithout a pod, lists the pod starts the daemon keeps.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return c, err
+		}
+		return c, errUsage
+	}
+	switch fs.NArg() {
+	case 0:
+	case 1:
+		c.namespace, c.name = "default", fs.Arg(0)
+		if ns, name, ok := strings.Cut(fs.Arg(0), "/"); ok {
+			c.namespace, c.name = ns, name
+		}
+		if c.namespace == "" || c.name == "" {
+			fs.Usage()
+			return c, errUsage
+		}
+	default:
+		fs.Usage()
+		return c, errUsage
+	}
+	return c, nil
+}
+
+// runExplain prints one pod start's waterfall, or the list of pod starts.
+func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseExplainConfig(args, stderr)
+	if err != nil {
+		return err
+	}
+	base := cfg.apiAddr
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if cfg.name == "" {
+		list, err := exporter.ListTimelines(ctx, base)
+		if err != nil {
+			return fmt.Errorf("asking the daemon at %s: %w", cfg.apiAddr, err)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "POD\tOUTCOME\tDURATION\tCREATED")
+		for _, s := range list {
+			d := time.Duration(s.DurationSeconds * float64(time.Second)).Round(time.Millisecond)
+			fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\n", s.Namespace, s.Name, s.Outcome, d, s.Start.Local().Format(time.DateTime))
+		}
+		return tw.Flush()
+	}
+	tl, err := exporter.FetchTimeline(ctx, base, cfg.namespace, cfg.name)
+	if errors.Is(err, exporter.ErrNotFound) {
+		return fmt.Errorf("no recent start of %s/%s on this node (the daemon keeps the last --keep pod starts; 'readyline explain' lists them)", cfg.namespace, cfg.name)
+	}
+	if err != nil {
+		return fmt.Errorf("asking the daemon at %s: %w", cfg.apiAddr, err)
+	}
+	return printWaterfall(stdout, tl, int(cfg.width))
+}
