@@ -226,13 +226,18 @@ remove_pod_sandboxes() {
 		}
 		started_here=1
 	fi
-	local pods
-	pods=$(crictl_node pods -q 2>/dev/null | wc -l)
-	if ((pods > 0)); then
-		log "removing $pods pod sandboxes"
+	# A CRI call the kubelet made just before it stopped may still create a
+	# sandbox or container, so repeat until the runtime reports none.
+	local round left
+	for round in 1 2 3; do
+		left=$(($(crictl_node pods -q 2>/dev/null | wc -l) + $(crictl_node ps -a -q 2>/dev/null | wc -l)))
+		((left == 0)) && break
+		log "removing pod sandboxes and containers ($left left, round $round)"
 		crictl_node rm --all --force >/dev/null 2>&1 || true
-		crictl_node rmp --all --force >/dev/null 2>&1 || warn "crictl rmp failed; falling back to runc"
-	fi
+		crictl_node rmp --all --force >/dev/null 2>&1 || true
+		sleep 1
+	done
+	((left == 0)) || warn "the runtime still lists $left sandboxes/containers; falling back to runc"
 	((started_here)) && log "stopping the containerd started for cleanup"
 	return 0
 }

@@ -153,6 +153,8 @@ cleanup_links() {
 # cgroup_procs DIR prints the PIDs in the cgroup tree DIR.
 cgroup_procs() { find "$1" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u; }
 
+cgroup_is_empty() { [[ -z $(cgroup_procs "$1") ]]; }
+
 # cleanup_cgroups removes the kubepods cgroup trees kubelet created, in every
 # v1 hierarchy and in the cgroup2 mount at /sys/fs/cgroup/unified.
 cleanup_cgroups() {
@@ -163,11 +165,11 @@ cleanup_cgroups() {
 		pids=$(cgroup_procs "$d")
 		if [[ -n $pids ]]; then
 			# Only container processes of this node's pods can be in a kubepods tree
-			# that did not exist before `up`; their runtime is gone, so end them.
+			# that did not exist before `up`, and their runtime is gone: end them.
 			warn "killing leftover container processes in $d: $(echo "$pids" | tr '\n' ' ')"
 			# shellcheck disable=SC2086
 			kill -KILL $pids 2>/dev/null || true
-			wait_until 10 "processes in $d to exit" test -z "$(cgroup_procs "$d")" || true
+			wait_until 10 "the processes in $d to exit" cgroup_is_empty "$d" || true
 		fi
 		find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true
 		[[ -d $d ]] && warn "could not remove cgroup $d"
@@ -255,6 +257,7 @@ host_check_clean() {
 		is_running "$name" && problems+=("process $name (pid $(recorded_pid "$name")) is still running")
 	done
 	for p in /proc/[0-9]*; do
+		# Kernel threads and zombies have no executable.
 		f=$(readlink "$p/exe" 2>/dev/null) || continue
 		[[ $f == "$READYLINE_CACHE"/* && $f != "$skip_dir"/* ]] && problems+=("process ${p#/proc/} runs $f")
 		grep -q kubepods "$p/cgroup" 2>/dev/null && problems+=("process ${p#/proc/} ($(cat "$p/comm" 2>/dev/null)) is in a kubepods cgroup")
