@@ -45,7 +45,7 @@ host_record_baseline() {
 	local dir=$HOST_DIR k v t
 	rm -rf "$dir" && mkdir -p "$dir"
 	for k in "${HOST_SYSCTLS[@]}"; do
-		v=$(sysctl -n "$k" 2>/dev/null) && echo "$k=$v"
+		if v=$(sysctl -n "$k" 2>/dev/null); then echo "$k=$v"; fi
 	done >"$dir/sysctl"
 	for t in "${IPTABLES_FAMILIES[@]}"; do
 		iptables_rules "$t" >"$dir/$t"
@@ -151,7 +151,8 @@ cleanup_links() {
 }
 
 # cgroup_procs DIR prints the PIDs in the cgroup tree DIR.
-cgroup_procs() { find "$1" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u; }
+# Cgroups may vanish while it reads them; that is not an error here.
+cgroup_procs() { { find "$1" -name cgroup.procs -exec cat {} + 2>/dev/null || true; } | sort -u; }
 
 cgroup_is_empty() { [[ -z $(cgroup_procs "$1") ]]; }
 
@@ -187,7 +188,7 @@ cleanup_paths() {
 			rm -rf --one-file-system "$p"
 			continue
 		fi
-		find "$p" -xdev -mindepth 1 2>/dev/null | sort -r | while read -r f; do
+		{ find "$p" -xdev -mindepth 1 2>/dev/null || true; } | sort -r | while read -r f; do
 			grep -qxF "$f" "$base/paths" || rm -rf --one-file-system "$f"
 		done
 	done
