@@ -15,7 +15,8 @@ type Config struct {
 	// deletion this long after the pod was first seen. Default 10 min.
 	Timeout time.Duration
 	// Grace is how long a finished pod start waits for late events (process
-	// exits, runtime timestamps) before its timeline is built. Default 2 s.
+	// exits, runtime timestamps) before its timeline is built. Kernel events
+	// reach the correlator at most ~100 ms late. Default 1 s.
 	Grace time.Duration
 	// OrphanTTL is how long events for a pod not (yet) seen in the API are
 	// kept in case the pod shows up. Default 30 s.
@@ -32,7 +33,7 @@ func (c Config) withDefaults() Config {
 		c.Timeout = 10 * time.Minute
 	}
 	if c.Grace <= 0 {
-		c.Grace = 2 * time.Second
+		c.Grace = time.Second
 	}
 	if c.OrphanTTL <= 0 {
 		c.OrphanTTL = 30 * time.Second

@@ -47,6 +47,10 @@ func runTests(m *testing.M) int {
 	}
 
 	code := m.Run()
+	if err := stopReadyline(); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: readyline:", err)
+		code = 1
+	}
 
 	if os.Getenv("READYLINE_E2E_TEARDOWN") != "1" {
 		fmt.Fprintln(os.Stderr, "leaving the node and Jaeger running (READYLINE_E2E_TEARDOWN=1 stops them)")
