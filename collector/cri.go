@@ -116,8 +116,8 @@ type CRISource struct {
 	observe chan string
 	dirty   chan struct{}
 
-	emitted, events, resyncs, lookups, observeDropped atomic.Uint64
-	streaming                                         atomic.Bool
+	emitted, events, eventsDropped, resyncs, lookups, observeDropped atomic.Uint64
+	streaming, needResync                                            atomic.Bool
 }
 
 // criConn is one connection to the runtime.
@@ -132,6 +132,7 @@ type criConn struct {
 type CRIStats struct {
 	Emitted        uint64 // ContainerInfo events handed to emit
 	Events         uint64 // events received from the runtime's stream
+	EventsDropped  uint64 // events dropped because Run fell behind (a resync follows)
 	Resyncs        uint64 // full lists of sandboxes and containers
 	Lookups        uint64 // ids answered by the runtime, not the cache
 	ObserveDropped uint64 // Observe calls dropped: queue full
@@ -194,6 +195,7 @@ func (s *CRISource) Stats() CRIStats {
 	return CRIStats{
 		Emitted:        s.emitted.Load(),
 		Events:         s.events.Load(),
+		EventsDropped:  s.eventsDropped.Load(),
 		Resyncs:        s.resyncs.Load(),
 		Lookups:        s.lookups.Load(),
 		ObserveDropped: s.observeDropped.Load(),
@@ -374,7 +376,7 @@ type streamItem struct {
 // says whether the first full list succeeded.
 func (s *CRISource) serve(ctx context.Context, conn *criConn, emit func(event.Event)) (established bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
-	events := make(chan streamItem, 256)
+	events := make(chan streamItem, eventBuffer)
 	readerDone := make(chan struct{})
 	defer func() {
 		cancel()
@@ -421,12 +423,25 @@ func (s *CRISource) serve(ctx context.Context, conn *criConn, emit func(event.Ev
 		case id := <-s.observe:
 			s.observed(ctx, conn.client, id)
 		case <-s.dirty:
+			if s.needResync.Swap(false) {
+				if err := s.resync(ctx, conn.client); err != nil {
+					return true, err
+				}
+			}
 		}
 		s.flush(emit)
 	}
 }
 
+// eventBuffer is how many runtime events wait for Run before the reader
+// drops them.
+const eventBuffer = 1024
+
 // readEvents forwards the runtime's event stream to out until it fails.
+// It never waits for Run: containerd 2.x delivers events to subscribers
+// synchronously, and a subscriber that stops reading blocks the runtime's
+// container operations for every pod on the node. When out is full the
+// event is dropped and Run lists everything instead.
 func (s *CRISource) readEvents(ctx context.Context, c RuntimeClient, out chan<- streamItem) {
 	stream, err := c.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
 	for err == nil {
@@ -434,8 +449,10 @@ func (s *CRISource) readEvents(ctx context.Context, c RuntimeClient, out chan<- 
 		if resp, err = stream.Recv(); err == nil {
 			select {
 			case out <- streamItem{resp: resp}:
-			case <-ctx.Done():
-				return
+			default:
+				s.eventsDropped.Add(1)
+				s.needResync.Store(true)
+				s.signal()
 			}
 		}
 	}

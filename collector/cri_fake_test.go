@@ -38,7 +38,8 @@ type fakeRuntime struct {
 	// noEvents makes GetContainerEvents Unimplemented (polling fallback).
 	noEvents bool
 	// clock is the runtime's ns clock; it advances 1 ms per change.
-	clock int64
+	clock  int64
+	events int
 }
 
 func newFakeRuntime() *fakeRuntime {
@@ -150,9 +151,17 @@ func (f *fakeRuntime) sendLocked(id, sandboxID string, typ runtimeapi.ContainerE
 			ev.ContainersStatuses = append(ev.ContainersStatuses, clone(c))
 		}
 	}
+	f.events++
 	for ch := range f.subs {
 		ch <- ev
 	}
+}
+
+// sent returns how many events the runtime generated.
+func (f *fakeRuntime) sent() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.events
 }
 
 func clone[T proto.Message](m T) T { return proto.Clone(m).(T) }
@@ -219,7 +228,7 @@ func (f *fakeRuntime) GetContainerEvents(_ *runtimeapi.GetEventsRequest, stream 
 	if f.noEvents {
 		return status.Error(codes.Unimplemented, "method GetContainerEvents not implemented")
 	}
-	ch := make(chan *runtimeapi.ContainerEventResponse, 1024)
+	ch := make(chan *runtimeapi.ContainerEventResponse, 100) // as containerd: full, it blocks the runtime
 	f.mu.Lock()
 	f.subs[ch] = struct{}{}
 	f.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -530,4 +531,74 @@ func BenchmarkCRILookupCacheHit(b *testing.B) {
 			}
 		})
 	})
+}
+
+// TestCRISlowConsumerNeverBlocksRuntime: containerd blocks its container
+// operations while a subscriber does not read its events (the fake does the
+// same). With emit stuck, the runtime must still make progress; the events
+// that did not fit are dropped and a resync reports the final states.
+func TestCRISlowConsumerNeverBlocksRuntime(t *testing.T) {
+	rt := newFakeRuntime()
+	path := socketPath(t)
+	serveCRI(t, path, rt)
+	src, err := NewCRISource(CRIConfig{Endpoint: path, ResyncInterval: time.Hour}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unblock := make(chan struct{})
+	out := make(chan *event.ContainerInfo, 10000)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- src.Run(ctx, func(e event.Event) {
+			<-unblock
+			out <- e.(*event.ContainerInfo)
+		})
+	}()
+	var unblocked sync.Once
+	release := func() { unblocked.Do(func() { close(unblock) }) }
+	defer func() {
+		release()
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	waitFor(t, 5*time.Second, "event subscription", func() bool { return rt.count("GetContainerEvents") == 1 })
+
+	// Small pods: each event carries the statuses of all of a pod's containers.
+	const n = 1500
+	start := time.Now()
+	changed := make(chan struct{})
+	go func() {
+		defer close(changed)
+		for i := range n {
+			sb, id := fmt.Sprint("sb", i/3), fmt.Sprint("c", i)
+			if i%3 == 0 {
+				rt.addSandbox(sb, sb, "ns", "uid-"+sb)
+			}
+			rt.createContainer(id, sb, id, 0)
+			rt.startContainer(id)
+		}
+	}()
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the runtime is held back by a slow reader: its changes took over 10 s")
+	}
+	waitFor(t, 10*time.Second, "drops", func() bool { return src.Stats().EventsDropped > 0 })
+	release()
+
+	running := map[string]bool{}
+	for len(running) < n {
+		info := nextInfo(t, out)
+		if info.State == StateRunning {
+			running[info.ContainerID] = true
+		}
+	}
+	st := src.Stats()
+	if st.Resyncs < 2 {
+		t.Errorf("no resync after drops: %+v", st)
+	}
+	t.Logf("%d runtime events in %v with emit blocked; %+v", rt.sent(), time.Since(start).Round(time.Millisecond), st)
 }
