@@ -206,6 +206,16 @@ func TestIntegrationCRI(t *testing.T) {
 	if info, err := streamed.Lookup(ctx, main.ContainerID); err != nil || info.ContainerName != "main" {
 		t.Errorf("Lookup(main): %+v, %v", info, err)
 	}
+	// What Lookup and Observe ask for an id the cache does not know: the
+	// real runtime's answers match the stream's.
+	client := withoutEvents{runtimeapi.NewRuntimeServiceClient(conn)}
+	for _, want := range []*event.ContainerInfo{sb, ini, main} {
+		got, err := polled.fetch(ctx, client, want.ContainerID)
+		got.Time = want.Time
+		if err != nil || got != *want {
+			t.Errorf("fetch(%s):\n got  %+v, %v\n want %+v", want.ContainerName, got, err, *want)
+		}
+	}
 	if _, err := streamed.Lookup(ctx, strings.Repeat("0", 64)); !errors.Is(err, ErrContainerNotFound) {
 		t.Errorf("Lookup(unknown): %v", err)
 	}
