@@ -252,8 +252,9 @@ func (s *CRISource) signal() {
 // Run connects to the runtime and, until ctx is done, hands emit a
 // ContainerInfo for every sandbox and container when it is first seen and
 // whenever its state changes (once per change: not on every list, and never
-// back to an earlier state), from one goroutine (the caller's). It follows the runtime's event stream
-// (GetContainerEvents) and lists everything every ResyncInterval; a runtime
+// back to an earlier state), from one goroutine (the caller's). It follows
+// the runtime's event stream (GetContainerEvents) and lists everything
+// every ResyncInterval; a runtime
 // without the stream is listed every PollInterval. A runtime that is missing
 // or goes away costs one Warn per outage; Run retries quietly with back-off.
 // Run returns nil on cancellation after closing its connection. Call it once.
@@ -264,16 +265,19 @@ func (s *CRISource) Run(ctx context.Context, emit func(event.Event)) error {
 		conn, err := s.connect(ctx)
 		established := false
 		if err == nil {
-			switch {
-			case warned:
-				s.logger.Info("container runtime reachable again", "endpoint", conn.endpoint, "runtime", conn.runtime)
-			case !connected:
-				s.logger.Info("container runtime connected", "endpoint", conn.endpoint, "runtime", conn.runtime)
-			default:
-				s.logger.Debug("container runtime reconnected", "endpoint", conn.endpoint)
+			// Up means answering the first full list, not only Version.
+			up := func() {
+				switch {
+				case warned:
+					s.logger.Info("container runtime reachable again", "endpoint", conn.endpoint, "runtime", conn.runtime)
+				case !connected:
+					s.logger.Info("container runtime connected", "endpoint", conn.endpoint, "runtime", conn.runtime)
+				default:
+					s.logger.Debug("container runtime reconnected", "endpoint", conn.endpoint)
+				}
+				warned, connected = false, true
 			}
-			warned, connected = false, true
-			established, err = s.serve(ctx, conn, emit)
+			established, err = s.serve(ctx, conn, up, emit)
 			conn.close()
 		}
 		if ctx.Err() != nil {
@@ -373,8 +377,8 @@ type streamItem struct {
 }
 
 // serve follows one connection until it fails or ctx is done; established
-// says whether the first full list succeeded.
-func (s *CRISource) serve(ctx context.Context, conn *criConn, emit func(event.Event)) (established bool, err error) {
+// says whether the first full list succeeded, after which serve calls up.
+func (s *CRISource) serve(ctx context.Context, conn *criConn, up func(), emit func(event.Event)) (established bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	events := make(chan streamItem, eventBuffer)
 	readerDone := make(chan struct{})
@@ -394,6 +398,7 @@ func (s *CRISource) serve(ctx context.Context, conn *criConn, emit func(event.Ev
 		return false, err
 	}
 	s.conn.Store(conn)
+	up()
 	s.flush(emit)
 
 	ticker := time.NewTicker(s.cfg.ResyncInterval)

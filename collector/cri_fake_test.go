@@ -254,6 +254,8 @@ func (f *fakeRuntime) GetContainerEvents(_ *runtimeapi.GetEventsRequest, stream 
 type fakeClient struct {
 	rt   *fakeRuntime
 	down atomic.Bool
+	// failLists makes the list calls fail while Version still answers.
+	failLists atomic.Bool
 }
 
 func (c *fakeClient) unavailable() error {
@@ -273,6 +275,9 @@ func (c *fakeClient) Version(ctx context.Context, in *runtimeapi.VersionRequest,
 func (c *fakeClient) ListPodSandbox(ctx context.Context, in *runtimeapi.ListPodSandboxRequest, _ ...grpc.CallOption) (*runtimeapi.ListPodSandboxResponse, error) {
 	if err := c.unavailable(); err != nil {
 		return nil, err
+	}
+	if c.failLists.Load() {
+		return nil, status.Error(codes.Internal, "sandbox store is broken")
 	}
 	return c.rt.ListPodSandbox(ctx, in)
 }

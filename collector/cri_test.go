@@ -602,3 +602,29 @@ func TestCRISlowConsumerNeverBlocksRuntime(t *testing.T) {
 	}
 	t.Logf("%d runtime events in %v with emit blocked; %+v", rt.sent(), time.Since(start).Round(time.Millisecond), st)
 }
+
+// TestCRIRuntimeAnswersButCannotList: Version alone does not make a
+// runtime usable; failing lists are one outage with one Warn, not a
+// Warn/Info pair per retry.
+func TestCRIRuntimeAnswersButCannotList(t *testing.T) {
+	rt := newFakeRuntime()
+	rt.addSandbox("sb1", "web", "ns", "uid-1")
+	client := &fakeClient{rt: rt}
+	client.failLists.Store(true)
+	rec := &logRecorder{}
+	src, err := NewCRISource(CRIConfig{Client: client, RetryInterval: 5 * time.Millisecond}, slog.New(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := runCRI(t, src)
+	waitFor(t, 5*time.Second, "retries", func() bool { return rt.count("Version") >= 4 })
+	client.failLists.Store(false)
+	expect(t, out, "sb1", StateReady)
+	warns, infos := rec.messages(slog.LevelWarn), rec.messages(slog.LevelInfo)
+	if len(warns) != 1 || !strings.Contains(warns[0], "container runtime unavailable") {
+		t.Errorf("warnings: %q", warns)
+	}
+	if !reflect.DeepEqual(infos, []string{"container runtime reachable again"}) {
+		t.Errorf("infos: %q", infos)
+	}
+}
