@@ -5,4 +5,4 @@
 // clang 14 and `make verify-generate` fails when they are stale.
 package bpf
 
-//go:generate go tool bpf2go -cc ${BPF_CLANG} -cflags ${BPF_CFLAGS} -target amd64 -type event_header -type exec_event -type exit_event -type fork_event -type event_type Process process.bpf.c -- -I.
+//go:generate go tool bpf2go -cc ${BPF_CLANG} -cflags ${BPF_CFLAGS} -target amd64 -type event_header -type exec_event -type exit_event -type fork_event -type cgroup_event -type event_type Process process.bpf.c -- -I.

@@ -1,6 +1,6 @@
 //go:build ignore
 
-// SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0)
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 //
 // process.bpf.c reports process lifecycle events: exec, fork (processes, not
 // threads) and exit (once per process, when its whole thread group is dead).
@@ -20,11 +20,14 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define COMM_LEN 16
 #define FILENAME_LEN 256
 #define ARGV_LEN 512 // power of two: the verifier bound below relies on it
+#define CGROUP_LEVELS 4
+#define CGROUP_NAME_LEN 128
 
 enum event_type {
 	EVENT_EXEC = 1,
 	EVENT_EXIT = 2,
 	EVENT_FORK = 3,
+	EVENT_CGROUP_NAME = 4,
 };
 
 struct event_header {
@@ -33,7 +36,7 @@ struct event_header {
 	u64 boot_ns;   // bpf_ktime_get_boot_ns(): CLOCK_BOOTTIME
 	u32 tgid;      // process id
 	u32 ppid;      // real_parent->tgid
-	u64 cgroup_id; // cgroup v2 (unified hierarchy) id of the task
+	u64 cgroup_id; // cgroup v2 (unified hierarchy) id of the task (not of current)
 	char comm[COMM_LEN];
 };
 
@@ -55,16 +58,37 @@ struct fork_event {
 	struct event_header hdr; // the child: pid == tgid, ppid is the parent
 };
 
+// cgroup_event names a cgroup the first time one of its tasks execs or
+// forks, before the event itself: a container's cgroup is often removed
+// before userspace could look its id up.
+struct cgroup_event {
+	struct event_header hdr; // hdr.cgroup_id is the cgroup named
+	u32 level;               // depth below the root (the root is 0)
+	u32 _pad;
+	// names[0] is the cgroup's own directory name, names[1] its parent's...
+	// up to CGROUP_LEVELS or the root.
+	char names[CGROUP_LEVELS][CGROUP_NAME_LEN];
+};
+
 // Force BTF for the event types so bpf2go -type can generate Go structs.
 const struct exec_event *unused_exec __attribute__((unused));
 const struct exit_event *unused_exit __attribute__((unused));
 const struct fork_event *unused_fork __attribute__((unused));
+const struct cgroup_event *unused_cgroup __attribute__((unused));
 const enum event_type *unused_type __attribute__((unused));
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 22); // 4 MiB; Go may resize before load
 } events SEC(".maps");
+
+// Cgroups already named to userspace (an LRU: a forgotten one is named again).
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, u64);
+	__type(value, u8);
+} named_cgroups SEC(".maps");
 
 // drops[cpu]: records lost because the ring buffer was full.
 struct {
@@ -97,6 +121,18 @@ static __always_inline void count_drop(void)
 		__sync_fetch_and_add(v, 1);
 }
 
+// kernfs_node.parent became __parent in 6.15: both through CO-RE.
+struct kernfs_node___old {
+	struct kernfs_node *parent;
+} __attribute__((preserve_access_index));
+
+static __always_inline struct kernfs_node *kn_parent(struct kernfs_node *kn)
+{
+	if (bpf_core_field_exists(kn->__parent))
+		return BPF_CORE_READ(kn, __parent);
+	return BPF_CORE_READ((struct kernfs_node___old *)kn, parent);
+}
+
 static __always_inline void fill_header(struct event_header *h, struct task_struct *task, u32 type)
 {
 	h->type = type;
@@ -104,8 +140,38 @@ static __always_inline void fill_header(struct event_header *h, struct task_stru
 	h->pid = BPF_CORE_READ(task, pid);
 	h->tgid = BPF_CORE_READ(task, tgid);
 	h->ppid = BPF_CORE_READ(task, real_parent, tgid);
-	h->cgroup_id = bpf_get_current_cgroup_id();
+	// The task's own cgroup: a child cloned into another cgroup
+	// (CLONE_INTO_CGROUP) is not in current's.
+	h->cgroup_id = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
 	BPF_CORE_READ_STR_INTO(&h->comm, task, comm);
+}
+
+// name_cgroup sends a cgroup_event for task's cgroup unless already sent.
+static __always_inline void name_cgroup(struct task_struct *task)
+{
+	struct cgroup *cg = BPF_CORE_READ(task, cgroups, dfl_cgrp);
+	struct kernfs_node *kn = BPF_CORE_READ(cg, kn);
+	u64 id = BPF_CORE_READ(kn, id);
+	u8 one = 1;
+	if (bpf_map_lookup_elem(&named_cgroups, &id))
+		return;
+	struct cgroup_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_drop();
+		return; // not marked as named: the next event tries again
+	}
+	fill_header(&e->hdr, task, EVENT_CGROUP_NAME);
+	e->level = BPF_CORE_READ(cg, level);
+	e->_pad = 0;
+	for (int i = 0; i < CGROUP_LEVELS; i++) {
+		e->names[i][0] = 0;
+		if (kn && i < e->level) {
+			bpf_probe_read_kernel_str(e->names[i], CGROUP_NAME_LEN, BPF_CORE_READ(kn, name));
+			kn = kn_parent(kn);
+		}
+	}
+	bpf_map_update_elem(&named_cgroups, &id, &one, BPF_ANY);
+	bpf_ringbuf_submit(e, submit_flags());
 }
 
 static __always_inline void read_argv(struct exec_event *e, struct task_struct *task)
@@ -128,6 +194,7 @@ static __always_inline void read_argv(struct exec_event *e, struct task_struct *
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
+	name_cgroup(p);
 	struct exec_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_drop();
@@ -178,6 +245,7 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	if (BPF_CORE_READ(child, pid) != BPF_CORE_READ(child, tgid))
 		return 0; // a new thread, not a new process
 
+	name_cgroup(child);
 	struct fork_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_drop();

@@ -16,6 +16,8 @@ const (
 	EventExec = uint32(ProcessEventTypeEVENT_EXEC)
 	EventExit = uint32(ProcessEventTypeEVENT_EXIT)
 	EventFork = uint32(ProcessEventTypeEVENT_FORK)
+	// EventCgroupName names a cgroup before the first event of its tasks.
+	EventCgroupName = uint32(ProcessEventTypeEVENT_CGROUP_NAME)
 )
 
 // ProcessOptions configure LoadProcessProgram. The zero value is usable.

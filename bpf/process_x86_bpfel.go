@@ -13,6 +13,14 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type ProcessCgroupEvent struct {
+	_     structs.HostLayout
+	Hdr   ProcessEventHeader
+	Level uint32
+	Pad   uint32
+	Names [4][128]int8
+}
+
 type ProcessEventHeader struct {
 	_        structs.HostLayout
 	Type     uint32
@@ -27,9 +35,10 @@ type ProcessEventHeader struct {
 type ProcessEventType uint32
 
 const (
-	ProcessEventTypeEVENT_EXEC ProcessEventType = 1
-	ProcessEventTypeEVENT_EXIT ProcessEventType = 2
-	ProcessEventTypeEVENT_FORK ProcessEventType = 3
+	ProcessEventTypeEVENT_EXEC        ProcessEventType = 1
+	ProcessEventTypeEVENT_EXIT        ProcessEventType = 2
+	ProcessEventTypeEVENT_FORK        ProcessEventType = 3
+	ProcessEventTypeEVENT_CGROUP_NAME ProcessEventType = 4
 )
 
 type ProcessExecEvent struct {
@@ -59,11 +68,13 @@ type ProcessForkEvent struct {
 const (
 	ProcessMapDrops            = "drops"
 	ProcessMapEvents           = "events"
+	ProcessMapNamedCgroups     = "named_cgroups"
 	ProcessProgHandleExec      = "handle_exec"
 	ProcessProgHandleExit      = "handle_exit"
 	ProcessProgHandleFork      = "handle_fork"
 	ProcessVarCaptureArgv      = "capture_argv"
 	ProcessVarExitHasGroupDead = "exit_has_group_dead"
+	ProcessVarUnusedCgroup     = "unused_cgroup"
 	ProcessVarUnusedExec       = "unused_exec"
 	ProcessVarUnusedExit       = "unused_exit"
 	ProcessVarUnusedFork       = "unused_fork"
@@ -122,8 +133,9 @@ type ProcessProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type ProcessMapSpecs struct {
-	Drops  *ebpf.MapSpec `ebpf:"drops"`
-	Events *ebpf.MapSpec `ebpf:"events"`
+	Drops        *ebpf.MapSpec `ebpf:"drops"`
+	Events       *ebpf.MapSpec `ebpf:"events"`
+	NamedCgroups *ebpf.MapSpec `ebpf:"named_cgroups"`
 }
 
 // ProcessVariableSpecs contains global variables before they are loaded into the kernel.
@@ -132,6 +144,7 @@ type ProcessMapSpecs struct {
 type ProcessVariableSpecs struct {
 	CaptureArgv      *ebpf.VariableSpec `ebpf:"capture_argv"`
 	ExitHasGroupDead *ebpf.VariableSpec `ebpf:"exit_has_group_dead"`
+	UnusedCgroup     *ebpf.VariableSpec `ebpf:"unused_cgroup"`
 	UnusedExec       *ebpf.VariableSpec `ebpf:"unused_exec"`
 	UnusedExit       *ebpf.VariableSpec `ebpf:"unused_exit"`
 	UnusedFork       *ebpf.VariableSpec `ebpf:"unused_fork"`
@@ -159,14 +172,16 @@ func (o *ProcessObjects) Close() error {
 //
 // It can be passed to LoadProcessObjects or ebpf.CollectionSpec.LoadAndAssign.
 type ProcessMaps struct {
-	Drops  *ebpf.Map `ebpf:"drops"`
-	Events *ebpf.Map `ebpf:"events"`
+	Drops        *ebpf.Map `ebpf:"drops"`
+	Events       *ebpf.Map `ebpf:"events"`
+	NamedCgroups *ebpf.Map `ebpf:"named_cgroups"`
 }
 
 func (m *ProcessMaps) Close() error {
 	return _ProcessClose(
 		m.Drops,
 		m.Events,
+		m.NamedCgroups,
 	)
 }
 
@@ -176,6 +191,7 @@ func (m *ProcessMaps) Close() error {
 type ProcessVariables struct {
 	CaptureArgv      *ebpf.Variable `ebpf:"capture_argv"`
 	ExitHasGroupDead *ebpf.Variable `ebpf:"exit_has_group_dead"`
+	UnusedCgroup     *ebpf.Variable `ebpf:"unused_cgroup"`
 	UnusedExec       *ebpf.Variable `ebpf:"unused_exec"`
 	UnusedExit       *ebpf.Variable `ebpf:"unused_exit"`
 	UnusedFork       *ebpf.Variable `ebpf:"unused_fork"`

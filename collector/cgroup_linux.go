@@ -145,6 +145,22 @@ func (r *cgroupResolver) resolve(id uint64) *cgroupEntry {
 	return r.cache[id]
 }
 
+// learn takes the kernel's naming of a cgroup. The full path is read back
+// by handle while the cgroup still exists; the names alone stand in when it
+// is already gone (a container that ran for milliseconds).
+func (r *cgroupResolver) learn(cn *CgroupName) {
+	if _, ok := r.cache[cn.CgroupID]; ok {
+		return
+	}
+	if r.byHandle {
+		if p, err := r.pathByHandle(cn.CgroupID); err == nil {
+			r.add(cn.CgroupID, p)
+			return
+		}
+	}
+	r.add(cn.CgroupID, cn.Path())
+}
+
 func (r *cgroupResolver) add(id uint64, p string) *cgroupEntry {
 	if len(r.cache) >= r.max {
 		r.evict()

@@ -58,3 +58,5 @@ func BenchmarkParseCgroupPath(b *testing.B) {
 		ParseCgroupPath(p)
 	}
 }
+
+const testPodUIDUnderscores = "3f9c2a7e_1b4d_4e8a_9c6f_0d2b5e7a1c34"

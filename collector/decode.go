@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/readyline/readyline/bpf"
@@ -36,7 +37,46 @@ var (
 	argvCap        = len(bpf.ProcessExecEvent{}.Argv)
 
 	offExitCode = int(unsafe.Offsetof(bpf.ProcessExitEvent{}.ExitCode))
+
+	cgroupSize     = int(unsafe.Sizeof(bpf.ProcessCgroupEvent{}))
+	offCgroupLevel = int(unsafe.Offsetof(bpf.ProcessCgroupEvent{}.Level))
+	offCgroupNames = int(unsafe.Offsetof(bpf.ProcessCgroupEvent{}.Names))
+	cgroupLevels   = len(bpf.ProcessCgroupEvent{}.Names)
+	cgroupNameLen  = len(bpf.ProcessCgroupEvent{}.Names[0])
 )
+
+// CgroupName is the kernel naming a cgroup (by its last path components)
+// ahead of the events of its tasks, so that a container's cgroup can be
+// attributed even after it is removed. It is consumed by the process
+// source, not emitted.
+type CgroupName struct {
+	Time     time.Time
+	CgroupID uint64
+	// Level is the cgroup's depth below the root (0 for the root).
+	Level int
+	// Names are the directory names from the cgroup itself upwards, at most
+	// as many as the kernel sends (see Path).
+	Names []string
+}
+
+func (*CgroupName) Type() event.Type  { return "cgroup" }
+func (c *CgroupName) When() time.Time { return c.Time }
+
+// Path is the cgroup's path as far as the names reach: "/a/b/c", or
+// "/.../b/c" when the cgroup is deeper than the names the kernel sent.
+func (c *CgroupName) Path() string {
+	if c.Level == 0 {
+		return "/"
+	}
+	parts := make([]string, 0, len(c.Names)+1)
+	if c.Level > len(c.Names) {
+		parts = append(parts, "...")
+	}
+	for i := len(c.Names) - 1; i >= 0; i-- {
+		parts = append(parts, c.Names[i])
+	}
+	return "/" + strings.Join(parts, "/")
+}
 
 // ErrShortRecord and ErrUnknownRecord are returned by DecodeProcessEvent for
 // records it cannot read.
@@ -46,8 +86,8 @@ var (
 )
 
 // DecodeProcessEvent decodes one ring-buffer record of the process tracer
-// into an event.ProcessExec, ProcessExit or ProcessFork, its kernel time
-// converted with clock. Container attribution and argv policy are left to
+// into an event.ProcessExec, ProcessExit or ProcessFork (or a *CgroupName),
+// its kernel time converted with clock. Container attribution and argv policy are left to
 // the caller: the event carries the cgroup id and the raw argv.
 // It never panics, whatever the input.
 func DecodeProcessEvent(b []byte, clock BootClock) (event.Event, error) {
@@ -96,6 +136,17 @@ func DecodeProcessEvent(b []byte, clock BootClock) (event.Event, error) {
 			return nil, fmt.Errorf("%w: fork record of %d bytes, want %d", ErrShortRecord, len(b), forkSize)
 		}
 		return &event.ProcessFork{Time: at, Process: proc}, nil
+	case bpf.EventCgroupName:
+		if len(b) < cgroupSize {
+			return nil, fmt.Errorf("%w: cgroup record of %d bytes, want %d", ErrShortRecord, len(b), cgroupSize)
+		}
+		level := int(le.Uint32(b[offCgroupLevel:]))
+		cn := &CgroupName{Time: at, CgroupID: proc.CgroupID, Level: level}
+		for i := range min(level, cgroupLevels) {
+			off := offCgroupNames + i*cgroupNameLen
+			cn.Names = append(cn.Names, cString(b[off:off+cgroupNameLen]))
+		}
+		return cn, nil
 	default:
 		return nil, fmt.Errorf("%w %d", ErrUnknownRecord, typ)
 	}

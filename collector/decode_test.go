@@ -146,6 +146,7 @@ func FuzzDecodeProcessEvent(f *testing.F) {
 	f.Add(encode(f, bpf.ProcessForkEvent{Hdr: header(bpf.EventFork)}))
 	f.Add([]byte{})
 	f.Add(make([]byte, hdrSize))
+	f.Add(cgroupRecord(f, 4, "c", "pod1", "besteffort", "kubepods"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ev, err := DecodeProcessEvent(b, testClock)
 		if err == nil && ev == nil {
@@ -166,5 +167,49 @@ func BenchmarkDecodeProcessEvent(b *testing.B) {
 		if _, err := DecodeProcessEvent(rec, testClock); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func cgroupRecord(t testing.TB, level uint32, names ...string) []byte {
+	e := bpf.ProcessCgroupEvent{Hdr: header(bpf.EventCgroupName), Level: level}
+	for i, n := range names {
+		setCString(e.Names[i][:], n)
+	}
+	return encode(t, e)
+}
+
+func TestDecodeCgroupName(t *testing.T) {
+	const cid = "8d3e5f7a9b1c2d4e6f8a0b1c3d5e7f9a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e"
+	tests := []struct {
+		name  string
+		rec   []byte
+		path  string
+		attrs CgroupAttribution
+	}{
+		{"root", cgroupRecord(t, 0), "/", CgroupAttribution{}},
+		{"cgroupfs container, whole path", cgroupRecord(t, 4, cid, "pod"+testPodUID, "besteffort", "kubepods"),
+			"/kubepods/besteffort/pod" + testPodUID + "/" + cid, CgroupAttribution{PodUID: testPodUID, ContainerID: cid}},
+		{"deeper than the names", cgroupRecord(t, 6, "cri-containerd-"+cid+".scope", "kubelet-kubepods-besteffort-pod"+testPodUIDUnderscores+".slice", "kubelet-kubepods-besteffort.slice", "kubelet-kubepods.slice"),
+			"/.../kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/kubelet-kubepods-besteffort-pod" + testPodUIDUnderscores + ".slice/cri-containerd-" + cid + ".scope",
+			CgroupAttribution{PodUID: testPodUID, ContainerID: cid}},
+		{"shallow", cgroupRecord(t, 1, "system.slice"), "/system.slice", CgroupAttribution{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ev, err := DecodeProcessEvent(tt.rec, testClock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cn, ok := ev.(*CgroupName)
+			if !ok || cn.CgroupID != 4242 {
+				t.Fatalf("got %#v", ev)
+			}
+			if got := cn.Path(); got != tt.path {
+				t.Errorf("Path() = %q, want %q", got, tt.path)
+			}
+			if got := ParseCgroupPath(cn.Path()); got != tt.attrs {
+				t.Errorf("attribution %+v, want %+v", got, tt.attrs)
+			}
+		})
 	}
 }

@@ -151,6 +151,12 @@ func (s *ProcessSource) Run(ctx context.Context, emit func(event.Event)) error {
 			s.logger.Debug("dropping undecodable record", "error", err)
 			continue
 		}
+		if cn, ok := ev.(*CgroupName); ok {
+			if s.cgroups != nil {
+				s.cgroups.learn(cn)
+			}
+			continue
+		}
 		if s.enrich(ev) {
 			emit(ev)
 		}

@@ -232,3 +232,23 @@ func TestIntegrationRapidExecsNoDrops(t *testing.T) {
 	}
 	t.Logf("%d execs in %v (%.0f/s)", n, elapsed.Round(time.Millisecond), n/elapsed.Seconds())
 }
+
+// TestIntegrationShortLivedContainer: a container whose cgroup is removed
+// right after its process exits, before the reader has seen any of its
+// events, is still attributed (the kernel names the cgroup at first use).
+func TestIntegrationShortLivedContainer(t *testing.T) {
+	rec := startProcessSource(t, ProcessConfig{PodsOnly: true})
+	for i := range 5 {
+		cid := fmt.Sprintf("%063x%d", i, i)
+		cg := makeTestCgroup(t, "kubepods/besteffort/pod"+testPodUID+"/"+cid, testPodUID, cid)
+		cmd := cg.Command(t, "/bin/true")
+		if err := cmd.Run(); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(cg.Dir); err != nil {
+			t.Fatalf("removing the cgroup right after its process: %v", err)
+		}
+		rec.waitFor(t, "exec of true in a removed cgroup", 1, execOf(cg, "/bin/true"))
+		rec.waitFor(t, "exit of true in a removed cgroup", 1, exitOf(cg, cmd.Process.Pid))
+	}
+}
