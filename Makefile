@@ -45,6 +45,14 @@ bench: ## Go benchmarks
 bench-overhead: build ## exec overhead of the process collector (ratio with/without)
 	./collector/bench-overhead.sh
 
+## ---- demo
+
+demo: ## local node + Jaeger + readyline on the host; start the seed's pods, print their waterfalls
+	./deploy/demo/demo.sh up
+
+demo-down: ## stop readyline, the local node and Jaeger
+	./deploy/demo/demo.sh down
+
 ## ---- local node (deploy/node)
 
 node-up: ## bring up the local single-node Kubernetes (idempotent)
@@ -62,4 +70,5 @@ jaeger-up: ## start Jaeger v2 on loopback (OTLP 4317/4318, query 16686)
 jaeger-down: ## stop Jaeger
 	./deploy/node/node.sh jaeger-down
 
-.PHONY: help build generate verify-generate lint test test-unit bench bench-overhead node-up node-down node-status jaeger-up jaeger-down
+
+.PHONY: help build generate verify-generate lint test test-unit bench bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down
