@@ -28,12 +28,15 @@ verify-generate: ## fail when the committed bpf2go objects are stale
 lint: ## gofmt + go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) vet -tags e2e ./deploy/e2e/...
+	$(GO) vet -tags e2e ./deploy/e2e/... ./collector/...
 
 ## ---- test
 
 test: lint verify-generate ## unit + privileged (root) + end-to-end tests on the local node
 	$(GO) test -count=1 ./...
+	./deploy/node/node.sh up
+	./deploy/node/node.sh jaeger-up
+	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -tags e2e -run 'TestIntegration(PodWatch|CRI)' ./collector/
 	READYLINE_E2E_TEARDOWN=$${READYLINE_E2E_TEARDOWN:-1} $(GO) test -count=1 -tags e2e -timeout 60m -v ./deploy/e2e/...
 
 test-unit: ## unit and privileged tests only (no local node)

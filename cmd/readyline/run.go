@@ -125,6 +125,10 @@ func (d *daemon) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	cri, err := collector.NewCRISource(collector.CRIConfig{Endpoint: d.cfg.criEndpoint}, d.logger.With("source", "cri"))
+	if err != nil {
+		return err
+	}
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -139,7 +143,18 @@ func (d *daemon) run(ctx context.Context) error {
 		}()
 	}
 	goRun("traces", d.traces.Run)
-	goRun("process source", func(ctx context.Context) error { return procs.Run(ctx, d.emitter(ctx)) })
+	goRun("process source", func(ctx context.Context) error {
+		emit := d.emitter(ctx)
+		return procs.Run(ctx, func(ev event.Event) {
+			// The kernel sees a container before anything else: have the
+			// runtime name it now, while it still exists.
+			if e, ok := ev.(*event.ProcessExec); ok && e.ContainerID != "" {
+				cri.Observe(e.ContainerID)
+			}
+			emit(ev)
+		})
+	})
+	goRun("cri source", func(ctx context.Context) error { return cri.Run(ctx, d.emitter(ctx)) })
 	goRun("pod watch", func(ctx context.Context) error { return pods.Run(ctx, d.emitter(ctx)) })
 	if d.cfg.metricsAddr != "" {
 		goRun("metrics server", d.serve(d.cfg.metricsAddr, d.metrics.Handler(d.health)))

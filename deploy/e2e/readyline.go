@@ -40,6 +40,9 @@ type Daemon struct {
 // node and Jaeger, writing its log and recording to the artifacts dir under
 // name. It returns once the daemon serves /healthz and its sources are up.
 func (e *Env) StartDaemon(ctx context.Context, name string) (*Daemon, error) {
+	if others := otherDaemons(); len(others) > 0 {
+		return nil, fmt.Errorf("another 'readyline run' is running (pids %v) and would send the same traces to Jaeger; stop it first (make demo-down)", others)
+	}
 	dir, err := e.ArtifactsDir()
 	if err != nil {
 		return nil, err
@@ -143,6 +146,25 @@ func (d *Daemon) Timeline(ctx context.Context, namespace, name string, timeout t
 		return nil, fmt.Errorf("timeline of %s/%s: %w", namespace, name, err)
 	}
 	return tl, nil
+}
+
+// otherDaemons lists the pids of running `readyline run` processes.
+func otherDaemons() []int {
+	var pids []int
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) > 1 && filepath.Base(args[0]) == "readyline" && args[1] == "run" {
+			var pid int
+			fmt.Sscanf(filepath.Base(filepath.Dir(p)), "%d", &pid)
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 func freeAddr() (string, error) {
