@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# generate.sh regenerates the bpf2go output (process_x86_bpfel.{go,o}) with
+# generate.sh regenerates the bpf2go output (*_x86_bpfel.{go,o}) with
 # Debian's clang 14, the pinned compiler; the output is byte-for-byte
 # reproducible and independent of the checkout's path.
 #
@@ -30,7 +30,7 @@ if ! command -v llvm-strip >/dev/null; then
 	export PATH="$shim:$PATH"
 fi
 
-generated() { (cd "$1" && ls process_*_bpfel.go process_*_bpfel.o); }
+generated() { (cd "$1" && ls ./*_bpfel.go ./*_bpfel.o); }
 
 case "${1:-}" in
 --vmlinux)
