@@ -6,3 +6,5 @@
 package bpf
 
 //go:generate go tool bpf2go -cc ${BPF_CLANG} -cflags ${BPF_CFLAGS} -target amd64 -type event_header -type exec_event -type exit_event -type fork_event -type cgroup_event -type event_type Process process.bpf.c -- -I.
+//go:generate go tool bpf2go -cc ${BPF_CLANG} -cflags ${BPF_CFLAGS} -target amd64 -type go_call_event -type func_spec -type deref_spec -type go_call_event_type -type deref_kind Goprobe goprobe.bpf.c -- -I.
+//go:generate go tool bpf2go -cc ${BPF_CLANG} -cflags ${BPF_CFLAGS} -target amd64 -type event_header -type state_event -type event_type Tcp tcp.bpf.c -- -I.

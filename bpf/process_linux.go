@@ -98,7 +98,7 @@ func (p *ProcessProgram) Events() *ebpf.Map { return p.objs.Events }
 // Drops returns how many records the kernel side lost because the ring
 // buffer was full, summed over CPUs.
 func (p *ProcessProgram) Drops() (uint64, error) {
-	return sumPerCPU(p.objs.Drops)
+	return sumPerCPU(p.objs.Drops, 0)
 }
 
 // Close detaches the programs and releases the maps.
@@ -111,9 +111,10 @@ func (p *ProcessProgram) Close() error {
 	return errors.Join(errs...)
 }
 
-func sumPerCPU(m *ebpf.Map) (uint64, error) {
+// sumPerCPU sums entry idx of a per-CPU array of counters.
+func sumPerCPU(m *ebpf.Map, idx uint32) (uint64, error) {
 	var perCPU []uint64
-	if err := m.Lookup(uint32(0), &perCPU); err != nil {
+	if err := m.Lookup(idx, &perCPU); err != nil {
 		return 0, fmt.Errorf("reading %s: %w", m, err)
 	}
 	var sum uint64

@@ -136,10 +136,14 @@ func Unmarshal(data []byte) (Event, error) {
 		e = new(ProcessFork)
 	case TypeContainer:
 		e = new(ContainerInfo)
+	case TypeCRICall:
+		e = new(CRICall)
 	case TypePod:
 		e = new(PodUpdate)
 	case TypeTick:
 		e = new(Tick)
+	case TypeTCP:
+		e = new(TCPConnection)
 	default:
 		return nil, fmt.Errorf("%w %q", ErrUnknownType, head.Type)
 	}

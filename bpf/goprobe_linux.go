@@ -1,0 +1,156 @@
+package bpf
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+)
+
+// Constants of goprobe.bpf.c's wire format and cookies.
+const (
+	// EventGoCall is the type of every goprobe record.
+	EventGoCall = uint32(GoprobeGoCallEventTypeEVENT_GO_CALL)
+	// NoReg marks an unused register slot in a GoprobeFuncSpec.
+	NoReg = 0xff
+	// MaxGoFuncs bounds the function ids (cookie bits 0-15).
+	MaxGoFuncs = 32
+	// CookieReturn marks a return probe's cookie.
+	CookieReturn = 1 << 16
+	// Dereference kinds of a GoprobeDerefSpec.
+	DerefNone      = uint8(GoprobeDerefKindDEREF_NONE)
+	DerefString    = uint8(GoprobeDerefKindDEREF_STRING)
+	DerefPtrString = uint8(GoprobeDerefKindDEREF_PTR_STRING)
+)
+
+// Go ABIInternal integer registers on amd64, in argument order: the
+// register indexes of a GoprobeFuncSpec.
+const (
+	RAX uint8 = iota
+	RBX
+	RCX
+	RDI
+	RSI
+	R8
+	R9
+	R10
+	R11
+)
+
+// GoProbeProgram is the loaded Go-function uprobe program, not yet attached
+// to anything: see AttachMulti and AttachEach.
+type GoProbeProgram struct {
+	objs GoprobeObjects
+}
+
+// LoadGoProbeProgram loads goprobe.bpf.c.
+func LoadGoProbeProgram() (*GoProbeProgram, error) {
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("removing memlock rlimit: %w", err)
+	}
+	p := &GoProbeProgram{}
+	if err := LoadGoprobeObjects(&p.objs, nil); err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("loading goprobe programs: %+v", ve)
+		}
+		return nil, fmt.Errorf("loading goprobe programs: %w", err)
+	}
+	return p, nil
+}
+
+// SetFunc tells the programs what to read for function id.
+func (p *GoProbeProgram) SetFunc(id uint32, spec GoprobeFuncSpec) error {
+	if id >= MaxGoFuncs {
+		return fmt.Errorf("function id %d out of range", id)
+	}
+	if err := p.objs.FuncSpecs.Put(id, spec); err != nil {
+		return fmt.Errorf("setting function %d: %w", id, err)
+	}
+	return nil
+}
+
+// Probe is one address to probe in an executable.
+type Probe struct {
+	// Offset is the file offset of the instruction.
+	Offset uint64
+	// Func is the function id; Return marks a RET instruction.
+	Func   uint32
+	Return bool
+}
+
+func (pr Probe) cookie() uint64 {
+	c := uint64(pr.Func)
+	if pr.Return {
+		c |= CookieReturn
+	}
+	return c
+}
+
+// AttachMulti attaches every probe in exe with one uprobe_multi link,
+// limited to process pid (0: any). It needs Linux 6.6 and CAP_BPF +
+// CAP_PERFMON, not CAP_SYS_ADMIN.
+func (p *GoProbeProgram) AttachMulti(exe string, pid int, probes []Probe) (link.Link, error) {
+	ex, err := link.OpenExecutable(exe)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", exe, err)
+	}
+	opts := &link.UprobeMultiOptions{PID: uint32(pid)}
+	for _, pr := range probes {
+		opts.Addresses = append(opts.Addresses, pr.Offset)
+		opts.Cookies = append(opts.Cookies, pr.cookie())
+	}
+	l, err := ex.UprobeMulti(nil, p.objs.GoCallMulti, opts)
+	if err != nil {
+		return nil, fmt.Errorf("attaching uprobe_multi to %s: %w", exe, err)
+	}
+	return l, nil
+}
+
+// AttachEach attaches every probe in exe with its own perf-event uprobe,
+// limited to process pid: the fallback without uprobe_multi. It needs
+// CAP_SYS_ADMIN. On error the links made so far are closed.
+func (p *GoProbeProgram) AttachEach(exe string, pid int, probes []Probe) ([]link.Link, error) {
+	ex, err := link.OpenExecutable(exe)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", exe, err)
+	}
+	var links []link.Link
+	for _, pr := range probes {
+		l, err := ex.Uprobe("", p.objs.GoCall, &link.UprobeOptions{Address: pr.Offset, PID: pid, Cookie: pr.cookie()})
+		if err != nil {
+			for _, l := range links {
+				l.Close()
+			}
+			return nil, fmt.Errorf("attaching uprobe at %s+%#x: %w", exe, pr.Offset, err)
+		}
+		links = append(links, l)
+	}
+	return links, nil
+}
+
+// Events is the ring buffer of call records.
+func (p *GoProbeProgram) Events() *ebpf.Map { return p.objs.GoEvents }
+
+// GoProbeCounters are the programs' counters, summed over CPUs.
+type GoProbeCounters struct {
+	Drops, Entries, Returns, ReturnsWithoutEntry uint64
+}
+
+// Counters reads the programs' counters.
+func (p *GoProbeProgram) Counters() (GoProbeCounters, error) {
+	var c GoProbeCounters
+	for i, dst := range []*uint64{&c.Drops, &c.Entries, &c.Returns, &c.ReturnsWithoutEntry} {
+		n, err := sumPerCPU(p.objs.GoCounters, uint32(i))
+		if err != nil {
+			return c, err
+		}
+		*dst = n
+	}
+	return c, nil
+}
+
+// Close releases the programs and maps (links are closed by their owners).
+func (p *GoProbeProgram) Close() error { return p.objs.Close() }

@@ -1,0 +1,89 @@
+package collector
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/readyline/readyline/bpf"
+)
+
+func goCallRecord(t testing.TB, hasEntry bool, str, ret string, deref [2]string, cmd []string) []byte {
+	e := bpf.GoprobeGoCallEvent{Type: bpf.EventGoCall, Pid: 11, Tgid: 10, Func: 3, BootNs: 9_000_000_000, Goroutine: 0xc000001000, Err: 1}
+	e.RetLen = uint32(len(ret))
+	setCString(e.Ret[:], ret)
+	if hasEntry {
+		e.HasEntry = 1
+		e.Args.StartNs = 8_500_000_000
+		e.Args.StrLen = uint32(len(str))
+		setCString(e.Args.Str[:], str)
+		for i, d := range deref {
+			e.Args.DerefLen[i] = uint32(len(d))
+			setCString(e.Args.Deref[i][:], d)
+		}
+		e.Args.CmdN = uint32(len(cmd))
+		for i, c := range cmd {
+			if i < len(e.Args.Cmd) {
+				setCString(e.Args.Cmd[i][:], c)
+			}
+		}
+	}
+	return encode(t, e)
+}
+
+func TestDecodeGoCall(t *testing.T) {
+	id := "4c7a61d1b3bc1a20f1e8e5b8b6f0a0d5c1f2e3d4a5b6c7d8e9f0011223344556"
+	rec := goCallRecord(t, true, id, "sb-1", [2]string{"main", testPodUID}, []string{"sh", "-c", "test -f /tmp/ready"})
+	r, err := DecodeGoCall(rec, testClock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Func != 3 || r.TGID != 10 || r.PID != 11 || !r.Err || r.Goroutine != 0xc000001000 {
+		t.Errorf("header %+v", r)
+	}
+	if d := r.End.Sub(r.Start); d.Milliseconds() != 500 {
+		t.Errorf("duration %v, want 500ms", d)
+	}
+	if r.Str != id || r.Ret != "sb-1" || r.Deref != [2]string{"main", testPodUID} || r.Truncated {
+		t.Errorf("strings %+v", r)
+	}
+	if !slices.Equal(r.Cmd, []string{"sh", "-c", "test -f /tmp/ready"}) {
+		t.Errorf("cmd %q", r.Cmd)
+	}
+
+	// Without the entry: no arguments, no start.
+	r, err = DecodeGoCall(goCallRecord(t, false, "ignored", "x", [2]string{}, nil), testClock)
+	if err != nil || !r.Start.IsZero() || r.Str != "" || r.Ret != "x" {
+		t.Errorf("no entry: %+v, %v", r, err)
+	}
+
+	// A longer command than the probe keeps, and cut strings.
+	long := make([]string, 9)
+	for i := range long {
+		long[i] = "arg"
+	}
+	r, _ = DecodeGoCall(goCallRecord(t, true, "", "", [2]string{}, long), testClock)
+	if len(r.Cmd) != 6 || !r.Truncated {
+		t.Errorf("long cmd: %d args, truncated %v", len(r.Cmd), r.Truncated)
+	}
+}
+
+func TestDecodeGoCallErrors(t *testing.T) {
+	rec := goCallRecord(t, true, "a", "b", [2]string{}, nil)
+	if _, err := DecodeGoCall(rec[:100], testClock); !errors.Is(err, ErrShortRecord) {
+		t.Errorf("short: %v", err)
+	}
+	rec[0] = 99
+	if _, err := DecodeGoCall(rec, testClock); !errors.Is(err, ErrUnknownRecord) {
+		t.Errorf("bad type: %v", err)
+	}
+}
+
+func FuzzDecodeGoCall(f *testing.F) {
+	f.Add(goCallRecord(f, true, "a", "b", [2]string{"c", "d"}, []string{"e"}))
+	f.Add(goCallRecord(f, false, "", "", [2]string{}, nil))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		DecodeGoCall(b, testClock) // must not panic
+	})
+}

@@ -1,0 +1,207 @@
+package collector
+
+import (
+	"fmt"
+	"reflect"
+	"runtime/debug"
+	"strings"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/readyline/readyline/bpf"
+	"github.com/readyline/readyline/collector/event"
+)
+
+// This file is readyline's knowledge of the kubelet's CRI client, per
+// version: which Go functions to probe and where their arguments are.
+//
+// Known to work: kubelet 1.37 (k8s.io/cri-client v0.37, cri-api v0.37),
+// checked on the v1.37.2 that deploy/node builds. The methods have had the
+// same signatures and package path (k8s.io/cri-client/pkg, split out of the
+// kubelet in 1.31) since 1.31, so 1.31-1.36 should work with the ids and
+// timings; the nested fields (pod UID, container name, image) are read only
+// when the kubelet's k8s.io/cri-api has the field layout of the one linked
+// here (same minor version). Before 1.31 the client lived in
+// k8s.io/kubernetes/pkg/kubelet/cri/remote: supporting it means adding its
+// symbol names below (the register layouts are the same).
+
+// criClientPackage is the Go package of the kubelet's CRI client.
+const criClientPackage = "k8s.io/cri-client/pkg"
+
+// criOffsets are the byte offsets of the protobuf message fields the probes
+// read, in the k8s.io/cri-api linked into readyline.
+type criOffsets struct {
+	sandboxConfigMetadata uintptr // PodSandboxConfig.Metadata (*PodSandboxMetadata)
+	sandboxMetadataUID    uintptr // PodSandboxMetadata.Uid (string)
+	containerConfigMeta   uintptr // ContainerConfig.Metadata (*ContainerMetadata)
+	containerMetadataName uintptr // ContainerMetadata.Name (string)
+	imageSpecImage        uintptr // ImageSpec.Image (string)
+}
+
+func fieldOffset(v any, name string) uintptr {
+	f, ok := reflect.TypeOf(v).FieldByName(name)
+	if !ok {
+		panic(fmt.Sprintf("cri-api: %T has no field %s", v, name)) // a build-time fact
+	}
+	return f.Offset
+}
+
+// linkedCRIOffsets are the offsets in the linked k8s.io/cri-api.
+var linkedCRIOffsets = criOffsets{
+	sandboxConfigMetadata: fieldOffset(runtimeapi.PodSandboxConfig{}, "Metadata"),
+	sandboxMetadataUID:    fieldOffset(runtimeapi.PodSandboxMetadata{}, "Uid"),
+	containerConfigMeta:   fieldOffset(runtimeapi.ContainerConfig{}, "Metadata"),
+	containerMetadataName: fieldOffset(runtimeapi.ContainerMetadata{}, "Name"),
+	imageSpecImage:        fieldOffset(runtimeapi.ImageSpec{}, "Image"),
+}
+
+// criMethod is one probed method of the kubelet's CRI client.
+type criMethod struct {
+	// Method is the gRPC method (what the kubelet's own tracing calls its
+	// span), Symbol the Go function in the kubelet.
+	Method, Symbol string
+	// spec says which registers to read (Go ABIInternal, amd64; the
+	// receiver is the first argument); nested reads use o, or are left out
+	// when o is nil (an unknown cri-api layout).
+	spec func(o *criOffsets) bpf.GoprobeFuncSpec
+	// fill puts what was read into the event.
+	fill func(c *event.CRICall, r *GoCallRecord)
+}
+
+func noRegs() bpf.GoprobeFuncSpec {
+	return bpf.GoprobeFuncSpec{StrArg: bpf.NoReg, SliceArg: bpf.NoReg, RetStr: bpf.NoReg, RetErr: bpf.NoReg}
+}
+
+// sandboxUID reads PodSandboxConfig.Metadata.Uid through the pointer in reg.
+func sandboxUID(reg uint8, o *criOffsets) bpf.GoprobeDerefSpec {
+	if o == nil {
+		return bpf.GoprobeDerefSpec{}
+	}
+	return bpf.GoprobeDerefSpec{Reg: reg, Kind: bpf.DerefPtrString,
+		Off1: uint32(o.sandboxConfigMetadata), Off2: uint32(o.sandboxMetadataUID)}
+}
+
+// idCall is a method whose one string argument is a container or sandbox
+// id and whose only result is an error: func(ctx, id string, ...) error.
+func idCall(service, name string, sandbox bool) criMethod {
+	return criMethod{
+		Method: service + "/" + name,
+		Symbol: criClientPackage + ".(*remoteRuntimeService)." + name,
+		spec: func(*criOffsets) bpf.GoprobeFuncSpec {
+			s := noRegs()
+			s.StrArg, s.RetErr = bpf.RDI, bpf.RAX // (r RAX, ctx RBX:RCX, id RDI:RSI) error RAX:RBX
+			return s
+		},
+		fill: func(c *event.CRICall, r *GoCallRecord) {
+			if sandbox {
+				c.PodSandboxID = r.Str
+			} else {
+				c.ContainerID = r.Str
+			}
+		},
+	}
+}
+
+const (
+	runtimeService = "runtime.v1.RuntimeService"
+	imageService   = "runtime.v1.ImageService"
+)
+
+// criMethods are the probed methods; a function id is an index here.
+var criMethods = []criMethod{
+	{
+		// RunPodSandbox(ctx, config *PodSandboxConfig, runtimeHandler string) (string, error)
+		Method: runtimeService + "/RunPodSandbox",
+		Symbol: criClientPackage + ".(*remoteRuntimeService).RunPodSandbox",
+		spec: func(o *criOffsets) bpf.GoprobeFuncSpec {
+			s := noRegs()
+			s.Deref[0] = sandboxUID(bpf.RDI, o)
+			s.RetStr, s.RetErr = bpf.RAX, bpf.RCX
+			return s
+		},
+		fill: func(c *event.CRICall, r *GoCallRecord) { c.PodUID, c.PodSandboxID = r.Deref[0], r.Ret },
+	},
+	idCall(runtimeService, "StopPodSandbox", true),
+	idCall(runtimeService, "RemovePodSandbox", true),
+	{
+		// CreateContainer(ctx, podSandboxID string, config *ContainerConfig,
+		//                 sandboxConfig *PodSandboxConfig) (string, error)
+		Method: runtimeService + "/CreateContainer",
+		Symbol: criClientPackage + ".(*remoteRuntimeService).CreateContainer",
+		spec: func(o *criOffsets) bpf.GoprobeFuncSpec {
+			s := noRegs()
+			s.StrArg = bpf.RDI
+			if o != nil {
+				s.Deref[0] = bpf.GoprobeDerefSpec{Reg: bpf.R8, Kind: bpf.DerefPtrString,
+					Off1: uint32(o.containerConfigMeta), Off2: uint32(o.containerMetadataName)}
+			}
+			s.Deref[1] = sandboxUID(bpf.R9, o)
+			s.RetStr, s.RetErr = bpf.RAX, bpf.RCX
+			return s
+		},
+		fill: func(c *event.CRICall, r *GoCallRecord) {
+			c.PodSandboxID, c.ContainerName, c.PodUID, c.ContainerID = r.Str, r.Deref[0], r.Deref[1], r.Ret
+		},
+	},
+	idCall(runtimeService, "StartContainer", false),
+	idCall(runtimeService, "StopContainer", false),
+	idCall(runtimeService, "RemoveContainer", false),
+	{
+		// ExecSync(ctx, containerID string, cmd []string, timeout time.Duration)
+		//         (stdout []byte, stderr []byte, err error)
+		Method: runtimeService + "/ExecSync",
+		Symbol: criClientPackage + ".(*remoteRuntimeService).ExecSync",
+		spec: func(*criOffsets) bpf.GoprobeFuncSpec {
+			s := noRegs()
+			s.StrArg, s.SliceArg = bpf.RDI, bpf.R8
+			s.RetErr = bpf.R9 // after stdout RAX:RBX:RCX and stderr RDI:RSI:R8
+			return s
+		},
+		fill: func(c *event.CRICall, r *GoCallRecord) { c.ContainerID, c.Cmd = r.Str, RedactArgv(r.Cmd) },
+	},
+	{
+		// PullImage(ctx, image *ImageSpec, auth *AuthConfig,
+		//           podSandboxConfig *PodSandboxConfig) (string, error)
+		Method: imageService + "/PullImage",
+		Symbol: criClientPackage + ".(*remoteImageService).PullImage",
+		spec: func(o *criOffsets) bpf.GoprobeFuncSpec {
+			s := noRegs()
+			if o != nil {
+				s.Deref[0] = bpf.GoprobeDerefSpec{Reg: bpf.RDI, Kind: bpf.DerefString, Off1: uint32(o.imageSpecImage)}
+			}
+			s.Deref[1] = sandboxUID(bpf.R8, o)
+			s.RetStr, s.RetErr = bpf.RAX, bpf.RCX
+			return s
+		},
+		fill: func(c *event.CRICall, r *GoCallRecord) { c.Image, c.PodUID, c.ImageRef = r.Deref[0], r.Deref[1], r.Ret },
+	},
+}
+
+// sameMinor reports whether two module versions (v0.37.2) share major and
+// minor.
+func sameMinor(a, b string) bool {
+	mm := func(v string) string {
+		parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
+		if len(parts) < 2 {
+			return v
+		}
+		return parts[0] + "." + parts[1]
+	}
+	return a != "" && mm(a) == mm(b)
+}
+
+// linkedCRIAPIVersion is the k8s.io/cri-api version linked into readyline.
+func linkedCRIAPIVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path == "k8s.io/cri-api" {
+				return dep.Version
+			}
+		}
+	}
+	return criAPIFallbackVersion
+}
+
+// criAPIFallbackVersion is go.mod's k8s.io/cri-api, for binaries without
+// build info (tests).
+const criAPIFallbackVersion = "v0.37.2"
