@@ -1,0 +1,211 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/readyline/readyline/bpf"
+	"github.com/readyline/readyline/collector/event"
+)
+
+// DefaultTCPMaxConnections is how many open connections a TCPSource follows
+// at once when TCPConfig.MaxConnections is zero.
+const DefaultTCPMaxConnections = 8192
+
+// ErrSourceClosed is returned by TCPSource.Watch and Unwatch once Run has
+// returned.
+var ErrSourceClosed = errors.New("source closed")
+
+// TCPConfig configures a TCPSource. The zero value is usable.
+type TCPConfig struct {
+	// RingBufferBytes sizes the kernel ring buffer (power of two); 0 = 1 MiB.
+	RingBufferBytes uint32
+	// MaxConnections bounds the connections followed at once, in the kernel
+	// and in the source; 0 = DefaultTCPMaxConnections.
+	MaxConnections int
+}
+
+// TCPStats counts what a TCPSource saw. Safe to read while it runs.
+type TCPStats struct {
+	Records      uint64 // ring-buffer records read
+	DecodeErrors uint64 // records that could not be decoded
+	KernelDrops  uint64 // records the kernel lost: ring buffer full
+	Connections  uint64 // connections emitted
+	// Evicted counts connections forgotten before their CLOSE because
+	// MaxConnections were open; their CLOSE, if it comes, is still
+	// reported, without the times of the earlier states.
+	Evicted uint64
+}
+
+// TCPSource reports the TCP connections that watched processes (the
+// kubelet, whose httpGet and tcpSocket probes are TCP connections to the
+// pod) open, one event.TCPConnection per connection once it closes.
+// Watch and Unwatch are safe for concurrent use, also with Run.
+type TCPSource struct {
+	logger   *slog.Logger
+	table    *tcpConnTable // owned by Run
+	clockOff atomic.Int64
+
+	mu   sync.Mutex // guards prog against use after close
+	prog *bpf.TCPProgram
+
+	records, decodeErrors, kernelDrops, connections, evicted atomic.Uint64
+}
+
+// NewTCPSource loads and attaches the TCP tracer, watching no process yet.
+// Records are buffered in the kernel until Run reads them. A nil logger
+// discards logs.
+func NewTCPSource(cfg TCPConfig, logger *slog.Logger) (*TCPSource, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxConnections <= 0 {
+		cfg.MaxConnections = DefaultTCPMaxConnections
+	}
+	prog, err := bpf.LoadTCPProgram(bpf.TCPOptions{
+		RingBufferBytes: cfg.RingBufferBytes,
+		MaxConnections:  uint32(cfg.MaxConnections),
+	})
+	if err != nil {
+		return nil, err
+	}
+	s := &TCPSource{logger: logger, table: newTCPConnTable(cfg.MaxConnections), prog: prog}
+	s.clockOff.Store(NewBootClock().Offset)
+	logger.Info("tcp tracer attached")
+	return s, nil
+}
+
+// Watch reports the TCP connections that process pid (a thread group id
+// in the host's PID namespace) opens from now on.
+func (s *TCPSource) Watch(pid uint32) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.prog == nil {
+		return ErrSourceClosed
+	}
+	return s.prog.Watch(pid)
+}
+
+// Unwatch stops reporting new connections of process pid; those already
+// open are reported when they close.
+func (s *TCPSource) Unwatch(pid uint32) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.prog == nil {
+		return ErrSourceClosed
+	}
+	return s.prog.Unwatch(pid)
+}
+
+// Stats returns the counters so far.
+func (s *TCPSource) Stats() TCPStats {
+	return TCPStats{
+		Records:      s.records.Load(),
+		DecodeErrors: s.decodeErrors.Load(),
+		KernelDrops:  s.kernelDrops.Load(),
+		Connections:  s.connections.Load(),
+		Evicted:      s.evicted.Load(),
+	}
+}
+
+func (s *TCPSource) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.prog != nil {
+		s.prog.Close()
+		s.prog = nil
+	}
+}
+
+// Run reads state changes until ctx is done and hands each finished
+// connection to emit, in the order they closed, from one goroutine. A
+// connection is emitted at most about bpf.TCPPollInterval after its CLOSE.
+// A slow emit backs up into the kernel ring buffer, which then drops and
+// counts. Run detaches the tracer on return and returns nil on
+// cancellation. Call it once.
+func (s *TCPSource) Run(ctx context.Context, emit func(event.Event)) error {
+	defer s.close()
+	rd, err := ringbuf.NewReader(s.prog.Events())
+	if err != nil {
+		return fmt.Errorf("opening ring buffer reader: %w", err)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-stop:
+		}
+		rd.Close()
+	}()
+	go s.housekeeping(ctx)
+
+	var rec ringbuf.Record
+	rd.SetDeadline(time.Now().Add(bpf.TCPPollInterval))
+	for {
+		if err := rd.ReadInto(&rec); err != nil {
+			switch {
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				rd.SetDeadline(time.Now().Add(bpf.TCPPollInterval))
+				continue
+			case errors.Is(err, ringbuf.ErrClosed):
+				s.pollDrops()
+				return nil
+			}
+			return fmt.Errorf("reading ring buffer: %w", err)
+		}
+		s.records.Add(1)
+		ch, err := DecodeTCPStateChange(rec.RawSample, BootClock{Offset: s.clockOff.Load()})
+		if err != nil {
+			s.decodeErrors.Add(1)
+			s.logger.Debug("dropping undecodable tcp record", "error", err)
+			continue
+		}
+		conn := s.table.add(&ch)
+		s.evicted.Store(s.table.evicted)
+		if conn != nil {
+			s.connections.Add(1)
+			emit(conn)
+		}
+	}
+}
+
+// housekeeping resyncs the clock and reports kernel drops.
+func (s *TCPSource) housekeeping(ctx context.Context) {
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.clockOff.Store(NewBootClock().Offset)
+			s.pollDrops()
+		}
+	}
+}
+
+func (s *TCPSource) pollDrops() {
+	s.mu.Lock()
+	prog := s.prog
+	var n uint64
+	var err error
+	if prog != nil {
+		n, err = prog.Drops()
+	}
+	s.mu.Unlock()
+	if prog == nil || err != nil {
+		return
+	}
+	if old := s.kernelDrops.Swap(n); n > old {
+		s.logger.Warn("kernel ring buffer full: tcp connection records lost", "lost", n-old, "total", n)
+	}
+}
