@@ -28,8 +28,11 @@ type ProcessConfig struct {
 	// and runtime helpers. Off by default: host command lines may hold
 	// secrets this tool has no business exporting.
 	HostArgv bool
-	// PodsOnly drops events of processes outside pod cgroups.
+	// PodsOnly drops events of processes outside pod cgroups...
 	PodsOnly bool
+	// ...except CNI plugins' when KeepCNI is set: the correlator puts them
+	// in the sandbox they set up.
+	KeepCNI bool
 }
 
 // ProcessStats counts what a ProcessSource saw. Safe to read while it runs.
@@ -195,7 +198,7 @@ func (s *ProcessSource) enrich(ev event.Event) bool {
 	switch e := ev.(type) {
 	case *event.ProcessExec:
 		p = &e.Process
-		helper := IsRuntimeHelper(e.Filename, s.cfg.CNIBinDirs)
+		helper := HelperScope(e.Filename, s.cfg.CNIBinDirs)
 		s.attribute(p, helper)
 		s.procs.exec(p.PID, e.Filename, helper)
 		if p.Scope == event.ScopeHost && !s.cfg.HostArgv {
@@ -216,13 +219,13 @@ func (s *ProcessSource) enrich(ev event.Event) bool {
 		e.Filename = info.filename
 		s.attribute(p, info.helper)
 	}
-	return !s.cfg.PodsOnly || p.Scope == event.ScopePod
+	return !s.cfg.PodsOnly || p.Scope == event.ScopePod || (s.cfg.KeepCNI && p.Scope == event.ScopeCNI)
 }
 
-func (s *ProcessSource) attribute(p *event.Process, helper bool) {
+func (s *ProcessSource) attribute(p *event.Process, helper event.Scope) {
 	p.Scope = event.ScopeHost
-	if helper {
-		p.Scope = event.ScopeRuntime
+	if helper != "" {
+		p.Scope = helper
 	}
 	if s.cgroups == nil {
 		return

@@ -1,9 +1,11 @@
 package collector
 
+import "github.com/readyline/readyline/collector/event"
+
 // procInfo is what readyline remembers of a live process.
 type procInfo struct {
-	filename string // last program executed
-	helper   bool   // a container runtime helper
+	filename string      // last program executed
+	helper   event.Scope // ScopeRuntime or ScopeCNI for runtime helpers and their children, else ""
 	exited   bool
 }
 
@@ -34,12 +36,13 @@ func (t *processTable) put(pid uint32, info *procInfo) {
 	t.procs[pid] = info
 }
 
-func (t *processTable) exec(pid uint32, filename string, helper bool) {
+func (t *processTable) exec(pid uint32, filename string, helper event.Scope) {
 	t.put(pid, &procInfo{filename: filename, helper: helper})
 }
 
-// fork records a new process and returns whether it is a helper's child.
-func (t *processTable) fork(pid, ppid uint32) bool {
+// fork records a new process and returns the helper scope it inherits
+// from its parent.
+func (t *processTable) fork(pid, ppid uint32) event.Scope {
 	info := &procInfo{}
 	if parent, ok := t.procs[ppid]; ok {
 		info.filename, info.helper = parent.filename, parent.helper

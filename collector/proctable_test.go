@@ -1,10 +1,14 @@
 package collector
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/readyline/readyline/collector/event"
+)
 
 func TestProcessTableReportsEachExitOnce(t *testing.T) {
 	pt := newProcessTable()
-	pt.exec(10, "/bin/sh", false)
+	pt.exec(10, "/bin/sh", event.ScopeHost)
 	if info, first := pt.exit(10); !first || info.filename != "/bin/sh" {
 		t.Fatalf("first exit: %+v %v", info, first)
 	}
@@ -20,11 +24,11 @@ func TestProcessTableReportsEachExitOnce(t *testing.T) {
 
 func TestProcessTableHelperChildren(t *testing.T) {
 	pt := newProcessTable()
-	pt.exec(20, "/usr/bin/runc", true)
-	if !pt.fork(21, 20) {
+	pt.exec(20, "/usr/bin/runc", event.ScopeRuntime)
+	if pt.fork(21, 20) != event.ScopeRuntime {
 		t.Fatal("child of a runtime helper is not a helper")
 	}
-	if pt.fork(31, 30) {
+	if pt.fork(31, 30) != "" {
 		t.Fatal("child of an unknown process is a helper")
 	}
 }
@@ -32,7 +36,7 @@ func TestProcessTableHelperChildren(t *testing.T) {
 func TestProcessTableIsBounded(t *testing.T) {
 	pt := newProcessTable()
 	for pid := uint32(1); pid <= 3*maxExited; pid++ {
-		pt.exec(pid, "/bin/true", false)
+		pt.exec(pid, "/bin/true", event.ScopeHost)
 		pt.exit(pid)
 	}
 	if n := len(pt.procs); n > maxExited {

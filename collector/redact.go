@@ -151,19 +151,20 @@ var runtimeHelpers = map[string]bool{
 	"runc": true, "crun": true, "runsc": true, "youki": true, "conmon": true,
 }
 
-// IsRuntimeHelper reports whether the program at filename is a container
-// runtime helper: an OCI runtime, a containerd shim, conmon, or a CNI plugin
-// (any program in one of cniBinDirs).
-func IsRuntimeHelper(filename string, cniBinDirs []string) bool {
+// HelperScope says whether the program at filename is a container runtime
+// helper: ScopeRuntime for an OCI runtime, a containerd shim or conmon,
+// ScopeCNI for a CNI plugin (any program in one of cniBinDirs), ScopeHost
+// for anything else.
+func HelperScope(filename string, cniBinDirs []string) event.Scope {
 	base := path.Base(filename)
 	if runtimeHelpers[base] || strings.HasPrefix(base, "containerd-shim") {
-		return true
+		return event.ScopeRuntime
 	}
 	dir := path.Dir(filename)
 	for _, d := range cniBinDirs {
 		if dir == d {
-			return true
+			return event.ScopeCNI
 		}
 	}
-	return false
+	return event.ScopeHost
 }

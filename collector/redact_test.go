@@ -3,6 +3,8 @@ package collector
 import (
 	"slices"
 	"testing"
+
+	"github.com/readyline/readyline/collector/event"
 )
 
 func TestRedactArgv(t *testing.T) {
@@ -47,23 +49,23 @@ func TestRedactArgv(t *testing.T) {
 	}
 }
 
-func TestIsRuntimeHelper(t *testing.T) {
+func TestHelperScope(t *testing.T) {
 	tests := []struct {
 		filename string
-		want     bool
+		want     event.Scope
 	}{
-		{"/usr/sbin/runc", true},
-		{"/usr/local/bin/containerd-shim-runc-v2", true},
-		{"/usr/lib/cni/bridge", true},
-		{"/opt/cni/bin/host-local", true},
-		{"/usr/bin/conmon", true},
-		{"/usr/bin/containerd", false},
-		{"/usr/bin/sh", false},
-		{"/opt/cni/bin/../../bin/sh", false},
+		{"/usr/sbin/runc", event.ScopeRuntime},
+		{"/usr/local/bin/containerd-shim-runc-v2", event.ScopeRuntime},
+		{"/usr/lib/cni/bridge", event.ScopeCNI},
+		{"/opt/cni/bin/host-local", event.ScopeCNI},
+		{"/usr/bin/conmon", event.ScopeRuntime},
+		{"/usr/bin/containerd", event.ScopeHost},
+		{"/usr/bin/sh", event.ScopeHost},
+		{"/opt/cni/bin/../../bin/sh", event.ScopeHost},
 	}
 	for _, tt := range tests {
-		if got := IsRuntimeHelper(tt.filename, DefaultCNIBinDirs); got != tt.want {
-			t.Errorf("IsRuntimeHelper(%q) = %v, want %v", tt.filename, got, tt.want)
+		if got := HelperScope(tt.filename, DefaultCNIBinDirs); got != tt.want {
+			t.Errorf("HelperScope(%q) = %v, want %v", tt.filename, got, tt.want)
 		}
 	}
 }

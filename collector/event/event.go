@@ -38,9 +38,11 @@ type Scope string
 const (
 	// ScopePod: in a pod's cgroup (a container, or the pod's own cgroup).
 	ScopePod Scope = "pod"
-	// ScopeRuntime: on the host, a container runtime helper (runc, a shim,
-	// a CNI plugin).
+	// ScopeRuntime: on the host, a container runtime helper (runc, a shim).
 	ScopeRuntime Scope = "runtime"
+	// ScopeCNI: on the host, a CNI plugin the runtime runs to set up a pod's
+	// network.
+	ScopeCNI Scope = "cni"
 	// ScopeHost: any other host process.
 	ScopeHost Scope = "host"
 )
