@@ -2,6 +2,7 @@ package correlator
 
 import (
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -75,6 +76,11 @@ type Correlator struct {
 	ignored  map[string]time.Time
 	finished map[string]time.Time
 	orphans  map[string]*orphanEvents
+	// index: which pod an id or IP belongs to; cni: recent CNI plugin
+	// processes; sandboxCalls: recent RunPodSandbox calls of every pod.
+	index        ownerIndex
+	cni          cniBuffer
+	sandboxCalls []sandboxCall
 	// lastExpire: expiry runs at most every expireEvery of event time.
 	lastExpire time.Time
 	stats      Stats
@@ -96,7 +102,15 @@ func New(cfg Config) *Correlator {
 		ignored:  make(map[string]time.Time),
 		finished: make(map[string]time.Time),
 		orphans:  make(map[string]*orphanEvents),
+		index:    newOwnerIndex(),
 	}
+}
+
+// sandboxCall is a RunPodSandbox call, to tell which sandbox a CNI plugin
+// process worked for.
+type sandboxCall struct {
+	uid        string
+	start, end time.Time
 }
 
 // Stats returns the counters so far.
@@ -113,18 +127,86 @@ func (c *Correlator) Handle(ev event.Event) []*Timeline {
 	if t := ev.When(); t.After(c.now) {
 		c.now = t
 	}
+	learned := c.index.learnFrom(ev, c.now)
 	switch e := ev.(type) {
 	case *event.PodUpdate:
 		c.handlePod(e)
 	case *event.Tick:
 	default:
+		if isCNIProcess(ev) {
+			c.cni.record(ev, c.now)
+			break
+		}
+		if call, ok := ev.(*event.CRICall); ok && strings.HasSuffix(call.Method, "/RunPodSandbox") {
+			c.noteSandboxCall(call)
+		}
 		uid := podUIDOf(ev)
 		if uid == "" {
-			break // a host process: nothing to join it to yet
+			var key string
+			if uid, key = c.index.lookup(ev, c.now); uid == "" {
+				if key != "" {
+					c.park(key, ev)
+				}
+				break // a host process, or nothing that names a pod
+			}
 		}
 		c.route(uid, ev)
 	}
+	for _, key := range learned {
+		c.unpark(key)
+	}
 	return c.expire()
+}
+
+func isCNIProcess(ev event.Event) bool {
+	switch e := ev.(type) {
+	case *event.ProcessExec:
+		return e.Scope == event.ScopeCNI
+	case *event.ProcessExit:
+		return e.Scope == event.ScopeCNI
+	}
+	return false
+}
+
+// noteSandboxCall remembers a RunPodSandbox call (the last 10 minutes).
+func (c *Correlator) noteSandboxCall(call *event.CRICall) {
+	c.sandboxCalls = append(c.sandboxCalls, sandboxCall{uid: call.PodUID, start: call.Time, end: call.End})
+	i := 0
+	for i < len(c.sandboxCalls) && c.now.Sub(c.sandboxCalls[i].end) > 10*time.Minute {
+		i++
+	}
+	c.sandboxCalls = c.sandboxCalls[i:]
+}
+
+// park keeps an event naming an id or IP no pod is known for (yet).
+func (c *Correlator) park(key string, ev event.Event) {
+	o := c.index.pending[key]
+	if o == nil {
+		if len(c.index.pending) >= c.cfg.MaxPods {
+			c.stats.Overflow++
+			return
+		}
+		o = &orphanEvents{first: c.now}
+		c.index.pending[key] = o
+	}
+	if len(o.events) >= c.cfg.MaxProcessesPerPod {
+		c.stats.Overflow++
+		return
+	}
+	o.events = append(o.events, ev)
+}
+
+// unpark routes the events that waited for key's owner.
+func (c *Correlator) unpark(key string) {
+	o, ok := c.index.pending[key]
+	if !ok {
+		return
+	}
+	delete(c.index.pending, key)
+	uid := c.index.owners[key].uid
+	for _, ev := range o.events {
+		c.route(uid, ev)
+	}
 }
 
 // Flush completes every pod start in progress (at shutdown, or at the end
@@ -166,6 +248,8 @@ func podUIDOf(ev event.Event) string {
 	case *event.ProcessFork:
 		return e.PodUID
 	case *event.ContainerInfo:
+		return e.PodUID
+	case *event.CRICall:
 		return e.PodUID
 	}
 	return ""
@@ -266,12 +350,15 @@ func (c *Correlator) expire() []*Timeline {
 			out = append(out, c.complete(p))
 		}
 	}
-	for uid, o := range c.orphans {
-		if c.now.Sub(o.first) >= c.cfg.OrphanTTL {
-			c.stats.Orphaned += uint64(len(o.events))
-			delete(c.orphans, uid)
+	for _, m := range []map[string]*orphanEvents{c.orphans, c.index.pending} {
+		for key, o := range m {
+			if c.now.Sub(o.first) >= c.cfg.OrphanTTL {
+				c.stats.Orphaned += uint64(len(o.events))
+				delete(m, key)
+			}
 		}
 	}
+	c.index.forget(c.now, c.cfg.Timeout)
 	keep := c.cfg.Timeout + c.cfg.OrphanTTL
 	for _, m := range []map[string]time.Time{c.ignored, c.finished} {
 		for uid, t := range m {
@@ -287,5 +374,5 @@ func (c *Correlator) complete(p *podState) *Timeline {
 	delete(c.pods, p.uid)
 	c.finished[p.uid] = c.now
 	c.stats.Timelines++
-	return p.timeline()
+	return p.timeline(&deriveContext{cni: &c.cni, sandboxCalls: c.sandboxCalls})
 }

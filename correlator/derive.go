@@ -4,15 +4,26 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/readyline/readyline/collector/event"
 )
 
 // derivation builds a Timeline from a podState's facts.
 type derivation struct {
 	p     *podState
+	ctx   *deriveContext
 	views []*containerView // start order
+}
+
+// deriveContext is what the correlator knows beyond one pod: host-side
+// processes and other pods' sandbox calls.
+type deriveContext struct {
+	cni          *cniBuffer
+	sandboxCalls []sandboxCall
 }
 
 // containerView is a container of the timeline with the moments the
@@ -27,7 +38,10 @@ type containerView struct {
 	startedBy, readyBy, doneBy    string
 }
 
-func (p *podState) timeline() *Timeline {
+func (p *podState) timeline(ctx *deriveContext) *Timeline {
+	if ctx == nil {
+		ctx = &deriveContext{cni: &cniBuffer{}}
+	}
 	pod := p.pod
 	tl := &Timeline{
 		Pod:     PodRef{UID: p.uid, Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName},
@@ -39,8 +53,9 @@ func (p *podState) timeline() *Timeline {
 	if tl.Start.IsZero() || tl.Start.After(p.firstSeen) {
 		tl.Start = p.firstSeen
 	}
-	d := &derivation{p: p}
+	d := &derivation{p: p, ctx: ctx}
 	tl.Sandbox = d.sandbox()
+	tl.ImagePulls = d.imagePulls()
 	tl.Containers = d.containers()
 	tl.Conditions = d.conditions(tl.Sandbox)
 	tl.Phases = d.phases(tl)
@@ -61,6 +76,10 @@ func (d *derivation) sandbox() *Sandbox {
 		if sb == nil || rt.CreatedAt.Before(sb.Created) || (rt.CreatedAt.Equal(sb.Created) && id < sb.ID) {
 			sb = &Sandbox{ID: id, Created: rt.CreatedAt, PodIP: rt.PodIP}
 		}
+	}
+	call := d.sandboxCall(sb)
+	if sb == nil && call != nil && call.PodSandboxID != "" {
+		sb = &Sandbox{ID: call.PodSandboxID}
 	}
 	if sb == nil {
 		// No word from the runtime: the pause process alone names it.
@@ -89,7 +108,77 @@ func (d *derivation) sandbox() *Sandbox {
 	if sb.Created.IsZero() || (!sb.PauseStart.IsZero() && sb.PauseStart.Before(sb.Created)) {
 		sb.Created = earliest(sb.Created, sb.PauseStart)
 	}
+	if call != nil {
+		sb.Call = criCall(call)
+		sb.Ready = call.End // RunPodSandbox returned: network and pause are up
+		if !call.Time.IsZero() {
+			sb.CNI = d.cniWithin(call.Time, call.End)
+		}
+	}
 	return sb
+}
+
+// sandboxCall finds the pod's RunPodSandbox call: the one that returned its
+// sandbox, else the last one that named its UID.
+func (d *derivation) sandboxCall(sb *Sandbox) *event.CRICall {
+	var found *event.CRICall
+	for _, c := range d.p.calls {
+		if !strings.HasSuffix(c.Method, "/RunPodSandbox") {
+			continue
+		}
+		if sb != nil && c.PodSandboxID == sb.ID {
+			return c
+		}
+		if c.PodUID == d.p.uid {
+			found = c
+		}
+	}
+	return found
+}
+
+func criCall(c *event.CRICall) *CRICall {
+	return &CRICall{Method: c.Method, Start: c.Time, End: c.End, Err: c.Err}
+}
+
+// cniWithin returns the CNI plugin processes that ran inside this pod's
+// RunPodSandbox call and inside no other pod's: when two sandboxes were
+// set up at once, their plugins cannot be told apart by time.
+func (d *derivation) cniWithin(start, end time.Time) []Process {
+	var out []Process
+	for _, r := range d.ctx.cni.within(start, end) {
+		shared := false
+		for _, sc := range d.ctx.sandboxCalls {
+			if sc.uid != d.p.uid && !r.exec.Before(sc.start) && !r.exec.After(sc.end) {
+				shared = true
+				break
+			}
+		}
+		if !shared {
+			out = append(out, Process{PID: r.pid, Filename: r.filename, Argv: r.argv,
+				Exec: r.exec, Exit: r.exit, ExitCode: r.exitCode, Signal: r.signal})
+		}
+	}
+	return out
+}
+
+// imagePulls are the pod's PullImage calls, with the container whose image
+// was pulled.
+func (d *derivation) imagePulls() []ImagePull {
+	var out []ImagePull
+	for _, c := range d.p.calls {
+		if !strings.HasSuffix(c.Method, "/PullImage") || c.PodUID != d.p.uid {
+			continue
+		}
+		ip := ImagePull{Image: c.Image, Ref: c.ImageRef, Call: *criCall(c)}
+		for _, e := range startOrder(d.p.pod) {
+			if e.spec.Image == c.Image {
+				ip.Container = e.name
+				break
+			}
+		}
+		out = append(out, ip)
+	}
+	return out
 }
 
 // ---- containers
@@ -203,6 +292,12 @@ func (d *derivation) attempt(e specEntry, id string) ContainerAttempt {
 			}
 		}
 	}
+	for _, c := range d.p.calls {
+		if c.ContainerID == id && !strings.HasSuffix(c.Method, "/ExecSync") {
+			a.Calls = append(a.Calls, *criCall(c))
+		}
+	}
+	sort.SliceStable(a.Calls, func(i, j int) bool { return a.Calls[i].End.Before(a.Calls[j].End) })
 	d.classify(e, &a, sessions)
 	return a
 }
@@ -216,9 +311,60 @@ func exitStatus(r *procRecord) *int {
 	return r.exitCode
 }
 
-// classify sorts a container's exec sessions (processes the kubelet ran in
-// it through the runtime) into its postStart hook and probe attempts, and
-// infers the attempts that the kernel cannot see.
+// execItem is one command the kubelet ran in a container: an exec
+// session the kernel saw, its ExecSync call, or both joined.
+type execItem struct {
+	argv       []string
+	truncated  bool
+	start, end time.Time
+	exitCode   *int
+	call       *CRICall
+}
+
+// execItems joins a container's exec sessions (processes) with its
+// ExecSync calls: a call contains its session's exec and names the same
+// command. The call's bounds are then the item's; calls whose process was
+// not seen stand alone.
+func (d *derivation) execItems(id string, sessions []*procRecord) []*execItem {
+	var items []*execItem
+	for _, s := range sessions {
+		items = append(items, &execItem{argv: s.argv, truncated: s.truncated, start: s.exec, end: s.exit, exitCode: exitStatus(s)})
+	}
+	for _, c := range d.p.calls {
+		if c.ContainerID != id || !strings.HasSuffix(c.Method, "/ExecSync") {
+			continue
+		}
+		var match *execItem
+		for _, it := range items {
+			if it.call == nil && !c.Time.IsZero() && !it.start.Before(c.Time) && !it.start.After(c.End) &&
+				(len(c.Cmd) == 0 || commandMatches(it.argv, it.truncated, c.Cmd) || commandMatches(c.Cmd, true, it.argv)) {
+				match = it
+				break
+			}
+		}
+		call := criCall(c)
+		if match == nil {
+			match = &execItem{argv: c.Cmd, truncated: true, start: c.Time, end: c.End}
+			if !c.Err {
+				zero := 0
+				match.exitCode = &zero // ExecSync returns an error for a non-zero exit
+			}
+			items = append(items, match)
+		}
+		match.call = call
+		if !c.Time.IsZero() {
+			match.start = c.Time
+		}
+		match.end = c.End
+	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].start.Before(items[j].start) })
+	return items
+}
+
+// classify sorts what the kubelet ran in a container into its postStart
+// hook and probe attempts: exec ones from the kernel and the CRI, httpGet
+// and tcpSocket ones from its TCP connections, and, where neither was
+// seen, from the API's status flips.
 func (d *derivation) classify(e specEntry, a *ContainerAttempt, sessions []*procRecord) {
 	spec := e.spec
 	var hookCmd []string
@@ -232,22 +378,22 @@ func (d *derivation) classify(e specEntry, a *ContainerAttempt, sessions []*proc
 	probes := probesOf(spec)
 	last := make(map[ProbeKind]time.Time)
 	var startupDone time.Time
-	for _, s := range sessions {
-		if a.PostStart == nil && hookCmd != nil && commandMatches(s.argv, s.truncated, hookCmd) {
-			a.PostStart = &Hook{Handler: "exec", Command: hookCmd, Start: s.exec, End: s.exit, ExitCode: exitStatus(s)}
+	for _, it := range d.execItems(a.ContainerID, sessions) {
+		if a.PostStart == nil && hookCmd != nil && commandMatches(it.argv, it.truncated, hookCmd) {
+			a.PostStart = &Hook{Handler: "exec", Command: hookCmd, Start: it.start, End: it.end, ExitCode: it.exitCode, Call: it.call}
 			continue
 		}
 		var cands []probeSpec
 		for _, ps := range probes {
-			if commandMatches(s.argv, s.truncated, ps.command()) {
+			if commandMatches(it.argv, it.truncated, ps.command()) {
 				cands = append(cands, ps)
 			}
 		}
 		if len(cands) == 0 {
 			continue // kubectl exec, or something else
 		}
-		kind := pickProbe(cands, s.exec, startupDone, last)
-		pa := ProbeAttempt{Kind: kind, Handler: "exec", Start: s.exec, End: s.exit, Result: ProbeUnknown, ExitCode: exitStatus(s)}
+		kind := pickProbe(cands, it.start, startupDone, last)
+		pa := ProbeAttempt{Kind: kind, Handler: "exec", Start: it.start, End: it.end, Result: ProbeUnknown, ExitCode: it.exitCode, Call: it.call}
 		if pa.ExitCode != nil {
 			pa.Result = ProbeFailure
 			if *pa.ExitCode == 0 {
@@ -255,25 +401,12 @@ func (d *derivation) classify(e specEntry, a *ContainerAttempt, sessions []*proc
 			}
 		}
 		if kind == ProbeStartup && pa.Result == ProbeSuccess && startupDone.IsZero() {
-			startupDone = s.exit
+			startupDone = it.end
 		}
-		last[kind] = s.exec
+		last[kind] = it.start
 		a.Probes = append(a.Probes, pa)
 	}
-	// Probes the kernel cannot see succeed where the API flips a status.
-	for _, ps := range probes {
-		if ps.handler == "exec" {
-			continue
-		}
-		switch {
-		case ps.kind == ProbeStartup && !a.StartedObserved.IsZero():
-			a.Probes = append(a.Probes, ProbeAttempt{Kind: ps.kind, Handler: ps.handler,
-				Start: a.StartedObserved, End: a.StartedObserved, Result: ProbeSuccess, Inferred: true})
-		case ps.kind == ProbeReadiness && !a.ReadyObserved.IsZero():
-			a.Probes = append(a.Probes, ProbeAttempt{Kind: ps.kind, Handler: ps.handler,
-				Start: a.ReadyObserved, End: a.ReadyObserved, Result: ProbeSuccess, Inferred: true})
-		}
-	}
+	a.Probes = append(a.Probes, d.networkProbes(e, a)...)
 	sort.SliceStable(a.Probes, func(i, j int) bool { return a.Probes[i].Start.Before(a.Probes[j].Start) })
 	if a.PostStart == nil && hookHandler != "" && (a.Process != nil || !a.Started.IsZero()) {
 		start := a.Started
@@ -282,6 +415,88 @@ func (d *derivation) classify(e specEntry, a *ContainerAttempt, sessions []*proc
 		}
 		a.PostStart = &Hook{Handler: hookHandler, Command: hookCmd, Start: start, Inferred: true}
 	}
+}
+
+// networkProbes are a container's httpGet and tcpSocket probe attempts:
+// the kubelet's TCP connections to the pod's IP and the probe's port while
+// the container ran. The kernel sees a refused connection, not an HTTP
+// status: the last attempt of a probe before the API flipped its status
+// (started, ready) is its success; without connections, the flip alone
+// stands for it (Inferred).
+func (d *derivation) networkProbes(e specEntry, a *ContainerAttempt) []ProbeAttempt {
+	var out []ProbeAttempt
+	from := a.Started
+	if a.Process != nil && (from.IsZero() || a.Process.Exec.Before(from)) {
+		from = a.Process.Exec
+	}
+	byPort := map[uint16][]probeSpec{}
+	for _, ps := range probesOf(e.spec) {
+		if port, ok := probePort(e.spec, ps.probe); ok {
+			byPort[port] = append(byPort[port], ps)
+		}
+	}
+	seen := map[ProbeKind]bool{}
+	for port, specs := range byPort {
+		var conns []*event.TCPConnection
+		for _, c := range d.p.conns {
+			if c.Dport == port && !c.Time.Before(from) && (a.Finished.IsZero() || !c.Time.After(a.Finished)) {
+				conns = append(conns, c)
+			}
+		}
+		sort.SliceStable(conns, func(i, j int) bool { return conns[i].Time.Before(conns[j].Time) })
+		last := make(map[ProbeKind]time.Time)
+		for _, c := range conns {
+			// The startup probe runs until the container counts as started,
+			// which the API shows a moment after its success.
+			kind := pickProbe(specs, c.Time, a.StartedObserved, last)
+			var handler string
+			for _, s := range specs {
+				if s.kind == kind {
+					handler = s.handler
+				}
+			}
+			pa := ProbeAttempt{Kind: kind, Handler: handler, Start: c.Time, End: c.End, Result: ProbeUnknown,
+				Conn: &Connection{Daddr: c.Daddr, Dport: c.Dport, Established: c.Established, Result: string(c.Result)}}
+			if c.Result != event.TCPEstablished {
+				pa.Result = ProbeFailure
+			}
+			last[kind] = c.Time
+			seen[kind] = true
+			out = append(out, pa)
+		}
+		// The last attempt before the status flip succeeded.
+		for _, flip := range []struct {
+			kind ProbeKind
+			at   time.Time
+		}{{ProbeStartup, a.StartedObserved}, {ProbeReadiness, a.ReadyObserved}} {
+			if flip.at.IsZero() {
+				continue
+			}
+			for i := len(out) - 1; i >= 0; i-- {
+				if out[i].Kind == flip.kind && out[i].Conn.Dport == port && !out[i].Start.After(flip.at) {
+					if out[i].Result == ProbeUnknown {
+						out[i].Result = ProbeSuccess
+					}
+					break
+				}
+			}
+		}
+	}
+	// Status flips stand in for probes the kernel did not see.
+	for _, ps := range probesOf(e.spec) {
+		if ps.handler == "exec" || seen[ps.kind] {
+			continue
+		}
+		switch {
+		case ps.kind == ProbeStartup && !a.StartedObserved.IsZero():
+			out = append(out, ProbeAttempt{Kind: ps.kind, Handler: ps.handler,
+				Start: a.StartedObserved, End: a.StartedObserved, Result: ProbeSuccess, Inferred: true})
+		case ps.kind == ProbeReadiness && !a.ReadyObserved.IsZero():
+			out = append(out, ProbeAttempt{Kind: ps.kind, Handler: ps.handler,
+				Start: a.ReadyObserved, End: a.ReadyObserved, Result: ProbeSuccess, Inferred: true})
+		}
+	}
+	return out
 }
 
 // pickProbe decides which of several probes with the same command an
@@ -414,6 +629,8 @@ func (d *derivation) cause(typ corev1.PodConditionType, sb *Sandbox) (time.Time,
 		switch {
 		case sb == nil:
 			return time.Time{}, "sandbox not seen"
+		case sb.Call != nil:
+			return sb.Call.End, "RunPodSandbox returned"
 		case !sb.PauseStart.IsZero():
 			return sb.PauseStart, "sandbox pause process started"
 		default:
@@ -484,7 +701,10 @@ func (d *derivation) phases(tl *Timeline) []Phase {
 	if f, ok := d.p.conds[corev1.PodScheduled]; ok {
 		add(PhaseSchedule, tl.Start, f.lastTransition, "api-coarse")
 	}
-	if sb := tl.Sandbox; sb != nil {
+	if sb := tl.Sandbox; sb != nil && sb.Call != nil && !sb.Call.Start.IsZero() {
+		add(PhaseWaitSandbox, d.p.firstSeen, sb.Call.Start, "api")
+		add(PhaseSandbox, sb.Call.Start, sb.Call.End, "kernel")
+	} else if sb != nil {
 		add(PhaseWaitSandbox, d.p.firstSeen, sb.Created, "api")
 		add(PhaseSandbox, sb.Created, sb.Ready, "runtime")
 	}

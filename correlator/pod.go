@@ -30,6 +30,8 @@ type podState struct {
 	// runtime: container or sandbox id -> the runtime's latest word.
 	runtime map[string]*event.ContainerInfo
 	procs   map[string]*containerProcs // container id -> its processes
+	calls   []*event.CRICall           // the kubelet's CRI calls for the pod
+	conns   []*event.TCPConnection     // the kubelet's TCP connections to the pod
 
 	nprocs, maxProcs int
 }
@@ -224,6 +226,16 @@ func (p *podState) record(ev event.Event) uint64 {
 	switch e := ev.(type) {
 	case *event.ContainerInfo:
 		p.recordRuntime(e)
+	case *event.CRICall:
+		if !p.room() {
+			return 1
+		}
+		p.calls = append(p.calls, e)
+	case *event.TCPConnection:
+		if !p.room() {
+			return 1
+		}
+		p.conns = append(p.conns, e)
 	case *event.ProcessFork:
 		if !p.room() {
 			return 1

@@ -218,3 +218,29 @@ func approx(t *testing.T, what string, got, want time.Duration) {
 		t.Errorf("%s = %v, want %v", what, got, want)
 	}
 }
+
+// call emits a CRI call of the kubelet.
+func (sc *scenario) call(start, end float64, method string, mod func(*event.CRICall)) {
+	c := &event.CRICall{Time: at(start), End: at(end), Method: method, PID: 4242}
+	if mod != nil {
+		mod(c)
+	}
+	sc.events = append(sc.events, c)
+}
+
+// conn emits a kubelet TCP connection to the pod.
+func (sc *scenario) conn(start, end float64, ip string, port uint16, result event.TCPResult) {
+	c := &event.TCPConnection{Time: at(start), End: at(end), PID: 4242, Daddr: ip, Dport: port, Result: result}
+	if result == event.TCPEstablished {
+		c.Established = at(start + 0.0005)
+	}
+	sc.events = append(sc.events, c)
+}
+
+// cniExec emits a CNI plugin process on the host.
+func (sc *scenario) cniExec(start, end float64, pid uint32, plugin string) {
+	p := event.Process{PID: pid, PPID: 77, Scope: event.ScopeCNI}
+	sc.events = append(sc.events,
+		&event.ProcessExec{Time: at(start), Process: p, Filename: "/usr/lib/cni/" + plugin, Argv: []string{plugin}},
+		&event.ProcessExit{Time: at(end), Process: p, Filename: "/usr/lib/cni/" + plugin})
+}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/readyline/readyline/collector/event"
 )
@@ -147,4 +148,27 @@ func isRuntimeNoise(r *procRecord) bool {
 		return b == "runc" || b == "crun"
 	}
 	return false
+}
+
+// probePort is the TCP port an httpGet or tcpSocket probe connects to,
+// named ports resolved through the container's ports.
+func probePort(c *corev1.Container, p *corev1.Probe) (uint16, bool) {
+	var port intstr.IntOrString
+	switch {
+	case p.HTTPGet != nil:
+		port = p.HTTPGet.Port
+	case p.TCPSocket != nil:
+		port = p.TCPSocket.Port
+	default:
+		return 0, false
+	}
+	if port.Type == intstr.Int {
+		return uint16(port.IntVal), port.IntVal > 0 && port.IntVal < 65536
+	}
+	for _, cp := range c.Ports {
+		if cp.Name == port.StrVal {
+			return uint16(cp.ContainerPort), true
+		}
+	}
+	return 0, false
 }

@@ -47,6 +47,8 @@ type Timeline struct {
 
 	// Phases are the pod-level phases in order (see the Phase* names).
 	Phases []Phase `json:"phases"`
+	// ImagePulls are the images the kubelet pulled for this pod.
+	ImagePulls []ImagePull `json:"image_pulls,omitempty"`
 	// Sandbox is the pod sandbox (pause container and network).
 	Sandbox *Sandbox `json:"sandbox,omitempty"`
 	// Containers in spec order: init containers (regular and sidecar), then
@@ -108,6 +110,31 @@ type Sandbox struct {
 	// observed, or the first container created, whichever came first.
 	Ready time.Time `json:"ready"`
 	PodIP string    `json:"pod_ip,omitempty"`
+	// Call is the kubelet's RunPodSandbox call, when the kernel saw it: the
+	// sandbox phase is then exactly the call.
+	Call *CRICall `json:"call,omitempty"`
+	// CNI are the CNI plugin processes the runtime ran for the sandbox
+	// network (ADD), seen in the kernel inside the RunPodSandbox call.
+	CNI []Process `json:"cni,omitempty"`
+}
+
+// CRICall is one call of the kubelet's CRI client, timed in the kernel.
+type CRICall struct {
+	// Method is the gRPC method, e.g. runtime.v1.RuntimeService/StartContainer.
+	Method string `json:"method"`
+	// Start is zero when the call began before readyline was watching.
+	Start time.Time `json:"start,omitzero"`
+	End   time.Time `json:"end"`
+	Err   bool      `json:"err,omitempty"`
+}
+
+// ImagePull is a PullImage call for one of the pod's images.
+type ImagePull struct {
+	// Container is the container that needed the image ("" if unknown).
+	Container string  `json:"container,omitempty"`
+	Image     string  `json:"image"`
+	Ref       string  `json:"ref,omitempty"`
+	Call      CRICall `json:"call"`
 }
 
 // ContainerKind is what role a container plays in the start.
@@ -154,6 +181,9 @@ type ContainerAttempt struct {
 	// NextCreated is when the kubelet created the container that waited for
 	// this one (the next init container, or the first main container).
 	NextCreated time.Time `json:"next_created,omitzero"`
+	// Calls are the kubelet's CRI calls for this attempt (CreateContainer,
+	// StartContainer, ...), when the kernel saw them.
+	Calls []CRICall `json:"calls,omitempty"`
 }
 
 // Process is a process as the kernel saw it (exec -> exit).
@@ -179,6 +209,8 @@ type Hook struct {
 	// Inferred is set when the hook was not seen directly and its bounds
 	// come from the container start and the next container's creation.
 	Inferred bool `json:"inferred,omitempty"`
+	// Call is the ExecSync call that ran an exec hook, when seen.
+	Call *CRICall `json:"call,omitempty"`
 }
 
 // ProbeKind is startup, readiness or liveness.
@@ -215,6 +247,23 @@ type ProbeAttempt struct {
 	// status flip (started or ready became true): only its success and an
 	// upper bound of its time are known.
 	Inferred bool `json:"inferred,omitempty"`
+	// Call is the ExecSync call that ran an exec probe, when seen; the
+	// attempt's bounds are then the call's.
+	Call *CRICall `json:"call,omitempty"`
+	// Conn is the TCP connection of an httpGet or tcpSocket probe, when
+	// seen: connect to close. Result is then failure when the connection
+	// was refused, success for the last attempt before the API's status
+	// flip, and unknown otherwise (the kernel does not see HTTP statuses).
+	Conn *Connection `json:"conn,omitempty"`
+}
+
+// Connection is a TCP connection the kubelet made to the pod.
+type Connection struct {
+	Daddr string `json:"daddr"`
+	Dport uint16 `json:"dport"`
+	// Established is zero when the connection was refused.
+	Established time.Time `json:"established,omitzero"`
+	Result      string    `json:"result"`
 }
 
 // Names of the five lifecycle conditions, in their usual order.

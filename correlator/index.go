@@ -1,0 +1,159 @@
+package correlator
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/readyline/readyline/collector/event"
+)
+
+// ownerIndex knows which pod a container id, sandbox id or pod IP belongs
+// to: most CRI calls name only an id, TCP probe connections only an IP.
+// Entries are learned from every source, for every pod on the node (the
+// pods whose start is not traced too, so their calls are recognised), and
+// forgotten when unused for a while. Events naming something not yet known
+// wait in pending, like orphans.
+type ownerIndex struct {
+	owners  map[string]ownerEntry // "id:<id>" or "ip:<ip>" -> pod
+	pending map[string]*orphanEvents
+}
+
+type ownerEntry struct {
+	uid  string
+	used time.Time
+}
+
+func newOwnerIndex() ownerIndex {
+	return ownerIndex{owners: make(map[string]ownerEntry), pending: make(map[string]*orphanEvents)}
+}
+
+func idKey(id string) string { return "id:" + id }
+func ipKey(ip string) string { return "ip:" + ip }
+
+// learnFrom records what an event says about who owns what; it returns the
+// keys that became known (their pending events can now be routed).
+func (x *ownerIndex) learnFrom(ev event.Event, now time.Time) []string {
+	var learned []string
+	learn := func(key, uid string) {
+		if uid == "" || key == "id:" || key == "ip:" {
+			return
+		}
+		if old, ok := x.owners[key]; !ok || old.uid != uid {
+			learned = append(learned, key)
+		}
+		x.owners[key] = ownerEntry{uid: uid, used: now}
+	}
+	switch e := ev.(type) {
+	case *event.ProcessExec:
+		learn(idKey(e.ContainerID), e.PodUID)
+	case *event.ContainerInfo:
+		learn(idKey(e.ContainerID), e.PodUID)
+		learn(idKey(e.SandboxID), e.PodUID)
+		if e.Sandbox && e.PodIP != "" {
+			learn(ipKey(e.PodIP), e.PodUID)
+		}
+	case *event.CRICall:
+		learn(idKey(e.PodSandboxID), e.PodUID)
+		learn(idKey(e.ContainerID), e.PodUID)
+	case *event.PodUpdate:
+		if e.Pod == nil || e.Action == event.PodDeleted {
+			break
+		}
+		uid := string(e.Pod.UID)
+		for _, ip := range e.Pod.Status.PodIPs {
+			learn(ipKey(ip.IP), uid)
+		}
+		for _, list := range [][]corev1.ContainerStatus{e.Pod.Status.InitContainerStatuses, e.Pod.Status.ContainerStatuses} {
+			for _, cs := range list {
+				learn(idKey(stripRuntime(cs.ContainerID)), uid)
+			}
+		}
+	}
+	return learned
+}
+
+// keysOf are the keys an event can be routed by, best first.
+func keysOf(ev event.Event) []string {
+	switch e := ev.(type) {
+	case *event.CRICall:
+		return []string{idKey(e.ContainerID), idKey(e.PodSandboxID)}
+	case *event.TCPConnection:
+		return []string{ipKey(e.Daddr)}
+	}
+	return nil
+}
+
+// lookup finds the pod an event belongs to through the index.
+func (x *ownerIndex) lookup(ev event.Event, now time.Time) (uid, key string) {
+	for _, k := range keysOf(ev) {
+		if k == "id:" || k == "ip:" {
+			continue
+		}
+		if key == "" {
+			key = k
+		}
+		if o, ok := x.owners[k]; ok {
+			o.used = now
+			x.owners[k] = o
+			return o.uid, k
+		}
+	}
+	return "", key
+}
+
+// forget drops entries unused for longer than ttl.
+func (x *ownerIndex) forget(now time.Time, ttl time.Duration) {
+	for k, o := range x.owners {
+		if now.Sub(o.used) > ttl {
+			delete(x.owners, k)
+		}
+	}
+}
+
+// cniBuffer keeps the CNI plugin processes of the last minute: they run on
+// the host, outside any pod, and are put in a sandbox by time (inside its
+// RunPodSandbox call) when the pod's timeline is derived.
+type cniBuffer struct {
+	procs []*procRecord
+	byPID map[uint32]*procRecord
+}
+
+const cniKeep = time.Minute
+
+func (b *cniBuffer) record(ev event.Event, now time.Time) {
+	if b.byPID == nil {
+		b.byPID = make(map[uint32]*procRecord)
+	}
+	switch e := ev.(type) {
+	case *event.ProcessExec:
+		r := &procRecord{pid: e.PID, ppid: e.PPID, exec: e.Time, filename: e.Filename, argv: e.Argv, truncated: e.ArgvTruncated}
+		b.procs = append(b.procs, r)
+		b.byPID[e.PID] = r
+	case *event.ProcessExit:
+		if r := b.byPID[e.PID]; r != nil && r.exit.IsZero() {
+			code := e.ExitCode
+			r.exit, r.exitCode, r.signal = e.Time, &code, e.Signal
+		}
+	}
+	// Forget what is older than cniKeep (the buffer is in time order).
+	i := 0
+	for i < len(b.procs) && now.Sub(b.procs[i].exec) > cniKeep {
+		if b.byPID[b.procs[i].pid] == b.procs[i] {
+			delete(b.byPID, b.procs[i].pid)
+		}
+		i++
+	}
+	b.procs = b.procs[i:]
+}
+
+// within returns the CNI processes that started inside [start, end].
+func (b *cniBuffer) within(start, end time.Time) []*procRecord {
+	var out []*procRecord
+	for _, r := range b.procs {
+		if !r.exec.Before(start) && !r.exec.After(end) {
+			out = append(out, r)
+		}
+	}
+	return out
+}

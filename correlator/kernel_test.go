@@ -1,0 +1,172 @@
+package correlator
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/readyline/readyline/collector/event"
+)
+
+const (
+	rt      = "runtime.v1.RuntimeService/"
+	podIP   = "10.244.0.9"
+	otherIP = "10.244.0.10"
+)
+
+// kernelDemo is lifecycle-demo as the uprobes and the TCP tracer add to
+// it: the CRI calls, the CNI plugins, the probes' connections.
+func kernelDemo(t testing.TB) *scenario {
+	sc := newScenario(t, "kernel-demo", corev1.PodSpec{
+		InitContainers: []corev1.Container{{Name: "init-sidecar", Image: "busybox", RestartPolicy: always(),
+			Command:      []string{"sh", "-c", "touch /tmp/ready; sleep 3600"},
+			StartupProbe: execProbe(0, 1, "sh", "-c", "test -f /tmp/ready")}},
+		Containers: []corev1.Container{{Name: "nginx", Image: "nginx",
+			Ports:          []corev1.ContainerPort{{Name: "http", ContainerPort: 80}},
+			StartupProbe:   &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromString("http")}}},
+			ReadinessProbe: &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(80)}}}}},
+	})
+	uid := sc.uid
+	sc.cond(corev1.PodScheduled, 0)
+	sc.update(0.05)
+	// RunPodSandbox: CNI (bridge, then host-local as its IPAM), then pause.
+	sc.cniExec(0.30, 0.38, 3001, "bridge")
+	sc.cniExec(0.31, 0.33, 3002, "host-local")
+	sc.cniExec(0.36, 0.37, 3003, "loopback")
+	sc.exec(0.45, sandboxID, 100, shimPID, "pause")
+	sc.call(0.25, 0.50, rt+"RunPodSandbox", func(c *event.CRICall) { c.PodUID, c.PodSandboxID = uid, sandboxID })
+	// Another pod's sandbox overlapping the end of this one: its plugin at 0.47 is ambiguous.
+	sc.cniExec(0.47, 0.49, 3004, "bridge")
+	sc.call(0.46, 0.90, rt+"RunPodSandbox", func(c *event.CRICall) { c.PodUID = "someone-else" })
+	sc.runtime(0.55, sandboxID, "", 0, 0.44, 0, 0, 0)
+	sc.events[len(sc.events)-1].(*event.ContainerInfo).PodIP = podIP
+	sc.cond(corev1.PodReadyToStartContainers, 0.6)
+	sc.update(0.6)
+
+	// The sidecar: created and started over the CRI; its startupProbe is an
+	// ExecSync whose process the kernel sees inside the call. The
+	// StartContainer call names only the container id.
+	sc.call(0.62, 0.70, rt+"CreateContainer", func(c *event.CRICall) {
+		c.PodUID, c.PodSandboxID, c.ContainerName, c.ContainerID = uid, sandboxID, "init-sidecar", idSidecar
+	})
+	sc.call(0.71, 0.80, rt+"StartContainer", func(c *event.CRICall) { c.ContainerID = idSidecar })
+	sc.exec(0.78, idSidecar, 300, shimPID, "sh", "-c", "touch /tmp/ready; sleep 3600")
+	sc.exec(1.80, idSidecar, 310, shimPID, "sh", "-c", "test -f /tmp/ready")
+	sc.exit(1.81, idSidecar, 310, 0)
+	sc.call(1.75, 1.85, rt+"ExecSync", func(c *event.CRICall) { c.ContainerID, c.Cmd = idSidecar, []string{"sh", "-c", "test -f /tmp/ready"} })
+	// An ExecSync whose process was lost: the call alone stands for it.
+	sc.call(2.75, 2.85, rt+"ExecSync", func(c *event.CRICall) { c.ContainerID, c.Cmd = idSidecar, []string{"sh", "-c", "test -f /tmp/ready"} })
+	sc.runtime(0.9, idSidecar, "init-sidecar", 0, 0.68, 0.79, 0, 0)
+	sc.status(true, running("init-sidecar", idSidecar, 0.79, true, true))
+	sc.cond(corev1.PodInitialized, 2.0)
+	sc.update(2.0)
+
+	// nginx: PullImage, then its httpGet startupProbe (refused twice, then
+	// an answer) and tcpSocket readiness probe, as connections to the pod IP.
+	sc.call(2.0, 4.0, "runtime.v1.ImageService/PullImage", func(c *event.CRICall) {
+		c.PodUID, c.Image, c.ImageRef = uid, "nginx", "sha256:abc"
+	})
+	sc.call(4.05, 4.10, rt+"CreateContainer", func(c *event.CRICall) {
+		c.PodUID, c.PodSandboxID, c.ContainerName, c.ContainerID = uid, sandboxID, "nginx", idMain
+	})
+	sc.call(4.11, 4.20, rt+"StartContainer", func(c *event.CRICall) { c.ContainerID = idMain })
+	sc.exec(4.15, idMain, 400, shimPID, "httpd", "-f")
+	sc.conn(5.2, 5.2005, podIP, 80, event.TCPRefused)
+	sc.conn(6.2, 6.2005, podIP, 80, event.TCPRefused)
+	sc.conn(7.2, 7.21, podIP, 80, event.TCPEstablished)
+	sc.conn(7.3, 7.31, otherIP, 80, event.TCPEstablished) // another pod's probe
+	sc.status(false, running("nginx", idMain, 4.2, true, false))
+	sc.update(7.5)
+	sc.conn(8.2, 8.201, podIP, 80, event.TCPEstablished)
+	sc.status(false, running("nginx", idMain, 4.2, true, true))
+	sc.cond(corev1.ContainersReady, 8.4)
+	sc.cond(corev1.PodReady, 8.4)
+	sc.update(8.4)
+	return sc
+}
+
+func TestKernelCRICallsAndConnections(t *testing.T) {
+	tl := kernelDemo(t).run(Config{})
+	sb := tl.Sandbox
+	if sb == nil || sb.Call == nil || !sb.Call.Start.Equal(at(0.25)) || !sb.Call.End.Equal(at(0.50)) {
+		t.Fatalf("sandbox %+v", sb)
+	}
+	var plugins []string
+	for _, p := range sb.CNI {
+		plugins = append(plugins, p.Filename)
+	}
+	if len(plugins) != 3 || plugins[0] != "/usr/lib/cni/bridge" || plugins[2] != "/usr/lib/cni/loopback" {
+		t.Errorf("CNI plugins %v: want bridge, host-local, loopback and not the other pod's", plugins)
+	}
+	phases := map[string]Phase{}
+	for _, p := range tl.Phases {
+		phases[p.Name] = p
+	}
+	if ph := phases[PhaseSandbox]; !ph.Start.Equal(at(0.25)) || !ph.End.Equal(at(0.50)) || ph.Source != "kernel" {
+		t.Errorf("sandbox phase %+v, want the RunPodSandbox call", ph)
+	}
+	if c := findCondition(t, tl, CondPodReadyToStartContainers); !c.Cause.Equal(at(0.50)) {
+		t.Errorf("PodReadyToStartContainers cause %v (%s)", c.Cause, c.CauseEvent)
+	}
+
+	side := findContainer(t, tl, "init-sidecar").Attempts[0]
+	if len(side.Calls) != 2 || side.Calls[0].Method != rt+"CreateContainer" || side.Calls[1].Method != rt+"StartContainer" {
+		t.Errorf("sidecar calls %+v", side.Calls)
+	}
+	if len(side.Probes) != 2 {
+		t.Fatalf("sidecar probes %+v", side.Probes)
+	}
+	p0 := side.Probes[0]
+	if p0.Call == nil || !p0.Start.Equal(at(1.75)) || !p0.End.Equal(at(1.85)) || p0.Result != ProbeSuccess {
+		t.Errorf("probe joined with its ExecSync: %+v", p0)
+	}
+	if p1 := side.Probes[1]; p1.Call == nil || p1.Result != ProbeSuccess || !p1.Start.Equal(at(2.75)) {
+		t.Errorf("probe from the ExecSync call alone: %+v", p1)
+	}
+
+	if len(tl.ImagePulls) != 1 || tl.ImagePulls[0].Container != "nginx" || tl.ImagePulls[0].Call.End.Sub(tl.ImagePulls[0].Call.Start) != 2*time.Second {
+		t.Errorf("image pulls %+v", tl.ImagePulls)
+	}
+	nginx := findContainer(t, tl, "nginx").Attempts[0]
+	var got []string
+	for _, p := range nginx.Probes {
+		if p.Conn == nil || p.Inferred {
+			t.Errorf("nginx probe without its connection: %+v", p)
+			continue
+		}
+		got = append(got, string(p.Kind)+"/"+p.Handler+"/"+string(p.Result))
+	}
+	want := []string{"startup/httpGet/failure", "startup/httpGet/failure", "startup/httpGet/success", "readiness/tcpSocket/success"}
+	if len(got) != len(want) {
+		t.Fatalf("nginx probes %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("nginx probes %v, want %v", got, want)
+		}
+	}
+}
+
+// TestCallsBeforeTheirContainerIsKnown: a StartContainer naming only an id
+// waits until something says whose it is.
+func TestCallsBeforeTheirContainerIsKnown(t *testing.T) {
+	sc := kernelDemo(t)
+	// Move the nginx StartContainer first among the pod's node events.
+	var start event.Event
+	var rest []event.Event
+	for _, ev := range sc.events {
+		if c, ok := ev.(*event.CRICall); ok && c.Method == rt+"StartContainer" && c.ContainerID == idMain {
+			start = ev
+			continue
+		}
+		rest = append(rest, ev)
+	}
+	sc.events = append([]event.Event{rest[0], start}, rest[1:]...)
+	tl := sc.run(Config{})
+	calls := findContainer(t, tl, "nginx").Attempts[0].Calls
+	if len(calls) != 2 || calls[1].Method != rt+"StartContainer" {
+		t.Errorf("nginx calls %+v", calls)
+	}
+}
