@@ -43,6 +43,8 @@ const (
 	AttrProbeExitCode      = attribute.Key("readyline.probe.exit_code")
 	AttrInferred           = attribute.Key("readyline.inferred")
 	AttrIncomplete         = attribute.Key("readyline.incomplete")
+	AttrTCPResult          = attribute.Key("readyline.tcp.result")
+	AttrImageRef           = attribute.Key("readyline.image.ref")
 	AttrConditionType      = attribute.Key("readyline.condition.type")
 	AttrConditionLTT       = attribute.Key("readyline.condition.last_transition_time")
 	AttrConditionCause     = attribute.Key("readyline.condition.cause_time")
@@ -202,7 +204,7 @@ func (b *spanBuilder) phases(ctx context.Context, tl *correlator.Timeline, tlEnd
 				attrs = append(attrs, AttrSandboxID.String(tl.Sandbox.ID))
 			}
 			pctx, s := b.start(ctx, p.Name, p.Start, attrs...)
-			b.pause(pctx, tl.Sandbox)
+			b.sandboxChildren(pctx, tl.Sandbox)
 			b.end(s, end)
 			sandboxDone = true
 			continue
@@ -211,7 +213,79 @@ func (b *spanBuilder) phases(ctx context.Context, tl *correlator.Timeline, tlEnd
 		b.end(s, end)
 	}
 	if !sandboxDone && tl.Sandbox != nil {
-		b.pause(ctx, tl.Sandbox)
+		b.sandboxChildren(ctx, tl.Sandbox)
+	}
+	b.imagePulls(ctx, tl.ImagePulls)
+}
+
+// sandboxChildren: the RunPodSandbox call, the CNI plugins inside it, the
+// pause process.
+func (b *spanBuilder) sandboxChildren(ctx context.Context, sb *correlator.Sandbox) {
+	if sb.Call != nil {
+		b.criCall(ctx, sb.Call)
+	}
+	for i := range sb.CNI {
+		p := &sb.CNI[i]
+		name := "cni " + path.Base(p.Filename)
+		attrs := processAttrs(p)
+		end := p.Exit
+		if end.IsZero() {
+			end = p.Exec
+			attrs = append(attrs, AttrIncomplete.Bool(true))
+		}
+		b.leaf(ctx, name, p.Exec, end, processErr(p), attrs...)
+	}
+	b.pause(ctx, sb)
+}
+
+// criCall is a CRI call as a gRPC client span, named like the kubelet's own
+// (runtime.v1.RuntimeService/StartContainer).
+func (b *spanBuilder) criCall(ctx context.Context, c *correlator.CRICall) {
+	if c.End.IsZero() {
+		return
+	}
+	attrs := []attribute.KeyValue{semconv.RPCSystemNameGRPC, semconv.RPCMethod(c.Method)}
+	start := c.Start
+	if start.IsZero() {
+		start = c.End
+		attrs = append(attrs, AttrIncomplete.Bool(true))
+	}
+	_, s := b.tracer.Start(ctx, c.Method, trace.WithTimestamp(start), trace.WithAttributes(attrs...),
+		trace.WithSpanKind(trace.SpanKindClient))
+	if c.Err {
+		s.SetStatus(codes.Error, "the call returned an error")
+	}
+	b.end(s, c.End)
+}
+
+// imagePulls: one image.pull span per PullImage call.
+func (b *spanBuilder) imagePulls(ctx context.Context, pulls []correlator.ImagePull) {
+	for i := range pulls {
+		ip := &pulls[i]
+		if ip.Call.End.IsZero() {
+			continue
+		}
+		name, tag := splitImage(ip.Image)
+		attrs := []attribute.KeyValue{semconv.ContainerImageName(name)}
+		if tag != "" {
+			attrs = append(attrs, semconv.ContainerImageTags(tag))
+		}
+		if ip.Container != "" {
+			attrs = append(attrs, semconv.K8SContainerName(ip.Container))
+		}
+		if ip.Ref != "" {
+			attrs = append(attrs, AttrImageRef.String(ip.Ref))
+		}
+		start := ip.Call.Start
+		if start.IsZero() {
+			start = ip.Call.End
+		}
+		pctx, s := b.start(ctx, "image.pull", start, attrs...)
+		b.criCall(pctx, &ip.Call)
+		if ip.Call.Err {
+			s.SetStatus(codes.Error, "pulling "+ip.Image+" failed")
+		}
+		b.end(s, ip.Call.End)
 	}
 }
 
@@ -306,33 +380,17 @@ func (b *spanBuilder) annotateAttempt(s trace.Span, a *correlator.ContainerAttem
 }
 
 func (b *spanBuilder) attemptChildren(ctx context.Context, parent trace.Span, a *correlator.ContainerAttempt, end time.Time) {
+	for i := range a.Calls {
+		b.criCall(ctx, &a.Calls[i])
+	}
 	if p := a.Process; p != nil && !p.Exec.IsZero() {
-		attrs := []attribute.KeyValue{semconv.ProcessPID(int(p.PID))}
-		if p.Filename != "" {
-			attrs = append(attrs, semconv.ProcessExecutablePath(p.Filename))
-		}
-		if len(p.Argv) > 0 {
-			attrs = append(attrs, semconv.ProcessCommandArgs(p.Argv...))
-		}
-		if p.ExitCode != nil {
-			attrs = append(attrs, semconv.ProcessExitCode(*p.ExitCode))
-		}
-		if p.Signal != 0 {
-			attrs = append(attrs, AttrProcessSignal.Int(p.Signal))
-		}
+		attrs := processAttrs(p)
 		pend := p.Exit
 		if pend.IsZero() {
 			pend = end
 			attrs = append(attrs, AttrProcessRunning.Bool(true))
 		}
-		errDesc := ""
-		switch {
-		case p.ExitCode != nil && *p.ExitCode != 0:
-			errDesc = fmt.Sprintf("exit code %d", *p.ExitCode)
-		case p.Signal != 0:
-			errDesc = fmt.Sprintf("killed by signal %d", p.Signal)
-		}
-		b.leaf(ctx, ProcessSpanName(p), p.Exec, pend, errDesc, attrs...)
+		b.leaf(ctx, ProcessSpanName(p), p.Exec, pend, processErr(p), attrs...)
 	}
 	if h := a.PostStart; h != nil && !h.Start.IsZero() {
 		attrs := []attribute.KeyValue{AttrHookHandler.String(h.Handler)}
@@ -357,6 +415,34 @@ func (b *spanBuilder) attemptChildren(ctx context.Context, parent trace.Span, a 
 		b.leaf(ctx, "postStart", h.Start, hend, errDesc, attrs...)
 	}
 	b.probes(ctx, parent, a.Probes)
+}
+
+func processAttrs(p *correlator.Process) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{semconv.ProcessPID(int(p.PID))}
+	if p.Filename != "" {
+		attrs = append(attrs, semconv.ProcessExecutablePath(p.Filename))
+	}
+	if len(p.Argv) > 0 {
+		attrs = append(attrs, semconv.ProcessCommandArgs(p.Argv...))
+	}
+	if p.ExitCode != nil {
+		attrs = append(attrs, semconv.ProcessExitCode(*p.ExitCode))
+	}
+	if p.Signal != 0 {
+		attrs = append(attrs, AttrProcessSignal.Int(p.Signal))
+	}
+	return attrs
+}
+
+// processErr describes a process that failed, "" otherwise.
+func processErr(p *correlator.Process) string {
+	switch {
+	case p.ExitCode != nil && *p.ExitCode != 0:
+		return fmt.Sprintf("exit code %d", *p.ExitCode)
+	case p.Signal != 0:
+		return fmt.Sprintf("killed by signal %d", p.Signal)
+	}
+	return ""
 }
 
 // probes emits one span per probe attempt, at most maxProbeSpans per kind,
@@ -398,6 +484,12 @@ func (b *spanBuilder) probes(ctx context.Context, parent trace.Span, probes []co
 		}
 		if p.Inferred {
 			attrs = append(attrs, AttrInferred.Bool(true))
+		}
+		if p.Call != nil {
+			attrs = append(attrs, semconv.RPCSystemNameGRPC, semconv.RPCMethod(p.Call.Method))
+		}
+		if c := p.Conn; c != nil {
+			attrs = append(attrs, semconv.ServerAddress(c.Daddr), semconv.ServerPort(int(c.Dport)), AttrTCPResult.String(c.Result))
 		}
 		pend := p.End
 		if pend.IsZero() {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -246,12 +247,33 @@ func (wf *waterfall) collect() {
 	}
 }
 
+// pause shows the sandbox's insides: the CNI plugins, the pause process,
+// and the image pulls that follow it.
 func (wf *waterfall) pause() {
 	sb := wf.tl.Sandbox
-	if sb == nil || sb.PauseStart.IsZero() {
-		return
+	if sb != nil {
+		for i := range sb.CNI {
+			p := &sb.CNI[i]
+			end, dur := p.Exit, fmtSeconds(p.Exit.Sub(p.Exec))
+			if end.IsZero() {
+				end, dur = p.Exec, "?"
+			}
+			wf.emit(wrow{"  cni " + path.Base(p.Filename), wf.offset(p.Exec), dur, wf.bar(p.Exec, end, glyphFull)})
+		}
+		if !sb.PauseStart.IsZero() {
+			wf.emit(wrow{"  process pause", wf.offset(sb.PauseStart), "", wf.mark(sb.PauseStart, glyphInstant)})
+		}
 	}
-	wf.emit(wrow{"  process pause", wf.offset(sb.PauseStart), "", wf.mark(sb.PauseStart, glyphInstant)})
+	for _, ip := range wf.tl.ImagePulls {
+		if ip.Call.Start.IsZero() || ip.Call.End.IsZero() {
+			continue
+		}
+		label := "image.pull " + ip.Image
+		if ip.Call.Err {
+			label += " ✗"
+		}
+		wf.emit(wrow{label, wf.offset(ip.Call.Start), fmtSeconds(ip.Call.End.Sub(ip.Call.Start)), wf.bar(ip.Call.Start, ip.Call.End, glyphFull)})
+	}
 }
 
 func (wf *waterfall) container(c *correlator.Container, depth int) {
@@ -277,6 +299,16 @@ func (wf *waterfall) container(c *correlator.Container, depth int) {
 		}
 		wf.emit(wrow{indent + label, wf.offset(start), fmtSeconds(end.Sub(start)), wf.bar(start, end, glyphFull)})
 		sub := indent + "  "
+		for _, call := range a.Calls {
+			if call.Start.IsZero() || call.End.IsZero() {
+				continue
+			}
+			_, method, _ := strings.Cut(call.Method, "/")
+			if call.Err {
+				method += " ✗"
+			}
+			wf.emit(wrow{sub + method, wf.offset(call.Start), fmtSeconds(call.End.Sub(call.Start)), wf.bar(call.Start, call.End, glyphFull)})
+		}
 		if p := a.Process; p != nil && !p.Exec.IsZero() {
 			label := ProcessSpanName(p)
 			switch {
