@@ -141,23 +141,27 @@ static __always_inline void report(const struct sock *sk, const struct conn *c, 
 	e->start_ns = c->start_ns;
 	e->cur_pid = (u32)cur;
 	e->cur_tgid = cur >> 32;
-	e->family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	// tp_btf arguments are BTF pointers: plain loads (CO-RE relocated),
+	// far cheaper than bpf_probe_read_kernel, fault-safe all the same.
+	const struct sock_common *skc = &sk->__sk_common;
+	e->family = skc->skc_family;
 	// inet_sport, not skc_num: at CLOSE the port is released (skc_num = 0)
-	// before the tracepoint fires, but inet_sport is left alone.
+	// before the tracepoint fires, but inet_sport is left alone. inet_sock
+	// extends sock, which the verifier knows sk as: read it the slow way.
 	e->sport = bpf_ntohs(BPF_CORE_READ((struct inet_sock *)sk, inet_sport));
-	e->dport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	e->dport = bpf_ntohs(skc->skc_dport);
 	e->oldstate = oldstate;
 	e->newstate = newstate;
-	e->sk_err = BPF_CORE_READ(sk, sk_err);
+	e->sk_err = sk->sk_err;
 	e->_pad = 0;
-	__builtin_memset(e->saddr, 0, sizeof(e->saddr));
-	__builtin_memset(e->daddr, 0, sizeof(e->daddr));
 	if (e->family == AF_INET6) {
-		BPF_CORE_READ_INTO(&e->saddr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
-		BPF_CORE_READ_INTO(&e->daddr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
+		__builtin_memcpy(e->saddr, skc->skc_v6_rcv_saddr.in6_u.u6_addr8, sizeof(e->saddr));
+		__builtin_memcpy(e->daddr, skc->skc_v6_daddr.in6_u.u6_addr8, sizeof(e->daddr));
 	} else {
-		BPF_CORE_READ_INTO((u32 *)e->saddr, sk, __sk_common.skc_rcv_saddr);
-		BPF_CORE_READ_INTO((u32 *)e->daddr, sk, __sk_common.skc_daddr);
+		__builtin_memset(e->saddr, 0, sizeof(e->saddr));
+		__builtin_memset(e->daddr, 0, sizeof(e->daddr));
+		*(u32 *)e->saddr = skc->skc_rcv_saddr;
+		*(u32 *)e->daddr = skc->skc_daddr;
 	}
 	bpf_ringbuf_submit(e, submit_flags());
 }
@@ -173,7 +177,7 @@ int BPF_PROG(handle_set_state, const struct sock *sk, int oldstate, int newstate
 		// A (re)connect starts a new connection on this socket.
 		u32 tgid = bpf_get_current_pid_tgid() >> 32;
 		if (!bpf_map_lookup_elem(&watched_tgids, &tgid) ||
-		    BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
+		    sk->sk_protocol != IPPROTO_TCP)
 			return 0; // a stale entry for sk fails the cookie check below
 		struct conn c = {
 			.cookie = bpf_get_socket_cookie((void *)sk),

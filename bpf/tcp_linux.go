@@ -116,6 +116,18 @@ func (p *TCPProgram) Drops() (uint64, error) {
 	return sum, nil
 }
 
+// RunStats returns how many times the program ran and for how long in
+// total. The kernel counts only while its BPF statistics are enabled
+// (ebpf.EnableStats or the kernel.bpf_stats_enabled sysctl), which costs
+// every BPF program on the node a clock read per run.
+func (p *TCPProgram) RunStats() (*ebpf.ProgramStats, error) {
+	st, err := p.objs.HandleSetState.Stats()
+	if err != nil {
+		return nil, fmt.Errorf("reading tcp program statistics: %w", err)
+	}
+	return st, nil
+}
+
 // Close detaches the program and releases the maps.
 func (p *TCPProgram) Close() error {
 	var errs []error
