@@ -1,0 +1,95 @@
+// Package gofunc finds where to put uprobes on Go functions in a linux/amd64
+// executable: the file offset of a function's entry and the offsets of all
+// its RET instructions, for return probes that replace uretprobes (which
+// corrupt Go stacks).
+//
+// Functions are located by their full Go symbol name, such as
+// "k8s.io/cri-client/pkg.(*remoteRuntimeService).RunPodSandbox", through the
+// ELF symbol table when the binary has one and through the Go runtime's own
+// function table, .gopclntab, when it is stripped (release kubelets are built
+// with -ldflags="-s -w"). PIE and non-PIE, internally and externally linked
+// binaries of Go 1.18 to 1.26 are supported; older pclntab formats are read
+// as far as debug/gosym reads them.
+//
+// The package reads only what it needs, never the whole file: the ELF
+// headers, the symbol table if there is one, .gopclntab, the bodies of the
+// functions looked up, .go.buildinfo and, for stripped binaries, the
+// runtime's module data. For the kubelet (92 MB) that is about 37 MB, most of
+// it .gopclntab. It imports no eBPF library: a caller passes
+// Func.EntryOffset and Func.RetOffsets to its uprobe attach calls.
+package gofunc
+
+import "errors"
+
+var (
+	// ErrNotFound means the binary has no function of that name: it does
+	// not exist in this build, or the compiler inlined every call to it.
+	ErrNotFound = errors.New("function not found")
+
+	// ErrUnsupportedArch means the executable is not a 64-bit x86 ELF file.
+	ErrUnsupportedArch = errors.New("unsupported architecture")
+
+	// ErrNoPclntab means the executable has no Go function table
+	// (.gopclntab): it is not a Go program, or the table was removed.
+	ErrNoPclntab = errors.New("no Go function table (.gopclntab)")
+
+	// ErrNoReturn means a function has no RET instruction, so no return
+	// probe can be placed: it always panics, exits or jumps elsewhere.
+	ErrNoReturn = errors.New("function has no RET instruction")
+
+	// ErrUndecodable means some of a function's bytes did not decode as
+	// amd64 instructions. Its RET offsets could then fall inside another
+	// instruction, and a uprobe there would corrupt the traced process, so
+	// the function is not returned.
+	ErrUndecodable = errors.New("function has undecodable bytes")
+
+	// ErrUnmapped means an address lies in no executable PT_LOAD segment of
+	// the file, so it has no file offset a uprobe could use.
+	ErrUnmapped = errors.New("address not in an executable PT_LOAD segment")
+)
+
+// Func is a function located in an executable, ready for uprobes.
+type Func struct {
+	// Name is the full Go symbol name, as looked up.
+	Name string
+	// Entry is the virtual address of the first instruction, as linked
+	// (not relocated: for a PIE binary, the address before ASLR).
+	Entry uint64
+	// End is the virtual address just past the last instruction; the
+	// alignment padding that follows a function is not part of it.
+	End uint64
+	// EntryOffset is the file offset of Entry: what uprobes (cilium/ebpf's
+	// link.UprobeOptions.Address) take.
+	EntryOffset uint64
+	// RetOffsets are the offsets of every RET instruction from Entry, in
+	// increasing order; never empty. A return probe goes at
+	// EntryOffset+RetOffsets[i].
+	RetOffsets []uint64
+	// Source names the table the function was found in: ".symtab" or
+	// ".gopclntab".
+	Source string
+}
+
+// Size returns the function's length in bytes, padding excluded.
+func (f *Func) Size() uint64 { return f.End - f.Entry }
+
+// RetFileOffsets returns the file offset of every RET instruction: the
+// addresses a uprobe-multi link takes for the function's return probes.
+func (f *Func) RetFileOffsets() []uint64 {
+	out := make([]uint64, len(f.RetOffsets))
+	for i, off := range f.RetOffsets {
+		out[i] = f.EntryOffset + off
+	}
+	return out
+}
+
+// LookupError is the error Lookup returns for one name that could not be
+// used. errors.Is sees through it to the cause, such as ErrNotFound.
+type LookupError struct {
+	Name string
+	Err  error
+}
+
+func (e *LookupError) Error() string { return e.Name + ": " + e.Err.Error() }
+
+func (e *LookupError) Unwrap() error { return e.Err }

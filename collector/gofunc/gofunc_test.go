@@ -1,0 +1,529 @@
+package gofunc
+
+import (
+	"bytes"
+	"debug/elf"
+	"debug/gosym"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"golang.org/x/arch/x86/x86asm"
+)
+
+// crilikeMethods are the methods of testdata/crilike, shaped like the
+// kubelet's CRI client methods.
+var crilikeMethods = []string{
+	"main.(*remoteRuntimeService).RunPodSandbox",
+	"main.(*remoteRuntimeService).StopPodSandbox",
+	"main.(*remoteRuntimeService).RemovePodSandbox",
+	"main.(*remoteRuntimeService).CreateContainer",
+	"main.(*remoteRuntimeService).createContainerV1",
+	"main.(*remoteRuntimeService).StartContainer",
+	"main.(*remoteRuntimeService).StopContainer",
+	"main.(*remoteRuntimeService).RemoveContainer",
+	"main.(*remoteRuntimeService).ExecSync",
+	"main.(*remoteRuntimeService).execSyncV1",
+	"main.(*remoteRuntimeService).ContainerStatus",
+	"main.(*remoteRuntimeService).PodSandboxStatus",
+	"main.(*remoteRuntimeService).ListContainers",
+	"main.(*remoteImageService).PullImage",
+	"main.(*remoteImageService).pullImageV1",
+}
+
+// build is one way of building testdata/crilike.
+type build struct {
+	name    string
+	args    []string // go build flags
+	cgo     bool     // external linking needs cgo and a C toolchain
+	pie     bool
+	symtab  bool // keeps its symbol table
+	sameAsR bool // same text layout as the reference (unstripped) build
+}
+
+var builds = []build{
+	{name: "unstripped", symtab: true, sameAsR: true},
+	{name: "stripped", args: []string{"-ldflags=-s -w"}, sameAsR: true},
+	{name: "pie-stripped", args: []string{"-buildmode=pie", "-ldflags=-s -w"}, pie: true},
+	// External linkers put C start-up code before the Go text, so
+	// runtime.text is not where .text starts: the module data path.
+	{name: "pie-external-stripped", args: []string{"-buildmode=pie", "-ldflags=-s -w -linkmode=external"}, cgo: true, pie: true},
+}
+
+var (
+	buildDir  string
+	buildOnce sync.Map // build name -> *onceBuild
+)
+
+type onceBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gofunc-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	buildDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// crilike builds testdata/crilike the given way, once per test binary, and
+// returns the executable's path. A build needing a C toolchain is skipped
+// without one; any other build failure fails the test.
+func crilike(tb testing.TB, bd build) string {
+	tb.Helper()
+	v, _ := buildOnce.LoadOrStore(bd.name, &onceBuild{})
+	ob := v.(*onceBuild)
+	ob.once.Do(func() {
+		if bd.cgo {
+			if _, err := exec.LookPath("gcc"); err != nil {
+				ob.err = fmt.Errorf("skip: no C toolchain for external linking: %w", err)
+				return
+			}
+		}
+		ob.path = filepath.Join(buildDir, "crilike-"+bd.name)
+		args := append([]string{"build", "-o", ob.path}, bd.args...)
+		cmd := exec.Command("go", append(args, ".")...)
+		cmd.Dir = "testdata/crilike"
+		cmd.Env = append(os.Environ(), "GOFLAGS=", "GOARCH=amd64", "GOOS=linux", "CGO_ENABLED="+map[bool]string{true: "1", false: "0"}[bd.cgo])
+		if out, err := cmd.CombinedOutput(); err != nil {
+			ob.err = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	})
+	if ob.err != nil {
+		if strings.HasPrefix(ob.err.Error(), "skip: ") {
+			tb.Skip(ob.err)
+		}
+		tb.Fatal(ob.err)
+	}
+	return ob.path
+}
+
+// symtabFuncs returns the unstripped build's FUNC symbols with a size.
+func symtabFuncs(t *testing.T, path string) map[string]elf.Symbol {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]elf.Symbol{}
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Size > 0 {
+			out[s.Name] = s
+		}
+	}
+	return out
+}
+
+func open(tb testing.TB, path string) *Binary {
+	tb.Helper()
+	b, err := Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { b.Close() })
+	return b
+}
+
+func mustLookup(t *testing.T, b *Binary, names ...string) map[string]*Func {
+	t.Helper()
+	fns, errs := b.Lookup(names...)
+	for _, err := range errs {
+		t.Error(err)
+	}
+	return fns
+}
+
+func TestLookupCrilike(t *testing.T) {
+	ref := symtabFuncs(t, crilike(t, builds[0]))
+	refFns := mustLookup(t, open(t, crilike(t, builds[0])), crilikeMethods...)
+	for _, bd := range builds {
+		t.Run(bd.name, func(t *testing.T) {
+			path := crilike(t, bd)
+			fns := mustLookup(t, open(t, path), crilikeMethods...)
+			if len(fns) != len(crilikeMethods) {
+				t.Fatalf("found %d of %d functions", len(fns), len(crilikeMethods))
+			}
+			wantSource := map[bool]string{true: ".symtab", false: ".gopclntab"}[bd.symtab]
+			for _, name := range crilikeMethods {
+				fn := fns[name]
+				if fn.Name != name || fn.Source != wantSource {
+					t.Errorf("%s: got name %q from %s, want from %s", name, fn.Name, fn.Source, wantSource)
+				}
+				if bd.sameAsR {
+					s := ref[name]
+					if fn.Entry != s.Value || fn.End != s.Value+s.Size {
+						t.Errorf("%s: %#x-%#x, symbol table of the unstripped build says %#x-%#x", name, fn.Entry, fn.End, s.Value, s.Value+s.Size)
+					}
+				}
+				// The code does not depend on where it is linked: same
+				// size and RETs in every build.
+				if r := refFns[name]; r != nil && (fn.Size() != r.Size() || !slices.Equal(fn.RetOffsets, r.RetOffsets)) {
+					t.Errorf("%s: size %d, RETs %v; unstripped build: size %d, RETs %v", name, fn.Size(), fn.RetOffsets, r.Size(), r.RetOffsets)
+				}
+				checkFunc(t, path, fn)
+			}
+			checkAgainstObjdump(t, path, fns)
+		})
+	}
+}
+
+// checkFunc checks fn against the file by another route than the package's:
+// through the section headers instead of the program headers.
+func checkFunc(t *testing.T, path string, fn *Func) {
+	t.Helper()
+	if len(fn.RetOffsets) == 0 || !slices.IsSorted(fn.RetOffsets) {
+		t.Errorf("%s: RET offsets %v: want some, increasing", fn.Name, fn.RetOffsets)
+	}
+	if fn.End <= fn.Entry {
+		t.Fatalf("%s: empty range %#x-%#x", fn.Name, fn.Entry, fn.End)
+	}
+	ef, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	text := ef.Section(".text")
+	if text == nil {
+		t.Fatal("no .text section")
+	}
+	if fn.Entry < text.Addr || fn.End > text.Addr+text.Size {
+		t.Fatalf("%s: %#x-%#x outside .text %#x-%#x", fn.Name, fn.Entry, fn.End, text.Addr, text.Addr+text.Size)
+	}
+	viaSection := make([]byte, fn.Size())
+	if _, err := text.ReadAt(viaSection, int64(fn.Entry-text.Addr)); err != nil {
+		t.Fatal(err)
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	viaOffset := make([]byte, fn.Size())
+	if _, err := file.ReadAt(viaOffset, int64(fn.EntryOffset)); err != nil {
+		t.Fatalf("%s: reading %d bytes at file offset %#x: %v", fn.Name, fn.Size(), fn.EntryOffset, err)
+	}
+	if !bytes.Equal(viaOffset, viaSection) {
+		t.Errorf("%s: bytes at file offset %#x differ from the code at %#x", fn.Name, fn.EntryOffset, fn.Entry)
+	}
+	for i, off := range fn.RetFileOffsets() {
+		if fn.RetOffsets[i] >= fn.Size() {
+			t.Errorf("%s: RET at +%#x outside the function (%d bytes)", fn.Name, fn.RetOffsets[i], fn.Size())
+			continue
+		}
+		inst, err := x86asm.Decode(viaOffset[off-fn.EntryOffset:], 64)
+		if err != nil || inst.Op != x86asm.RET {
+			t.Errorf("%s: at +%#x (file offset %#x): %v %v, want RET", fn.Name, fn.RetOffsets[i], off, inst, err)
+		}
+	}
+}
+
+// objdumpRet matches a RET line of GNU objdump -d, such as
+// "  4d9a3e:\tc3                   \tret".
+var objdumpRet = regexp.MustCompile(`(?m)^\s*([0-9a-f]+):\t[^\t]*\t(?:repz? |bnd )?retq?\b`)
+
+// checkAgainstObjdump compares the RETs with those GNU objdump finds, an
+// independent decoder, when it is installed.
+func checkAgainstObjdump(t *testing.T, path string, fns map[string]*Func) {
+	t.Helper()
+	if _, err := exec.LookPath("objdump"); err != nil {
+		t.Log("objdump not installed: RET offsets not compared with GNU objdump")
+		return
+	}
+	for _, fn := range fns {
+		out, err := exec.Command("objdump", "-d",
+			fmt.Sprintf("--start-address=%#x", fn.Entry), fmt.Sprintf("--stop-address=%#x", fn.End), path).Output()
+		if err != nil {
+			t.Fatalf("objdump: %v", err)
+		}
+		var got []uint64
+		for _, m := range objdumpRet.FindAllSubmatch(out, -1) {
+			addr, _ := strconv.ParseUint(string(m[1]), 16, 64)
+			got = append(got, addr-fn.Entry)
+		}
+		if !slices.Equal(got, fn.RetOffsets) {
+			t.Errorf("%s: RETs at %v, GNU objdump says %v", fn.Name, fn.RetOffsets, got)
+		}
+	}
+}
+
+// TestPclntabMatchesSymtab looks up every function of the unstripped build
+// through .gopclntab alone and compares with the symbol table: the stripped
+// path must find the same range (padding trimmed) and the same RETs, or fail
+// the same way.
+func TestPclntabMatchesSymtab(t *testing.T) {
+	path := crilike(t, builds[0])
+	var names []string
+	for name := range symtabFuncs(t, path) {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	b := open(t, path)
+	viaSym, symErrs := b.lookup(names, false)
+	viaPcln, pclnErrs := b.lookup(names, true)
+	pclnErr := map[string]error{}
+	for _, err := range pclnErrs {
+		var le *LookupError
+		if errors.As(err, &le) {
+			pclnErr[le.Name] = err
+		}
+	}
+	if len(viaSym) < len(names)*9/10 {
+		t.Fatalf("only %d of %d functions found through the symbol table: %v", len(viaSym), len(names), errors.Join(symErrs...))
+	}
+	symtabOnly := 0
+	for _, name := range names {
+		s, p := viaSym[name], viaPcln[name]
+		switch {
+		case s != nil && p == nil && errors.Is(pclnErr[name], ErrNotFound):
+			// The symbol table names assembly functions "….abi0";
+			// .gopclntab does not.
+			symtabOnly++
+		case s == nil && p == nil:
+		case s == nil || p == nil:
+			t.Errorf("%s: found through one table only (symtab %v, pclntab %v)", name, s != nil, p != nil)
+		case s.Entry != p.Entry || s.End != p.End || !slices.Equal(s.RetOffsets, p.RetOffsets) || s.EntryOffset != p.EntryOffset:
+			t.Errorf("%s: symtab %#x-%#x RETs %v; pclntab %#x-%#x RETs %v", name, s.Entry, s.End, s.RetOffsets, p.Entry, p.End, p.RetOffsets)
+		}
+	}
+	t.Logf("%d functions: %d probeable, %d not; %d named differently in .gopclntab", len(names), len(viaSym), len(symErrs), symtabOnly)
+	if symtabOnly > len(names)/10 {
+		t.Errorf("%d of %d names not in .gopclntab", symtabOnly, len(names))
+	}
+	for _, err := range symErrs {
+		// Assembly functions may use instructions x86asm does not
+		// know, and some never return; compiled Go code never fails.
+		var le *LookupError
+		if errors.As(err, &le) && strings.HasPrefix(le.Name, "main.") && le.Name != "main.fatalf" {
+			t.Errorf("compiled Go function not probeable: %v", err)
+		}
+	}
+}
+
+// TestTextStart checks the two ways a stripped binary tells where Go text
+// starts against the symbol table: the module data (all builds) and the ELF
+// entry point (internally linked builds only; an externally linked one
+// starts in C code, which must be refused).
+func TestTextStart(t *testing.T) {
+	for _, bd := range []build{builds[0], {
+		name: "pie-unstripped", args: []string{"-buildmode=pie"}, pie: true, symtab: true,
+	}, {
+		name: "pie-external-unstripped", args: []string{"-buildmode=pie", "-ldflags=-linkmode=external"}, cgo: true, pie: true, symtab: true,
+	}} {
+		t.Run(bd.name, func(t *testing.T) {
+			b := open(t, crilike(t, bd))
+			sym, err := b.symbols(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, ok := sym[symText]
+			if !ok {
+				t.Fatalf("no %s symbol", symText)
+			}
+			addr, data, err := b.findPclntab(sym)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := parsePclnHeader(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := b.moduleText(addr, addr+h.funcnameOf); err != nil || got != want.Value {
+				t.Errorf("module data: %#x, %v; %s is %#x", got, err, symText, want.Value)
+			}
+			tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := b.entryText(tab)
+			external := bd.cgo
+			switch {
+			case external && ok:
+				t.Errorf("entry point: %#x from C start-up code, want a refusal", got)
+			case !external && (!ok || got != want.Value):
+				t.Errorf("entry point: %#x, %v; %s is %#x", got, ok, symText, want.Value)
+			}
+		})
+	}
+}
+
+func TestLookupErrors(t *testing.T) {
+	b := open(t, crilike(t, builds[1]))
+	fns, errs := b.Lookup("main.(*remoteRuntimeService).RunPodSandbox", "main.noSuchFunction", "main.every", "main.fatalf", "main.noSuchFunction")
+	if len(fns) != 1 || fns["main.(*remoteRuntimeService).RunPodSandbox"] == nil {
+		t.Errorf("found %v, want RunPodSandbox only", slices.Collect(maps.Keys(fns)))
+	}
+	want := []struct {
+		name string
+		err  error
+		text string
+	}{
+		{"main.noSuchFunction", ErrNotFound, "main.noSuchFunction: function not found"},
+		{"main.every", ErrNotFound, "main.every: function not found: every call to it was inlined"},
+		{"main.fatalf", ErrNoReturn, "main.fatalf: function has no RET instruction"},
+	}
+	if len(errs) != len(want) {
+		t.Fatalf("errors %v, want one for each of %d names", errs, len(want))
+	}
+	for i, w := range want {
+		var le *LookupError
+		if !errors.As(errs[i], &le) || le.Name != w.name || !errors.Is(errs[i], w.err) || errs[i].Error() != w.text {
+			t.Errorf("error %d: %v, want %q wrapping %v", i, errs[i], w.text, w.err)
+		}
+	}
+
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs := b.Lookup("main.main"); len(errs) != 1 || !errors.Is(errs[0], os.ErrClosed) {
+		t.Errorf("lookup after Close: %v, want os.ErrClosed", errs)
+	}
+	if _, err := b.BuildInfo(); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("BuildInfo after Close: %v, want os.ErrClosed", err)
+	}
+}
+
+func TestSynthetic(t *testing.T) {
+	data := defaultSynth().bytes()
+	b, err := newBinary(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fns, errs := b.Lookup("main.f", "main.loop", "main.g")
+	textAddr := uint64(synthBase + synthTextOff + 2*synthAlign) // after rt0, rt0Arch
+	want := map[string]Func{
+		"main.f": {Name: "main.f", Entry: textAddr, End: textAddr + 9, EntryOffset: synthTextOff + 2*synthAlign, RetOffsets: []uint64{7, 8}, Source: ".gopclntab"},
+		// jmp -52 is eb cc: its displacement byte is not padding.
+		"main.g": {Name: "main.g", Entry: textAddr + 64, End: textAddr + 64 + 53, EntryOffset: synthTextOff + 2*synthAlign + 64, RetOffsets: []uint64{0}, Source: ".gopclntab"},
+	}
+	for name, w := range want {
+		got := fns[name]
+		if got == nil || fmt.Sprint(*got) != fmt.Sprint(w) {
+			t.Errorf("%s: got %+v, want %+v", name, got, w)
+		}
+	}
+	if len(errs) != 1 || !errors.Is(errs[0], ErrNoReturn) {
+		t.Errorf("errors %v, want main.loop without RET", errs)
+	}
+	if _, err := b.BuildInfo(); err == nil {
+		t.Error("BuildInfo of a file without build info: no error")
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	arm := defaultSynth()
+	arm.machine = elf.EM_AARCH64
+	noPcln := defaultSynth()
+	noPcln.noPclntab = true
+	cStart := defaultSynth() // entry point elsewhere, as with external linking
+	cStart.entry = 2
+	for _, tc := range []struct {
+		name      string
+		data      []byte
+		openErr   error // from newBinary
+		lookupErr error // from Lookup("main.f")
+	}{
+		{"arm64", arm.bytes(), ErrUnsupportedArch, nil},
+		{"no .gopclntab", noPcln.bytes(), nil, ErrNoPclntab},
+		{"no way to find Go text", cStart.bytes(), nil, errAny},
+		{"not ELF", []byte("#!/bin/sh\necho hello\n"), errAny, nil},
+		{"truncated", defaultSynth().bytes()[:100], errAny, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := newBinary(bytes.NewReader(tc.data), int64(len(tc.data)))
+			if tc.openErr != nil {
+				if err == nil || (tc.openErr != errAny && !errors.Is(err, tc.openErr)) {
+					t.Fatalf("open: %v, want %v", err, tc.openErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, errs := b.Lookup("main.f")
+			if len(errs) != 1 || (tc.lookupErr != errAny && !errors.Is(errs[0], tc.lookupErr)) {
+				t.Errorf("lookup: %v, want %v", errs, tc.lookupErr)
+			}
+		})
+	}
+	if _, err := Open(filepath.Join(t.TempDir(), "missing")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Open of a missing file: %v, want os.ErrNotExist", err)
+	}
+}
+
+// errAny stands for "some error" in tables.
+var errAny = errors.New("any error")
+
+func TestBuildInfo(t *testing.T) {
+	b := open(t, crilike(t, builds[1]))
+	bi, err := b.BuildInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bi.GoVersion != runtime.Version() || bi.Main.Path != "github.com/readyline/readyline" || !strings.HasSuffix(bi.Path, "/testdata/crilike") {
+		t.Errorf("build info: Go %s, main module %s, package %s", bi.GoVersion, bi.Main.Path, bi.Path)
+	}
+	ldflags := ""
+	for _, s := range bi.Settings {
+		if s.Key == "-ldflags" {
+			ldflags = s.Value
+		}
+	}
+	if ldflags != "-s -w" {
+		t.Errorf("-ldflags %q in build settings, want %q", ldflags, "-s -w")
+	}
+}
+
+// FuzzOpen feeds garbage to the ELF and .gopclntab parsers: they must never
+// panic, and what they return must be consistent with the file.
+func FuzzOpen(f *testing.F) {
+	f.Add(defaultSynth().bytes())
+	noPcln := defaultSynth()
+	noPcln.noPclntab = true
+	f.Add(noPcln.bytes())
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b, err := newBinary(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			return
+		}
+		fns, _ := b.Lookup("main.f", "main.g", "main.loop", "")
+		for _, fn := range fns {
+			if fn.End <= fn.Entry || len(fn.RetOffsets) == 0 || fn.EntryOffset+fn.Size() > uint64(len(data)) {
+				t.Errorf("inconsistent %+v in a %d-byte file", fn, len(data))
+			}
+			for _, r := range fn.RetOffsets {
+				if r >= fn.Size() {
+					t.Errorf("%s: RET offset %d outside the function", fn.Name, r)
+					continue
+				}
+				if inst, err := x86asm.Decode(data[fn.EntryOffset+r:], 64); err != nil || inst.Op != x86asm.RET {
+					t.Errorf("%s: RET offset %d is %v %v", fn.Name, r, inst, err)
+				}
+			}
+		}
+		b.BuildInfo()
+		b.FileOffset(synthBase + synthTextOff)
+		b.Close()
+	})
+}
