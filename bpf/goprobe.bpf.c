@@ -62,6 +62,7 @@ struct func_spec {
 // The arguments saved at entry, per goroutine and function.
 struct go_call_args {
 	u64 start_ns;
+	u32 entry_tid; // the thread of the entry (the return's may differ)
 	u32 str_len, deref_len[2], cmd_n; // full Go lengths (a longer string was cut)
 	char str[STR_LEN];
 	char deref[2][STR_LEN];
@@ -145,20 +146,28 @@ static __always_inline void bump(u32 idx)
 		__sync_fetch_and_add(v, 1);
 }
 
-static __always_inline u64 go_reg(struct pt_regs *ctx, u32 i)
+// go_regs holds the Go argument registers, copied out of pt_regs: the
+// verifier refuses a ctx pointer moved by a computed offset.
+struct go_regs {
+	u64 r[16];
+};
+
+static __always_inline void load_regs(struct pt_regs *ctx, struct go_regs *g)
 {
-	switch (i) {
-	case 0: return ctx->ax;
-	case 1: return ctx->bx;
-	case 2: return ctx->cx;
-	case 3: return ctx->di;
-	case 4: return ctx->si;
-	case 5: return ctx->r8;
-	case 6: return ctx->r9;
-	case 7: return ctx->r10;
-	case 8: return ctx->r11;
-	}
-	return 0;
+	g->r[0] = ctx->ax;
+	g->r[1] = ctx->bx;
+	g->r[2] = ctx->cx;
+	g->r[3] = ctx->di;
+	g->r[4] = ctx->si;
+	g->r[5] = ctx->r8;
+	g->r[6] = ctx->r9;
+	g->r[7] = ctx->r10;
+	g->r[8] = ctx->r11;
+}
+
+static __always_inline u64 go_reg(const struct go_regs *g, u32 i)
+{
+	return g->r[i & 15];
 }
 
 static __always_inline u32 read_go_string(char *dst, u64 ptr, u64 len)
@@ -176,11 +185,11 @@ struct go_string {
 	u64 len;
 };
 
-static __always_inline u32 read_deref(struct pt_regs *ctx, const struct deref_spec *d, char *dst)
+static __always_inline u32 read_deref(const struct go_regs *g, const struct deref_spec *d, char *dst)
 {
 	if (d->kind == DEREF_NONE || d->reg >= GO_REGS)
 		return 0;
-	u64 p = go_reg(ctx, d->reg);
+	u64 p = go_reg(g, d->reg);
 	if (!p)
 		return 0;
 	if (d->kind == DEREF_PTR_STRING) {
@@ -217,15 +226,18 @@ static __always_inline int on_entry(struct pt_regs *ctx, u32 func)
 	struct go_call_args *a = bpf_map_lookup_elem(&scratch, &zero);
 	if (!a)
 		return 0;
+	struct go_regs g;
+	load_regs(ctx, &g);
 	bpf_probe_read_kernel(a, sizeof(*a), (void *)&zero_args);
 	a->start_ns = now;
+	a->entry_tid = (u32)bpf_get_current_pid_tgid();
 	if (spec->str_arg < GO_REGS)
-		a->str_len = read_go_string(a->str, go_reg(ctx, spec->str_arg), go_reg(ctx, spec->str_arg + 1));
-	a->deref_len[0] = read_deref(ctx, &spec->deref[0], a->deref[0]);
-	a->deref_len[1] = read_deref(ctx, &spec->deref[1], a->deref[1]);
+		a->str_len = read_go_string(a->str, go_reg(&g, spec->str_arg), go_reg(&g, spec->str_arg + 1));
+	a->deref_len[0] = read_deref(&g, &spec->deref[0], a->deref[0]);
+	a->deref_len[1] = read_deref(&g, &spec->deref[1], a->deref[1]);
 	if (spec->slice_arg < GO_REGS) {
-		u64 base = go_reg(ctx, spec->slice_arg);
-		u64 n = go_reg(ctx, spec->slice_arg + 1);
+		u64 base = go_reg(&g, spec->slice_arg);
+		u64 n = go_reg(&g, spec->slice_arg + 1);
 		a->cmd_n = n > 0xffffffff ? 0xffffffff : (u32)n;
 		for (int i = 0; i < CMD_ARGS; i++) {
 			if (!base || i >= n)
@@ -277,10 +289,12 @@ static __always_inline int on_return(struct pt_regs *ctx, u32 func)
 		bump(3);
 		bpf_probe_read_kernel(&e->args, sizeof(e->args), (void *)&zero_args);
 	}
+	struct go_regs g;
+	load_regs(ctx, &g);
 	if (spec->ret_str < GO_REGS)
-		e->ret_len = read_go_string(e->ret, go_reg(ctx, spec->ret_str), go_reg(ctx, spec->ret_str + 1));
+		e->ret_len = read_go_string(e->ret, go_reg(&g, spec->ret_str), go_reg(&g, spec->ret_str + 1));
 	if (spec->ret_err < GO_REGS)
-		e->err = go_reg(ctx, spec->ret_err) != 0; // a nil interface has a nil type word
+		e->err = go_reg(&g, spec->ret_err) != 0; // a nil interface has a nil type word
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

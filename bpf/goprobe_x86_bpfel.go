@@ -50,12 +50,14 @@ type GoprobeFuncSpec struct {
 type GoprobeGoCallArgs struct {
 	_        structs.HostLayout
 	StartNs  uint64
+	EntryTid uint32
 	StrLen   uint32
 	DerefLen [2]uint32
 	CmdN     uint32
 	Str      [256]int8
 	Deref    [2][256]int8
 	Cmd      [6][64]int8
+	_        [4]byte
 }
 
 type GoprobeGoCallEvent struct {

@@ -25,6 +25,7 @@ var (
 	goStrCap       = len(bpf.GoprobeGoCallEvent{}.Ret)
 	offGoArgs      = int(unsafe.Offsetof(bpf.GoprobeGoCallEvent{}.Args))
 	offArgStart    = offGoArgs + int(unsafe.Offsetof(bpf.GoprobeGoCallArgs{}.StartNs))
+	offArgEntryTid = offGoArgs + int(unsafe.Offsetof(bpf.GoprobeGoCallArgs{}.EntryTid))
 	offArgStrLen   = offGoArgs + int(unsafe.Offsetof(bpf.GoprobeGoCallArgs{}.StrLen))
 	offArgDerefLen = offGoArgs + int(unsafe.Offsetof(bpf.GoprobeGoCallArgs{}.DerefLen))
 	offArgCmdN     = offGoArgs + int(unsafe.Offsetof(bpf.GoprobeGoCallArgs{}.CmdN))
@@ -40,6 +41,8 @@ type GoCallRecord struct {
 	// Func is the function id the probes were attached with.
 	Func      uint32
 	TGID, PID uint32
+	// EntryTID is the thread of the entry; PID the thread of the return.
+	EntryTID  uint32
 	Goroutine uint64
 	// Start is zero when the entry was not seen.
 	Start, End time.Time
@@ -83,6 +86,7 @@ func DecodeGoCall(b []byte, clock BootClock) (GoCallRecord, error) {
 		return r, nil
 	}
 	r.Start = clock.Time(le.Uint64(b[offArgStart:]))
+	r.EntryTID = le.Uint32(b[offArgEntryTid:])
 	r.Str = str(offArgStr, offArgStrLen)
 	for i := range r.Deref {
 		r.Deref[i] = str(offArgDeref+i*goStrCap, offArgDerefLen+4*i)

@@ -1,0 +1,360 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/readyline/readyline/bpf"
+	"github.com/readyline/readyline/collector/event"
+	"github.com/readyline/readyline/collector/gofunc"
+)
+
+// CRICallConfig configures a CRICallSource. The zero value is usable.
+type CRICallConfig struct {
+	// ProcRoot is where to look for the kubelet process; default /proc.
+	ProcRoot string
+	// Rescan is how often to look for a (re)started kubelet; default 2 s.
+	Rescan time.Duration
+	// PerAddress forces per-address perf-event uprobes (CAP_SYS_ADMIN)
+	// instead of uprobe_multi.
+	PerAddress bool
+
+	// target is what to probe: the kubelet's CRI client unless a test says
+	// otherwise.
+	target *probeTarget
+}
+
+// probeTarget is a process to find by name and the methods to probe in it.
+type probeTarget struct {
+	process string
+	methods []criMethod
+	// offsets returns the field offsets for the binary's nested reads, or
+	// nil to read ids only.
+	offsets func(bin *gofunc.Binary, logger *slog.Logger) *criOffsets
+}
+
+// kubeletTarget is the kubelet's CRI client.
+var kubeletTarget = probeTarget{process: "kubelet", methods: criMethods, offsets: kubeletCRIOffsets}
+
+// kubeletCRIOffsets returns the linked cri-api's offsets when the
+// kubelet's k8s.io/cri-api has the same minor version, nil otherwise.
+func kubeletCRIOffsets(bin *gofunc.Binary, logger *slog.Logger) *criOffsets {
+	criAPI := ""
+	if info, err := bin.BuildInfo(); err == nil {
+		for _, dep := range info.Deps {
+			if dep.Path == "k8s.io/cri-api" {
+				criAPI = dep.Version
+			}
+		}
+	}
+	if !sameMinor(criAPI, linkedCRIAPIVersion()) {
+		logger.Warn("the kubelet's k8s.io/cri-api is not the version readyline knows: CRI calls are traced with ids only (no pod UID, container name or image from the call itself)",
+			"kubelet_cri_api", criAPI, "known", linkedCRIAPIVersion())
+		return nil
+	}
+	return &linkedCRIOffsets
+}
+
+// CRICallStats counts what a CRICallSource saw.
+type CRICallStats struct {
+	Calls        uint64 // CRICall events emitted
+	DecodeErrors uint64
+	Attaches     uint64 // times probes were attached to a kubelet
+	KubeletPID   int    // the kubelet probed now, 0 if none
+	// ThreadHops counts calls that returned on another thread than they
+	// entered: goroutines move between threads, the probes key by goroutine.
+	ThreadHops uint64
+	// The kernel side's counters (see bpf.GoProbeCounters).
+	Kernel bpf.GoProbeCounters
+}
+
+// CRICallSource reports the kubelet's CRI calls, timed in the kernel by
+// uprobes on its CRI client (stripped release binaries included). It finds
+// the kubelet by scanning /proc and follows its restarts. Not safe for
+// concurrent use, but for Stats.
+type CRICallSource struct {
+	cfg    CRICallConfig
+	logger *slog.Logger
+	prog   *bpf.GoProbeProgram
+
+	// current attachment
+	pid     int
+	start   string // the process's start time (field 22 of stat), against pid reuse
+	links   []link.Link
+	methods map[uint32]*criMethod
+	warned  string // the last degradation warned about, to warn once
+
+	clockOff                                  atomic.Int64
+	calls, decodeErrors, attaches, threadHops atomic.Uint64
+	kubeletPID                                atomic.Int64
+}
+
+// NewCRICallSource loads the uprobe programs. A kernel that refuses them is
+// an error the caller should report as one lost feature, not a fatal one.
+func NewCRICallSource(cfg CRICallConfig, logger *slog.Logger) (*CRICallSource, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ProcRoot == "" {
+		cfg.ProcRoot = "/proc"
+	}
+	if cfg.Rescan <= 0 {
+		cfg.Rescan = 2 * time.Second
+	}
+	if cfg.target == nil {
+		cfg.target = &kubeletTarget
+	}
+	prog, err := bpf.LoadGoProbeProgram()
+	if err != nil {
+		return nil, err
+	}
+	s := &CRICallSource{cfg: cfg, logger: logger, prog: prog}
+	s.clockOff.Store(NewBootClock().Offset)
+	return s, nil
+}
+
+// Stats returns the counters so far. Safe for concurrent use.
+func (s *CRICallSource) Stats() CRICallStats {
+	st := CRICallStats{Calls: s.calls.Load(), DecodeErrors: s.decodeErrors.Load(),
+		Attaches: s.attaches.Load(), KubeletPID: int(s.kubeletPID.Load()), ThreadHops: s.threadHops.Load()}
+	st.Kernel, _ = s.prog.Counters()
+	return st
+}
+
+// Run probes the kubelet (and its successors, when it restarts) until ctx
+// is done, handing each call to emit from one goroutine. It returns nil on
+// cancellation, with the probes detached.
+func (s *CRICallSource) Run(ctx context.Context, emit func(event.Event)) error {
+	defer s.prog.Close()
+	defer s.detach()
+	rd, err := ringbuf.NewReader(s.prog.Events())
+	if err != nil {
+		return fmt.Errorf("opening goprobe ring buffer: %w", err)
+	}
+	records := make(chan GoCallRecord, 1024)
+	readDone := make(chan error, 1)
+	go func() { readDone <- s.read(rd, records) }()
+	defer func() {
+		rd.Close()
+		<-readDone
+	}()
+
+	s.rescan()
+	tick := time.NewTicker(s.cfg.Rescan)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			s.clockOff.Store(NewBootClock().Offset)
+			s.rescan()
+		case r := <-records:
+			if ev := s.toEvent(&r); ev != nil {
+				s.calls.Add(1)
+				emit(ev)
+			}
+		case err := <-readDone:
+			readDone <- err
+			return err
+		}
+	}
+}
+
+// read decodes ring-buffer records until the reader is closed.
+func (s *CRICallSource) read(rd *ringbuf.Reader, out chan<- GoCallRecord) error {
+	defer close(out)
+	var rec ringbuf.Record
+	for {
+		if err := rd.ReadInto(&rec); err != nil {
+			if errors.Is(err, ringbuf.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("reading goprobe ring buffer: %w", err)
+		}
+		r, err := DecodeGoCall(rec.RawSample, BootClock{Offset: s.clockOff.Load()})
+		if err != nil {
+			s.decodeErrors.Add(1)
+			continue
+		}
+		out <- r
+	}
+}
+
+// toEvent turns a record of the probed kubelet into a CRICall.
+func (s *CRICallSource) toEvent(r *GoCallRecord) event.Event {
+	m := s.methods[r.Func]
+	if m == nil || int(r.TGID) != s.pid {
+		return nil // a call of a kubelet we detached from
+	}
+	if !r.Start.IsZero() && r.EntryTID != r.PID {
+		s.threadHops.Add(1)
+	}
+	c := &event.CRICall{Time: r.Start, End: r.End, Method: m.Method, Err: r.Err, PID: r.TGID}
+	m.fill(c, r)
+	return c
+}
+
+// rescan finds the kubelet and (re)attaches when it changed.
+func (s *CRICallSource) rescan() {
+	pid, start, err := findProcess(s.cfg.ProcRoot, s.cfg.target.process)
+	if err != nil {
+		s.warnOnce("no "+s.cfg.target.process+" process found: CRI calls are not traced until one starts", "error", err)
+		if s.pid != 0 {
+			s.detach()
+		}
+		return
+	}
+	if pid == s.pid && start == s.start {
+		return
+	}
+	if s.pid != 0 {
+		s.logger.Info("kubelet restarted: re-attaching CRI probes", "old_pid", s.pid, "pid", pid)
+	}
+	s.detach()
+	if err := s.attach(pid); err != nil {
+		s.warnOnce("cannot probe the kubelet's CRI client: CRI calls are not traced (pod starts keep their other sources)",
+			"pid", pid, "error", err)
+		s.pid, s.start = pid, start // do not retry this same process every rescan
+		return
+	}
+	s.pid, s.start = pid, start
+	s.warned = ""
+}
+
+func (s *CRICallSource) warnOnce(msg string, args ...any) {
+	if s.warned == msg {
+		return
+	}
+	s.warned = msg
+	s.logger.Warn(msg, args...)
+}
+
+func (s *CRICallSource) detach() {
+	for _, l := range s.links {
+		l.Close()
+	}
+	s.links, s.methods, s.pid, s.start = nil, nil, 0, ""
+	s.kubeletPID.Store(0)
+}
+
+// attach locates the CRI client methods in the kubelet binary and probes
+// their entries and every RET.
+func (s *CRICallSource) attach(pid int) error {
+	exe := filepath.Join(s.cfg.ProcRoot, strconv.Itoa(pid), "exe")
+	bin, err := gofunc.Open(exe)
+	if err != nil {
+		return fmt.Errorf("reading the kubelet binary: %w", err)
+	}
+	defer bin.Close()
+
+	offsets := s.cfg.target.offsets(bin, s.logger)
+	methodsTable := s.cfg.target.methods
+	symbols := make([]string, len(methodsTable))
+	for i, m := range methodsTable {
+		symbols[i] = m.Symbol
+	}
+	funcs, errs := bin.Lookup(symbols...)
+	var probes []bpf.Probe
+	methods := make(map[uint32]*criMethod)
+	var missing []string
+	for i := range methodsTable {
+		m := &methodsTable[i]
+		f := funcs[m.Symbol]
+		if f == nil {
+			missing = append(missing, m.Method)
+			continue
+		}
+		id := uint32(i)
+		if err := s.prog.SetFunc(id, m.spec(offsets)); err != nil {
+			return err
+		}
+		methods[id] = m
+		probes = append(probes, bpf.Probe{Offset: f.EntryOffset, Func: id})
+		for _, off := range f.RetFileOffsets() {
+			probes = append(probes, bpf.Probe{Offset: off, Func: id, Return: true})
+		}
+	}
+	if len(methods) == 0 {
+		return fmt.Errorf("none of the CRI client methods found: %w", errors.Join(errs...))
+	}
+	if len(missing) > 0 {
+		s.logger.Warn("some CRI client methods are not in this kubelet: their calls are not traced",
+			"missing", strings.Join(missing, ","), "error", errors.Join(errs...))
+	}
+
+	if !s.cfg.PerAddress {
+		l, err := s.prog.AttachMulti(exe, pid, probes)
+		if err == nil {
+			s.links = []link.Link{l}
+		} else {
+			s.logger.Info("uprobe_multi unavailable, trying per-address uprobes (needs CAP_SYS_ADMIN)", "error", err)
+		}
+	}
+	if s.links == nil {
+		links, err := s.prog.AttachEach(exe, pid, probes)
+		if err != nil {
+			return err
+		}
+		s.links = links
+	}
+	s.methods = methods
+	s.attaches.Add(1)
+	s.kubeletPID.Store(int64(pid))
+	s.logger.Info("probing the kubelet's CRI client", "pid", pid, "methods", len(methods), "probes", len(probes))
+	return nil
+}
+
+// findProcess returns the pid and start time of the process named name
+// (comm) with the lowest pid.
+func findProcess(procRoot, name string) (int, string, error) {
+	entries, err := os.ReadDir(procRoot)
+	if err != nil {
+		return 0, "", err
+	}
+	best := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, err := os.ReadFile(filepath.Join(procRoot, e.Name(), "comm"))
+		if err != nil || strings.TrimSpace(string(comm)) != name {
+			continue
+		}
+		if best == 0 || pid < best {
+			best = pid
+		}
+	}
+	if best == 0 {
+		return 0, "", fmt.Errorf("no process named %s", name)
+	}
+	stat, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(best), "stat"))
+	if err != nil {
+		return 0, "", err
+	}
+	return best, procStartTime(string(stat)), nil
+}
+
+// procStartTime is field 22 of /proc/<pid>/stat (after the parenthesised comm).
+func procStartTime(stat string) string {
+	if i := strings.LastIndexByte(stat, ')'); i >= 0 {
+		stat = stat[i+1:]
+	}
+	f := strings.Fields(stat)
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19]
+}

@@ -1,0 +1,240 @@
+package collector
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/readyline/readyline/bpf"
+	"github.com/readyline/readyline/collector/event"
+	"github.com/readyline/readyline/collector/gofunc"
+	"github.com/readyline/readyline/collector/testenv"
+)
+
+// crilikeTarget probes gofunc/testdata/crilike: the kubelet's method table
+// with crilike's symbols (package main) and its plain-struct layouts.
+func crilikeTarget() *probeTarget {
+	methods := slices.Clone(criMethods)
+	for i := range methods {
+		methods[i].Symbol = strings.Replace(methods[i].Symbol, criClientPackage, "main", 1)
+	}
+	// crilike's PodSandboxConfig{Metadata *PodSandboxMetadata{Name, UID ...}},
+	// ContainerConfig{Name ...}, ImageSpec{Image}: read the pod name where
+	// the kubelet's table reads the UID, as crilike prints the name.
+	podName := func(reg uint8) bpf.GoprobeDerefSpec {
+		return bpf.GoprobeDerefSpec{Reg: reg, Kind: bpf.DerefPtrString, Off1: 0, Off2: 0}
+	}
+	for i := range methods {
+		switch methods[i].Method {
+		case runtimeService + "/RunPodSandbox":
+			methods[i].spec = func(*criOffsets) bpf.GoprobeFuncSpec {
+				s := noRegs()
+				s.Deref[0] = podName(bpf.RDI)
+				s.RetStr, s.RetErr = bpf.RAX, bpf.RCX
+				return s
+			}
+		case runtimeService + "/CreateContainer":
+			methods[i].spec = func(*criOffsets) bpf.GoprobeFuncSpec {
+				s := noRegs()
+				s.StrArg = bpf.RDI
+				s.Deref[0] = bpf.GoprobeDerefSpec{Reg: bpf.R8, Kind: bpf.DerefString}
+				s.Deref[1] = podName(bpf.R9)
+				s.RetStr, s.RetErr = bpf.RAX, bpf.RCX
+				return s
+			}
+		case imageService + "/PullImage":
+			methods[i].spec = func(*criOffsets) bpf.GoprobeFuncSpec {
+				s := noRegs()
+				s.Deref[0] = bpf.GoprobeDerefSpec{Reg: bpf.RDI, Kind: bpf.DerefString}
+				s.Deref[1] = podName(bpf.R8)
+				s.RetStr, s.RetErr = bpf.RAX, bpf.RCX
+				return s
+			}
+		}
+	}
+	return &probeTarget{process: "crilike", methods: methods,
+		offsets: func(*gofunc.Binary, *slog.Logger) *criOffsets { return &criOffsets{} }}
+}
+
+// crilikeSleep is how many -sleep units each method sleeps (crilike's doc).
+var crilikeSleep = map[string]time.Duration{
+	"RunPodSandbox": 3, "StopPodSandbox": 1, "RemovePodSandbox": 1, "CreateContainer": 2,
+	"StartContainer": 1, "StopContainer": 1, "RemoveContainer": 1, "ExecSync": 1, "PullImage": 4,
+}
+
+// crilikeCall is one line crilike -print writes.
+type crilikeCall struct {
+	Method  string   `json:"method"`
+	Arg     string   `json:"arg"`
+	Cmd     []string `json:"cmd"`
+	Result  string   `json:"result"`
+	Err     string   `json:"err"`
+	StartNs int64    `json:"start_ns"`
+	EndNs   int64    `json:"end_ns"`
+}
+
+// eventArgs says what of a CRICall crilike prints as arg and result.
+func eventArgs(c *event.CRICall) (arg, result string) {
+	switch strings.TrimPrefix(c.Method[strings.Index(c.Method, "/")+1:], "") {
+	case "RunPodSandbox":
+		return c.PodUID, c.PodSandboxID
+	case "StopPodSandbox", "RemovePodSandbox":
+		return c.PodSandboxID, ""
+	case "CreateContainer":
+		return c.PodSandboxID, c.ContainerID
+	case "StartContainer", "StopContainer", "RemoveContainer", "ExecSync":
+		return c.ContainerID, ""
+	case "PullImage":
+		return c.Image, c.ImageRef
+	}
+	return "", ""
+}
+
+func TestIntegrationCRICallsOfAStrippedBinary(t *testing.T) {
+	testenv.RequirePrivileged(t)
+	for _, tc := range []struct {
+		name  string
+		build []string
+		run   []string
+	}{
+		{"stripped", []string{"-ldflags=-s -w"}, nil},
+		{"stripped PIE, new goroutine per call (morestack)", []string{"-buildmode=pie", "-ldflags=-s -w"}, []string{"-fresh"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bin := filepath.Join(t.TempDir(), "crilike")
+			args := append([]string{"build", "-o", bin}, tc.build...)
+			if out, err := exec.Command("go", append(args, "./gofunc/testdata/crilike")...).CombinedOutput(); err != nil {
+				t.Fatalf("building crilike: %v\n%s", err, out)
+			}
+			src, err := NewCRICallSource(CRICallConfig{Rescan: 50 * time.Millisecond, target: crilikeTarget()}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			var events []*event.CRICall
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				done <- src.Run(ctx, func(ev event.Event) {
+					mu.Lock()
+					events = append(events, ev.(*event.CRICall))
+					mu.Unlock()
+				})
+			}()
+
+			// Let crilike run long enough for the source to find and probe it.
+			cmd := exec.Command(bin, append([]string{"-print", "-calls", "40", "-goroutines", "4", "-sleep", "5ms", "-err-every", "3"}, tc.run...)...)
+			stdout, _ := cmd.StdoutPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			var printed []crilikeCall
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				var c crilikeCall
+				if json.Unmarshal(sc.Bytes(), &c) == nil && c.Method != "" {
+					printed = append(printed, c)
+				}
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("crilike: %v", err)
+			}
+			time.Sleep(300 * time.Millisecond) // the last records
+			st := src.Stats()
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			checkCRICalls(t, printed, events, st)
+			if st.ThreadHops == 0 {
+				t.Error("no call returned on another thread: the goroutine keying went untested")
+			}
+			// Only calls in flight when the probes attached lack their entry.
+			if st.Kernel.ReturnsWithoutEntry > 8 || st.Kernel.Drops > 0 {
+				t.Errorf("kernel counters %+v", st.Kernel)
+			}
+		})
+	}
+}
+
+func checkCRICalls(t *testing.T, printed []crilikeCall, events []*event.CRICall, st CRICallStats) {
+	t.Helper()
+	if len(events) == 0 {
+		t.Fatalf("no calls seen (stats %+v)", st)
+	}
+	// Every call that began after the probes were in place was seen.
+	attached := events[0].End
+	for _, e := range events {
+		if e.End.Before(attached) {
+			attached = e.End
+		}
+	}
+	matched := 0
+	var gaps []time.Duration
+	used := make([]bool, len(events))
+	for _, p := range printed {
+		method := p.Method
+		if method == "ContainerStatus" || method == "PodSandboxStatus" || method == "ListContainers" {
+			continue // not probed
+		}
+		start, end := time.Unix(0, p.StartNs), time.Unix(0, p.EndNs)
+		if start.Before(attached.Add(100 * time.Millisecond)) {
+			continue
+		}
+		found := -1
+		for i, e := range events {
+			arg, result := eventArgs(e)
+			if used[i] || !strings.HasSuffix(e.Method, "/"+method) || arg != p.Arg || (result != "" && result != p.Result) {
+				continue
+			}
+			if e.Time.IsZero() || e.Time.Before(start.Add(-2*time.Millisecond)) || e.End.After(end.Add(2*time.Millisecond)) {
+				continue
+			}
+			found = i
+			break
+		}
+		if found < 0 {
+			t.Errorf("%s(%s) -> %q %q at %v: not seen", method, p.Arg, p.Result, p.Err, start)
+			continue
+		}
+		used[found] = true
+		matched++
+		e := events[found]
+		if e.Err != (p.Err != "") {
+			t.Errorf("%s(%s): error %v, crilike said %q", method, p.Arg, e.Err, p.Err)
+		}
+		// Inside the call (the kernel) is no longer than around it (crilike's
+		// clock), and no shorter than the sleep the method makes; scheduling
+		// on a busy machine can stretch the outside measure.
+		d, around := e.End.Sub(e.Time), end.Sub(start)
+		if d > around+500*time.Microsecond {
+			t.Errorf("%s(%s): %v in the kernel, longer than the %v around the call", method, p.Arg, d, around)
+		}
+		if sleep := crilikeSleep[method] * 5 * time.Millisecond; p.Err != "" && !strings.Contains(p.Err, "runtime said no") {
+			// an early error return: no sleep
+		} else if d < sleep {
+			t.Errorf("%s(%s): %v in the kernel, shorter than its %v sleep", method, p.Arg, d, sleep)
+		}
+		gaps = append(gaps, around-d)
+		if method == "ExecSync" && !slices.Equal(e.Cmd, p.Cmd) {
+			t.Errorf("ExecSync cmd %q, want %q", e.Cmd, p.Cmd)
+		}
+	}
+	if matched < 100 {
+		t.Errorf("only %d calls matched", matched)
+	}
+	slices.Sort(gaps)
+	median := gaps[len(gaps)/2]
+	if median > time.Millisecond {
+		t.Errorf("median gap between crilike's and the kernel's duration %v, want < 1 ms", median)
+	}
+	t.Logf("%d calls matched; %d events; median gap %v, p99 %v; stats %+v", matched, len(events), median, gaps[len(gaps)*99/100], st)
+}
