@@ -105,15 +105,7 @@ func (p *TCPProgram) Events() *ebpf.Map { return p.objs.Events }
 // Drops returns how many records the kernel side lost because the ring
 // buffer was full, summed over CPUs.
 func (p *TCPProgram) Drops() (uint64, error) {
-	var perCPU []uint64
-	if err := p.objs.Drops.Lookup(uint32(0), &perCPU); err != nil {
-		return 0, fmt.Errorf("reading tcp drops: %w", err)
-	}
-	var sum uint64
-	for _, v := range perCPU {
-		sum += v
-	}
-	return sum, nil
+	return sumPerCPU(p.objs.Drops, 0)
 }
 
 // RunStats returns how many times the program ran and for how long in
