@@ -509,7 +509,12 @@ func pickProbe(cands []probeSpec, t, startupDone time.Time, last map[ProbeKind]t
 	var rest []probeSpec
 	for _, c := range cands {
 		if c.kind == ProbeStartup {
-			if startupDone.IsZero() || !t.After(startupDone) {
+			// The startup probe runs until it succeeds, once per period: an
+			// attempt sooner than half a period after the last one is another
+			// probe's (readiness starts right after the startup success).
+			prev, ran := last[ProbeStartup]
+			tooSoon := ran && t.Sub(prev) < probePeriod(c)/2
+			if !tooSoon && (startupDone.IsZero() || !t.After(startupDone)) {
 				return ProbeStartup
 			}
 			continue
@@ -521,26 +526,43 @@ func pickProbe(cands []probeSpec, t, startupDone time.Time, last map[ProbeKind]t
 	}
 	best, bestErr := rest[0].kind, time.Duration(-1)
 	for _, c := range rest {
-		prev, ok := last[c.kind]
-		if !ok {
-			if startupDone.IsZero() {
+		var errAbs time.Duration
+		if prev, ok := last[c.kind]; ok {
+			if t.Sub(prev) < probePeriod(c)/2 {
+				continue // it ran moments ago: this is another probe
+			}
+			errAbs = t.Sub(prev.Add(probePeriod(c))).Abs() // one period after its last attempt
+		} else {
+			// Its first attempt: within one period after the startup success.
+			from := startupDone
+			if p, ran := last[ProbeStartup]; ran && (from.IsZero() || p.After(from)) {
+				from = p
+			}
+			if from.IsZero() {
 				continue
 			}
-			prev = startupDone
-		}
-		period := time.Duration(c.probe.PeriodSeconds) * time.Second
-		if period <= 0 {
-			period = 10 * time.Second
-		}
-		errAbs := t.Sub(prev.Add(period))
-		if errAbs < 0 {
-			errAbs = -errAbs
+			switch to := from.Add(probePeriod(c)); {
+			case t.Before(from):
+				errAbs = from.Sub(t)
+			case t.After(to):
+				errAbs = t.Sub(to)
+			}
+			// A probe with a rhythm already is the likelier one.
+			errAbs += probePeriod(c) / 2
 		}
 		if bestErr < 0 || errAbs < bestErr {
 			best, bestErr = c.kind, errAbs
 		}
 	}
 	return best
+}
+
+// probePeriod is a probe's periodSeconds (default 10 s).
+func probePeriod(c probeSpec) time.Duration {
+	if c.probe.PeriodSeconds <= 0 {
+		return 10 * time.Second
+	}
+	return time.Duration(c.probe.PeriodSeconds) * time.Second
 }
 
 // milestones fills the moments the kubelet's rules turn on, from the
