@@ -46,6 +46,7 @@ type build struct {
 	name    string
 	args    []string // go build flags
 	cgo     bool     // external linking needs cgo and a C toolchain
+	objcopy []string // objcopy arguments applied after the build
 	pie     bool
 	symtab  bool // keeps its symbol table
 	sameAsR bool // same text layout as the reference (unstripped) build
@@ -58,6 +59,12 @@ var builds = []build{
 	// External linkers put C start-up code before the Go text, so
 	// runtime.text is not where .text starts: the module data path.
 	{name: "pie-external-stripped", args: []string{"-buildmode=pie", "-ldflags=-s -w -linkmode=external"}, cgo: true, pie: true},
+	// lld merges the table into .data.rel.ro, leaving no section named
+	// .gopclntab (release docker CLIs look like that): only the module
+	// data leads to it. Renaming the section makes such a binary here,
+	// where the toolchain has no lld.
+	{name: "pie-external-stripped-merged", args: []string{"-buildmode=pie", "-ldflags=-s -w -linkmode=external"}, cgo: true, pie: true,
+		objcopy: []string{"--rename-section", ".gopclntab=.data.rel.ro.gopclntab"}},
 }
 
 var (
@@ -97,6 +104,12 @@ func crilike(tb testing.TB, bd build) string {
 				return
 			}
 		}
+		if bd.objcopy != nil {
+			if _, err := exec.LookPath("objcopy"); err != nil {
+				ob.err = fmt.Errorf("skip: no objcopy (binutils): %w", err)
+				return
+			}
+		}
 		ob.path = filepath.Join(buildDir, "crilike-"+bd.name)
 		args := append([]string{"build", "-o", ob.path}, bd.args...)
 		cmd := exec.Command("go", append(args, ".")...)
@@ -104,6 +117,13 @@ func crilike(tb testing.TB, bd build) string {
 		cmd.Env = append(os.Environ(), "GOFLAGS=", "GOARCH=amd64", "GOOS=linux", "CGO_ENABLED="+map[bool]string{true: "1", false: "0"}[bd.cgo])
 		if out, err := cmd.CombinedOutput(); err != nil {
 			ob.err = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+			return
+		}
+		if bd.objcopy != nil {
+			args := append(slices.Clone(bd.objcopy), ob.path)
+			if out, err := exec.Command("objcopy", args...).CombinedOutput(); err != nil {
+				ob.err = fmt.Errorf("objcopy %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
 		}
 	})
 	if ob.err != nil {
@@ -321,10 +341,10 @@ func TestPclntabMatchesSymtab(t *testing.T) {
 	}
 }
 
-// TestTextStart checks the two ways a stripped binary tells where Go text
-// starts against the symbol table: the module data (all builds) and the ELF
-// entry point (internally linked builds only; an externally linked one
-// starts in C code, which must be refused).
+// TestTextStart checks the ways a stripped binary tells where Go text starts
+// against the symbol table: the module data (all builds) and the ELF entry
+// point (internally linked builds only; an externally linked one starts in
+// C code, which must be refused).
 func TestTextStart(t *testing.T) {
 	for _, bd := range []build{builds[0], {
 		name: "pie-unstripped", args: []string{"-buildmode=pie"}, pie: true, symtab: true,
@@ -341,7 +361,7 @@ func TestTextStart(t *testing.T) {
 			if !ok {
 				t.Fatalf("no %s symbol", symText)
 			}
-			addr, data, err := b.findPclntab(sym)
+			addr, data, _, err := b.findPclntab(sym)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -349,8 +369,9 @@ func TestTextStart(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, err := b.moduleText(addr, addr+h.funcnameOf); err != nil || got != want.Value {
-				t.Errorf("module data: %#x, %v; %s is %#x", got, err, symText, want.Value)
+			md, ok := b.findModuleData(b.describesPclntab)
+			if !ok || md.text != want.Value || md.pcHeader != addr || md.funcnametab != addr+h.funcnameOf {
+				t.Errorf("module data: %+v, %v; %s is %#x, .gopclntab %#x", md, ok, symText, want.Value, addr)
 			}
 			tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, 0))
 			if err != nil {
@@ -404,30 +425,37 @@ func TestLookupErrors(t *testing.T) {
 	}
 }
 
+// TestSynthetic reads hand-made executables: the default one, where the ELF
+// entry point tells where Go text starts, and one laid out as lld links,
+// where only the module data leads to the table and to Go text.
 func TestSynthetic(t *testing.T) {
-	data := defaultSynth().bytes()
-	b, err := newBinary(bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fns, errs := b.Lookup("main.f", "main.loop", "main.g")
-	textAddr := uint64(synthBase + synthTextOff + 2*synthAlign) // after rt0, rt0Arch
-	want := map[string]Func{
-		"main.f": {Name: "main.f", Entry: textAddr, End: textAddr + 9, EntryOffset: synthTextOff + 2*synthAlign, RetOffsets: []uint64{7, 8}, Source: ".gopclntab"},
-		// jmp -52 is eb cc: its displacement byte is not padding.
-		"main.g": {Name: "main.g", Entry: textAddr + 64, End: textAddr + 64 + 53, EntryOffset: synthTextOff + 2*synthAlign + 64, RetOffsets: []uint64{0}, Source: ".gopclntab"},
-	}
-	for name, w := range want {
-		got := fns[name]
-		if got == nil || fmt.Sprint(*got) != fmt.Sprint(w) {
-			t.Errorf("%s: got %+v, want %+v", name, got, w)
-		}
-	}
-	if len(errs) != 1 || !errors.Is(errs[0], ErrNoReturn) {
-		t.Errorf("errors %v, want main.loop without RET", errs)
-	}
-	if _, err := b.BuildInfo(); err == nil {
-		t.Error("BuildInfo of a file without build info: no error")
+	for name, s := range map[string]synthELF{"default": defaultSynth(), "merged": mergedSynth()} {
+		t.Run(name, func(t *testing.T) {
+			data := s.bytes()
+			b, err := newBinary(bytes.NewReader(data), int64(len(data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fns, errs := b.Lookup("main.f", "main.loop", "main.g")
+			textAddr := uint64(synthBase + synthTextOff + 2*synthAlign) // after rt0, rt0Arch
+			want := map[string]Func{
+				"main.f": {Name: "main.f", Entry: textAddr, End: textAddr + 9, EntryOffset: synthTextOff + 2*synthAlign, RetOffsets: []uint64{7, 8}, Source: ".gopclntab"},
+				// jmp -52 is eb cc: its displacement byte is not padding.
+				"main.g": {Name: "main.g", Entry: textAddr + 64, End: textAddr + 64 + 53, EntryOffset: synthTextOff + 2*synthAlign + 64, RetOffsets: []uint64{0}, Source: ".gopclntab"},
+			}
+			for name, w := range want {
+				got := fns[name]
+				if got == nil || fmt.Sprint(*got) != fmt.Sprint(w) {
+					t.Errorf("%s: got %+v, want %+v", name, got, w)
+				}
+			}
+			if len(errs) != 1 || !errors.Is(errs[0], ErrNoReturn) {
+				t.Errorf("errors %v, want main.loop without RET", errs)
+			}
+			if _, err := b.BuildInfo(); err == nil {
+				t.Error("BuildInfo of a file without build info: no error")
+			}
+		})
 	}
 }
 
@@ -438,6 +466,8 @@ func TestOpenErrors(t *testing.T) {
 	noPcln.noPclntab = true
 	cStart := defaultSynth() // entry point elsewhere, as with external linking
 	cStart.entry = 2
+	merged := mergedSynth() // ... and no module data to say where the table is
+	merged.moduleData = false
 	for _, tc := range []struct {
 		name      string
 		data      []byte
@@ -447,6 +477,7 @@ func TestOpenErrors(t *testing.T) {
 		{"arm64", arm.bytes(), ErrUnsupportedArch, nil},
 		{"no .gopclntab", noPcln.bytes(), nil, ErrNoPclntab},
 		{"no way to find Go text", cStart.bytes(), nil, errAny},
+		{"no way to find .gopclntab", merged.bytes(), nil, ErrNoPclntab},
 		{"not ELF", []byte("#!/bin/sh\necho hello\n"), errAny, nil},
 		{"truncated", defaultSynth().bytes()[:100], errAny, nil},
 	} {
@@ -499,6 +530,7 @@ func TestBuildInfo(t *testing.T) {
 // panic, and what they return must be consistent with the file.
 func FuzzOpen(f *testing.F) {
 	f.Add(defaultSynth().bytes())
+	f.Add(mergedSynth().bytes())
 	noPcln := defaultSynth()
 	noPcln.noPclntab = true
 	f.Add(noPcln.bytes())

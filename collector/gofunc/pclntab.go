@@ -113,7 +113,7 @@ func (b *Binary) pclntab(sym map[string]elf.Symbol) (*pclnTable, error) {
 }
 
 func (b *Binary) readPclntab(sym map[string]elf.Symbol) (*pclnTable, error) {
-	addr, data, err := b.findPclntab(sym)
+	addr, data, md, err := b.findPclntab(sym)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +131,7 @@ func (b *Binary) readPclntab(sym map[string]elf.Symbol) (*pclnTable, error) {
 		// debug/gosym recovers from malformed tables by reading nothing.
 		return nil, errors.New("reading .gopclntab: malformed function table")
 	}
-	base, err := b.textStart(sym, addr, h, tab)
+	base, err := b.textStart(sym, addr, h, md, tab)
 	if err != nil {
 		return nil, fmt.Errorf("finding the start of Go text: %w", err)
 	}
@@ -143,33 +143,62 @@ func (b *Binary) readPclntab(sym map[string]elf.Symbol) (*pclnTable, error) {
 }
 
 // findPclntab returns the virtual address and the bytes of .gopclntab: the
-// section of that name, which Go linkers write for internally and externally
-// linked, PIE and non-PIE binaries alike, else the range between the
-// runtime.pclntab and runtime.epclntab symbols.
-func (b *Binary) findPclntab(sym map[string]elf.Symbol) (uint64, []byte, error) {
+// section of that name, which Go linkers write for internally linked
+// binaries and GNU ld keeps; else the range between the runtime.pclntab and
+// runtime.epclntab symbols; else, for a stripped binary whose linker merged
+// the table into another section (lld puts it in .data.rel.ro), the range
+// the runtime's module data describes, which it also returns.
+func (b *Binary) findPclntab(sym map[string]elf.Symbol) (uint64, []byte, *moduleData, error) {
 	if s := b.elf.Section(".gopclntab"); s != nil && s.Type == elf.SHT_PROGBITS {
 		if s.Flags&elf.SHF_COMPRESSED != 0 || s.Size > maxTableSize {
-			return 0, nil, fmt.Errorf("reading .gopclntab: compressed or too large (%d bytes)", s.Size)
+			return 0, nil, nil, fmt.Errorf("reading .gopclntab: compressed or too large (%d bytes)", s.Size)
 		}
 		data, err := b.readAt(s.Offset, s.Size)
 		if err != nil {
-			return 0, nil, fmt.Errorf("reading .gopclntab: %w", err)
+			return 0, nil, nil, fmt.Errorf("reading .gopclntab: %w", err)
 		}
-		return s.Addr, data, nil
+		return s.Addr, data, nil, nil
 	}
 	start, ok1 := sym[symPclntab]
 	end, ok2 := sym[symEpclntab]
-	if !ok1 || !ok2 {
-		return 0, nil, ErrNoPclntab
+	if ok1 && ok2 {
+		if end.Value <= start.Value || end.Value-start.Value > maxTableSize {
+			return 0, nil, nil, fmt.Errorf("reading .gopclntab: %s..%s is not a valid range", symPclntab, symEpclntab)
+		}
+		data, err := b.readVirt(start.Value, end.Value-start.Value, false)
+		if err != nil {
+			return 0, nil, nil, fmt.Errorf("reading .gopclntab: %w", err)
+		}
+		return start.Value, data, nil, nil
 	}
-	if end.Value <= start.Value || end.Value-start.Value > maxTableSize {
-		return 0, nil, fmt.Errorf("reading .gopclntab: %s..%s is not a valid range", symPclntab, symEpclntab)
+	md, ok := b.findModuleData(b.describesPclntab)
+	if !ok {
+		return 0, nil, nil, ErrNoPclntab
 	}
-	data, err := b.readVirt(start.Value, end.Value-start.Value, false)
+	data, err := b.readVirt(md.pcHeader, md.pclntable+md.pclntableLen-md.pcHeader, false)
 	if err != nil {
-		return 0, nil, fmt.Errorf("reading .gopclntab: %w", err)
+		return 0, nil, nil, fmt.Errorf("reading .gopclntab: %w", err)
 	}
-	return start.Value, data, nil
+	return md.pcHeader, data, &md, nil
+}
+
+// describesPclntab reports whether md points at a .gopclntab header whose
+// offsets agree with md's own pointers into the table: true only of the
+// real module data, whatever else a data segment holds.
+func (b *Binary) describesPclntab(md moduleData) bool {
+	if md.pclntable+md.pclntableLen-md.pcHeader > maxTableSize {
+		return false
+	}
+	hdr, err := b.readVirt(md.pcHeader, 8+8*8, false)
+	if err != nil {
+		return false
+	}
+	le := binary.LittleEndian
+	if m := le.Uint32(hdr); m != magicGo118 && m != magicGo120 || hdr[6] != 1 || hdr[7] != 8 {
+		return false
+	}
+	funcnameOf, pclnOf := le.Uint64(hdr[8+3*8:]), le.Uint64(hdr[8+7*8:])
+	return md.funcnametab == md.pcHeader+funcnameOf && md.pclntable == md.pcHeader+pclnOf
 }
 
 // The Go runtime's entry points on linux/amd64: an internally linked
@@ -186,21 +215,26 @@ const (
 // the symbol table, else from the runtime's module data, else from the ELF
 // entry point when that is the Go runtime's. A wrong guess would put
 // uprobes in the middle of instructions, so without any of these it fails.
-func (b *Binary) textStart(sym map[string]elf.Symbol, pclnAddr uint64, h pclnHeader, tab *gosym.Table) (uint64, error) {
+func (b *Binary) textStart(sym map[string]elf.Symbol, pclnAddr uint64, h pclnHeader, md *moduleData, tab *gosym.Table) (uint64, error) {
 	if h.magic == magicGo12 || h.magic == magicGo116 {
 		return 0, nil // entries are absolute addresses
 	}
 	if s, ok := sym[symText]; ok {
 		return s.Value, nil
 	}
-	text, err := b.moduleText(pclnAddr, pclnAddr+h.funcnameOf)
-	if err == nil {
-		return text, nil
+	if md != nil {
+		return md.text, nil
+	}
+	funcnameAddr := pclnAddr + h.funcnameOf
+	if md, ok := b.findModuleData(func(md moduleData) bool {
+		return md.pcHeader == pclnAddr && md.funcnametab == funcnameAddr
+	}); ok {
+		return md.text, nil
 	}
 	if text, ok := b.entryText(tab); ok {
 		return text, nil
 	}
-	return 0, fmt.Errorf("%w, and the ELF entry point is not %s", err, rt0)
+	return 0, fmt.Errorf("no runtime module data points at .gopclntab, and the ELF entry point is not %s", rt0)
 }
 
 // entryText derives the start of Go text from the ELF entry point, taking it
@@ -227,81 +261,96 @@ func (b *Binary) entryText(tab *gosym.Table) (uint64, bool) {
 	return text, true
 }
 
-// moduledata word indexes (runtime.moduledata, unchanged from Go 1.16 to
-// 1.26): pcHeader, then the funcnametab slice's pointer, ..., minpc, maxpc,
-// text.
+// moduleData is what the reader uses of runtime.firstmoduledata, the
+// runtime's description of the program: pointers into .gopclntab and where
+// Go text starts. The file holds link-time addresses there even for PIE
+// binaries (the linkers write the relocation addends in place).
+type moduleData struct {
+	pcHeader    uint64 // .gopclntab's header
+	funcnametab uint64 // its function name table
+	// pclntable is its function table and function records, the last
+	// part the reader needs; ftab, the function table alone, starts at
+	// the same address.
+	pclntable, pclntableLen, ftab uint64
+	minPC, maxPC, text            uint64
+}
+
+// Word indexes in runtime.moduledata, unchanged from Go 1.16 to 1.26: the
+// pcHeader pointer, then six slices (pointer, length, capacity): funcnametab,
+// cutab, filetab, pctab, pclntable, ftab; findfunctab, minpc, maxpc, text.
 const (
-	mdPcHeader    = 0
-	mdFuncnametab = 1
-	mdMinPC       = 20
-	mdMaxPC       = 21
-	mdText        = 22
-	mdWords       = 23
+	mdPcHeader     = 0
+	mdFuncnametab  = 1
+	mdPclntable    = 13
+	mdPclntableLen = 14
+	mdFtab         = 16
+	mdMinPC        = 20
+	mdMaxPC        = 21
+	mdText         = 22
+	mdWords        = 23
 )
 
-// moduleText finds runtime.firstmoduledata, the runtime's description of the
-// program, and returns its text field. The module data is the only place
-// that points at the pclntab header: its first word holds pclnAddr and its
-// second the function name table's address. Go 1.26 links it into its own
-// .go.module section; older releases into a writable data segment. The
-// file holds link-time addresses there even for PIE binaries.
-func (b *Binary) moduleText(pclnAddr, funcnameAddr uint64) (uint64, error) {
-	check := func(vaddr uint64) (uint64, bool) {
-		rec, err := b.readVirt(vaddr, 8*mdWords, false)
-		if err != nil {
-			return 0, false
-		}
-		w := func(i int) uint64 { return binary.LittleEndian.Uint64(rec[8*i:]) }
-		if w(mdPcHeader) != pclnAddr || w(mdFuncnametab) != funcnameAddr {
-			return 0, false
-		}
-		text, minPC, maxPC := w(mdText), w(mdMinPC), w(mdMaxPC)
-		if text > minPC || minPC >= maxPC {
-			return 0, false
-		}
-		if _, err := b.segment(text, 1, true); err != nil {
-			return 0, false
-		}
-		return text, true
+// parseModuleData reads a module data record from rec and reports whether
+// its shape is plausible: a header followed by the name table, pclntable
+// and ftab at the same address, text at or below the lowest function, in
+// an executable segment.
+func (b *Binary) parseModuleData(rec []byte) (moduleData, bool) {
+	w := func(i int) uint64 { return binary.LittleEndian.Uint64(rec[8*i:]) }
+	md := moduleData{
+		pcHeader: w(mdPcHeader), funcnametab: w(mdFuncnametab),
+		pclntable: w(mdPclntable), pclntableLen: w(mdPclntableLen), ftab: w(mdFtab),
+		minPC: w(mdMinPC), maxPC: w(mdMaxPC), text: w(mdText),
 	}
+	if md.funcnametab <= md.pcHeader || md.funcnametab-md.pcHeader > 4096 ||
+		md.pclntable != md.ftab || md.pclntable <= md.funcnametab || md.pclntableLen == 0 ||
+		md.pclntable+md.pclntableLen < md.pclntable || md.text > md.minPC || md.minPC >= md.maxPC {
+		return md, false
+	}
+	if _, err := b.segment(md.text, 1, true); err != nil {
+		return md, false
+	}
+	return md, true
+}
+
+// findModuleData looks for runtime.firstmoduledata: in its own .go.module
+// section (Go 1.26), else at any 8-byte aligned place in a writable
+// PT_LOAD segment (where older releases link it), and returns the first
+// plausible record that match accepts.
+func (b *Binary) findModuleData(match func(moduleData) bool) (moduleData, bool) {
 	if s := b.elf.Section(".go.module"); s != nil && s.Type == elf.SHT_PROGBITS {
-		if text, ok := check(s.Addr); ok {
-			return text, nil
+		if rec, err := b.readVirt(s.Addr, 8*mdWords, false); err == nil {
+			if md, ok := b.parseModuleData(rec); ok && match(md) {
+				return md, true
+			}
 		}
 	}
+	const chunk = 1 << 20
+	const recLen = 8 * mdWords
 	for _, p := range b.elf.Progs {
 		if p.Type != elf.PT_LOAD || p.Flags&elf.PF_W == 0 {
 			continue
 		}
-		if text, ok := b.scanSegment(p, pclnAddr, check); ok {
-			return text, nil
+		start := (p.Vaddr + 7) &^ 7
+		end := p.Vaddr + p.Filesz
+		if end < p.Vaddr { // wrapped: a malformed header
+			continue
 		}
-	}
-	return 0, errors.New("no runtime module data points at .gopclntab")
-}
-
-// scanSegment reads the file-backed part of p in chunks and calls check at
-// every 8-byte aligned word equal to want, until check accepts one.
-func (b *Binary) scanSegment(p *elf.Prog, want uint64, check func(vaddr uint64) (uint64, bool)) (uint64, bool) {
-	const chunk = 1 << 20
-	start := (p.Vaddr + 7) &^ 7
-	end := p.Vaddr + p.Filesz
-	for at := start; at+8 <= end; at += chunk {
-		n := min(uint64(chunk), end-at) &^ 7
-		buf, err := b.readAt(at-p.Vaddr+p.Off, n)
-		if err != nil {
-			return 0, false
-		}
-		for i := 0; i+8 <= len(buf); i += 8 {
-			if binary.LittleEndian.Uint64(buf[i:]) != want {
-				continue
+		// Each chunk is read with enough overlap to hold a whole
+		// record starting at its last word.
+		for at := start; at+recLen <= end; at += chunk {
+			n := min(chunk+recLen, end-at)
+			buf, err := b.readAt(at-p.Vaddr+p.Off, n)
+			if err != nil {
+				break
 			}
-			if v, ok := check(at + uint64(i)); ok {
-				return v, true
+			for i := 0; i < chunk && i+recLen <= len(buf); i += 8 {
+				if md, ok := b.parseModuleData(buf[i : i+recLen]); ok && match(md) {
+					return md, true
+				}
 			}
 		}
 	}
-	return 0, false
+	return moduleData{}, false
 }
 
 // inlinedOnly reports whether name is in the function name table although no

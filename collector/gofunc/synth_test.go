@@ -11,14 +11,19 @@ type synthFunc struct {
 	code []byte // padded with INT3 to 32 bytes
 }
 
-// synthELF describes a small, valid linux/amd64 Go-like executable: one
-// read+execute PT_LOAD segment mapping the whole file, a .text section with
-// the functions and, unless noPclntab, a Go 1.20 .gopclntab naming them.
+// synthELF describes a small, valid linux/amd64 Go-like executable: a
+// read+execute PT_LOAD segment mapping the file from its start through a
+// .text section with the functions and, unless noPclntab, a Go 1.20 pclntab
+// naming them, in a section named pclnName (default .gopclntab). With
+// moduleData, a read+write PT_LOAD segment follows, holding the runtime's
+// module data that points at the pclntab.
 type synthELF struct {
-	machine   elf.Machine
-	funcs     []synthFunc
-	entry     int // index of the function at the ELF entry point
-	noPclntab bool
+	machine    elf.Machine
+	funcs      []synthFunc
+	entry      int // index of the function at the ELF entry point
+	noPclntab  bool
+	pclnName   string
+	moduleData bool
 }
 
 const (
@@ -45,6 +50,17 @@ func defaultSynth() synthELF {
 	}
 }
 
+// mergedSynth is defaultSynth as lld links it: no section named .gopclntab,
+// and the entry point in C start-up code, so only the module data tells
+// where the table and Go text are.
+func mergedSynth() synthELF {
+	s := defaultSynth()
+	s.pclnName = ".data.rel.ro"
+	s.moduleData = true
+	s.entry = 2
+	return s
+}
+
 // bytes lays the executable out.
 func (s synthELF) bytes() []byte {
 	le := binary.LittleEndian
@@ -57,26 +73,49 @@ func (s synthELF) bytes() []byte {
 			text = append(text, int3)
 		}
 	}
-
 	var pcln []byte
+	var funcnameOff, pclnOff uint64
 	if !s.noPclntab {
-		pcln = synthPclntab(s.funcs, entries, uint32(len(text)))
+		pcln, funcnameOff, pclnOff = synthPclntab(s.funcs, entries, uint32(len(text)))
 	}
-
-	shstr := []byte("\x00.text\x00.gopclntab\x00.shstrtab\x00")
-	nameText, namePcln, nameShstr := uint32(1), uint32(7), uint32(18)
 
 	file := make([]byte, synthTextOff)
 	file = append(file, text...)
-	pclnOff := uint64(len(file))
+	pclnAt := uint64(len(file))
 	file = append(file, pcln...)
-	shstrOff := uint64(len(file))
-	file = append(file, shstr...)
 	for len(file)%8 != 0 {
 		file = append(file, 0)
 	}
-	shOff := uint64(len(file))
+	rxEnd := uint64(len(file))
+	mdAt := rxEnd
+	if s.moduleData {
+		textAddr := uint64(synthBase + synthTextOff)
+		pclnAddr := synthBase + pclnAt
+		md := make([]uint64, mdWords)
+		md[mdPcHeader] = pclnAddr
+		md[mdFuncnametab] = pclnAddr + funcnameOff
+		md[mdPclntable] = pclnAddr + pclnOff
+		md[mdPclntableLen] = uint64(len(pcln)) - pclnOff
+		md[mdFtab] = md[mdPclntable]
+		md[mdMinPC] = textAddr
+		md[mdMaxPC] = textAddr + uint64(len(text))
+		md[mdText] = textAddr
+		for _, w := range md {
+			file = le.AppendUint64(file, w)
+		}
+	}
+	mdEnd := uint64(len(file))
 
+	pclnName := s.pclnName
+	if pclnName == "" {
+		pclnName = ".gopclntab"
+	}
+	var shstr []byte
+	name := func(n string) uint32 {
+		off := uint32(len(shstr)) + 1
+		shstr = append(append(shstr, n...), 0)
+		return off
+	}
 	type shdr struct {
 		name, typ   uint32
 		flags, addr uint64
@@ -84,12 +123,20 @@ func (s synthELF) bytes() []byte {
 	}
 	shdrs := []shdr{
 		{},
-		{nameText, uint32(elf.SHT_PROGBITS), uint64(elf.SHF_ALLOC | elf.SHF_EXECINSTR), synthBase + synthTextOff, synthTextOff, uint64(len(text))},
+		{name(".text"), uint32(elf.SHT_PROGBITS), uint64(elf.SHF_ALLOC | elf.SHF_EXECINSTR), synthBase + synthTextOff, synthTextOff, uint64(len(text))},
 	}
 	if !s.noPclntab {
-		shdrs = append(shdrs, shdr{namePcln, uint32(elf.SHT_PROGBITS), uint64(elf.SHF_ALLOC), synthBase + pclnOff, pclnOff, uint64(len(pcln))})
+		shdrs = append(shdrs, shdr{name(pclnName), uint32(elf.SHT_PROGBITS), uint64(elf.SHF_ALLOC), synthBase + pclnAt, pclnAt, uint64(len(pcln))})
 	}
-	shdrs = append(shdrs, shdr{nameShstr, uint32(elf.SHT_STRTAB), 0, 0, shstrOff, uint64(len(shstr))})
+	shdrs = append(shdrs, shdr{name(".shstrtab"), uint32(elf.SHT_STRTAB), 0, 0, 0, 0})
+	shstr = append([]byte{0}, shstr...)
+	shstrAt := uint64(len(file))
+	shdrs[len(shdrs)-1].off, shdrs[len(shdrs)-1].size = shstrAt, uint64(len(shstr))
+	file = append(file, shstr...)
+	for len(file)%8 != 0 {
+		file = append(file, 0)
+	}
+	shAt := uint64(len(file))
 	for _, h := range shdrs {
 		var b [64]byte
 		le.PutUint32(b[0:], h.name)
@@ -102,6 +149,15 @@ func (s synthELF) bytes() []byte {
 		file = append(file, b[:]...)
 	}
 
+	type phdr struct {
+		flags    elf.ProgFlag
+		off, end uint64
+	}
+	phdrs := []phdr{{elf.PF_R | elf.PF_X, 0, rxEnd}}
+	if s.moduleData {
+		phdrs = append(phdrs, phdr{elf.PF_R | elf.PF_W, mdAt, mdEnd})
+	}
+
 	// ELF header.
 	copy(file, "\x7fELF")
 	file[4] = byte(elf.ELFCLASS64)
@@ -112,30 +168,32 @@ func (s synthELF) bytes() []byte {
 	le.PutUint32(file[20:], uint32(elf.EV_CURRENT))
 	le.PutUint64(file[24:], synthBase+synthTextOff+uint64(entries[s.entry]))
 	le.PutUint64(file[32:], 64) // phoff
-	le.PutUint64(file[40:], shOff)
+	le.PutUint64(file[40:], shAt)
 	le.PutUint16(file[52:], 64) // ehsize
 	le.PutUint16(file[54:], 56) // phentsize
-	le.PutUint16(file[56:], 1)  // phnum
+	le.PutUint16(file[56:], uint16(len(phdrs)))
 	le.PutUint16(file[58:], 64) // shentsize
 	le.PutUint16(file[60:], uint16(len(shdrs)))
 	le.PutUint16(file[62:], uint16(len(shdrs)-1)) // shstrndx
 
-	// One PT_LOAD, read+execute, mapping the whole file.
-	ph := file[64:]
-	le.PutUint32(ph[0:], uint32(elf.PT_LOAD))
-	le.PutUint32(ph[4:], uint32(elf.PF_R|elf.PF_X))
-	le.PutUint64(ph[8:], 0)
-	le.PutUint64(ph[16:], synthBase)
-	le.PutUint64(ph[24:], synthBase)
-	le.PutUint64(ph[32:], uint64(len(file)))
-	le.PutUint64(ph[40:], uint64(len(file)))
-	le.PutUint64(ph[48:], 0x1000)
+	for i, p := range phdrs {
+		ph := file[64+56*i:]
+		le.PutUint32(ph[0:], uint32(elf.PT_LOAD))
+		le.PutUint32(ph[4:], uint32(p.flags))
+		le.PutUint64(ph[8:], p.off)
+		le.PutUint64(ph[16:], synthBase+p.off)
+		le.PutUint64(ph[24:], synthBase+p.off)
+		le.PutUint64(ph[32:], p.end-p.off)
+		le.PutUint64(ph[40:], p.end-p.off)
+		le.PutUint64(ph[48:], 8)
+	}
 	return file
 }
 
 // synthPclntab builds a Go 1.20 .gopclntab for funcs at the given offsets
-// from the start of text, ending at textLen.
-func synthPclntab(funcs []synthFunc, entries []uint32, textLen uint32) []byte {
+// from the start of text, ending at textLen, and returns it with the offsets
+// of its function name table and function table.
+func synthPclntab(funcs []synthFunc, entries []uint32, textLen uint32) (pcln []byte, funcnameOff, pclnOff uint64) {
 	le := binary.LittleEndian
 	const hdrLen = 8 + 8*8
 	var names []byte
@@ -145,8 +203,8 @@ func synthPclntab(funcs []synthFunc, entries []uint32, textLen uint32) []byte {
 		names = append(names, f.name...)
 		names = append(names, 0)
 	}
-	funcnameOff := uint64(hdrLen)
-	pclnOff := funcnameOff + uint64(len(names)) // cutab, filetab, pctab empty
+	funcnameOff = uint64(hdrLen)
+	pclnOff = funcnameOff + uint64(len(names)) // cutab, filetab, pctab empty
 
 	n := len(funcs)
 	functab := make([]byte, (2*n+1)*4)
@@ -170,7 +228,7 @@ func synthPclntab(funcs []synthFunc, entries []uint32, textLen uint32) []byte {
 	for i, w := range words {
 		le.PutUint64(hdr[8+8*i:], w)
 	}
-	out := append(hdr, names...)
-	out = append(out, functab...)
-	return append(out, records...)
+	pcln = append(hdr, names...)
+	pcln = append(pcln, functab...)
+	return append(pcln, records...), funcnameOff, pclnOff
 }
