@@ -389,6 +389,31 @@ func TestTextStart(t *testing.T) {
 	}
 }
 
+// TestConcurrentUse looks up from several goroutines at once, the first of
+// them parsing .gopclntab (run with -race).
+func TestConcurrentUse(t *testing.T) {
+	b := open(t, crilike(t, builds[1]))
+	want := mustLookup(t, open(t, crilike(t, builds[1])), crilikeMethods...)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			fns, errs := b.Lookup(crilikeMethods...)
+			if len(errs) > 0 || len(fns) != len(crilikeMethods) {
+				t.Errorf("lookup: %v", errs)
+			}
+			for name, fn := range fns {
+				if fmt.Sprint(*fn) != fmt.Sprint(*want[name]) {
+					t.Errorf("%s: %+v, want %+v", name, *fn, *want[name])
+				}
+			}
+			if _, err := b.BuildInfo(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
 func TestLookupErrors(t *testing.T) {
 	b := open(t, crilike(t, builds[1]))
 	fns, errs := b.Lookup("main.(*remoteRuntimeService).RunPodSandbox", "main.noSuchFunction", "main.every", "main.fatalf", "main.noSuchFunction")

@@ -16,7 +16,8 @@ import (
 //
 // A name found in the symbol table is taken from there; the others, and all
 // names in a stripped binary, from .gopclntab, which is read and parsed on
-// the first call that needs it and kept until Close.
+// the first call that needs it and kept until Close: look up everything at
+// once, then Close.
 func (b *Binary) Lookup(names ...string) (map[string]*Func, []error) {
 	return b.lookup(names, false)
 }
