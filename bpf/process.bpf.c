@@ -22,6 +22,11 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define ARGV_LEN 512 // power of two: the verifier bound below relies on it
 #define CGROUP_LEVELS 4
 #define CGROUP_NAME_LEN 128
+#define ENV_TAIL 1024  // power of two: the verifier bounds rely on it
+#define CNI_ID_LEN 72
+#define CNI_CMD_LEN 8
+#define CNI_DIRS 3
+#define CNI_DIR_LEN 32
 
 enum event_type {
 	EVENT_EXEC = 1,
@@ -46,6 +51,11 @@ struct exec_event {
 	u32 argv_full_len; // arg_end - arg_start: > argv_len means truncated
 	char filename[FILENAME_LEN];
 	char argv[ARGV_LEN];
+	// For a CNI plugin (a program in one of cni_dirs): the values of
+	// CNI_CONTAINERID (the sandbox it works for) and CNI_COMMAND, read from
+	// the end of its environment. No other variable leaves the kernel.
+	char cni_containerid[CNI_ID_LEN];
+	char cni_command[CNI_CMD_LEN];
 };
 
 struct exit_event {
@@ -90,6 +100,14 @@ struct {
 	__type(value, u8);
 } named_cgroups SEC(".maps");
 
+// Scratch space for the end of a CNI plugin's environment.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, char[ENV_TAIL]);
+} env_scratch SEC(".maps");
+
 // drops[cpu]: records lost because the ring buffer was full.
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -101,6 +119,8 @@ struct {
 // Set by the loader before load (read-only data, known to the verifier).
 volatile const bool exit_has_group_dead = false; // 6.16+: sched_process_exit(p, group_dead)
 volatile const bool capture_argv = true;
+// Directories of CNI plugins (with a trailing slash); set by the loader.
+volatile const char cni_dirs[CNI_DIRS][CNI_DIR_LEN] = {};
 // The reader is woken only once this many bytes wait in the ring buffer; it
 // also polls on a short timer. Waking it for every record would cost a
 // context switch per exec on a busy node.
@@ -191,6 +211,95 @@ static __always_inline void read_argv(struct exec_event *e, struct task_struct *
 		e->argv_len = len;
 }
 
+static __always_inline bool is_cni_plugin(const char *filename)
+{
+	for (int d = 0; d < CNI_DIRS; d++) {
+		if (cni_dirs[d][0] == 0)
+			continue;
+		for (int i = 0; i < CNI_DIR_LEN; i++) {
+			char want = cni_dirs[d][i];
+			if (want == 0)
+				return true; // the whole directory prefix matched
+			if (filename[i] != want)
+				break;
+		}
+	}
+	return false;
+}
+
+struct env_scan {
+	const char *buf;
+	u32 len;
+	s32 id_at, cmd_at; // offsets of the values, -1 when not found
+};
+
+static __always_inline bool env_has(const char *buf, u32 at, const char *name, u32 n)
+{
+	for (u32 k = 0; k < n; k++) {
+		if (buf[(at + k) & (ENV_TAIL - 1)] != name[k])
+			return false;
+	}
+	return true;
+}
+
+// scan_env looks at offset i of the environment tail for the start of
+// CNI_CONTAINERID= or CNI_COMMAND=.
+static long scan_env(u32 i, struct env_scan *s)
+{
+	if (i + 16 >= s->len)
+		return 1;
+	if (i > 0 && s->buf[(i - 1) & (ENV_TAIL - 1)] != 0)
+		return 0; // not the start of a variable
+	if (!env_has(s->buf, i, "CNI_", 4))
+		return 0;
+	if (env_has(s->buf, i + 4, "CONTAINERID=", 12))
+		s->id_at = i + 16;
+	else if (env_has(s->buf, i + 4, "COMMAND=", 8))
+		s->cmd_at = i + 12;
+	return 0;
+}
+
+static __always_inline void copy_env_value(char *dst, u32 cap, const char *buf, s32 at, u32 len)
+{
+	if (at < 0)
+		return;
+	for (u32 k = 0; k + 1 < cap; k++) {
+		u32 i = at + k;
+		if (i >= len)
+			break;
+		char c = buf[i & (ENV_TAIL - 1)];
+		if (c == 0)
+			break;
+		dst[k] = c;
+	}
+}
+
+// read_cni_env fills the CNI fields of a plugin's exec from the end of its
+// environment, where libcni appends the CNI_* variables.
+static __always_inline void read_cni_env(struct exec_event *e, struct task_struct *task)
+{
+	u32 zero = 0;
+	char *buf = bpf_map_lookup_elem(&env_scratch, &zero);
+	if (!buf)
+		return;
+	unsigned long start = BPF_CORE_READ(task, mm, env_start);
+	unsigned long end = BPF_CORE_READ(task, mm, env_end);
+	if (end <= start)
+		return;
+	unsigned long len = end - start;
+	if (len > ENV_TAIL)
+		len = ENV_TAIL;
+	len &= (ENV_TAIL * 2 - 1);
+	if (len > ENV_TAIL)
+		len = ENV_TAIL;
+	if (bpf_probe_read_user(buf, len, (void *)(end - len)))
+		return;
+	struct env_scan s = {.buf = buf, .len = len, .id_at = -1, .cmd_at = -1};
+	bpf_loop(ENV_TAIL, scan_env, &s, 0);
+	copy_env_value(e->cni_containerid, CNI_ID_LEN, buf, s.id_at, len);
+	copy_env_value(e->cni_command, CNI_CMD_LEN, buf, s.cmd_at, len);
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
@@ -206,6 +315,13 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), BPF_CORE_READ(bprm, filename));
 	if (capture_argv)
 		read_argv(e, p);
+	e->cni_containerid[0] = 0;
+	e->cni_command[0] = 0;
+	if (is_cni_plugin(e->filename)) {
+		__builtin_memset(e->cni_containerid, 0, sizeof(e->cni_containerid));
+		__builtin_memset(e->cni_command, 0, sizeof(e->cni_command));
+		read_cni_env(e, p);
+	}
 	bpf_ringbuf_submit(e, submit_flags());
 	return 0;
 }

@@ -3,6 +3,7 @@ package bpf
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -27,6 +28,10 @@ type ProcessOptions struct {
 	RingBufferBytes uint32
 	// SkipArgv leaves argv out of exec records.
 	SkipArgv bool
+	// CNIDirs are the directories of CNI plugins (at most 3, each shorter
+	// than 31 bytes): the exec of a program there carries its
+	// CNI_CONTAINERID and CNI_COMMAND.
+	CNIDirs []string
 }
 
 // wakeupFraction: the kernel wakes the reader when a quarter of the ring
@@ -71,6 +76,17 @@ func LoadProcessProgram(opts ProcessOptions) (*ProcessProgram, error) {
 	}
 	if err := spec.Variables[ProcessVarCaptureArgv].Set(!opts.SkipArgv); err != nil {
 		return nil, fmt.Errorf("setting capture_argv: %w", err)
+	}
+	var dirs [3][32]byte
+	for i, d := range opts.CNIDirs {
+		d = strings.TrimSuffix(d, "/") + "/"
+		if i >= len(dirs) || len(d) >= len(dirs[i]) {
+			return nil, fmt.Errorf("CNI directory %q: at most %d directories of %d bytes", d, len(dirs), len(dirs[0])-1)
+		}
+		copy(dirs[i][:], d)
+	}
+	if err := spec.Variables[ProcessVarCniDirs].Set(dirs); err != nil {
+		return nil, fmt.Errorf("setting cni_dirs: %w", err)
 	}
 
 	p := &ProcessProgram{}

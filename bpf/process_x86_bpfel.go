@@ -42,12 +42,14 @@ const (
 )
 
 type ProcessExecEvent struct {
-	_           structs.HostLayout
-	Hdr         ProcessEventHeader
-	ArgvLen     uint32
-	ArgvFullLen uint32
-	Filename    [256]int8
-	Argv        [512]int8
+	_              structs.HostLayout
+	Hdr            ProcessEventHeader
+	ArgvLen        uint32
+	ArgvFullLen    uint32
+	Filename       [256]int8
+	Argv           [512]int8
+	CniContainerid [72]int8
+	CniCommand     [8]int8
 }
 
 type ProcessExitEvent struct {
@@ -67,12 +69,14 @@ type ProcessForkEvent struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	ProcessMapDrops            = "drops"
+	ProcessMapEnvScratch       = "env_scratch"
 	ProcessMapEvents           = "events"
 	ProcessMapNamedCgroups     = "named_cgroups"
 	ProcessProgHandleExec      = "handle_exec"
 	ProcessProgHandleExit      = "handle_exit"
 	ProcessProgHandleFork      = "handle_fork"
 	ProcessVarCaptureArgv      = "capture_argv"
+	ProcessVarCniDirs          = "cni_dirs"
 	ProcessVarExitHasGroupDead = "exit_has_group_dead"
 	ProcessVarUnusedCgroup     = "unused_cgroup"
 	ProcessVarUnusedExec       = "unused_exec"
@@ -134,6 +138,7 @@ type ProcessProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type ProcessMapSpecs struct {
 	Drops        *ebpf.MapSpec `ebpf:"drops"`
+	EnvScratch   *ebpf.MapSpec `ebpf:"env_scratch"`
 	Events       *ebpf.MapSpec `ebpf:"events"`
 	NamedCgroups *ebpf.MapSpec `ebpf:"named_cgroups"`
 }
@@ -143,6 +148,7 @@ type ProcessMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type ProcessVariableSpecs struct {
 	CaptureArgv      *ebpf.VariableSpec `ebpf:"capture_argv"`
+	CniDirs          *ebpf.VariableSpec `ebpf:"cni_dirs"`
 	ExitHasGroupDead *ebpf.VariableSpec `ebpf:"exit_has_group_dead"`
 	UnusedCgroup     *ebpf.VariableSpec `ebpf:"unused_cgroup"`
 	UnusedExec       *ebpf.VariableSpec `ebpf:"unused_exec"`
@@ -173,6 +179,7 @@ func (o *ProcessObjects) Close() error {
 // It can be passed to LoadProcessObjects or ebpf.CollectionSpec.LoadAndAssign.
 type ProcessMaps struct {
 	Drops        *ebpf.Map `ebpf:"drops"`
+	EnvScratch   *ebpf.Map `ebpf:"env_scratch"`
 	Events       *ebpf.Map `ebpf:"events"`
 	NamedCgroups *ebpf.Map `ebpf:"named_cgroups"`
 }
@@ -180,6 +187,7 @@ type ProcessMaps struct {
 func (m *ProcessMaps) Close() error {
 	return _ProcessClose(
 		m.Drops,
+		m.EnvScratch,
 		m.Events,
 		m.NamedCgroups,
 	)
@@ -190,6 +198,7 @@ func (m *ProcessMaps) Close() error {
 // It can be passed to LoadProcessObjects or ebpf.CollectionSpec.LoadAndAssign.
 type ProcessVariables struct {
 	CaptureArgv      *ebpf.Variable `ebpf:"capture_argv"`
+	CniDirs          *ebpf.Variable `ebpf:"cni_dirs"`
 	ExitHasGroupDead *ebpf.Variable `ebpf:"exit_has_group_dead"`
 	UnusedCgroup     *ebpf.Variable `ebpf:"unused_cgroup"`
 	UnusedExec       *ebpf.Variable `ebpf:"unused_exec"`

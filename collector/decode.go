@@ -36,6 +36,11 @@ var (
 	offArgv        = int(unsafe.Offsetof(bpf.ProcessExecEvent{}.Argv))
 	argvCap        = len(bpf.ProcessExecEvent{}.Argv)
 
+	offCNIContainerID = int(unsafe.Offsetof(bpf.ProcessExecEvent{}.CniContainerid))
+	cniContainerIDLen = len(bpf.ProcessExecEvent{}.CniContainerid)
+	offCNICommand     = int(unsafe.Offsetof(bpf.ProcessExecEvent{}.CniCommand))
+	cniCommandLen     = len(bpf.ProcessExecEvent{}.CniCommand)
+
 	offExitCode = int(unsafe.Offsetof(bpf.ProcessExitEvent{}.ExitCode))
 
 	cgroupSize     = int(unsafe.Sizeof(bpf.ProcessCgroupEvent{}))
@@ -113,11 +118,13 @@ func DecodeProcessEvent(b []byte, clock BootClock) (event.Event, error) {
 		full := int(le.Uint32(b[offArgvFullLen:]))
 		n := min(int(le.Uint32(b[offArgvLen:])), full, argvCap)
 		return &event.ProcessExec{
-			Time:          at,
-			Process:       proc,
-			Filename:      cString(b[offFilename : offFilename+filenameLen]),
-			Argv:          splitArgv(b[offArgv : offArgv+n]),
-			ArgvTruncated: full > n,
+			Time:           at,
+			Process:        proc,
+			Filename:       cString(b[offFilename : offFilename+filenameLen]),
+			Argv:           splitArgv(b[offArgv : offArgv+n]),
+			ArgvTruncated:  full > n,
+			CNIContainerID: cString(b[offCNIContainerID : offCNIContainerID+cniContainerIDLen]),
+			CNICommand:     cString(b[offCNICommand : offCNICommand+cniCommandLen]),
 		}, nil
 	case bpf.EventExit:
 		if len(b) < exitSize {

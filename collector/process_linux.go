@@ -83,7 +83,7 @@ func NewProcessSource(cfg ProcessConfig, logger *slog.Logger) (*ProcessSource, e
 		s.cgroups = r
 	}
 
-	prog, err := bpf.LoadProcessProgram(bpf.ProcessOptions{RingBufferBytes: cfg.RingBufferBytes})
+	prog, err := bpf.LoadProcessProgram(bpf.ProcessOptions{RingBufferBytes: cfg.RingBufferBytes, CNIDirs: cfg.CNIBinDirs})
 	if err != nil {
 		s.close()
 		return nil, err

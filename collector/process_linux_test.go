@@ -252,3 +252,49 @@ func TestIntegrationShortLivedContainer(t *testing.T) {
 		rec.waitFor(t, "exit of true in a removed cgroup", 1, exitOf(cg, cmd.Process.Pid))
 	}
 }
+
+// TestIntegrationCNIPluginEnvironment: a CNI plugin's exec carries its
+// CNI_CONTAINERID and CNI_COMMAND, and nothing else of its environment.
+func TestIntegrationCNIPluginEnvironment(t *testing.T) {
+	testenv.RequirePrivileged(t)
+	dir, err := os.MkdirTemp("/tmp", "rl-cni-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	plugin := filepath.Join(dir, "bridge")
+	if out, err := exec.Command("cp", "/bin/true", plugin).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	rec := startProcessSource(t, ProcessConfig{PodsOnly: true, KeepCNI: true, CNIBinDirs: []string{dir}})
+	const sandbox = "5b00000000000000000000000000000000000000000000000000000000000042"
+	cmd := exec.Command(plugin)
+	cmd.Env = []string{"PATH=/bin", "SECRET_TOKEN=hunter2", "HOME=/root",
+		"CNI_COMMAND=ADD", "CNI_CONTAINERID=" + sandbox, "CNI_NETNS=/var/run/netns/cni-1",
+		"CNI_ARGS=K8S_POD_NAMESPACE=default;K8S_POD_NAME=p;K8S_POD_UID=" + testPodUID,
+		"CNI_IFNAME=eth0", "CNI_PATH=/opt/cni/bin"}
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	ev := rec.waitFor(t, "exec of the plugin", 1, func(ev event.Event) bool {
+		e, ok := ev.(*event.ProcessExec)
+		return ok && int(e.PID) == cmd.Process.Pid
+	})[0].(*event.ProcessExec)
+	if ev.Scope != event.ScopeCNI || ev.CNIContainerID != sandbox || ev.CNICommand != "ADD" {
+		t.Errorf("plugin exec: scope %s, CNI_CONTAINERID %q, CNI_COMMAND %q", ev.Scope, ev.CNIContainerID, ev.CNICommand)
+	}
+	b, _ := event.Marshal(ev)
+	if strings.Contains(string(b), "hunter2") || strings.Contains(string(b), "netns") {
+		t.Errorf("other environment variables left the kernel: %s", b)
+	}
+	// A program outside the CNI directories gets no CNI fields.
+	other := exec.Command("/bin/true")
+	other.Env = cmd.Env
+	other.Run()
+	time.Sleep(300 * time.Millisecond)
+	for _, e := range rec.matching(func(ev event.Event) bool { return true }) {
+		if x, ok := e.(*event.ProcessExec); ok && int(x.PID) == other.Process.Pid {
+			t.Errorf("a host process was reported with PodsOnly: %+v", x)
+		}
+	}
+}

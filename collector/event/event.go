@@ -73,6 +73,11 @@ type ProcessExec struct {
 	Argv []string `json:"argv,omitempty"`
 	// ArgvTruncated is set when the kernel copied only part of argv.
 	ArgvTruncated bool `json:"argv_truncated,omitempty"`
+	// CNIContainerID and CNICommand are a CNI plugin's CNI_CONTAINERID (the
+	// sandbox it works for) and CNI_COMMAND (ADD, DEL, CHECK), the only
+	// environment variables readyline reads.
+	CNIContainerID string `json:"cni_container_id,omitempty"`
+	CNICommand     string `json:"cni_command,omitempty"`
 }
 
 // ProcessExit is the end of a whole process (its last thread), reported once.
