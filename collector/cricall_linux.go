@@ -52,11 +52,7 @@ var kubeletTarget = probeTarget{process: "kubelet", methods: criMethods, offsets
 func kubeletCRIOffsets(bin *gofunc.Binary, logger *slog.Logger) *criOffsets {
 	criAPI := ""
 	if info, err := bin.BuildInfo(); err == nil {
-		for _, dep := range info.Deps {
-			if dep.Path == "k8s.io/cri-api" {
-				criAPI = dep.Version
-			}
-		}
+		criAPI = stagingVersion(info, "k8s.io/cri-api")
 	}
 	if !sameMinor(criAPI, linkedCRIAPIVersion()) {
 		logger.Warn("the kubelet's k8s.io/cri-api is not the version readyline knows: CRI calls are traced with ids only (no pod UID, container name or image from the call itself)",

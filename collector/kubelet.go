@@ -190,6 +190,27 @@ func sameMinor(a, b string) bool {
 	return a != "" && mm(a) == mm(b)
 }
 
+// stagingVersion is the version of a Kubernetes staging module (k8s.io/cri-api)
+// in a binary's build info: its replacement's version when it was replaced
+// (built from the module proxy: v0.0.0 => v0.37.2), the kubelet's own
+// v1.X.Y as v0.X.Y when it was built from the kubernetes tree
+// (=> ./staging/...), else its plain version.
+func stagingVersion(info *debug.BuildInfo, path string) string {
+	for _, dep := range info.Deps {
+		if dep.Path != path {
+			continue
+		}
+		switch {
+		case dep.Replace != nil && dep.Replace.Version != "":
+			return dep.Replace.Version
+		case dep.Replace != nil && info.Main.Path == "k8s.io/kubernetes" && strings.HasPrefix(info.Main.Version, "v1."):
+			return "v0." + strings.TrimPrefix(info.Main.Version, "v1.")
+		}
+		return dep.Version
+	}
+	return ""
+}
+
 // linkedCRIAPIVersion is the k8s.io/cri-api version linked into readyline.
 func linkedCRIAPIVersion() string {
 	if info, ok := debug.ReadBuildInfo(); ok {

@@ -205,8 +205,11 @@ func checkEstablished(t *testing.T, c *event.TCPConnection, p probe, emitted tim
 	if !c.End.After(c.Established) {
 		t.Errorf("end %v not after established %v", c.End, c.Established)
 	}
+	// The socket reaches CLOSE once the last ACK of the teardown arrives,
+	// which a delayed ACK (up to 200 ms) can hold back after the client
+	// saw the end: bounded below tightly, above loosely.
 	open, clientOpen := c.End.Sub(c.Established), p.end.Sub(p.dialed)
-	if open < hold || !within(open, clientOpen, 3*time.Millisecond) {
+	if open < hold || open < clientOpen-3*time.Millisecond || open > clientOpen+250*time.Millisecond {
 		t.Errorf("open for %v (established to close), the client saw %v, the server held %v", open, clientOpen, hold)
 	}
 	if lag := emitted.Sub(c.End); lag > 400*time.Millisecond {
