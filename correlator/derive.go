@@ -111,11 +111,25 @@ func (d *derivation) sandbox() *Sandbox {
 	if call != nil {
 		sb.Call = criCall(call)
 		sb.Ready = call.End // RunPodSandbox returned: network and pause are up
-		if !call.Time.IsZero() {
-			sb.CNI = d.cniWithin(call.Time, call.End)
-		}
 	}
+	sb.CNI = d.cni(sb, call)
 	return sb
+}
+
+// cni finds the CNI plugins that set up the sandbox's network: those whose
+// CNI_CONTAINERID names it, or, when the kernel could not read that, those
+// that ran inside its RunPodSandbox call and inside no other pod's.
+func (d *derivation) cni(sb *Sandbox, call *event.CRICall) []Process {
+	var procs []*procRecord
+	if procs = d.ctx.cni.forSandbox(sb.ID); len(procs) == 0 && call != nil && !call.Time.IsZero() {
+		procs = d.cniWithin(call.Time, call.End)
+	}
+	out := make([]Process, 0, len(procs))
+	for _, r := range procs {
+		out = append(out, Process{PID: r.pid, Filename: r.filename, Argv: r.argv,
+			Exec: r.exec, Exit: r.exit, ExitCode: r.exitCode, Signal: r.signal})
+	}
+	return out
 }
 
 // sandboxCall finds the pod's RunPodSandbox call: the one that returned its
@@ -143,9 +157,12 @@ func criCall(c *event.CRICall) *CRICall {
 // cniWithin returns the CNI plugin processes that ran inside this pod's
 // RunPodSandbox call and inside no other pod's: when two sandboxes were
 // set up at once, their plugins cannot be told apart by time.
-func (d *derivation) cniWithin(start, end time.Time) []Process {
-	var out []Process
+func (d *derivation) cniWithin(start, end time.Time) []*procRecord {
+	var out []*procRecord
 	for _, r := range d.ctx.cni.within(start, end) {
+		if r.cniContainerID != "" {
+			continue // it said which sandbox it worked for: not this one
+		}
 		shared := false
 		for _, sc := range d.ctx.sandboxCalls {
 			if sc.uid != d.p.uid && !r.exec.Before(sc.start) && !r.exec.After(sc.end) {
@@ -154,8 +171,7 @@ func (d *derivation) cniWithin(start, end time.Time) []Process {
 			}
 		}
 		if !shared {
-			out = append(out, Process{PID: r.pid, Filename: r.filename, Argv: r.argv,
-				Exec: r.exec, Exit: r.exit, ExitCode: r.exitCode, Signal: r.signal})
+			out = append(out, r)
 		}
 	}
 	return out

@@ -127,7 +127,8 @@ func (b *cniBuffer) record(ev event.Event, now time.Time) {
 	}
 	switch e := ev.(type) {
 	case *event.ProcessExec:
-		r := &procRecord{pid: e.PID, ppid: e.PPID, exec: e.Time, filename: e.Filename, argv: e.Argv, truncated: e.ArgvTruncated}
+		r := &procRecord{pid: e.PID, ppid: e.PPID, exec: e.Time, filename: e.Filename, argv: e.Argv, truncated: e.ArgvTruncated,
+			cniContainerID: e.CNIContainerID, cniCommand: e.CNICommand}
 		b.procs = append(b.procs, r)
 		b.byPID[e.PID] = r
 	case *event.ProcessExit:
@@ -145,6 +146,18 @@ func (b *cniBuffer) record(ev event.Event, now time.Time) {
 		i++
 	}
 	b.procs = b.procs[i:]
+}
+
+// forSandbox returns the CNI processes that said they set up sandbox id
+// (CNI_CONTAINERID) with CNI_COMMAND ADD.
+func (b *cniBuffer) forSandbox(id string) []*procRecord {
+	var out []*procRecord
+	for _, r := range b.procs {
+		if r.cniContainerID == id && r.cniCommand == "ADD" {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // within returns the CNI processes that started inside [start, end].

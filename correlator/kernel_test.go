@@ -1,6 +1,7 @@
 package correlator
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -168,5 +169,33 @@ func TestCallsBeforeTheirContainerIsKnown(t *testing.T) {
 	calls := findContainer(t, tl, "nginx").Attempts[0].Calls
 	if len(calls) != 2 || calls[1].Method != rt+"StartContainer" {
 		t.Errorf("nginx calls %+v", calls)
+	}
+}
+
+// TestCNIByContainerID: plugins that name their sandbox (CNI_CONTAINERID)
+// are attributed by it, even while another pod's sandbox is being set up.
+func TestCNIByContainerID(t *testing.T) {
+	sc := kernelDemo(t)
+	// Tag the plugin events: ours ADD for the sandbox, the 0.47 s one for another.
+	for _, ev := range sc.events {
+		if e, ok := ev.(*event.ProcessExec); ok && e.Scope == event.ScopeCNI {
+			e.CNIContainerID, e.CNICommand = sandboxID, "ADD"
+			if e.PID == 3004 {
+				e.CNIContainerID = "0ther"
+			}
+		}
+	}
+	// One more of ours inside the overlap, which the time window must refuse.
+	sc.cniExec(0.48, 0.485, 3005, "portmap")
+	sc.events[len(sc.events)-2].(*event.ProcessExec).CNIContainerID = sandboxID
+	sc.events[len(sc.events)-2].(*event.ProcessExec).CNICommand = "ADD"
+	// Move them before the Ready update, where the source would deliver them.
+	tl := sc.run(Config{})
+	var plugins []string
+	for _, p := range tl.Sandbox.CNI {
+		plugins = append(plugins, p.Filename[len("/usr/lib/cni/"):])
+	}
+	if fmt.Sprint(plugins) != "[bridge host-local loopback portmap]" {
+		t.Errorf("CNI plugins %v, want bridge host-local loopback portmap", plugins)
 	}
 }

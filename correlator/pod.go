@@ -62,6 +62,8 @@ type procRecord struct {
 	exit      time.Time
 	exitCode  *int
 	signal    int
+	// CNI plugins only: the sandbox and command from their environment.
+	cniContainerID, cniCommand string
 }
 
 func (r *procRecord) first() time.Time {
