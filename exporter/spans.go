@@ -403,6 +403,9 @@ func (b *spanBuilder) attemptChildren(ctx context.Context, parent trace.Span, a 
 		if h.Inferred {
 			attrs = append(attrs, AttrInferred.Bool(true))
 		}
+		if h.Call != nil {
+			attrs = append(attrs, semconv.RPCSystemNameGRPC, semconv.RPCMethod(h.Call.Method))
+		}
 		hend := h.End
 		if hend.IsZero() {
 			hend = end

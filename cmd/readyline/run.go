@@ -65,7 +65,8 @@ func parseRunConfig(args []string, stderr io.Writer) (runConfig, error) {
 		c.nodeName = strings.ToLower(h)
 	}
 	c.trace.NodeName, c.trace.ServiceVersion = c.nodeName, version
-	c.process.cfg.PodsOnly = true // the correlator joins pod processes only
+	// The correlator joins pod processes, and CNI plugins to their sandbox.
+	c.process.cfg.PodsOnly, c.process.cfg.KeepCNI = true, true
 	return c, nil
 }
 
@@ -129,6 +130,16 @@ func (d *daemon) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The kernel-level view of the kubelet is optional: without it, the
+	// timelines fall back on the runtime's and the API's times.
+	calls, err := collector.NewCRICallSource(collector.CRICallConfig{}, d.logger.With("source", "cri_calls"))
+	if err != nil {
+		d.logger.Warn("CRI calls are not traced: the kernel refused the uprobe programs; sandbox and container phases use the runtime's times", "error", err)
+	}
+	tcp, err := collector.NewTCPSource(collector.TCPConfig{}, d.logger.With("source", "tcp"))
+	if err != nil {
+		d.logger.Warn("httpGet/tcpSocket probe attempts are not traced: the kernel refused the TCP program; they are inferred from the API's status flips", "error", err)
+	}
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -155,6 +166,15 @@ func (d *daemon) run(ctx context.Context) error {
 		})
 	})
 	goRun("cri source", func(ctx context.Context) error { return cri.Run(ctx, d.emitter(ctx)) })
+	if calls != nil {
+		goRun("cri call source", func(ctx context.Context) error { return calls.Run(ctx, d.emitter(ctx)) })
+	}
+	if tcp != nil {
+		goRun("tcp source", func(ctx context.Context) error { return tcp.Run(ctx, d.emitter(ctx)) })
+		if calls != nil {
+			goRun("kubelet watch", func(ctx context.Context) error { d.followKubelet(ctx, calls, tcp); return nil })
+		}
+	}
 	goRun("pod watch", func(ctx context.Context) error { return pods.Run(ctx, d.emitter(ctx)) })
 	if d.cfg.metricsAddr != "" {
 		goRun("metrics server", d.serve(d.cfg.metricsAddr, d.metrics.Handler(d.health)))
@@ -177,6 +197,35 @@ func (d *daemon) run(ctx context.Context) error {
 		all = append(all, d.rec.Flush(), d.recFile.Close())
 	}
 	return errors.Join(all...)
+}
+
+// followKubelet points the TCP tracer at the kubelet the CRI-call source
+// found (its probes' connections are the kubelet's).
+func (d *daemon) followKubelet(ctx context.Context, calls *collector.CRICallSource, tcp *collector.TCPSource) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	watched := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pid := calls.Stats().KubeletPID
+		if pid == watched {
+			continue
+		}
+		if watched != 0 {
+			tcp.Unwatch(uint32(watched))
+		}
+		if pid != 0 {
+			if err := tcp.Watch(uint32(pid)); err != nil {
+				d.logger.Warn("cannot follow the kubelet's probe connections", "pid", pid, "error", err)
+				continue
+			}
+		}
+		watched = pid
+	}
 }
 
 // emitter hands a source's events to the correlator loop.
