@@ -35,7 +35,7 @@ lint: ## gofmt + go vet
 test: lint verify-generate ## unit + privileged (root) + end-to-end tests on the local node
 	./deploy/node/node.sh jaeger-up
 	$(GO) test -count=1 ./...
-	./deploy/node/node.sh up
+	KUBELET_TRACING=1 ./deploy/node/node.sh up
 	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -tags e2e -run 'TestIntegration(PodWatch|CRI)' ./collector/
 	READYLINE_E2E_TEARDOWN=$${READYLINE_E2E_TEARDOWN:-1} $(GO) test -count=1 -tags e2e -timeout 60m -v ./deploy/e2e/...
 

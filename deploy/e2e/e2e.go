@@ -165,7 +165,9 @@ func (e *Env) NodeScript(ctx context.Context, args ...string) error {
 	if cmd.Stdout == nil {
 		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	}
-	cmd.Env = append(os.Environ(), "NODE_DIR="+e.NodeDir)
+	// The kubelet's own tracing is on: the kernel-level tests compare
+	// readyline's CRI calls with the kubelet's CRI spans.
+	cmd.Env = append(os.Environ(), "NODE_DIR="+e.NodeDir, "KUBELET_TRACING=1")
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("node.sh %s: %w", strings.Join(args, " "), err)
 	}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -224,4 +225,32 @@ func SendSpanOTLP(ctx context.Context, endpoint string, span TestSpan) error {
 		return fmt.Errorf("OTLP/HTTP endpoint answered %s: %s", resp.Status, b)
 	}
 	return nil
+}
+
+// SearchTraces runs a trace search of Jaeger's query API
+// (/api/traces?service=...&operation=...&start=...&end=..., times in µs).
+func SearchTraces(ctx context.Context, queryURL string, q url.Values) ([]Trace, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, queryURL+"/api/traces?"+q.Encode(), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("searching Jaeger: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("reading Jaeger's answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("jaeger answered %s: %s", resp.Status, body)
+	}
+	var out struct {
+		Data []Trace `json:"data"`
+	}
+	if err := json.Unmarshal(body, &out); err != nil {
+		return nil, fmt.Errorf("decoding Jaeger's answer: %w", err)
+	}
+	return out.Data, nil
 }

@@ -91,8 +91,10 @@ func (e *Env) StartDaemon(ctx context.Context, name string) (*Daemon, error) {
 		default:
 		}
 		log, _ := os.ReadFile(d.Log)
-		if !strings.Contains(string(log), "process tracer attached") || !strings.Contains(string(log), "pod watch synced") {
-			return false, nil
+		for _, ready := range []string{"process tracer attached", "pod watch synced", "probing the kubelet's CRI client", "tcp tracer attached"} {
+			if !strings.Contains(string(log), ready) {
+				return false, nil
+			}
 		}
 		resp, err := http.Get(d.MetricsURL + "/healthz")
 		if err != nil {

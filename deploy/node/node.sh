@@ -8,6 +8,9 @@
 #   node.sh jaeger-up     start (or reuse) Jaeger v2 on 127.0.0.1
 #   node.sh jaeger-down   stop Jaeger
 #   node.sh build         only build/cache the binaries (also builds Jaeger)
+#   node.sh restart-kubelet  stop and start the kubelet alone (its pods keep running)
+# KUBELET_TRACING=1 node.sh up: the kubelet sends its own traces to the local
+# Jaeger (a running node's kubelet is restarted to take it).
 #   node.sh check-clean [--with-jaeger]
 #                         exit non-zero if anything the node leaves on the host remains
 # Many settings below are only read by render (lib/common.sh) through @NAME@
@@ -117,7 +120,7 @@ with_lock() {
 }
 
 usage() {
-	sed -n '2,13s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+	sed -n '2,16s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 	exit 2
 }
 
@@ -132,6 +135,7 @@ main() {
 	jaeger-up) need_root && with_lock jaeger_up ;;
 	jaeger-down) need_root && with_lock jaeger_down ;;
 	build) need_root && with_lock build_all ;;
+	restart-kubelet) need_root && with_lock restart_kubelet ;;
 	check-clean) host_check_clean "${@:2}" ;;
 	*) usage ;;
 	esac

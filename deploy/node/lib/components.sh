@@ -34,10 +34,18 @@ host_resolv_conf() {
 	fi
 }
 
-# shellcheck disable=SC2034 # SHIM_SOCKET_DIR and HOST_RESOLV_CONF are template values.
+# kubelet_tracing_config prints the KubeletConfiguration that sends the
+# kubelet's own traces to the local Jaeger when KUBELET_TRACING=1.
+kubelet_tracing_config() {
+	[[ ${KUBELET_TRACING:-0} == 1 ]] || return 0
+	printf 'tracing:\n  endpoint: %s\n  samplingRatePerMillion: 1000000' "$JAEGER_OTLP_GRPC"
+}
+
+# shellcheck disable=SC2034 # SHIM_SOCKET_DIR, HOST_RESOLV_CONF, KUBELET_TRACING_CONFIG are template values.
 render_configs() {
 	SHIM_SOCKET_DIR=$(shim_socket_dir)
 	HOST_RESOLV_CONF=$(host_resolv_conf)
+	KUBELET_TRACING_CONFIG=$(kubelet_tracing_config)
 	render "$CONFIG_SRC/containerd.toml.in" "$CONF_DIR/containerd.toml"
 	render "$CONFIG_SRC/cni.conflist.in" "$CNI_DIR/net.d/10-$CNI_NETWORK.conflist"
 	render "$CONFIG_SRC/kubelet.yaml.in" "$CONF_DIR/kubelet.yaml"
@@ -120,6 +128,33 @@ start_kubelet() {
 		--node-ip="$NODE_IP" --hostname-override="$NODE_NAME" --v=2
 }
 
+# restart_kubelet stops the kubelet node.sh started and starts it again with
+# the configuration rendered now (KUBELET_TRACING may have changed); its pods
+# keep running.
+restart_kubelet() {
+	is_running kubelet || die "the kubelet is not running: use node.sh up"
+	# shellcheck disable=SC2034 # template values
+	HOST_RESOLV_CONF=$(host_resolv_conf) KUBELET_TRACING_CONFIG=$(kubelet_tracing_config)
+	render "$CONFIG_SRC/kubelet.yaml.in" "$CONF_DIR/kubelet.yaml"
+	stop_process kubelet
+	start_kubelet
+	wait_node_ready
+}
+
+# kubelet_config_changed succeeds when the kubelet would now get another
+# configuration than the one it runs with.
+kubelet_config_changed() {
+	local want
+	want=$(mktemp)
+	# shellcheck disable=SC2034 # template values
+	HOST_RESOLV_CONF=$(host_resolv_conf) KUBELET_TRACING_CONFIG=$(kubelet_tracing_config)
+	render "$CONFIG_SRC/kubelet.yaml.in" "$want"
+	! cmp -s "$want" "$CONF_DIR/kubelet.yaml"
+	local changed=$?
+	rm -f "$want"
+	return $changed
+}
+
 start_kube_proxy() {
 	start_process kube-proxy "$K8S_DIR/bin/kube-proxy" --config="$CONF_DIR/kube-proxy.yaml" --v=1
 	wait_until 60 "kube-proxy /healthz" http_ok http://127.0.0.1:10256/healthz ||
@@ -171,6 +206,10 @@ node_up() {
 	local t0=$SECONDS
 	if node_is_healthy; then
 		log "node is already up"
+		if kubelet_config_changed; then
+			log "the kubelet's configuration changed (KUBELET_TRACING?): restarting the kubelet"
+			restart_kubelet
+		fi
 		wait_node_ready
 		node_status
 		return 0
