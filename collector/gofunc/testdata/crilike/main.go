@@ -40,6 +40,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -565,7 +566,11 @@ func main() {
 	flag.IntVar(&cfg.invalidEvery, "invalid-every", 0, "every K-th round, the calls get an empty id and take their early error return (0: never)")
 	flag.BoolVar(&cfg.fresh, "fresh", false, "run every call on a new goroutine (small stack: RunPodSandbox's prologue grows it)")
 	flag.BoolVar(&cfg.print, "print", false, "print one JSON line per call on stdout")
+	gate := flag.Bool("wait-stdin", false, "start calling only once a line (or EOF) arrives on stdin: lets a tracer attach first")
 	flag.Parse()
+	if *gate {
+		bufio.NewReader(os.Stdin).ReadString('\n')
+	}
 	if cfg.calls < 0 || cfg.goroutines < 1 || cfg.unit < 0 || cfg.errEvery < 0 || cfg.invalidEvery < 0 {
 		fatalf("-calls, -sleep, -err-every and -invalid-every must not be negative; -goroutines at least 1")
 	}
