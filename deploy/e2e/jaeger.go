@@ -227,6 +227,13 @@ func SendSpanOTLP(ctx context.Context, endpoint string, span TestSpan) error {
 	return nil
 }
 
+// SearchQuery asks for the traces of service with spans named op that
+// started between from and to (a second of margin each side).
+func SearchQuery(service, op string, from, to time.Time) url.Values {
+	return url.Values{"service": {service}, "operation": {op}, "limit": {"1000"},
+		"start": {fmt.Sprint(from.Add(-time.Second).UnixMicro())}, "end": {fmt.Sprint(to.Add(time.Second).UnixMicro())}}
+}
+
 // SearchTraces runs a trace search of Jaeger's query API
 // (/api/traces?service=...&operation=...&start=...&end=..., times in µs).
 func SearchTraces(ctx context.Context, queryURL string, q url.Values) ([]Trace, error) {

@@ -4,9 +4,7 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"math"
-	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -19,9 +17,7 @@ import (
 // spans, KEP-2831 tracing) that started in [from, to].
 func kubeletSpans(ctx context.Context, t *testing.T, op string, from, to time.Time) []Span {
 	t.Helper()
-	q := url.Values{"service": {"kubelet"}, "operation": {op}, "limit": {"1000"},
-		"start": {fmt.Sprint(from.Add(-time.Second).UnixMicro())}, "end": {fmt.Sprint(to.Add(time.Second).UnixMicro())}}
-	traces, err := SearchTraces(ctx, JaegerQueryURL, q)
+	traces, err := SearchTraces(ctx, JaegerQueryURL, SearchQuery("kubelet", op, from, to))
 	if err != nil {
 		t.Fatal(err)
 	}
