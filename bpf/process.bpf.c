@@ -22,7 +22,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define ARGV_LEN 512 // power of two: the verifier bound below relies on it
 #define CGROUP_LEVELS 4
 #define CGROUP_NAME_LEN 128
-#define ENV_TAIL 1024  // power of two: the verifier bounds rely on it
+#define ENV_MAX 16384  // power of two: the verifier bounds rely on it
 #define CNI_ID_LEN 72
 #define CNI_CMD_LEN 8
 #define CNI_DIRS 3
@@ -53,7 +53,8 @@ struct exec_event {
 	char argv[ARGV_LEN];
 	// For a CNI plugin (a program in one of cni_dirs): the values of
 	// CNI_CONTAINERID (the sandbox it works for) and CNI_COMMAND, read from
-	// the end of its environment. No other variable leaves the kernel.
+	// its environment (libcni puts them anywhere: it dedups through a map).
+	// No other variable leaves the kernel.
 	char cni_containerid[CNI_ID_LEN];
 	char cni_command[CNI_CMD_LEN];
 };
@@ -100,12 +101,12 @@ struct {
 	__type(value, u8);
 } named_cgroups SEC(".maps");
 
-// Scratch space for the end of a CNI plugin's environment.
+// Scratch space for a CNI plugin's environment (its last ENV_MAX bytes).
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, u32);
-	__type(value, char[ENV_TAIL]);
+	__type(value, char[ENV_MAX]);
 } env_scratch SEC(".maps");
 
 // drops[cpu]: records lost because the ring buffer was full.
@@ -236,7 +237,7 @@ struct env_scan {
 static __always_inline bool env_has(const char *buf, u32 at, const char *name, u32 n)
 {
 	for (u32 k = 0; k < n; k++) {
-		if (buf[(at + k) & (ENV_TAIL - 1)] != name[k])
+		if (buf[(at + k) & (ENV_MAX - 1)] != name[k])
 			return false;
 	}
 	return true;
@@ -246,17 +247,17 @@ static __always_inline bool env_has(const char *buf, u32 at, const char *name, u
 // CNI_CONTAINERID= or CNI_COMMAND=.
 static long scan_env(u32 i, struct env_scan *s)
 {
-	if (i + 16 >= s->len)
-		return 1;
-	if (i > 0 && s->buf[(i - 1) & (ENV_TAIL - 1)] != 0)
+	if (i + 12 > s->len)
+		return 1; // no room left for CNI_COMMAND=, the shorter name
+	if (i > 0 && s->buf[(i - 1) & (ENV_MAX - 1)] != 0)
 		return 0; // not the start of a variable
 	if (!env_has(s->buf, i, "CNI_", 4))
 		return 0;
-	if (env_has(s->buf, i + 4, "CONTAINERID=", 12))
+	if (i + 16 <= s->len && env_has(s->buf, i + 4, "CONTAINERID=", 12))
 		s->id_at = i + 16;
 	else if (env_has(s->buf, i + 4, "COMMAND=", 8))
 		s->cmd_at = i + 12;
-	return 0;
+	return (s->id_at >= 0 && s->cmd_at >= 0) ? 1 : 0;
 }
 
 static __always_inline void copy_env_value(char *dst, u32 cap, const char *buf, s32 at, u32 len)
@@ -267,15 +268,14 @@ static __always_inline void copy_env_value(char *dst, u32 cap, const char *buf, 
 		u32 i = at + k;
 		if (i >= len)
 			break;
-		char c = buf[i & (ENV_TAIL - 1)];
+		char c = buf[i & (ENV_MAX - 1)];
 		if (c == 0)
 			break;
 		dst[k] = c;
 	}
 }
 
-// read_cni_env fills the CNI fields of a plugin's exec from the end of its
-// environment, where libcni appends the CNI_* variables.
+// read_cni_env fills the CNI fields of a plugin's exec from its environment.
 static __always_inline void read_cni_env(struct exec_event *e, struct task_struct *task)
 {
 	u32 zero = 0;
@@ -287,15 +287,15 @@ static __always_inline void read_cni_env(struct exec_event *e, struct task_struc
 	if (end <= start)
 		return;
 	unsigned long len = end - start;
-	if (len > ENV_TAIL)
-		len = ENV_TAIL;
-	len &= (ENV_TAIL * 2 - 1);
-	if (len > ENV_TAIL)
-		len = ENV_TAIL;
+	if (len > ENV_MAX)
+		len = ENV_MAX;
+	len &= (ENV_MAX * 2 - 1);
+	if (len > ENV_MAX)
+		len = ENV_MAX;
 	if (bpf_probe_read_user(buf, len, (void *)(end - len)))
 		return;
 	struct env_scan s = {.buf = buf, .len = len, .id_at = -1, .cmd_at = -1};
-	bpf_loop(ENV_TAIL, scan_env, &s, 0);
+	bpf_loop(ENV_MAX, scan_env, &s, 0);
 	copy_env_value(e->cni_containerid, CNI_ID_LEN, buf, s.id_at, len);
 	copy_env_value(e->cni_command, CNI_CMD_LEN, buf, s.cmd_at, len);
 }

@@ -269,10 +269,14 @@ func TestIntegrationCNIPluginEnvironment(t *testing.T) {
 	rec := startProcessSource(t, ProcessConfig{PodsOnly: true, KeepCNI: true, CNIBinDirs: []string{dir}})
 	const sandbox = "5b00000000000000000000000000000000000000000000000000000000000042"
 	cmd := exec.Command(plugin)
-	cmd.Env = []string{"PATH=/bin", "SECRET_TOKEN=hunter2", "HOME=/root",
-		"CNI_COMMAND=ADD", "CNI_CONTAINERID=" + sandbox, "CNI_NETNS=/var/run/netns/cni-1",
+	// libcni dedups the environment through a map: the CNI variables can be
+	// anywhere, here first, before 6 KiB of the runtime's own.
+	cmd.Env = []string{"CNI_COMMAND=ADD", "CNI_CONTAINERID=" + sandbox, "CNI_NETNS=/var/run/netns/cni-1",
 		"CNI_ARGS=K8S_POD_NAMESPACE=default;K8S_POD_NAME=p;K8S_POD_UID=" + testPodUID,
-		"CNI_IFNAME=eth0", "CNI_PATH=/opt/cni/bin"}
+		"CNI_IFNAME=eth0", "CNI_PATH=/opt/cni/bin", "PATH=/bin", "SECRET_TOKEN=hunter2", "HOME=/root"}
+	for i := range 50 {
+		cmd.Env = append(cmd.Env, fmt.Sprintf("FILLER_%02d=%s", i, strings.Repeat("x", 110)))
+	}
 	if err := cmd.Run(); err != nil {
 		t.Fatal(err)
 	}
