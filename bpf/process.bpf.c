@@ -120,6 +120,13 @@ struct {
 // Set by the loader before load (read-only data, known to the verifier).
 volatile const bool exit_has_group_dead = false; // 6.16+: sched_process_exit(p, group_dead)
 volatile const bool capture_argv = true;
+// readyline's own PID namespace, by inode number; 0 for the initial one.
+// When set (a DaemonSet pod on a kind node, whose hostPID is the node
+// container's namespace), pids are reported as seen there, and tasks not
+// visible there (other nodes, the host) are not reported at all.
+volatile const u32 pidns_inum = 0;
+#define MAX_PIDNS_LEVEL 8
+
 // Directories of CNI plugins (with a trailing slash); set by the loader.
 volatile const char cni_dirs[CNI_DIRS][CNI_DIR_LEN] = {};
 // The reader is woken only once this many bytes wait in the ring buffer; it
@@ -154,13 +161,51 @@ static __always_inline struct kernfs_node *kn_parent(struct kernfs_node *kn)
 	return BPF_CORE_READ((struct kernfs_node___old *)kn, parent);
 }
 
+// ns_nr is pid's number in readyline's PID namespace, 0 if not seen there:
+// the namespaces a pid belongs to are numbers[0..level], outermost first.
+static __always_inline u32 ns_nr(struct pid *pid)
+{
+	if (!pid)
+		return 0;
+	u32 level = BPF_CORE_READ(pid, level);
+	for (u32 i = 0; i < MAX_PIDNS_LEVEL; i++) {
+		if (i > level)
+			break;
+		struct upid up = {};
+		bpf_probe_read_kernel(&up, sizeof(up), &pid->numbers[i]);
+		if (up.ns && BPF_CORE_READ(up.ns, ns.inum) == pidns_inum)
+			return up.nr;
+	}
+	return 0;
+}
+
+// fill_ids sets the header's pids, translated to readyline's PID namespace;
+// it returns false for a task not visible there.
+static __always_inline bool fill_ids(struct event_header *h, struct task_struct *task)
+{
+	if (pidns_inum == 0) {
+		h->pid = BPF_CORE_READ(task, pid);
+		h->tgid = BPF_CORE_READ(task, tgid);
+		h->ppid = BPF_CORE_READ(task, real_parent, tgid);
+		return true;
+	}
+	h->pid = ns_nr(BPF_CORE_READ(task, thread_pid));
+	h->tgid = ns_nr(BPF_CORE_READ(task, group_leader, thread_pid));
+	h->ppid = ns_nr(BPF_CORE_READ(task, real_parent, group_leader, thread_pid));
+	return h->tgid != 0;
+}
+
+// visible reports whether task is seen in readyline's PID namespace.
+static __always_inline bool visible(struct task_struct *task)
+{
+	return pidns_inum == 0 || ns_nr(BPF_CORE_READ(task, group_leader, thread_pid)) != 0;
+}
+
 static __always_inline void fill_header(struct event_header *h, struct task_struct *task, u32 type)
 {
 	h->type = type;
 	h->boot_ns = bpf_ktime_get_boot_ns();
-	h->pid = BPF_CORE_READ(task, pid);
-	h->tgid = BPF_CORE_READ(task, tgid);
-	h->ppid = BPF_CORE_READ(task, real_parent, tgid);
+	fill_ids(h, task);
 	// The task's own cgroup: a child cloned into another cgroup
 	// (CLONE_INTO_CGROUP) is not in current's.
 	h->cgroup_id = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
@@ -303,6 +348,8 @@ static __always_inline void read_cni_env(struct exec_event *e, struct task_struc
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
+	if (!visible(p))
+		return 0;
 	name_cgroup(p);
 	struct exec_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
@@ -340,7 +387,7 @@ int handle_exit(u64 *ctx)
 		group_dead = (bool)ctx[1];
 	else
 		group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
-	if (!group_dead)
+	if (!group_dead || !visible(p))
 		return 0;
 
 	struct exit_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -360,6 +407,8 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 {
 	if (BPF_CORE_READ(child, pid) != BPF_CORE_READ(child, tgid))
 		return 0; // a new thread, not a new process
+	if (!visible(child))
+		return 0;
 
 	name_cgroup(child);
 	struct fork_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);

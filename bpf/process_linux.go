@@ -10,6 +10,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
 )
 
 // Event types, the first field of every record's header.
@@ -28,6 +29,10 @@ type ProcessOptions struct {
 	RingBufferBytes uint32
 	// SkipArgv leaves argv out of exec records.
 	SkipArgv bool
+	// PIDNamespace is the inode number of the PID namespace whose pids to
+	// report (readyline's own, /proc/self/ns/pid); 0 or the initial
+	// namespace's reports the initial namespace's, and everything.
+	PIDNamespace uint32
 	// CNIDirs are the directories of CNI plugins (at most 3, each shorter
 	// than 31 bytes): the exec of a program there carries its
 	// CNI_CONTAINERID and CNI_COMMAND.
@@ -42,6 +47,27 @@ const wakeupFraction = 4
 // look for records when not woken: the programs wake it only when the ring
 // buffer fills up, to batch the work of a busy node.
 const ProcessPollInterval = 100 * time.Millisecond
+
+// InitialPIDNamespace is the inode number of the initial PID namespace
+// (PROC_PID_INIT_INO).
+const InitialPIDNamespace = 0xEFFFFFFC
+
+// ownPIDNamespace returns the device and inode number of the calling
+// process's PID namespace.
+func ownPIDNamespace() (dev, ino uint64, err error) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/pid", &st); err != nil {
+		return 0, 0, fmt.Errorf("reading the PID namespace: %w", err)
+	}
+	return st.Dev, st.Ino, nil
+}
+
+// OwnPIDNamespace is the inode number of the calling process's PID
+// namespace, what ProcessOptions.PIDNamespace takes.
+func OwnPIDNamespace() (uint32, error) {
+	_, ino, err := ownPIDNamespace()
+	return uint32(ino), err
+}
 
 // ProcessProgram is the loaded and attached process tracer. Read its Events
 // ring buffer with ringbuf.NewReader; Close detaches everything.
@@ -76,6 +102,13 @@ func LoadProcessProgram(opts ProcessOptions) (*ProcessProgram, error) {
 	}
 	if err := spec.Variables[ProcessVarCaptureArgv].Set(!opts.SkipArgv); err != nil {
 		return nil, fmt.Errorf("setting capture_argv: %w", err)
+	}
+	pidns := opts.PIDNamespace
+	if pidns == InitialPIDNamespace {
+		pidns = 0
+	}
+	if err := spec.Variables[ProcessVarPidnsInum].Set(pidns); err != nil {
+		return nil, fmt.Errorf("setting pidns_inum: %w", err)
 	}
 	var dirs [3][32]byte
 	for i, d := range opts.CNIDirs {

@@ -108,6 +108,22 @@ struct {
 // The reader is woken only once this many bytes wait in the ring buffer; it
 // also polls on a short timer (see bpf.TCPPollInterval). Set before load.
 volatile const u64 wakeup_bytes = 1 << 18;
+// The PID namespace watched_tgids are numbered in (readyline's own, by the
+// device and inode of /proc/self/ns/pid); 0: the initial namespace.
+volatile const u64 pidns_dev = 0;
+volatile const u64 pidns_ino = 0;
+
+// current_tgid is the connecting process as the watch list numbers it.
+static __always_inline u32 current_tgid(void)
+{
+	if (pidns_ino) {
+		struct bpf_pidns_info ns = {};
+		if (bpf_get_ns_current_pid_tgid(pidns_dev, pidns_ino, &ns, sizeof(ns)))
+			return 0; // not visible in readyline's namespace
+		return ns.tgid;
+	}
+	return bpf_get_current_pid_tgid() >> 32;
+}
 
 static __always_inline u64 submit_flags(void)
 {
@@ -175,8 +191,9 @@ int BPF_PROG(handle_set_state, const struct sock *sk, int oldstate, int newstate
 
 	if (newstate == TCP_SYN_SENT) {
 		// A (re)connect starts a new connection on this socket.
+		u32 watched = current_tgid();
 		u32 tgid = bpf_get_current_pid_tgid() >> 32;
-		if (!bpf_map_lookup_elem(&watched_tgids, &tgid) ||
+		if (!watched || !bpf_map_lookup_elem(&watched_tgids, &watched) ||
 		    sk->sk_protocol != IPPROTO_TCP)
 			return 0; // a stale entry for sk fails the cookie check below
 		struct conn c = {

@@ -60,6 +60,18 @@ func LoadTCPProgram(opts TCPOptions) (*TCPProgram, error) {
 	if err := spec.Variables[TcpVarWakeupBytes].Set(wakeup); err != nil {
 		return nil, fmt.Errorf("setting wakeup_bytes: %w", err)
 	}
+	// Watch takes pids as readyline sees them: in a PID namespace other than
+	// the initial one (a kind node), the program translates.
+	if dev, ino, err := ownPIDNamespace(); err != nil {
+		return nil, err
+	} else if ino != InitialPIDNamespace {
+		if err := spec.Variables[TcpVarPidnsDev].Set(dev); err != nil {
+			return nil, fmt.Errorf("setting pidns_dev: %w", err)
+		}
+		if err := spec.Variables[TcpVarPidnsIno].Set(ino); err != nil {
+			return nil, fmt.Errorf("setting pidns_ino: %w", err)
+		}
+	}
 
 	p := &TCPProgram{}
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {

@@ -63,6 +63,8 @@ const (
 	TcpMapEvents          = "events"
 	TcpMapWatchedTgids    = "watched_tgids"
 	TcpProgHandleSetState = "handle_set_state"
+	TcpVarPidnsDev        = "pidns_dev"
+	TcpVarPidnsIno        = "pidns_ino"
 	TcpVarUnusedState     = "unused_state"
 	TcpVarUnusedType      = "unused_type"
 	TcpVarWakeupBytes     = "wakeup_bytes"
@@ -127,6 +129,8 @@ type TcpMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TcpVariableSpecs struct {
+	PidnsDev    *ebpf.VariableSpec `ebpf:"pidns_dev"`
+	PidnsIno    *ebpf.VariableSpec `ebpf:"pidns_ino"`
 	UnusedState *ebpf.VariableSpec `ebpf:"unused_state"`
 	UnusedType  *ebpf.VariableSpec `ebpf:"unused_type"`
 	WakeupBytes *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
@@ -171,6 +175,8 @@ func (m *TcpMaps) Close() error {
 //
 // It can be passed to LoadTcpObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TcpVariables struct {
+	PidnsDev    *ebpf.Variable `ebpf:"pidns_dev"`
+	PidnsIno    *ebpf.Variable `ebpf:"pidns_ino"`
 	UnusedState *ebpf.Variable `ebpf:"unused_state"`
 	UnusedType  *ebpf.Variable `ebpf:"unused_type"`
 	WakeupBytes *ebpf.Variable `ebpf:"wakeup_bytes"`

@@ -190,8 +190,10 @@ func (s *CRICallSource) read(rd *ringbuf.Reader, out chan<- GoCallRecord) error 
 
 // toEvent turns a record of the probed kubelet into a CRICall.
 func (s *CRICallSource) toEvent(r *GoCallRecord) event.Event {
+	// The links are limited to the kubelet's pid, so every record is its;
+	// r.TGID is numbered in the initial PID namespace, s.pid in readyline's.
 	m := s.methods[r.Func]
-	if m == nil || int(r.TGID) != s.pid {
+	if m == nil {
 		return nil // a call of a kubelet we detached from
 	}
 	if !r.Start.IsZero() && r.EntryTID != r.PID {

@@ -83,7 +83,13 @@ func NewProcessSource(cfg ProcessConfig, logger *slog.Logger) (*ProcessSource, e
 		s.cgroups = r
 	}
 
-	prog, err := bpf.LoadProcessProgram(bpf.ProcessOptions{RingBufferBytes: cfg.RingBufferBytes, CNIDirs: cfg.CNIBinDirs})
+	pidns, err := bpf.OwnPIDNamespace()
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	prog, err := bpf.LoadProcessProgram(bpf.ProcessOptions{RingBufferBytes: cfg.RingBufferBytes,
+		CNIDirs: cfg.CNIBinDirs, PIDNamespace: pidns})
 	if err != nil {
 		s.close()
 		return nil, err

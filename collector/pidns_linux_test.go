@@ -1,0 +1,175 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/readyline/readyline/collector/event"
+	"github.com/readyline/readyline/collector/testenv"
+)
+
+// pidnsChildEnv marks the test binary re-run inside a new PID namespace.
+const pidnsChildEnv = "READYLINE_TEST_PIDNS_CHILD"
+
+// TestIntegrationPIDNamespace runs the sources inside a PID namespace of
+// their own, as the DaemonSet does on a kind node (hostPID there is the
+// node container's namespace, while the kernel numbers tasks in the
+// initial one): pids must come out as readyline sees them, processes
+// outside its namespace must not come out at all, the TCP tracer must
+// follow a process by its pid there, and the CRI-call probes must attach
+// to a process found in its /proc.
+func TestIntegrationPIDNamespace(t *testing.T) {
+	if os.Getenv(pidnsChildEnv) == "1" {
+		pidnsChild(t)
+		return
+	}
+	testenv.RequirePrivileged(t)
+	bin := filepath.Join(t.TempDir(), "crilike")
+	if out, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "./gofunc/testdata/crilike").CombinedOutput(); err != nil {
+		t.Fatalf("building crilike: %v\n%s", err, out)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("unshare", "--pid", "--fork", "--mount-proc", self,
+		"-test.run", "^TestIntegrationPIDNamespace$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), pidnsChildEnv+"=1", "CRILIKE="+bin)
+	// Meanwhile, a process outside the namespace the child must not see.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				exec.Command("/bin/sh", "-c", "exit 9").Run()
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}()
+	out, err := cmd.CombinedOutput()
+	close(stop)
+	wg.Wait()
+	t.Logf("in the namespace:\n%s", out)
+	if err != nil {
+		t.Fatalf("the sources in a PID namespace failed: %v", err)
+	}
+	for _, want := range []string{"PROCESS OK", "TCP OK", "CRI OK"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("no %q from the namespace", want)
+		}
+	}
+}
+
+// pidnsChild runs inside the new PID namespace (pid 1 is unshare's fork).
+func pidnsChild(t *testing.T) {
+	if os.Getpid() > 1000 {
+		t.Fatalf("pid %d: not in a fresh PID namespace", os.Getpid())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	// Processes: our child's exec and exit carry the pid we see.
+	rec := startProcessSource(t, ProcessConfig{})
+	sh := exec.Command("/bin/sh", "-c", "exit 5")
+	if err := sh.Run(); err == nil {
+		t.Fatal("sh -c 'exit 5' succeeded")
+	}
+	exits := rec.waitFor(t, "exit of sh", 1, func(ev event.Event) bool {
+		e, ok := ev.(*event.ProcessExit)
+		return ok && int(e.PID) == sh.Process.Pid && e.ExitCode == 5
+	})
+	if exits[0].(*event.ProcessExit).PPID != uint32(os.Getpid()) {
+		t.Errorf("ppid %d, want %d", exits[0].(*event.ProcessExit).PPID, os.Getpid())
+	}
+	time.Sleep(300 * time.Millisecond)
+	for _, ev := range rec.matching(func(event.Event) bool { return true }) {
+		if x, ok := ev.(*event.ProcessExit); ok && x.ExitCode == 9 {
+			t.Errorf("a process outside the namespace was reported: %+v", x)
+		}
+	}
+	fmt.Println("PROCESS OK")
+
+	// TCP: the tracer follows us by the pid we see.
+	tcp, err := NewTCPSource(TCPConfig{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := make(chan *event.TCPConnection, 16)
+	tctx, tcancel := context.WithCancel(ctx)
+	go tcp.Run(tctx, func(ev event.Event) { conns <- ev.(*event.TCPConnection) })
+	defer tcancel()
+	if err := tcp.Watch(uint32(os.Getpid())); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Close()
+		}
+	}()
+	c, err := net.Dial("tcp4", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	select {
+	case conn := <-conns:
+		if int(conn.Dport) != ln.Addr().(*net.TCPAddr).Port {
+			t.Errorf("connection to port %d, want %d", conn.Dport, ln.Addr().(*net.TCPAddr).Port)
+		}
+		fmt.Println("TCP OK")
+	case <-time.After(5 * time.Second):
+		t.Error("no connection reported for a process watched by its namespace pid")
+	}
+
+	// CRI calls: found through this namespace's /proc and probed.
+	src, err := NewCRICallSource(CRICallConfig{Rescan: 20 * time.Millisecond, target: crilikeTarget()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	calls := 0
+	cctx, ccancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- src.Run(cctx, func(event.Event) { mu.Lock(); calls++; mu.Unlock() })
+	}()
+	crilike := exec.Command(os.Getenv("CRILIKE"), "-calls", "3", "-sleep", "1ms", "-wait-stdin")
+	stdin, _ := crilike.StdinPipe()
+	if err := crilike.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); src.Stats().Attaches == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the CRI probes did not attach inside the namespace")
+		}
+	}
+	stdin.Close()
+	crilike.Wait()
+	time.Sleep(300 * time.Millisecond)
+	ccancel()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	if calls == 0 {
+		t.Error("no CRI call seen inside the namespace")
+	} else {
+		fmt.Println("CRI OK")
+	}
+}
