@@ -24,8 +24,8 @@ import (
 var DurationBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300}
 
 // Label names. They are all bounded: a namespace, a phase, a container kind,
-// an outcome, a drop source and reason. Pod names and UIDs never become
-// labels; they are in the traces.
+// an outcome, a drop source and reason, an alert rule's name (AlertNames).
+// Pod names and UIDs never become labels; they are in the traces.
 const (
 	LabelNamespace     = "namespace"
 	LabelPhase         = "phase"
@@ -33,6 +33,7 @@ const (
 	LabelOutcome       = "outcome"
 	LabelSource        = "source"
 	LabelReason        = "reason"
+	LabelAlert         = "alert"
 )
 
 // Values of the phase label of readyline_container_phase_duration_seconds.
@@ -76,6 +77,7 @@ type Metrics struct {
 	starts         metric.Int64Counter
 	dropped        metric.Int64Counter
 	exportFailures metric.Int64Counter
+	alerts         metric.Int64Counter
 }
 
 // NewMetrics creates the instruments on a registry of their own, which also
@@ -129,6 +131,7 @@ func NewMetrics(logger *slog.Logger) (*Metrics, error) {
 	counter(&m.starts, "readyline.pod.starts", "Pod starts observed, by outcome.")
 	counter(&m.dropped, "readyline.events.dropped", "Events dropped before they reached a timeline or an export, by source and reason.")
 	counter(&m.exportFailures, "readyline.export.failures", "Trace export requests that failed after retries.")
+	counter(&m.alerts, "readyline.alerts", "Pod starts that took longer than an --alert threshold, by alert (one per pod and alert).")
 	if err != nil {
 		return nil, fmt.Errorf("creating instruments: %w", err)
 	}
@@ -237,6 +240,15 @@ func (m *Metrics) AddDropped(source, reason string, n int) {
 		attribute.String(LabelSource, source), attribute.String(LabelReason, reason)))
 }
 
+// AddAlerts counts n pod starts that broke the alert rule name, one of
+// AlertNames; n = 0 makes the series exist before the first alert.
+func (m *Metrics) AddAlerts(name string, n int) {
+	if n < 0 {
+		return
+	}
+	m.alerts.Add(context.Background(), int64(n), metric.WithAttributes(attribute.String(LabelAlert, name)))
+}
+
 // ExportFailed counts one failed trace export request.
 func (m *Metrics) ExportFailed() {
 	m.exportFailures.Add(context.Background(), 1)
@@ -266,5 +278,9 @@ func (m *Metrics) Handler(health func() error) http.Handler {
 	return mux
 }
 
-// Metrics counts a TraceExporter's failures and drops.
-var _ ExportObserver = (*Metrics)(nil)
+// Metrics counts a TraceExporter's failures and drops, and an Alerter's
+// alerts and drops.
+var (
+	_ ExportObserver = (*Metrics)(nil)
+	_ AlertObserver  = (*Metrics)(nil)
+)

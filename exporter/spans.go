@@ -53,6 +53,16 @@ const (
 	AttrInsightKind        = attribute.Key("readyline.insight.kind")
 	AttrInsightMessage     = attribute.Key("readyline.insight.message")
 	AttrInsightDurationMS  = attribute.Key("readyline.insight.duration_ms")
+	// AttrAlert names the alert rules a pod start broke (comma-separated on
+	// the root span when there are several), on the root span and on the
+	// span of each rule's measure; AttrAlertThresholdMS is the threshold
+	// (on the root span only when one rule was broken).
+	AttrAlert            = attribute.Key("readyline.alert")
+	AttrAlertThresholdMS = attribute.Key("readyline.alert.threshold_ms")
+	AttrAlertDurationMS  = attribute.Key("readyline.alert.duration_ms")
+	AttrAlertReason      = attribute.Key("readyline.alert.reason")
+	AttrAlertMessage     = attribute.Key("readyline.alert.message")
+	AttrAlertNotReached  = attribute.Key("readyline.alert.not_reached")
 )
 
 // maxProbeSpans bounds the probe attempt spans of one probe kind in one
@@ -91,14 +101,20 @@ func ProcessSpanName(p *correlator.Process) string {
 // used by one goroutine at a time.
 type spanBuilder struct {
 	tracer trace.Tracer
-	node   string // node name when the timeline does not carry one
-	spans  int    // spans ended so far
+	node   string           // node name when the timeline does not carry one
+	spans  int              // spans ended so far
+	alerts map[string]Alert // the timeline's alerts by the span they mark
 }
 
 // emit starts and ends every span of tl, all with explicit timestamps, in the
-// trace TraceIDForPod(tl.Pod.UID). It returns the number of spans made.
-func (b *spanBuilder) emit(ctx context.Context, tl *correlator.Timeline) int {
+// trace TraceIDForPod(tl.Pod.UID), and marks the alerts (see AttrAlert). It
+// returns the number of spans made.
+func (b *spanBuilder) emit(ctx context.Context, tl *correlator.Timeline, alerts ...Alert) int {
 	b.spans = 0
+	b.alerts = make(map[string]Alert, len(alerts))
+	for _, a := range alerts {
+		b.alerts[a.Span] = a
+	}
 	start, end := timelineBounds(tl)
 	node := tl.Pod.Node
 	if node == "" {
@@ -129,6 +145,7 @@ func (b *spanBuilder) emit(ctx context.Context, tl *correlator.Timeline) int {
 		}
 		attrs = append(attrs, AttrCriticalPath.StringSlice(names), AttrCriticalPathMillis.Int64Slice(millis))
 	}
+	attrs = append(attrs, rootAlertAttrs(alerts)...)
 	ctx = withTraceID(ctx, TraceIDForPod(tl.Pod.UID))
 	rootCtx, root := b.tracer.Start(ctx, SpanPodStartup,
 		trace.WithNewRoot(), trace.WithTimestamp(start), trace.WithAttributes(attrs...))
@@ -151,11 +168,59 @@ func (b *spanBuilder) emit(ctx context.Context, tl *correlator.Timeline) int {
 			c.span.AddEvent(ev.name, trace.WithTimestamp(c.end), trace.WithAttributes(ev.attrs...))
 		}
 	}
+	for _, a := range alerts {
+		at := a.End
+		if at.IsZero() || at.After(end) {
+			at = end
+		}
+		root.AddEvent("alert "+a.Name, trace.WithTimestamp(at), trace.WithAttributes(alertEventAttrs(a)...))
+	}
 	for _, c := range last {
 		b.end(c.span, c.end)
 	}
 	b.end(root, end)
 	return b.spans
+}
+
+// rootAlertAttrs are the root span's attributes for the alerts.
+func rootAlertAttrs(alerts []Alert) []attribute.KeyValue {
+	switch len(alerts) {
+	case 0:
+		return nil
+	case 1:
+		return []attribute.KeyValue{AttrAlert.String(alerts[0].Name), AttrAlertThresholdMS.Int64(alerts[0].Threshold.Milliseconds())}
+	}
+	names := make([]string, len(alerts))
+	for i, a := range alerts {
+		names[i] = a.Name
+	}
+	return []attribute.KeyValue{AttrAlert.String(strings.Join(names, ","))}
+}
+
+// alertEventAttrs are the attributes of an alert's event on the root span.
+func alertEventAttrs(a Alert) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{
+		AttrAlert.String(a.Name),
+		AttrAlertReason.String(a.Reason),
+		AttrAlertThresholdMS.Int64(a.Threshold.Milliseconds()),
+		AttrAlertDurationMS.Int64(a.Took.Milliseconds()),
+		AttrAlertMessage.String(a.Message),
+	}
+	if !a.Reached {
+		attrs = append(attrs, AttrAlertNotReached.Bool(true))
+	}
+	return attrs
+}
+
+// alertAttrs are the attributes that mark the span named name when an alert
+// measures it.
+func (b *spanBuilder) alertAttrs(name string) []attribute.KeyValue {
+	a, ok := b.alerts[name]
+	if !ok {
+		return nil
+	}
+	return []attribute.KeyValue{AttrAlert.String(a.Name), AttrAlertThresholdMS.Int64(a.Threshold.Milliseconds()),
+		AttrAlertDurationMS.Int64(a.Took.Milliseconds())}
 }
 
 func (b *spanBuilder) start(ctx context.Context, name string, at time.Time, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
@@ -187,7 +252,7 @@ func (b *spanBuilder) phases(ctx context.Context, tl *correlator.Timeline, tlEnd
 		if p.Start.IsZero() {
 			continue
 		}
-		attrs := []attribute.KeyValue{}
+		attrs := b.alertAttrs(p.Name)
 		if p.Source != "" {
 			attrs = append(attrs, AttrPhaseSource.String(p.Source))
 		}
@@ -523,7 +588,7 @@ func (b *spanBuilder) conditions(ctx context.Context, root trace.Span, tl *corre
 			continue
 		}
 		attrs := conditionAttrs(c)
-		b.leaf(ctx, ConditionSpanName(c.Type), at, at, "", attrs...)
+		b.leaf(ctx, ConditionSpanName(c.Type), at, at, "", append(attrs, b.alertAttrs(ConditionSpanName(c.Type))...)...)
 		root.AddEvent(ConditionSpanName(c.Type), trace.WithTimestamp(at), trace.WithAttributes(attrs...))
 	}
 }

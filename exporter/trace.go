@@ -159,7 +159,7 @@ type TraceExporter struct {
 	logger   *slog.Logger
 	endpoint string // for logs
 
-	queue   chan *correlator.Timeline
+	queue   chan exportJob
 	flushes chan chan struct{}
 	done    chan struct{} // closed when Run returns
 	closed  atomic.Bool
@@ -201,7 +201,7 @@ func NewTraceExporter(cfg TraceConfig, logger *slog.Logger) (*TraceExporter, err
 		cfg:      cfg,
 		logger:   logger,
 		endpoint: endpoint,
-		queue:    make(chan *correlator.Timeline, cfg.QueueSize),
+		queue:    make(chan exportJob, cfg.QueueSize),
 		flushes:  make(chan chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -231,11 +231,20 @@ func NewTraceExporter(cfg TraceConfig, logger *slog.Logger) (*TraceExporter, err
 // Endpoint describes where the spans go, for logs.
 func (e *TraceExporter) Endpoint() string { return e.endpoint }
 
+// exportJob is a timeline waiting to become spans, with the alerts to mark
+// on them.
+type exportJob struct {
+	tl     *correlator.Timeline
+	alerts []Alert
+}
+
 // Export enqueues tl to become a trace and returns at once. It returns
 // ErrQueueFull or ErrClosed when tl was dropped instead (the drop is counted
 // and logged at most once a minute; callers need not log it). The exporter takes
-// tl over: the caller must not modify it afterwards.
-func (e *TraceExporter) Export(ctx context.Context, tl *correlator.Timeline) error {
+// tl over: the caller must not modify it afterwards. alerts, usually what
+// Alerter.Observe returned for tl, are marked on the root span and on the
+// span of each alert's measure (AttrAlert and the "alert <name>" events).
+func (e *TraceExporter) Export(ctx context.Context, tl *correlator.Timeline, alerts ...Alert) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("exporting trace: %w", err)
 	}
@@ -244,7 +253,7 @@ func (e *TraceExporter) Export(ctx context.Context, tl *correlator.Timeline) err
 		return ErrClosed
 	}
 	select {
-	case e.queue <- tl:
+	case e.queue <- exportJob{tl: tl, alerts: alerts}:
 		return nil
 	default:
 		e.drop(DropReasonQueue, tl)
@@ -282,14 +291,14 @@ func (e *TraceExporter) Run(ctx context.Context) error {
 	defer close(e.done)
 	for {
 		select {
-		case tl := <-e.queue:
-			if !e.buildWhenRoom(tl, ctx.Done()) {
-				return e.shutdown(tl)
+		case job := <-e.queue:
+			if !e.buildWhenRoom(job, ctx.Done()) {
+				return e.shutdown(&job)
 			}
 		case flushed := <-e.flushes:
-			if tl, ok := e.drain(ctx.Done()); !ok {
+			if job, ok := e.drain(ctx.Done()); !ok {
 				close(flushed)
-				return e.shutdown(tl)
+				return e.shutdown(job)
 			}
 			fctx, cancel := context.WithTimeout(ctx, e.cfg.ExportTimeout)
 			if err := e.provider.ForceFlush(fctx); err != nil {
@@ -307,15 +316,15 @@ func (e *TraceExporter) Run(ctx context.Context) error {
 // span processor has room, flushes, and shuts the provider down, all within
 // ShutdownTimeout. What cannot be built or sent in time is counted as
 // dropped.
-func (e *TraceExporter) shutdown(pending *correlator.Timeline) error {
+func (e *TraceExporter) shutdown(pending *exportJob) error {
 	e.closed.Store(true)
 	sctx, cancel := context.WithTimeout(context.Background(), e.cfg.ShutdownTimeout)
 	defer cancel()
-	if pending != nil && !e.buildWhenRoom(pending, sctx.Done()) {
-		e.drop(DropReasonShutdown, pending)
+	if pending != nil && !e.buildWhenRoom(*pending, sctx.Done()) {
+		e.drop(DropReasonShutdown, pending.tl)
 	}
-	if tl, ok := e.drain(sctx.Done()); !ok {
-		e.drop(DropReasonShutdown, tl)
+	if job, ok := e.drain(sctx.Done()); !ok {
+		e.drop(DropReasonShutdown, job.tl)
 		e.dropQueued(DropReasonShutdown)
 	}
 	err := e.provider.Shutdown(sctx)
@@ -331,12 +340,12 @@ func (e *TraceExporter) shutdown(pending *correlator.Timeline) error {
 
 // drain builds every timeline queued so far. When done closes while it
 // waits for room it returns the timeline in hand and false.
-func (e *TraceExporter) drain(done <-chan struct{}) (*correlator.Timeline, bool) {
+func (e *TraceExporter) drain(done <-chan struct{}) (*exportJob, bool) {
 	for {
 		select {
-		case tl := <-e.queue:
-			if !e.buildWhenRoom(tl, done) {
-				return tl, false
+		case job := <-e.queue:
+			if !e.buildWhenRoom(job, done) {
+				return &job, false
 			}
 		default:
 			return nil, true
@@ -348,8 +357,8 @@ func (e *TraceExporter) drain(done <-chan struct{}) (*correlator.Timeline, bool)
 func (e *TraceExporter) dropQueued(reason string) {
 	for {
 		select {
-		case tl := <-e.queue:
-			e.drop(reason, tl)
+		case job := <-e.queue:
+			e.drop(reason, job.tl)
 		default:
 			return
 		}
@@ -372,8 +381,8 @@ func (e *TraceExporter) outstanding() uint64 {
 // first. Keeping the processor's queue from overflowing this way means it
 // never drops spans silently: the only drops are the counted ones of the
 // timeline queue, and waiting here never blocks Export's callers.
-func (e *TraceExporter) buildWhenRoom(tl *correlator.Timeline, done <-chan struct{}) bool {
-	need := min(uint64(maxSpans(tl)), uint64(e.cfg.MaxQueueSpans))
+func (e *TraceExporter) buildWhenRoom(job exportJob, done <-chan struct{}) bool {
+	need := min(uint64(maxSpans(job.tl)), uint64(e.cfg.MaxQueueSpans))
 	for {
 		out := e.outstanding()
 		if out == 0 || out+need <= uint64(e.cfg.MaxQueueSpans) {
@@ -385,7 +394,7 @@ func (e *TraceExporter) buildWhenRoom(tl *correlator.Timeline, done <-chan struc
 		case <-e.exporter.progress:
 		}
 	}
-	e.build(tl)
+	e.build(job)
 	return true
 }
 
@@ -400,8 +409,9 @@ func maxSpans(tl *correlator.Timeline) int {
 	return n
 }
 
-func (e *TraceExporter) build(tl *correlator.Timeline) {
-	n := e.builder.emit(context.Background(), tl)
+func (e *TraceExporter) build(job exportJob) {
+	tl := job.tl
+	n := e.builder.emit(context.Background(), tl, job.alerts...)
 	e.timelines.Add(1)
 	e.spans.Add(uint64(n))
 	e.logger.Debug("pod start trace built", "pod", tl.Pod.Name, "namespace", tl.Pod.Namespace,

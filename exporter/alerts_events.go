@@ -1,0 +1,323 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/readyline/readyline/correlator"
+)
+
+// EventComponent is the source component (and reporting controller) of the
+// Kubernetes Events readyline creates.
+const EventComponent = "readyline"
+
+// Source and reasons of the Events an Alerter drops
+// (readyline_events_dropped_total{source="alerts",reason}).
+const (
+	DropSourceAlerts     = "alerts"
+	DropReasonRateLimit  = "rate_limited"
+	DropReasonAPIError   = "api_error"
+	DropReasonAlertQueue = "queue_full"
+)
+
+// AlertObserver counts what an Alerter decides; *Metrics implements it.
+// Implementations must be safe for concurrent use and must not block.
+type AlertObserver interface {
+	// AddAlerts counts n pod starts that broke the rule name (n may be 0:
+	// the series then exists before the first alert).
+	AddAlerts(name string, n int)
+	// AddDropped counts n Events dropped by source for reason.
+	AddDropped(source, reason string, n int)
+}
+
+// AlerterConfig configures an Alerter. Only Rules is required.
+type AlerterConfig struct {
+	// Rules are the thresholds, at most one per name (see ParseAlertRule).
+	Rules []AlertRule
+	// NodeName is the Events' source host and reporting instance.
+	NodeName string
+	// Events creates the Kubernetes Events (a clientset's CoreV1()). Nil:
+	// alerts are counted, logged and marked on the traces, but no Event is
+	// created.
+	Events typedcorev1.EventsGetter
+	// Observer, when set, counts alerts and dropped Events.
+	Observer AlertObserver
+	// EventsPerMinute and Burst size the token bucket that bounds the
+	// Events created by this node (defaults 10 and 20): a node-wide slowdown
+	// makes every pod slow, and its Events must not flood the API server.
+	EventsPerMinute float64
+	Burst           int
+	// RememberAlerts bounds the (pod UID, rule) pairs remembered so that a
+	// pod never gets two Events for the same rule (default 4096).
+	RememberAlerts int
+	// QueueSize bounds the Events waiting for the API server (default 64).
+	QueueSize int
+	// Timeout bounds one create request (default 10 s).
+	Timeout time.Duration
+	// Now is the clock of the token bucket and the Events' timestamps;
+	// nil is time.Now.
+	Now func() time.Time
+}
+
+func (c AlerterConfig) withDefaults() AlerterConfig {
+	if c.EventsPerMinute <= 0 {
+		c.EventsPerMinute = 10
+	}
+	if c.Burst <= 0 {
+		c.Burst = 20
+	}
+	if c.RememberAlerts <= 0 {
+		c.RememberAlerts = 4096
+	}
+	if c.QueueSize <= 0 {
+		c.QueueSize = 64
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 10 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// AlerterStats are an Alerter's counters since it was created.
+type AlerterStats struct {
+	Alerts      uint64 // rule breaches counted (one per pod and rule)
+	Duplicates  uint64 // breaches of a pod and rule already alerted on
+	Events      uint64 // Events the API server accepted
+	RateLimited uint64 // Events not created: the token bucket was empty
+	QueueFull   uint64 // Events not created: the queue was full
+	Failed      uint64 // Events the API server refused or did not answer
+}
+
+// Alerter checks every finished pod start against the rules and, for each
+// rule broken, counts it and has a Warning Event created on the pod (reason
+// Slow<Name>, e.g. SlowPodReadyToStartContainers, with the breakdown as its
+// message). A pod gets at most one Event per rule, and Events are
+// rate-limited node-wide; what is not sent is counted as dropped.
+//
+// Observe decides and enqueues without blocking; Run creates the Events.
+// API failures are counted and logged once per outage. Alerter is safe for
+// concurrent use; Run must be called once.
+type Alerter struct {
+	cfg    AlerterConfig
+	logger *slog.Logger
+	queue  chan *corev1.Event
+	closed atomic.Bool
+	down   bool // Run's goroutine only: the last create failed
+
+	mu      sync.Mutex
+	limiter *rate.Limiter
+	seen    map[string]struct{} // uid "/" rule
+	order   []string            // seen's keys, oldest first (a ring of RememberAlerts)
+	next    int
+
+	alerts, duplicates, events, rateLimited, queueFull, failed atomic.Uint64
+}
+
+// NewAlerter checks the rules. A nil logger discards logs.
+func NewAlerter(cfg AlerterConfig, logger *slog.Logger) (*Alerter, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	cfg = cfg.withDefaults()
+	names := map[string]bool{}
+	for _, r := range cfg.Rules {
+		m, ok := findMeasure(r.Name)
+		if !ok {
+			return nil, fmt.Errorf("alert rule %s: %w", r, ErrUnknownAlert)
+		}
+		if r.Threshold <= 0 {
+			return nil, fmt.Errorf("alert rule %s: the threshold must be positive", r)
+		}
+		if names[m.name] {
+			return nil, fmt.Errorf("alert rule %s: two rules for %s", r, m.name)
+		}
+		names[m.name] = true
+	}
+	a := &Alerter{
+		cfg:     cfg,
+		logger:  logger,
+		queue:   make(chan *corev1.Event, cfg.QueueSize),
+		limiter: rate.NewLimiter(rate.Limit(cfg.EventsPerMinute/60), cfg.Burst),
+		seen:    make(map[string]struct{}, cfg.RememberAlerts),
+		order:   make([]string, cfg.RememberAlerts),
+	}
+	if cfg.Observer != nil {
+		for _, r := range cfg.Rules {
+			cfg.Observer.AddAlerts(r.Name, 0)
+		}
+	}
+	return a, nil
+}
+
+// Rules returns the rules the Alerter checks.
+func (a *Alerter) Rules() []AlertRule { return append([]AlertRule(nil), a.cfg.Rules...) }
+
+// Observe checks a finished pod start and returns the rules it broke, for
+// the trace exporter to mark (see TraceExporter.Export). A breach of a pod
+// and rule seen before is returned again but neither counted nor sent
+// twice. Observe never blocks.
+func (a *Alerter) Observe(tl *correlator.Timeline) []Alert {
+	alerts := CheckAlerts(tl, a.cfg.Rules)
+	if len(alerts) == 0 {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := a.cfg.Now()
+	for i := range alerts {
+		al := &alerts[i]
+		if !a.remember(tl.Pod.UID + "/" + al.Name) {
+			a.duplicates.Add(1)
+			continue
+		}
+		a.alerts.Add(1)
+		if a.cfg.Observer != nil {
+			a.cfg.Observer.AddAlerts(al.Name, 1)
+		}
+		a.logger.Info("slow pod start", "namespace", tl.Pod.Namespace, "pod", tl.Pod.Name, "uid", tl.Pod.UID,
+			"alert", al.Name, "took", fmtDuration(al.Took), "threshold", al.Threshold.String(), "message", al.Message)
+		if a.cfg.Events == nil {
+			continue
+		}
+		switch {
+		case a.closed.Load():
+			a.drop(DropReasonClosed, nil)
+		case !a.limiter.AllowN(now, 1):
+			a.drop(DropReasonRateLimit, &a.rateLimited)
+		default:
+			select {
+			case a.queue <- a.event(tl, al, now):
+			default:
+				a.drop(DropReasonAlertQueue, &a.queueFull)
+			}
+		}
+	}
+	return alerts
+}
+
+// remember records key and reports whether it is new. The oldest key is
+// forgotten once RememberAlerts are held.
+func (a *Alerter) remember(key string) bool {
+	if _, ok := a.seen[key]; ok {
+		return false
+	}
+	if old := a.order[a.next]; old != "" {
+		delete(a.seen, old)
+	}
+	a.order[a.next] = key
+	a.next = (a.next + 1) % len(a.order)
+	a.seen[key] = struct{}{}
+	return true
+}
+
+func (a *Alerter) drop(reason string, counter *atomic.Uint64) {
+	if counter != nil {
+		counter.Add(1)
+	}
+	if a.cfg.Observer != nil {
+		a.cfg.Observer.AddDropped(DropSourceAlerts, reason, 1)
+	}
+}
+
+// event builds the Warning Event of one alert on the pod.
+func (a *Alerter) event(tl *correlator.Timeline, al *Alert, now time.Time) *corev1.Event {
+	ts := metav1.NewTime(now)
+	name := tl.Pod.Name
+	if len(name) > 200 {
+		name = name[:200]
+	}
+	return &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{
+			// The name scheme of client-go's recorders: unique per pod and moment.
+			Name:      fmt.Sprintf("%s.%x", name, now.UnixNano()),
+			Namespace: tl.Pod.Namespace,
+		},
+		InvolvedObject: corev1.ObjectReference{
+			Kind: "Pod", APIVersion: "v1",
+			Namespace: tl.Pod.Namespace, Name: tl.Pod.Name, UID: types.UID(tl.Pod.UID),
+		},
+		Reason:              al.Reason,
+		Message:             al.Message,
+		Type:                corev1.EventTypeWarning,
+		Source:              corev1.EventSource{Component: EventComponent, Host: a.cfg.NodeName},
+		FirstTimestamp:      ts,
+		LastTimestamp:       ts,
+		Count:               1,
+		ReportingController: EventComponent,
+		ReportingInstance:   a.cfg.NodeName,
+	}
+}
+
+// Run creates the queued Events until ctx ends; what is still queued then
+// is counted as dropped. It returns nil on cancellation.
+func (a *Alerter) Run(ctx context.Context) error {
+	defer func() {
+		a.closed.Store(true)
+		for {
+			select {
+			case <-a.queue:
+				a.drop(DropReasonClosed, nil)
+			default:
+				return
+			}
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev := <-a.queue:
+			a.create(ctx, ev)
+		}
+	}
+}
+
+// create sends one Event; a failure is counted, and logged when it is the
+// first since the API server last accepted one.
+func (a *Alerter) create(ctx context.Context, ev *corev1.Event) {
+	cctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
+	defer cancel()
+	_, err := a.cfg.Events.Events(ev.Namespace).Create(cctx, ev, metav1.CreateOptions{})
+	if err == nil {
+		a.events.Add(1)
+		if a.down {
+			a.down = false
+			a.logger.Info("creating alert Events recovered", "failed", a.failed.Load())
+		}
+		a.logger.Debug("alert Event created", "namespace", ev.Namespace, "pod", ev.InvolvedObject.Name,
+			"reason", ev.Reason, "event", ev.Name)
+		return
+	}
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		a.drop(DropReasonClosed, nil)
+		return
+	}
+	a.drop(DropReasonAPIError, &a.failed)
+	if !a.down {
+		a.down = true
+		a.logger.Warn("cannot create alert Events on pods; further failures are only counted until one succeeds",
+			"namespace", ev.Namespace, "pod", ev.InvolvedObject.Name, "reason", ev.Reason, "error", err)
+	}
+}
+
+// Stats returns the Alerter's counters.
+func (a *Alerter) Stats() AlerterStats {
+	return AlerterStats{
+		Alerts: a.alerts.Load(), Duplicates: a.duplicates.Load(), Events: a.events.Load(),
+		RateLimited: a.rateLimited.Load(), QueueFull: a.queueFull.Load(), Failed: a.failed.Load(),
+	}
+}
