@@ -9,9 +9,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/readyline/readyline/collector"
 	"github.com/readyline/readyline/collector/event"
@@ -32,6 +35,7 @@ type runConfig struct {
 	trace       exporter.TraceConfig
 	process     processFlags
 	correlator  correlator.Config
+	alerts      alertRules
 }
 
 func parseRunConfig(args []string, stderr io.Writer) (runConfig, error) {
@@ -50,6 +54,7 @@ func parseRunConfig(args []string, stderr io.Writer) (runConfig, error) {
 	fs.Uint(&c.keep, "keep", 256, "how many recent pod starts the timeline API keeps")
 	c.process.register(fs)
 	registerCorrelatorFlags(fs, &c.correlator)
+	c.alerts.register(fs)
 	if err := fs.parse(args); err != nil {
 		return c, err
 	}
@@ -77,6 +82,7 @@ type daemon struct {
 	events  chan event.Event
 	metrics *exporter.Metrics
 	traces  *exporter.TraceExporter
+	alerter *exporter.Alerter // nil without --alert
 	store   *exporter.Store
 	rec     *event.Writer
 	recFile *os.File
@@ -121,10 +127,25 @@ func (d *daemon) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pods, err := collector.NewPodWatch(collector.PodWatchConfig{NodeName: d.cfg.nodeName, Kubeconfig: d.cfg.kubeconfig},
+	rc, err := collector.RESTConfig(d.cfg.kubeconfig)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("creating Kubernetes client: %w", err)
+	}
+	pods, err := collector.NewPodWatch(collector.PodWatchConfig{NodeName: d.cfg.nodeName, Client: client},
 		d.logger.With("source", "pods"))
 	if err != nil {
 		return err
+	}
+	if len(d.cfg.alerts) > 0 {
+		d.alerter, err = exporter.NewAlerter(exporter.AlerterConfig{Rules: d.cfg.alerts, NodeName: d.cfg.nodeName,
+			Events: client.CoreV1(), Observer: d.metrics}, d.logger.With("source", "alerts"))
+		if err != nil {
+			return err
+		}
 	}
 	cri, err := collector.NewCRISource(collector.CRIConfig{Endpoint: d.cfg.criEndpoint}, d.logger.With("source", "cri"))
 	if err != nil {
@@ -154,6 +175,9 @@ func (d *daemon) run(ctx context.Context) error {
 		}()
 	}
 	goRun("traces", d.traces.Run)
+	if d.alerter != nil {
+		goRun("alerts", d.alerter.Run)
+	}
 	goRun("process source", func(ctx context.Context) error {
 		emit := d.emitter(ctx)
 		return procs.Run(ctx, func(ev event.Event) {
@@ -183,7 +207,7 @@ func (d *daemon) run(ctx context.Context) error {
 		goRun("api server", d.serve(d.cfg.apiAddr, d.store.Handler(d.logger)))
 	}
 	d.logger.Info("readyline running", "node", d.cfg.nodeName, "otlp", d.traces.Endpoint(),
-		"metrics", d.cfg.metricsAddr, "api", d.cfg.apiAddr, "record", d.cfg.record)
+		"metrics", d.cfg.metricsAddr, "api", d.cfg.apiAddr, "record", d.cfg.record, "alerts", d.cfg.alerts.String())
 
 	d.correlate(ctx)
 	cancel()
@@ -283,7 +307,11 @@ func (d *daemon) correlate(ctx context.Context) {
 // deliver hands a finished timeline to the exporters.
 func (d *daemon) deliver(ctx context.Context, tl *correlator.Timeline) {
 	d.metrics.Record(tl)
-	if err := d.traces.Export(ctx, tl); err != nil { // counted and logged by the exporter
+	var alerts []exporter.Alert
+	if d.alerter != nil {
+		alerts = d.alerter.Observe(tl) // counted, logged and sent by the alerter; never blocks
+	}
+	if err := d.traces.Export(ctx, tl, alerts...); err != nil { // counted and logged by the exporter
 		d.logger.Debug("trace not exported", "namespace", tl.Pod.Namespace, "pod", tl.Pod.Name, "error", err)
 	}
 	attrs := []any{"namespace", tl.Pod.Namespace, "pod", tl.Pod.Name, "uid", tl.Pod.UID,
@@ -323,4 +351,47 @@ func (d *daemon) serve(addr string, h http.Handler) func(context.Context) error 
 		}
 		return nil
 	}
+}
+
+// alertRules are the --alert thresholds: the comma-separated defaults of
+// $READYLINE_ALERT (a ConfigMap sets them), then each --alert flag, which
+// replaces the rule of its name; NAME=off (or NAME=0) removes it.
+type alertRules []exporter.AlertRule
+
+func (r *alertRules) register(fs *flagSet) {
+	if v, ok := fs.env("alert"); ok {
+		for _, s := range strings.Split(v, ",") {
+			if strings.TrimSpace(s) == "" {
+				continue
+			}
+			if err := r.Set(s); err != nil {
+				fs.envErrs = append(fs.envErrs, fmt.Errorf("$%s: %w", envName("alert"), err))
+			}
+		}
+	}
+	fs.Var(r, "alert", "NAME=DURATION: a Warning Event on the pod (reason SlowNAME), readyline_alerts_total and a mark on its trace when "+
+		"a pod start's NAME took longer; repeatable; NAME is one of "+strings.Join(exporter.AlertNames(), ", ")+
+		"; NAME=off removes a default ($"+envName("alert")+", comma-separated)")
+}
+
+// String lists the rules as the flags would set them.
+func (r *alertRules) String() string {
+	s := make([]string, len(*r))
+	for i, rule := range *r {
+		s[i] = rule.String()
+	}
+	return strings.Join(s, ",")
+}
+
+// Set parses one NAME=DURATION and replaces the rule of that name.
+func (r *alertRules) Set(s string) error {
+	rule, err := exporter.ParseAlertRule(s)
+	if err != nil {
+		return err
+	}
+	*r = slices.DeleteFunc(*r, func(old exporter.AlertRule) bool { return old.Name == rule.Name })
+	if rule.Threshold > 0 {
+		*r = append(*r, rule)
+	}
+	return nil
 }
