@@ -6,6 +6,8 @@ import (
 	"io"
 	"math/bits"
 	"os"
+	"path"
+	"strings"
 
 	"github.com/readyline/readyline/collector"
 	"github.com/readyline/readyline/collector/event"
@@ -34,11 +36,14 @@ func parseEventsConfig(args []string, stderr io.Writer) (eventsConfig, error) {
 type processFlags struct {
 	cfg      collector.ProcessConfig
 	ringSize uint
+	cniDirs  string
 }
 
 func (p *processFlags) register(fs *flagSet) {
 	fs.String(&p.cfg.CgroupMount, "cgroup-mount", "", "cgroup2 mount point (default: found in /proc/self/mountinfo)")
 	fs.Uint(&p.ringSize, "ring-buffer-size", 4<<20, "kernel ring buffer size in bytes (a power of two, at least 4096)")
+	fs.String(&p.cniDirs, "cni-bin-dirs", strings.Join(collector.DefaultCNIBinDirs, ","),
+		"comma-separated directories the container runtime runs CNI plugins from (at most 3, each under 31 bytes)")
 }
 
 func (p *processFlags) validate(stderr io.Writer) error {
@@ -47,6 +52,25 @@ func (p *processFlags) validate(stderr io.Writer) error {
 		return errUsage
 	}
 	p.cfg.RingBufferBytes = uint32(p.ringSize)
+	p.cfg.CNIBinDirs = []string{} // none: no process is a CNI plugin
+	for _, d := range strings.Split(p.cniDirs, ",") {
+		if d = strings.TrimSpace(d); d == "" {
+			continue
+		}
+		d = path.Clean(d)
+		// The kernel program compares exec'd paths with at most 3
+		// directories of 31 bytes, the trailing slash included
+		// (bpf.ProcessOptions.CNIDirs).
+		if len(d) > 30 || !path.IsAbs(d) {
+			fmt.Fprintf(stderr, "--cni-bin-dirs: %q is not an absolute path of at most 30 bytes\n", d)
+			return errUsage
+		}
+		p.cfg.CNIBinDirs = append(p.cfg.CNIBinDirs, d)
+	}
+	if len(p.cfg.CNIBinDirs) > 3 {
+		fmt.Fprintf(stderr, "--cni-bin-dirs: %d directories, at most 3\n", len(p.cfg.CNIBinDirs))
+		return errUsage
+	}
 	return nil
 }
 

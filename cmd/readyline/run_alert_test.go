@@ -54,3 +54,20 @@ func TestRunAlertFlagErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestCNIBinDirsFlag(t *testing.T) {
+	c, err := parseRunConfig([]string{"--node-name", "n"}, io.Discard)
+	if err != nil || len(c.process.cfg.CNIBinDirs) != 3 || c.process.cfg.CNIBinDirs[1] != "/usr/lib/cni" {
+		t.Errorf("default CNI dirs %q, %v", c.process.cfg.CNIBinDirs, err)
+	}
+	t.Setenv("READYLINE_CNI_BIN_DIRS", "/usr/lib/cni, /var/lib/readyline-node/cnibin/")
+	c, err = parseRunConfig([]string{"--node-name", "n"}, io.Discard)
+	if err != nil || len(c.process.cfg.CNIBinDirs) != 2 || c.process.cfg.CNIBinDirs[1] != "/var/lib/readyline-node/cnibin" {
+		t.Errorf("CNI dirs from the environment: %q, %v", c.process.cfg.CNIBinDirs, err)
+	}
+	for _, bad := range []string{"/a,/b,/c,/d", "relative/dir", "/var/lib/readyline-node/cni/plugins"} {
+		if _, err := parseRunConfig([]string{"--node-name", "n", "--cni-bin-dirs", bad}, io.Discard); !errors.Is(err, errUsage) {
+			t.Errorf("--cni-bin-dirs %s: %v, want a usage error", bad, err)
+		}
+	}
+}

@@ -11,6 +11,8 @@
 #   node.sh restart-kubelet  stop and start the kubelet alone (its pods keep running)
 # KUBELET_TRACING=1 node.sh up: the kubelet sends its own traces to the local
 # Jaeger (a running node's kubelet is restarted to take it).
+# NODE_PIDNS=1 node.sh up: containerd, the kubelet and every pod run in a PID
+# namespace of their own, as on a kind node (a node in the other mode restarts).
 #   node.sh check-clean [--with-jaeger]
 #                         exit non-zero if anything the node leaves on the host remains
 # Many settings below are only read by render (lib/common.sh) through @NAME@
@@ -68,6 +70,8 @@ source "$SCRIPT_DIR/lib/pki.sh"
 source "$SCRIPT_DIR/lib/host.sh"
 # shellcheck source=lib/components.sh
 source "$SCRIPT_DIR/lib/components.sh"
+# shellcheck source=lib/pidns.sh
+source "$SCRIPT_DIR/lib/pidns.sh"
 
 set_paths() {
 	K8S_VERSION=$(tools_version "$K8S_TOOLS" k8s.io/kubernetes)
@@ -120,7 +124,7 @@ with_lock() {
 }
 
 usage() {
-	sed -n '2,16s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+	sed -n '2,17s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 	exit 2
 }
 

@@ -67,10 +67,17 @@ is_running() { recorded_pid "$1" >/dev/null; }
 
 # start_process NAME BINARY ARGS... starts BINARY in its own session with output
 # appended to $LOG_DIR/NAME.log and records its PID.
-start_process() {
-	local name=$1 bin=$2
-	shift 2
-	local exe log pid start
+start_process() { start_process_via "$1" "" "${@:2}"; }
+
+# start_process_via NAME LAUNCHER BINARY ARGS... is start_process through
+# LAUNCHER, a command (words without spaces) that forks BINARY as its child and
+# waits for it, such as nsenter or unshare --fork. BINARY's own PID is recorded,
+# not the launcher's: stopping it ends the launcher too.
+start_process_via() {
+	local name=$1 via=$2 bin=$3
+	shift 3
+	local exe log pid start launcher=()
+	read -ra launcher <<<"$via"
 	exe=$(readlink -f "$bin") || die "$bin not found"
 	[[ -x $exe ]] || die "$exe is not executable"
 	mkdir -p "$RUN_DIR" "$LOG_DIR"
@@ -78,11 +85,28 @@ start_process() {
 	[[ -s $log ]] && mv -f "$log" "$log.1"
 	# setsid: the component must outlive the shell (and make, go test) that
 	# started it. 9>&-: it must not inherit node.sh's lock (see with_lock).
-	setsid "$exe" "$@" </dev/null >>"$log" 2>&1 9>&- &
+	setsid "${launcher[@]}" "$exe" "$@" </dev/null >>"$log" 2>&1 9>&- &
 	pid=$!
+	if ((${#launcher[@]} > 0)); then
+		pid=$(launched_child "$pid" "$exe") || die "$name did not start through $via, see $log"
+	fi
 	start=$(proc_starttime "$pid") || die "$name exited immediately, see $log"
 	echo "$pid $start $exe" >"$(pidfile "$name")"
 	log "started $name (pid $pid, log $log)"
+}
+
+# launched_child LAUNCHER_PID EXE prints the PID of the launcher's child once
+# that child runs EXE (it is the launcher itself until it execs).
+launched_child() {
+	local parent=$1 exe=$2 c
+	for _ in {1..100}; do
+		for c in $(pgrep -P "$parent"); do
+			[[ $(readlink "/proc/$c/exe" 2>/dev/null) == "$exe" ]] && echo "$c" && return 0
+		done
+		kill -0 "$parent" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
 }
 
 # stop_process NAME [GRACE_SECONDS] sends SIGTERM to the recorded process, then

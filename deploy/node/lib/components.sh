@@ -64,7 +64,7 @@ check_ports_free() {
 start_containerd() {
 	mkdir -p "$CONTAINERD_ROOT" "$CONTAINERD_STATE" "$RUNC_ROOT" "$SHIM_SOCKET_DIR"
 	# The shim is looked up in PATH; runc is configured by absolute path.
-	PATH=$CONTAINERD_DIR/bin:$PATH start_process containerd "$CONTAINERD_DIR/bin/containerd" \
+	PATH=$CONTAINERD_DIR/bin:$PATH start_node_process containerd "$CONTAINERD_DIR/bin/containerd" \
 		--config "$CONF_DIR/containerd.toml"
 	wait_until 30 "containerd" ctr_k8s version || die "containerd did not start, see $LOG_DIR/containerd.log"
 }
@@ -122,7 +122,7 @@ start_scheduler() {
 
 start_kubelet() {
 	mkdir -p "$KUBELET_DIR"/{manifests,pod-logs,volume-plugins,pki}
-	start_process kubelet "$K8S_DIR/bin/kubelet" \
+	start_node_process kubelet "$K8S_DIR/bin/kubelet" \
 		--config="$CONF_DIR/kubelet.yaml" --kubeconfig="$NODE_DIR/kubelet.kubeconfig" \
 		--root-dir="$KUBELET_DIR" --cert-dir="$KUBELET_DIR/pki" \
 		--node-ip="$NODE_IP" --hostname-override="$NODE_NAME" --v=2
@@ -205,14 +205,17 @@ node_is_healthy() {
 node_up() {
 	local t0=$SECONDS
 	if node_is_healthy; then
-		log "node is already up"
-		if kubelet_config_changed; then
-			log "the kubelet's configuration changed (KUBELET_TRACING?): restarting the kubelet"
-			restart_kubelet
+		if pidns_mode_matches; then
+			log "node is already up"
+			if kubelet_config_changed; then
+				log "the kubelet's configuration changed (KUBELET_TRACING?): restarting the kubelet"
+				restart_kubelet
+			fi
+			wait_node_ready
+			node_status
+			return 0
 		fi
-		wait_node_ready
-		node_status
-		return 0
+		log "NODE_PIDNS=${NODE_PIDNS:-0} but the node runs in $(pidns_running_mode): restarting it"
 	fi
 	ensure_packages
 	build_node_binaries
@@ -233,6 +236,7 @@ node_up() {
 	make_kubeconfigs
 	render_configs
 	build_images
+	if pidns_wanted; then start_node_namespace; fi
 	start_containerd
 	import_images
 	start_etcd
@@ -257,7 +261,7 @@ remove_pod_sandboxes() {
 		[[ -n $(ls -A "$CONTAINERD_STATE" 2>/dev/null) ]] || return 0
 		log "starting containerd again to remove the sandboxes it left"
 		mkdir -p "$(shim_socket_dir)"
-		PATH=$CONTAINERD_DIR/bin:$PATH start_process containerd "$CONTAINERD_DIR/bin/containerd" \
+		PATH=$CONTAINERD_DIR/bin:$PATH start_node_process containerd "$CONTAINERD_DIR/bin/containerd" \
 			--config "$CONF_DIR/containerd.toml"
 		wait_until 30 "containerd" ctr_k8s version || {
 			warn "containerd did not start; falling back to runc"
@@ -314,7 +318,7 @@ delete_runc_containers() {
 node_teardown() {
 	local c dirty=0 f
 	for f in "$RUN_DIR"/*.pid; do [[ -e $f && $f != */jaeger.pid ]] && dirty=1; done
-	[[ -d $HOST_DIR || -n $(mounts_under "$NODE_DIR") || -d $CONTAINERD_STATE ]] && dirty=1
+	[[ -d $HOST_DIR || -n $(mounts_under "$NODE_DIR") || -d $CONTAINERD_STATE || -f $(node_dir_marker) ]] && dirty=1
 	ip link show "$BRIDGE" >/dev/null 2>&1 && dirty=1
 	((dirty)) || return 0
 
@@ -323,10 +327,14 @@ node_teardown() {
 	remove_pod_sandboxes
 	stop_process containerd 30
 	stop_leftover_shims
+	# Ends whatever is left in the node's PID namespace (containers included),
+	# before runc's state is read from the host.
+	stop_process "$NODE_INIT"
 	delete_runc_containers
 	stop_process kube-apiserver
 	stop_process etcd
 	host_cleanup
+	unshare_node_dir
 	if [[ -n $(mounts_under "$NODE_DIR") ]]; then
 		die "mounts remain under $NODE_DIR; not deleting its state: $(mounts_under "$NODE_DIR" | tr '\n' ' ')"
 	fi
@@ -367,6 +375,7 @@ kubectl:     $KUBECTL
 crictl:      $CRICTL_DIR/bin/crictl --runtime-endpoint unix://$CONTAINERD_SOCK
 logs:        $LOG_DIR/
 jaeger:      query $JAEGER_QUERY_URL  OTLP gRPC $JAEGER_OTLP_GRPC  OTLP HTTP $JAEGER_OTLP_HTTP
+$(pidns_status)
 EOF
 	if ((all == 0)) && [[ -x $KUBECTL ]]; then
 		echo

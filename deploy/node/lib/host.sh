@@ -244,7 +244,7 @@ host_cleanup() {
 # host and fails if any of it is there. Jaeger is independent of the node and
 # only checked when asked for.
 host_check_clean() {
-	local base problems=() names=("${NODE_COMPONENTS[@]}") skip_dir=$JAEGER_DIR name f c t k v p line
+	local base problems=() names=("${NODE_COMPONENTS[@]}" "$NODE_INIT") skip_dir=$JAEGER_DIR name f c t k v p line
 	if [[ ${1:-} == --with-jaeger ]]; then
 		names+=(jaeger)
 		skip_dir=/nonexistent
@@ -265,6 +265,7 @@ host_check_clean() {
 	done
 
 	while read -r line; do problems+=("mount $line"); done < <(mounts_under "$NODE_DIR")
+	[[ -f $(node_dir_marker) ]] && mountpoint -q "$NODE_DIR" && problems+=("mount $NODE_DIR (NODE_PIDNS's shared bind mount)")
 	ip link show "$BRIDGE" >/dev/null 2>&1 && problems+=("link $BRIDGE exists")
 	for c in /sys/fs/cgroup/*/kubepods; do
 		[[ -d $c ]] || continue
