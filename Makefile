@@ -37,6 +37,7 @@ test: lint verify-generate ## unit + privileged (root) + end-to-end tests on the
 	$(GO) test -count=1 ./...
 	KUBELET_TRACING=1 ./deploy/node/node.sh up
 	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -tags e2e -run 'TestIntegration(PodWatch|CRI)' ./collector/
+	./deploy/alerts/test.sh
 	READYLINE_E2E_TEARDOWN=$${READYLINE_E2E_TEARDOWN:-1} $(GO) test -count=1 -tags e2e -timeout 60m -v ./deploy/e2e/...
 
 test-unit: ## unit and privileged tests only (no local node)
@@ -47,6 +48,11 @@ bench: ## Go benchmarks
 
 bench-overhead: build ## exec overhead of the process collector (ratio with/without)
 	./collector/bench-overhead.sh
+
+## ---- alerts
+
+test-alerts: ## Prometheus rules of deploy/alerts: promtool check + unit tests (builds promtool once)
+	./deploy/alerts/test.sh
 
 ## ---- demo
 
@@ -74,4 +80,4 @@ jaeger-down: ## stop Jaeger
 	./deploy/node/node.sh jaeger-down
 
 
-.PHONY: help build generate verify-generate lint test test-unit bench bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down
+.PHONY: help build generate verify-generate lint test test-unit test-alerts bench bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down
