@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/ringbuf"
 
 	"github.com/readyline/readyline/bpf"
 	"github.com/readyline/readyline/collector/event"
@@ -134,15 +133,26 @@ func (s *CRICallSource) Stats() CRICallStats {
 func (s *CRICallSource) Run(ctx context.Context, emit func(event.Event)) error {
 	defer s.prog.Close()
 	defer s.detach()
-	rd, err := ringbuf.NewReader(s.prog.Events())
-	if err != nil {
-		return fmt.Errorf("opening goprobe ring buffer: %w", err)
-	}
+	// Records are decoded on their own goroutine: attaching (reading the
+	// kubelet binary) takes seconds, during which calls keep coming.
 	records := make(chan GoCallRecord, 1024)
+	readCtx, stopRead := context.WithCancel(ctx)
 	readDone := make(chan error, 1)
-	go func() { readDone <- s.read(rd, records) }()
+	go func() {
+		readDone <- readRing(readCtx, s.prog.Events(), 0, func(b []byte) {
+			r, err := DecodeGoCall(b, BootClock{Offset: s.clockOff.Load()})
+			if err != nil {
+				s.decodeErrors.Add(1)
+				return
+			}
+			select {
+			case records <- r:
+			case <-readCtx.Done():
+			}
+		})
+	}()
 	defer func() {
-		rd.Close()
+		stopRead()
 		<-readDone
 	}()
 
@@ -165,26 +175,6 @@ func (s *CRICallSource) Run(ctx context.Context, emit func(event.Event)) error {
 			readDone <- err
 			return err
 		}
-	}
-}
-
-// read decodes ring-buffer records until the reader is closed.
-func (s *CRICallSource) read(rd *ringbuf.Reader, out chan<- GoCallRecord) error {
-	defer close(out)
-	var rec ringbuf.Record
-	for {
-		if err := rd.ReadInto(&rec); err != nil {
-			if errors.Is(err, ringbuf.ErrClosed) {
-				return nil
-			}
-			return fmt.Errorf("reading goprobe ring buffer: %w", err)
-		}
-		r, err := DecodeGoCall(rec.RawSample, BootClock{Offset: s.clockOff.Load()})
-		if err != nil {
-			s.decodeErrors.Add(1)
-			continue
-		}
-		out <- r
 	}
 }
 

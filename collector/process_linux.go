@@ -2,14 +2,9 @@ package collector
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"os"
 	"sync/atomic"
 	"time"
-
-	"github.com/cilium/ebpf/ringbuf"
 
 	"github.com/readyline/readyline/bpf"
 	"github.com/readyline/readyline/collector/event"
@@ -124,52 +119,27 @@ func (s *ProcessSource) Stats() ProcessStats {
 // and returns nil on cancellation. Call it once.
 func (s *ProcessSource) Run(ctx context.Context, emit func(event.Event)) error {
 	defer s.close()
-	rd, err := ringbuf.NewReader(s.prog.Events())
-	if err != nil {
-		return fmt.Errorf("opening ring buffer reader: %w", err)
-	}
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-stop:
-		}
-		rd.Close()
-	}()
 	go s.housekeeping(ctx)
-
-	var rec ringbuf.Record
-	rd.SetDeadline(time.Now().Add(bpf.ProcessPollInterval))
-	for {
-		if err := rd.ReadInto(&rec); err != nil {
-			switch {
-			case errors.Is(err, os.ErrDeadlineExceeded):
-				rd.SetDeadline(time.Now().Add(bpf.ProcessPollInterval))
-				continue
-			case errors.Is(err, ringbuf.ErrClosed):
-				s.pollDrops()
-				return nil
-			}
-			return fmt.Errorf("reading ring buffer: %w", err)
-		}
+	err := readRing(ctx, s.prog.Events(), bpf.ProcessPollInterval, func(b []byte) {
 		s.records.Add(1)
-		ev, err := DecodeProcessEvent(rec.RawSample, BootClock{Offset: s.clockOff.Load()})
+		ev, err := DecodeProcessEvent(b, BootClock{Offset: s.clockOff.Load()})
 		if err != nil {
 			s.decodeErrors.Add(1)
 			s.logger.Debug("dropping undecodable record", "error", err)
-			continue
+			return
 		}
 		if cn, ok := ev.(*CgroupName); ok {
 			if s.cgroups != nil {
 				s.cgroups.learn(cn)
 			}
-			continue
+			return
 		}
 		if s.enrich(ev) {
 			emit(ev)
 		}
-	}
+	})
+	s.pollDrops()
+	return err
 }
 
 // housekeeping resyncs the clock and reports kernel drops.

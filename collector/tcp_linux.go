@@ -3,14 +3,10 @@ package collector
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/cilium/ebpf/ringbuf"
 
 	"github.com/readyline/readyline/bpf"
 	"github.com/readyline/readyline/collector/event"
@@ -133,41 +129,14 @@ func (s *TCPSource) close() {
 // cancellation. Call it once.
 func (s *TCPSource) Run(ctx context.Context, emit func(event.Event)) error {
 	defer s.close()
-	rd, err := ringbuf.NewReader(s.prog.Events())
-	if err != nil {
-		return fmt.Errorf("opening ring buffer reader: %w", err)
-	}
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-stop:
-		}
-		rd.Close()
-	}()
 	go s.housekeeping(ctx)
-
-	var rec ringbuf.Record
-	rd.SetDeadline(time.Now().Add(bpf.TCPPollInterval))
-	for {
-		if err := rd.ReadInto(&rec); err != nil {
-			switch {
-			case errors.Is(err, os.ErrDeadlineExceeded):
-				rd.SetDeadline(time.Now().Add(bpf.TCPPollInterval))
-				continue
-			case errors.Is(err, ringbuf.ErrClosed):
-				s.pollDrops()
-				return nil
-			}
-			return fmt.Errorf("reading ring buffer: %w", err)
-		}
+	err := readRing(ctx, s.prog.Events(), bpf.TCPPollInterval, func(b []byte) {
 		s.records.Add(1)
-		ch, err := DecodeTCPStateChange(rec.RawSample, BootClock{Offset: s.clockOff.Load()})
+		ch, err := DecodeTCPStateChange(b, BootClock{Offset: s.clockOff.Load()})
 		if err != nil {
 			s.decodeErrors.Add(1)
 			s.logger.Debug("dropping undecodable tcp record", "error", err)
-			continue
+			return
 		}
 		conn := s.table.add(&ch)
 		s.evicted.Store(s.table.evicted)
@@ -175,7 +144,9 @@ func (s *TCPSource) Run(ctx context.Context, emit func(event.Event)) error {
 			s.connections.Add(1)
 			emit(conn)
 		}
-	}
+	})
+	s.pollDrops()
+	return err
 }
 
 // housekeeping resyncs the clock and reports kernel drops.

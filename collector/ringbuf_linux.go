@@ -1,0 +1,53 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/ringbuf"
+)
+
+// readRing reads a BPF ring buffer until ctx is done, handing each record
+// to handle from the calling goroutine (the slice is reused: copy what you
+// keep). Programs that wake their reader only once the buffer fills up
+// need it to look every poll too; 0 waits for wakeups alone. It returns
+// nil on cancellation.
+func readRing(ctx context.Context, m *ebpf.Map, poll time.Duration, handle func([]byte)) error {
+	rd, err := ringbuf.NewReader(m)
+	if err != nil {
+		return fmt.Errorf("opening ring buffer reader: %w", err)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-stop:
+		}
+		rd.Close()
+	}()
+	deadline := func() {
+		if poll > 0 {
+			rd.SetDeadline(time.Now().Add(poll))
+		}
+	}
+	deadline()
+	var rec ringbuf.Record
+	for {
+		if err := rd.ReadInto(&rec); err != nil {
+			switch {
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				deadline()
+				continue
+			case errors.Is(err, ringbuf.ErrClosed):
+				return nil
+			}
+			return fmt.Errorf("reading ring buffer: %w", err)
+		}
+		handle(rec.RawSample)
+	}
+}
