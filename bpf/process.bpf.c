@@ -129,25 +129,9 @@ volatile const u32 pidns_inum = 0;
 
 // Directories of CNI plugins (with a trailing slash); set by the loader.
 volatile const char cni_dirs[CNI_DIRS][CNI_DIR_LEN] = {};
-// The reader is woken only once this many bytes wait in the ring buffer; it
-// also polls on a short timer. Waking it for every record would cost a
-// context switch per exec on a busy node.
-volatile const u64 wakeup_bytes = 1 << 18;
+#include "ringbuf.h"
 
-static __always_inline u64 submit_flags(void)
-{
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
-		return BPF_RB_FORCE_WAKEUP;
-	return BPF_RB_NO_WAKEUP;
-}
 
-static __always_inline void count_drop(void)
-{
-	u32 zero = 0;
-	u64 *v = bpf_map_lookup_elem(&drops, &zero);
-	if (v)
-		__sync_fetch_and_add(v, 1);
-}
 
 // kernfs_node.parent became __parent in 6.15: both through CO-RE.
 struct kernfs_node___old {

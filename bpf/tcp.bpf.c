@@ -105,9 +105,7 @@ struct {
 	__type(value, u64);
 } drops SEC(".maps");
 
-// The reader is woken only once this many bytes wait in the ring buffer; it
-// also polls on a short timer (see bpf.TCPPollInterval). Set before load.
-volatile const u64 wakeup_bytes = 1 << 18;
+#include "ringbuf.h"
 // The PID namespace watched_tgids are numbered in (readyline's own, by the
 // device and inode of /proc/self/ns/pid); 0: the initial namespace.
 volatile const u64 pidns_dev = 0;
@@ -125,20 +123,7 @@ static __always_inline u32 current_tgid(void)
 	return bpf_get_current_pid_tgid() >> 32;
 }
 
-static __always_inline u64 submit_flags(void)
-{
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
-		return BPF_RB_FORCE_WAKEUP;
-	return BPF_RB_NO_WAKEUP;
-}
 
-static __always_inline void count_drop(void)
-{
-	u32 zero = 0;
-	u64 *v = bpf_map_lookup_elem(&drops, &zero);
-	if (v)
-		__sync_fetch_and_add(v, 1);
-}
 
 static __always_inline void report(const struct sock *sk, const struct conn *c, int oldstate, int newstate)
 {
