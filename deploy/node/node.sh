@@ -97,6 +97,7 @@ set_paths() {
 	RUNC_ROOT=$NODE_DIR/runc
 	KUBELET_DIR=$NODE_DIR/kubelet
 	CNI_DIR=$NODE_DIR/cni
+	CNI_BIN_DIR=$NODE_DIR/cnibin
 	IMAGES_DIR=$NODE_DIR/images
 	JAEGER_STATE=$NODE_DIR/jaeger
 	ADMIN_KUBECONFIG=$NODE_DIR/admin.kubeconfig

@@ -155,6 +155,31 @@ kubelet_config_changed() {
 	return $changed
 }
 
+# containerd_config_changed succeeds when containerd would now get another
+# configuration than the one it runs with (e.g. a node started before
+# CNI_BIN_DIR existed).
+containerd_config_changed() {
+	local want changed
+	want=$(mktemp)
+	# shellcheck disable=SC2034 # template value
+	SHIM_SOCKET_DIR=$(shim_socket_dir)
+	render "$CONFIG_SRC/containerd.toml.in" "$want"
+	! cmp -s "$want" "$CONF_DIR/containerd.toml"
+	changed=$?
+	rm -f "$want"
+	return $changed
+}
+
+# restart_containerd renders containerd's configuration and restarts it; the
+# shims, and so the pods, keep running and the kubelet reconnects.
+restart_containerd() {
+	# shellcheck disable=SC2034 # template value
+	SHIM_SOCKET_DIR=$(shim_socket_dir)
+	render "$CONFIG_SRC/containerd.toml.in" "$CONF_DIR/containerd.toml"
+	stop_process containerd 30
+	start_containerd
+}
+
 start_kube_proxy() {
 	start_process kube-proxy "$K8S_DIR/bin/kube-proxy" --config="$CONF_DIR/kube-proxy.yaml" --v=1
 	wait_until 60 "kube-proxy /healthz" http_ok http://127.0.0.1:10256/healthz ||
@@ -210,6 +235,10 @@ node_up() {
 			if kubelet_config_changed; then
 				log "the kubelet's configuration changed (KUBELET_TRACING?): restarting the kubelet"
 				restart_kubelet
+			fi
+			if containerd_config_changed; then
+				log "containerd's configuration changed: restarting containerd (pods keep running)"
+				restart_containerd
 			fi
 			wait_node_ready
 			node_status
