@@ -11,9 +11,10 @@ import (
 	"github.com/readyline/readyline/correlator"
 )
 
-// A rule names one measure of a pod start (AlertNames) and the longest it
-// may take. The measures are the ones readyline's metrics record, so that an
-// Event on a pod and an alert on the histograms speak of the same time:
+// AlertRule is one threshold: the pod starts whose measure Name took longer
+// than Threshold get an Alert. The measures are the ones readyline's metrics
+// record, so that an Event on a pod and a Prometheus alert on the histograms
+// speak of the same time:
 //
 //   - PodReadyToStartContainers: PodScheduled observed -> PodReadyToStartContainers
 //     observed, exactly readyline_pod_ready_to_start_containers_seconds
@@ -23,9 +24,6 @@ import (
 //     ready pod);
 //   - pod.schedule, pod.wait_sandbox, pod.sandbox, pod.init, pod.containers:
 //     the phase, as in readyline_pod_phase_duration_seconds.
-
-// AlertRule is one threshold: the pod starts whose measure Name took longer
-// than Threshold get an Alert.
 type AlertRule struct {
 	// Name is one of AlertNames (a condition type or a pod phase name).
 	Name      string
