@@ -9,6 +9,7 @@
 #   node.sh jaeger-down   stop Jaeger
 #   node.sh build         only build/cache the binaries (also builds Jaeger)
 #   node.sh restart-kubelet  stop and start the kubelet alone (its pods keep running)
+#   node.sh import-image FILE  import an image archive into the node's containerd
 # KUBELET_TRACING=1 node.sh up: the kubelet sends its own traces to the local
 # Jaeger (a running node's kubelet is restarted to take it).
 # NODE_PIDNS=1 node.sh up: containerd, the kubelet and every pod run in a PID
@@ -125,7 +126,7 @@ with_lock() {
 }
 
 usage() {
-	sed -n '2,17s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+	sed -n '2,18s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 	exit 2
 }
 
@@ -141,6 +142,7 @@ main() {
 	jaeger-down) need_root && with_lock jaeger_down ;;
 	build) need_root && with_lock build_all ;;
 	restart-kubelet) need_root && with_lock restart_kubelet ;;
+	import-image) need_root && with_lock import_image_file "${2:-}" ;;
 	check-clean) host_check_clean "${@:2}" ;;
 	*) usage ;;
 	esac

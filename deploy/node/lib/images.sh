@@ -69,3 +69,18 @@ import_images() {
 	done
 	log "imported images: $(ctr_k8s images ls -q 2>/dev/null | grep '^localhost/' | tr '\n' ' ')"
 }
+
+# import_image_file FILE imports an image archive (docker-archive or OCI
+# layout, such as mkimage writes) into the running node's containerd, where the
+# kubelet finds it; `make node-image` imports readyline's this way. An image
+# of the same reference is replaced.
+import_image_file() {
+	local file=$1 out
+	[[ -n $file ]] || die "usage: node.sh import-image FILE"
+	[[ -f $file ]] || die "$file: no such image archive"
+	is_running containerd || die "the node's containerd is not running: use node.sh up"
+	# ctr warns about cgroup v1 on every call; show its output only on failure.
+	out=$(ctr_k8s images import "$file" 2>&1) || die "importing $file into containerd failed: $out"
+	# ctr prints "<ref> <TAB>saved" for each image of the archive.
+	log "imported $(awk '$2 == "saved" {printf "%s ", $1}' <<<"$out")from $file"
+}
