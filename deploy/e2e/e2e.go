@@ -160,6 +160,12 @@ func (e *Env) connect() error {
 
 // NodeScript runs deploy/node/node.sh with args, its output going to e.Log.
 func (e *Env) NodeScript(ctx context.Context, args ...string) error {
+	return e.NodeScriptEnv(ctx, nil, args...)
+}
+
+// NodeScriptEnv is NodeScript with extra environment variables for node.sh
+// ("NAME=value", e.g. NODE_PIDNS=1), which win over the test's own.
+func (e *Env) NodeScriptEnv(ctx context.Context, env []string, args ...string) error {
 	cmd := exec.CommandContext(ctx, filepath.Join(e.RepoRoot, "deploy", "node", "node.sh"), args...)
 	cmd.Stdout, cmd.Stderr = e.Log, e.Log
 	if cmd.Stdout == nil {
@@ -167,7 +173,7 @@ func (e *Env) NodeScript(ctx context.Context, args ...string) error {
 	}
 	// The kubelet's own tracing is on: the kernel-level tests compare
 	// readyline's CRI calls with the kubelet's CRI spans.
-	cmd.Env = append(os.Environ(), "NODE_DIR="+e.NodeDir, "KUBELET_TRACING=1")
+	cmd.Env = append(append(os.Environ(), "NODE_DIR="+e.NodeDir, "KUBELET_TRACING=1"), env...)
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("node.sh %s: %w", strings.Join(args, " "), err)
 	}

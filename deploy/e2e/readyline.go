@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -26,9 +29,14 @@ func (e *Env) CRIEndpoint() string {
 	return "unix://" + filepath.Join(e.NodeDir, "containerd", "containerd.sock")
 }
 
-// Daemon is `readyline run` started by a test as a root process on the host.
+// Daemon is `readyline run` started by a test as a root process on the host
+// (or wherever DaemonOptions.Wrap puts it).
 type Daemon struct {
 	cmd *exec.Cmd
+	// proc is readyline itself: cmd's process, or the wrapper's child.
+	proc *os.Process
+	// PID is readyline's pid on the host.
+	PID int
 	// APIURL serves the timelines, MetricsURL /metrics and /healthz.
 	APIURL, MetricsURL string
 	// Log and Record are the daemon's stderr and its event recording.
@@ -36,10 +44,23 @@ type Daemon struct {
 	exited      chan struct{}
 }
 
+// DaemonOptions change how StartDaemonWith runs readyline.
+type DaemonOptions struct {
+	// Wrap is a command readyline runs under, which forks it as its child
+	// and waits for it: e.g. nsenter into the node's PID namespace
+	// (Env.InNode). Stop then signals readyline, not the wrapper.
+	Wrap []string
+}
+
 // StartDaemon builds readyline and runs `readyline run` against the local
 // node and Jaeger, writing its log and recording to the artifacts dir under
 // name. It returns once the daemon serves /healthz and its sources are up.
 func (e *Env) StartDaemon(ctx context.Context, name string) (*Daemon, error) {
+	return e.StartDaemonWith(ctx, name, DaemonOptions{})
+}
+
+// StartDaemonWith is StartDaemon with options.
+func (e *Env) StartDaemonWith(ctx context.Context, name string, opts DaemonOptions) (*Daemon, error) {
 	if others := otherDaemons(); len(others) > 0 {
 		return nil, fmt.Errorf("another 'readyline run' is running (pids %v) and would send the same traces to Jaeger; stop it first (make demo-down)", others)
 	}
@@ -70,10 +91,11 @@ func (e *Env) StartDaemon(ctx context.Context, name string) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.cmd = exec.Command(bin, "run",
+	args := append(slices.Clone(opts.Wrap), bin, "run",
 		"--node-name", e.NodeName, "--kubeconfig", e.Kubeconfig, "--cri-endpoint", e.CRIEndpoint(),
 		"--otlp-endpoint", OTLPGRPCEndpoint, "--otlp-insecure",
 		"--api-addr", apiAddr, "--metrics-addr", metricsAddr, "--record", d.Record, "--log-level", "debug")
+	d.cmd = exec.Command(args[0], args[1:]...)
 	d.cmd.Stdout, d.cmd.Stderr = logFile, logFile
 	if err := d.cmd.Start(); err != nil {
 		logFile.Close()
@@ -84,6 +106,15 @@ func (e *Env) StartDaemon(ctx context.Context, name string) (*Daemon, error) {
 		logFile.Close()
 		close(d.exited)
 	}()
+	d.proc, d.PID = d.cmd.Process, d.cmd.Process.Pid
+	if len(opts.Wrap) > 0 {
+		if d.proc, err = wrappedChild(ctx, d.cmd.Process.Pid, bin, d.exited); err != nil {
+			d.cmd.Process.Kill()
+			<-d.exited
+			return nil, fmt.Errorf("readyline under %v: %w", opts.Wrap, err)
+		}
+		d.PID = d.proc.Pid
+	}
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-d.exited:
@@ -117,10 +148,11 @@ func (d *Daemon) Stop() error {
 	select {
 	case <-d.exited:
 	default:
-		d.cmd.Process.Signal(syscall.SIGINT)
+		d.proc.Signal(syscall.SIGINT)
 		select {
 		case <-d.exited:
 		case <-time.After(15 * time.Second):
+			d.proc.Kill()
 			d.cmd.Process.Kill()
 			<-d.exited
 			return errors.New("readyline did not stop within 15 s of SIGINT")
@@ -167,6 +199,40 @@ func otherDaemons() []int {
 		}
 	}
 	return pids
+}
+
+// wrappedChild waits until the wrapper process parent has a child running
+// exe and returns that child. os.FindProcess holds a pidfd on Linux, so a
+// later signal cannot reach another process that reused the pid.
+func wrappedChild(ctx context.Context, parent int, exe string, exited <-chan struct{}) (*os.Process, error) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		select {
+		case <-exited:
+			return nil, errors.New("the wrapper exited")
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		default:
+		}
+		stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+		for _, f := range stats {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			// Field 4 (ppid) is the second after the parenthesized command name.
+			fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+			if len(fields) < 2 || fields[1] != strconv.Itoa(parent) {
+				continue
+			}
+			dir := filepath.Dir(f)
+			if got, _ := os.Readlink(filepath.Join(dir, "exe")); got != exe {
+				continue // not exec'd yet
+			}
+			pid, _ := strconv.Atoi(filepath.Base(dir))
+			return os.FindProcess(pid)
+		}
+	}
+	return nil, fmt.Errorf("no child of pid %d runs %s after 10 s", parent, exe)
 }
 
 func freeAddr() (string, error) {
