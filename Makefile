@@ -79,5 +79,28 @@ jaeger-up: ## start Jaeger v2 on loopback (OTLP 4317/4318, query 16686)
 jaeger-down: ## stop Jaeger
 	./deploy/node/node.sh jaeger-down
 
+## ---- deploy
+
+IMAGE         ?= localhost/readyline:dev
+IMAGE_LDFLAGS  = -s -w -X main.version=$(VERSION)
+IMAGE_DIR      = $(BIN)/image
+
+image: ## container image localhost/readyline:dev (docker build: needs a Docker engine)
+	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
+
+node-image: ## the same image without Docker (deploy/node/mkimage), imported into the local node
+	rm -rf $(IMAGE_DIR) && mkdir -p $(IMAGE_DIR)/rootfs/tmp $(IMAGE_DIR)/rootfs/etc/ssl/certs
+	chmod 1777 $(IMAGE_DIR)/rootfs/tmp
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(IMAGE_LDFLAGS)" -o $(IMAGE_DIR)/rootfs/readyline ./cmd/readyline
+	# CA certificates for OTLP over TLS, when the host has them.
+	[ ! -f /etc/ssl/certs/ca-certificates.crt ] || cp /etc/ssl/certs/ca-certificates.crt $(IMAGE_DIR)/rootfs/etc/ssl/certs/
+	CGO_ENABLED=0 $(GO) build -o $(IMAGE_DIR)/mkimage ./deploy/node/mkimage
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) $(IMAGE_DIR)/mkimage \
+		-rootfs $(IMAGE_DIR)/rootfs -ref $(IMAGE) -o $(IMAGE_DIR)/readyline.tar \
+		-entrypoint '["/readyline"]' -cmd '["run"]' -expose 9464/tcp \
+		-label org.opencontainers.image.version=$(VERSION)
+	./deploy/node/node.sh import-image $(IMAGE_DIR)/readyline.tar
+
+.PHONY: image node-image
 
 .PHONY: help build generate verify-generate lint test test-unit test-alerts bench bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down
