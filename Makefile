@@ -84,6 +84,11 @@ jaeger-down: ## stop Jaeger
 IMAGE         ?= localhost/readyline:dev
 IMAGE_LDFLAGS  = -s -w -X main.version=$(VERSION)
 IMAGE_DIR      = $(BIN)/image
+KIND          ?= kind
+KIND_CLUSTER  ?= readyline
+KIND_CONFIG   ?= deploy/kind/cluster.yaml
+KIND_KUBECTL   = kubectl --context kind-$(KIND_CLUSTER)
+JAEGER_UI_PORT ?= 16686
 
 image: ## container image localhost/readyline:dev (docker build: needs a Docker engine)
 	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
@@ -101,6 +106,23 @@ node-image: ## the same image without Docker (deploy/node/mkimage), imported int
 		-label org.opencontainers.image.version=$(VERSION)
 	./deploy/node/node.sh import-image $(IMAGE_DIR)/readyline.tar
 
-.PHONY: image node-image
+kind-up: image ## kind cluster, readyline and Jaeger on it (needs Docker and kind)
+	$(KIND) get clusters 2>/dev/null | grep -qx $(KIND_CLUSTER) || $(KIND) create cluster --name $(KIND_CLUSTER) --config $(KIND_CONFIG)
+	$(KIND) load docker-image --name $(KIND_CLUSTER) $(IMAGE)
+	$(KIND_KUBECTL) apply -k deploy/kind
+	$(KIND_KUBECTL) -n readyline rollout status deployment/jaeger --timeout=180s
+	$(KIND_KUBECTL) -n readyline rollout status daemonset/readyline --timeout=180s
+
+kind-demo: ## start the seed's example pods on kind (namespace readyline-demo)
+	$(KIND_KUBECTL) kustomize --load-restrictor=LoadRestrictionsNone deploy/kind/demo | $(KIND_KUBECTL) apply -f -
+
+jaeger-ui: ## Jaeger's UI on kind, port-forwarded to localhost (Ctrl-C ends it)
+	@echo "Jaeger UI: http://localhost:$(JAEGER_UI_PORT)/search?service=readyline"
+	$(KIND_KUBECTL) -n readyline port-forward service/jaeger $(JAEGER_UI_PORT):16686
+
+kind-down: ## delete the kind cluster
+	$(KIND) delete cluster --name $(KIND_CLUSTER)
+
+.PHONY: image node-image kind-up kind-demo jaeger-ui kind-down
 
 .PHONY: help build generate verify-generate lint test test-unit test-alerts bench bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down
