@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -20,10 +19,12 @@ import (
 )
 
 // TestPIDNamespaceNode runs the node the way kind does, in a PID namespace
-// of its own (NODE_PIDNS=1), and readyline inside it as a hostPID pod on that
-// node would: readyline must number pids as the node does, find the
-// kubelet in the node's /proc, and still trace the seed's lifecycle-demo.
-// Then the node goes back to its normal mode and the host must be clean.
+// of its own (NODE_PIDNS=1), and readyline in that namespace: as the
+// DaemonSet (deploy/local, a hostPID pod), then as `readyline run` entered
+// into it from the host (which needs nothing but the working tree). readyline
+// must number pids as the node does, find the kubelet in the node's /proc,
+// and still trace the seed's lifecycle-demo. Then the node goes back to its
+// normal mode and the host must be clean.
 //
 // Not parallel: it restarts the node twice (sequential tests run before
 // the parallel ones are released).
@@ -38,7 +39,15 @@ func TestPIDNamespaceNode(t *testing.T) {
 	t.Logf("the node switched into its own PID namespace in %v", time.Since(start).Round(time.Millisecond))
 
 	kubeletInside := checkKubeletInNodeNamespace(t)
+	// A subtest: its DaemonSet is deleted when it ends, even if it fails.
+	t.Run("daemonset", func(t *testing.T) { daemonSetInNode(t, kubeletInside) })
+	readylineRunInNode(t, kubeletInside)
+}
 
+// readylineRunInNode: `readyline run` entered into the node's PID and mount
+// namespaces from the host, what a hostPID pod on a kind node sees.
+func readylineRunInNode(t *testing.T, kubeletInside int) {
+	ctx := testContext(t, 5*time.Minute)
 	wrap, err := env.InNode()
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +64,11 @@ func TestPIDNamespaceNode(t *testing.T) {
 	if pids, err := NSpids(d.PID); err != nil || len(pids) != 2 {
 		t.Errorf("readyline (host pid %d) NSpid %v, %v: want it one level down, in the node's namespace", d.PID, pids, err)
 	}
-	if probed := probedKubeletPIDs(t, d.Log); len(probed) != 1 || probed[0] != kubeletInside {
+	log, err := os.ReadFile(d.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if probed := probedKubeletPIDs(string(log)); len(probed) != 1 || probed[0] != kubeletInside {
 		t.Errorf("readyline probed the kubelet as pids %v, want [%d] (its pid in the node's namespace); log %s", probed, kubeletInside, d.Log)
 	}
 
@@ -80,6 +93,31 @@ func TestPIDNamespaceNode(t *testing.T) {
 	if code := tagString(sh, "process.exit.code"); code != "0" {
 		t.Errorf("init-regular's process exit code %q, want 0", code)
 	}
+	checkRunningProcessSpan(t, st, st.one("container nginx"))
+}
+
+// daemonSetInNode: the DaemonSet of deploy/local on this node. Its pod is
+// hostPID, which here is the node's PID namespace, as on kind.
+func daemonSetInNode(t *testing.T, kubeletInside int) {
+	ctx := testContext(t, 10*time.Minute)
+	// The node's containerd started afresh: the image must be imported again.
+	start := time.Now()
+	if err := env.BuildNodeImage(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("make node-image: %v", time.Since(start).Round(100*time.Millisecond))
+	d := deployReadyline(t, "deploy/local")
+	checkDaemonLog(t, d)
+	log, err := d.Logs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if probed := probedKubeletPIDs(log); len(probed) != 1 || probed[0] != kubeletInside {
+		t.Errorf("the DaemonSet's readyline probed the kubelet as pids %v, want [%d] (its pid in the node's namespace)", probed, kubeletInside)
+	}
+	pod, tr, _ := traceFromDaemonSet(t, d)
+	checkDaemonSetTrace(t, d, pod, tr)
+	st := newSpanTree(t, tr)
 	checkRunningProcessSpan(t, st, st.one("container nginx"))
 }
 
@@ -122,24 +160,16 @@ func checkKubeletInNodeNamespace(t *testing.T) int {
 	return pids[1]
 }
 
-// probedKubeletPIDs returns the pids readyline's log says it attached the
-// CRI probes to.
-func probedKubeletPIDs(t *testing.T, log string) []int {
-	t.Helper()
-	f, err := os.Open(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+// probedKubeletPIDs returns the pids readyline's (JSON) log says it
+// attached the CRI probes to.
+func probedKubeletPIDs(log string) []int {
 	var pids []int
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
+	for _, line := range strings.Split(log, "\n") {
 		var rec struct {
 			Msg string `json:"msg"`
 			PID int    `json:"pid"`
 		}
-		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "probing the kubelet's CRI client" {
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "probing the kubelet's CRI client" {
 			pids = append(pids, rec.PID)
 		}
 	}
