@@ -80,7 +80,7 @@ type ProcessProgram struct {
 // sched_process_exec, sched_process_exit and sched_process_fork.
 func LoadProcessProgram(opts ProcessOptions) (*ProcessProgram, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, fmt.Errorf("removing memlock rlimit: %w", err)
+		return nil, fmt.Errorf("removing memlock rlimit (without CAP_BPF, eBPF cannot load): %w", err)
 	}
 	spec, err := LoadProcess()
 	if err != nil {
