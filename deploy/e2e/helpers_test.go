@@ -19,10 +19,24 @@ func testContext(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
+// safeName is the test's name usable in a namespace or file name: subtests'
+// "/" and other punctuation become "-".
+func safeName(t *testing.T) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		if r >= 'A' && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return '-'
+	}, t.Name())
+}
+
 // newNamespace creates a namespace for the test and deletes it afterwards.
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	prefix := "e2e-" + strings.ToLower(strings.TrimPrefix(t.Name(), "Test"))
+	prefix := "e2e-" + strings.ToLower(strings.TrimPrefix(safeName(t), "test"))
 	if len(prefix) > 40 {
 		prefix = prefix[:40]
 	}
@@ -53,7 +67,7 @@ func recordPod(t *testing.T, ns, name string) *PodRecorder {
 			t.Logf("no artifacts dir: %v", err)
 			return
 		}
-		f, err := os.Create(filepath.Join(dir, t.Name()+"-"+name+".jsonl"))
+		f, err := os.Create(filepath.Join(dir, safeName(t)+"-"+name+".jsonl"))
 		if err != nil {
 			t.Logf("writing recording: %v", err)
 			return
