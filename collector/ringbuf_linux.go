@@ -51,3 +51,17 @@ func readRing(ctx context.Context, m *ebpf.Map, poll time.Duration, handle func(
 		handle(rec.RawSample)
 	}
 }
+
+// every calls f every period until ctx is done.
+func every(ctx context.Context, period time.Duration, f func()) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			f()
+		}
+	}
+}

@@ -151,17 +151,10 @@ func (s *TCPSource) Run(ctx context.Context, emit func(event.Event)) error {
 
 // housekeeping resyncs the clock and reports kernel drops.
 func (s *TCPSource) housekeeping(ctx context.Context) {
-	t := time.NewTicker(5 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			s.clockOff.Store(NewBootClock().Offset)
-			s.pollDrops()
-		}
-	}
+	every(ctx, 5*time.Second, func() {
+		s.clockOff.Store(NewBootClock().Offset)
+		s.pollDrops()
+	})
 }
 
 func (s *TCPSource) pollDrops() {
