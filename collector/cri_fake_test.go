@@ -401,30 +401,5 @@ func (s *criServer) stop() {
 
 // runCRI runs src until the test ends and returns what it emits.
 func runCRI(t *testing.T, src *CRISource) <-chan *event.ContainerInfo {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	out := make(chan *event.ContainerInfo, 1000)
-	done := make(chan error, 1)
-	var returned atomic.Bool
-	go func() {
-		done <- src.Run(ctx, func(e event.Event) {
-			if returned.Load() {
-				t.Error("emit called after Run returned")
-			}
-			out <- e.(*event.ContainerInfo)
-		})
-		returned.Store(true)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Error("Run did not return within 5 s of cancellation")
-		}
-	})
-	return out
+	return runSource[*event.ContainerInfo](t, src.Run, 1000)
 }

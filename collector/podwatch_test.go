@@ -71,32 +71,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 
 // runPodWatch runs w until the test ends and returns the emitted updates.
 func runPodWatch(t *testing.T, w *PodWatch) <-chan *event.PodUpdate {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	out := make(chan *event.PodUpdate, 100)
-	done := make(chan error, 1)
-	var returned atomic.Bool
-	go func() {
-		done <- w.Run(ctx, func(e event.Event) {
-			if returned.Load() {
-				t.Error("emit called after Run returned")
-			}
-			out <- e.(*event.PodUpdate)
-		})
-		returned.Store(true)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Error("Run did not return after cancellation")
-		}
-	})
-	return out
+	return runSource[*event.PodUpdate](t, w.Run, 100)
 }
 
 func next(t *testing.T, ch <-chan *event.PodUpdate) *event.PodUpdate {
