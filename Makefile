@@ -36,7 +36,9 @@ test: lint verify-generate ## unit + privileged (root) + end-to-end tests on the
 	./deploy/node/node.sh jaeger-up
 	$(GO) test -count=1 ./...
 	KUBELET_TRACING=1 ./deploy/node/node.sh up
-	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -tags e2e -run 'TestIntegration(PodWatch|CRI)' ./collector/
+	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -tags e2e -run 'TestIntegration(PodWatch|CRI)$$' ./collector/
+	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -run 'TestIntegrationKubeletBinary' ./collector/gofunc/
+	./deploy/node/test-fresh-cache.sh
 	./deploy/alerts/test.sh
 	READYLINE_E2E_TEARDOWN=$${READYLINE_E2E_TEARDOWN:-1} $(GO) test -count=1 -tags e2e -timeout 60m -v ./deploy/e2e/...
 

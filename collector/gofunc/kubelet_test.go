@@ -1,11 +1,10 @@
 package gofunc
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+	"os/exec"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -19,16 +18,17 @@ import (
 // builds into a failure.
 const requireNodeEnv = "READYLINE_REQUIRE_NODE"
 
-// kubeletBinary returns the path of the kubelet v1.37.2 that deploy/node
-// builds (stripped with -s -w, -trimpath) under $READYLINE_CACHE, as
-// node.sh does. Without it the test skips loudly, or fails with
-// READYLINE_REQUIRE_NODE=1.
+// kubeletBinary returns the path of the kubelet that deploy/node builds
+// (v1.37.2, stripped with -s -w, -trimpath). Without it the test skips
+// loudly, or fails with READYLINE_REQUIRE_NODE=1.
 func kubeletBinary(tb testing.TB) string {
 	tb.Helper()
-	cache := cmp.Or(os.Getenv("READYLINE_CACHE"), "/var/cache/readyline")
-	path := filepath.Join(cache, "kubernetes-v1.37.2", "bin", "kubelet")
-	if _, err := os.Stat(path); err != nil {
-		msg := fmt.Sprintf("KUBELET BINARY TEST NOT RUN: %v (deploy/node builds it: `make node-up`)", err)
+	// node.sh knows where its cache keeps the kubelet (go test runs in this
+	// package's directory).
+	out, err := exec.Command("../../deploy/node/node.sh", "tool", "--built", "kubelet").Output()
+	path := strings.TrimSpace(string(out))
+	if err != nil {
+		msg := fmt.Sprintf("KUBELET BINARY TEST NOT RUN: node.sh tool --built kubelet: %v (deploy/node builds it: `make node-up`)", err)
 		if os.Getenv(requireNodeEnv) == "1" {
 			tb.Fatal(msg + "; " + requireNodeEnv + "=1 demands it")
 		}

@@ -7,34 +7,21 @@
 #   test.sh promtool   build promtool once (Go module proxy) and print its path
 #   test.sh generate   rewrite prometheusrule.yaml from rules.yaml
 #
-# promtool comes from the Go module proxy (go install ...@PROMETHEUS_VERSION,
-# ~10 min the first time) and is cached in $READYLINE_CACHE like deploy/node's
-# binaries; it never enters readyline's go.mod.
+# promtool comes from the Go module proxy and is built and cached by deploy/node
+# (node.sh tool promtool, ~10 min the first time); it never enters readyline's
+# go.mod.
 set -euo pipefail
 
 DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# Prometheus 3.16.0 (Prometheus publishes v3.X.Y as Go module v0.3XX.Y).
-PROMETHEUS_VERSION=v0.316.0
-READYLINE_CACHE=${READYLINE_CACHE:-/var/cache/readyline}
-PROMTOOL=$READYLINE_CACHE/promtool-$PROMETHEUS_VERSION/bin/promtool
+NODE_SH=$DIR/../node/node.sh
 
 log() { printf 'alerts: %s\n' "$*" >&2; }
 
-build_promtool() {
-	[[ -x $PROMTOOL ]] && return 0
-	log "building promtool $PROMETHEUS_VERSION from the Go module proxy into ${PROMTOOL%/*} (once, ~10 min)"
-	local tmp
-	mkdir -p "$READYLINE_CACHE"
-	tmp=$(mktemp -d "$READYLINE_CACHE/.promtool.XXXXXX")
-	# A failed build leaves nothing behind.
-	if ! (cd "$tmp" && GOBIN=$tmp/bin go install -trimpath -ldflags '-s -w' \
-		"github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION"); then
-		rm -rf "$tmp"
-		return 1
-	fi
-	mkdir -p "${PROMTOOL%/*}"
-	mv "$tmp/bin/promtool" "$PROMTOOL"
-	rm -rf "$tmp"
+# promtool_path prints the path of promtool, which deploy/node builds and caches
+# (node.sh tool promtool: ~10 min the first time, as root).
+promtool_path() {
+	log "asking deploy/node for promtool (built once from the Go module proxy, ~10 min cold)"
+	"$NODE_SH" tool promtool
 }
 
 # generate writes the PrometheusRule: its header, then rules.yaml's groups
@@ -60,15 +47,16 @@ HEADER
 }
 
 run_tests() {
-	build_promtool
-	"$PROMTOOL" check rules "$DIR/rules.yaml"
-	(cd "$DIR" && "$PROMTOOL" test rules tests.yaml)
+	local promtool
+	promtool=$(promtool_path)
+	"$promtool" check rules "$DIR/rules.yaml"
+	(cd "$DIR" && "$promtool" test rules tests.yaml)
 	(cd "$DIR/../.." && go test -count=1 ./deploy/alerts/)
 }
 
 case ${1:-test} in
 test) run_tests ;;
-promtool) build_promtool && echo "$PROMTOOL" ;;
+promtool) promtool_path ;;
 generate) generate ;;
 *) sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2 && exit 2 ;;
 esac

@@ -28,9 +28,9 @@ START_TIMEOUT=${DEMO_START_TIMEOUT:-40s}
 # shellcheck source=../node/lib/common.sh
 source "$REPO_ROOT/deploy/node/lib/common.sh"
 
-# The kubectl node.sh built: the preinstalled one is too old for watches.
-kubectls=("${READYLINE_CACHE:-/var/cache/readyline}"/kubernetes-*/bin/kubectl)
-KUBECTL=${kubectls[0]}
+# KUBECTL is the kubectl node.sh built (the preinstalled one is too old for
+# watches), set by demo_up once node.sh up has built it.
+KUBECTL=
 
 kubectl() {
 	"$KUBECTL" --kubeconfig "$NODE_DIR/admin.kubeconfig" "$@"
@@ -66,6 +66,7 @@ demo_up() {
 	make -C "$REPO_ROOT" --no-print-directory build >/dev/null
 	"$NODE_SH" up
 	"$NODE_SH" jaeger-up
+	KUBECTL=$("$NODE_SH" tool --built kubectl)
 	start_readyline
 
 	if kubectl get namespace "$NAMESPACE" >/dev/null 2>&1; then

@@ -34,12 +34,17 @@ const (
 	NodeImage = "localhost/readyline:dev"
 )
 
-// Kubectl runs the kubectl node.sh built (see KubectlPath) against the node
+// Kubectl runs the kubectl node.sh built (Tool; the preinstalled kubectl 1.32
+// loses watches against a 1.37 API server) against the node
 // as cluster-admin, with stdin when it is not nil, and returns its stdout.
 // The error carries stderr.
 func (e *Env) Kubectl(ctx context.Context, stdin []byte, args ...string) ([]byte, error) {
+	kubectl, err := Tool("kubectl")
+	if err != nil {
+		return nil, err
+	}
 	args = append([]string{"--kubeconfig", e.Kubeconfig, "--cache-dir", filepath.Join(e.NodeDir, "kubectl-cache")}, args...)
-	cmd := exec.CommandContext(ctx, KubectlPath(), args...)
+	cmd := exec.CommandContext(ctx, kubectl, args...)
 	cmd.Dir = e.RepoRoot
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
@@ -249,7 +254,10 @@ func (e *Env) ImportJaegerImage(ctx context.Context, ref, dir string) error {
 	if !bytes.Contains(mod, []byte("github.com/jaegertracing/jaeger "+moduleVersion)) {
 		return fmt.Errorf("deploy/node builds another Jaeger than %s (v%s): update JaegerV2Version and deploy/kind", moduleVersion, JaegerV2Version)
 	}
-	bin := filepath.Join(CacheDir(), "jaeger-"+moduleVersion, "bin", "jaeger")
+	bin, err := Tool("jaeger")
+	if err != nil {
+		return err
+	}
 	rootfs := filepath.Join(dir, "rootfs")
 	if err := os.MkdirAll(filepath.Join(rootfs, "cmd", "jaeger"), 0o755); err != nil {
 		return err
@@ -287,7 +295,11 @@ func (e *Env) ImportJaegerImage(ctx context.Context, ref, dir string) error {
 // in namespace from a free local port, and returns that port's URL and a
 // function that ends it.
 func (e *Env) PortForward(ctx context.Context, namespace, target string, port int) (string, func(), error) {
-	cmd := exec.CommandContext(ctx, KubectlPath(), "--kubeconfig", e.Kubeconfig, "-n", namespace,
+	kubectl, err := Tool("kubectl")
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", e.Kubeconfig, "-n", namespace,
 		"port-forward", target, fmt.Sprintf(":%d", port))
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -15,6 +15,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -56,11 +58,33 @@ func CacheDir() string {
 	return "/var/cache/readyline"
 }
 
-// KubectlPath returns the kubectl node.sh built (the same version as the node;
-// the preinstalled kubectl 1.32 loses watches against a 1.37 API server).
-func KubectlPath() string {
-	return filepath.Join(CacheDir(), "kubernetes-"+KubernetesVersion, "bin", "kubectl")
+// Tool returns the path of a binary deploy/node builds and caches (kubectl,
+// jaeger, crictl, ...) as `node.sh tool --built NAME` reports it: node.sh is
+// the one place that knows where its cache keeps what, so no test holds a
+// path computed before the build that makes it. It fails when the binary is
+// not built yet. Tool is safe for concurrent use.
+func Tool(name string) (string, error) {
+	if p, ok := tools.Load(name); ok {
+		return p.(string), nil
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(filepath.Join(root, "deploy", "node", "node.sh"), "tool", "--built", name)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("node.sh tool %s: %w: %s", name, err, strings.TrimSpace(stderr.String()))
+	}
+	p := strings.TrimSpace(string(out))
+	tools.Store(name, p)
+	return p, nil
 }
+
+// tools caches Tool's answers by name.
+var tools sync.Map
 
 // Env is a running local node and Jaeger with clients for them. It is safe
 // for concurrent use by parallel tests.

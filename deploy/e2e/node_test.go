@@ -69,7 +69,10 @@ func TestServiceAccountToken(t *testing.T) {
 	ctx := testContext(t, 2*time.Minute)
 	const name = "whoami"
 	rec := recordPod(t, ns, name)
-	kubectl := KubectlPath()
+	kubectl, err := Tool("kubectl")
+	if err != nil {
+		t.Fatal(err)
+	}
 	hostPath := corev1.HostPathFile
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name},

@@ -10,6 +10,9 @@
 #   node.sh build         only build/cache the binaries (also builds Jaeger)
 #   node.sh restart-kubelet  stop and start the kubelet alone (its pods keep running)
 #   node.sh import-image FILE  import an image archive into the node's containerd
+#   node.sh tool [--built] NAME  print the path of a binary node.sh builds (kubectl,
+#                         kubelet, crictl, jaeger, promtool, ...), building it first
+#                         when it is missing (--built: fail instead)
 # KUBELET_TRACING=1 node.sh up: the kubelet sends its own traces to the local
 # Jaeger (a running node's kubelet is restarted to take it).
 # NODE_PIDNS=1 node.sh up: containerd, the kubelet and every pod run in a PID
@@ -37,6 +40,9 @@ READYLINE_CACHE=${READYLINE_CACHE:-/var/cache/readyline}
 CONTAINERD_VERSION=v2.4.2
 CRICTL_VERSION=v1.37.0
 COREDNS_VERSION=v1.15.0
+# Prometheus 3.16.0 (Prometheus publishes v3.X.Y as Go module v0.3XX.Y): promtool
+# for deploy/alerts.
+PROMETHEUS_VERSION=v0.316.0
 
 # Network layout of the node.
 BRIDGE=readyline0
@@ -84,6 +90,7 @@ set_paths() {
 	COREDNS_DIR=$READYLINE_CACHE/coredns-$COREDNS_VERSION
 	K8S_DIR=$READYLINE_CACHE/kubernetes-$K8S_VERSION
 	JAEGER_DIR=$READYLINE_CACHE/jaeger-$JAEGER_VERSION
+	PROMTOOL_DIR=$READYLINE_CACHE/promtool-$PROMETHEUS_VERSION
 	KUBECTL=$K8S_DIR/bin/kubectl
 
 	LOG_DIR=$NODE_DIR/logs
@@ -126,7 +133,7 @@ with_lock() {
 }
 
 usage() {
-	sed -n '2,18s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+	sed -n '2,21s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 	exit 2
 }
 
@@ -144,6 +151,7 @@ main() {
 	restart-kubelet) need_root && with_lock restart_kubelet ;;
 	import-image) need_root && with_lock import_image_file "${2:-}" ;;
 	check-clean) host_check_clean "${@:2}" ;;
+	tool) tool "${@:2}" ;;
 	*) usage ;;
 	esac
 }

@@ -128,6 +128,58 @@ build_jaeger() {
 		jaeger=github.com/jaegertracing/jaeger/cmd/jaeger
 }
 
+# promtool checks and unit-tests deploy/alerts' rules; it never enters
+# readyline's go.mod (go install in an empty directory).
+build_promtool() {
+	go_install_cached "$PROMTOOL_DIR" "$PROMETHEUS_VERSION" "" \
+		github.com/prometheus/prometheus/cmd/promtool
+}
+
+# tool_builder NAME prints the build function of a binary node.sh caches, or
+# fails for a name it does not build.
+tool_builder() {
+	case $1 in
+	containerd | containerd-shim-runc-v2 | ctr) echo build_containerd ;;
+	crictl) echo build_crictl ;;
+	coredns) echo build_coredns ;;
+	kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kube-proxy | kubectl) echo build_kubernetes ;;
+	jaeger) echo build_jaeger ;;
+	promtool) echo build_promtool ;;
+	*) return 1 ;;
+	esac
+}
+
+# tool_path NAME prints where the cached binary NAME is (built or not).
+tool_path() {
+	case $(tool_builder "$1") in
+	build_containerd) echo "$CONTAINERD_DIR/bin/$1" ;;
+	build_crictl) echo "$CRICTL_DIR/bin/$1" ;;
+	build_coredns) echo "$COREDNS_DIR/bin/$1" ;;
+	build_kubernetes) echo "$K8S_DIR/bin/$1" ;;
+	build_jaeger) echo "$JAEGER_DIR/bin/$1" ;;
+	build_promtool) echo "$PROMTOOL_DIR/bin/$1" ;;
+	esac
+}
+
+# tool [--built] NAME prints the path of the cached binary NAME, building it
+# first when it is missing (--built: fail instead). This is the one way for a
+# script or test outside node.sh to find a binary node.sh builds, so that no
+# caller ever holds a path computed before the build that makes it.
+tool() {
+	local build=1
+	[[ ${1:-} == --built ]] && build=0 && shift
+	local name=${1:-} builder path
+	builder=$(tool_builder "$name") || die "node.sh builds no tool named '${name}' (known: containerd containerd-shim-runc-v2 ctr crictl coredns kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl jaeger promtool)"
+	path=$(tool_path "$name")
+	if [[ ! -x $path ]]; then
+		((build)) || die "$name is not built yet ($path): run 'node.sh tool $name' or 'node.sh build'"
+		need_root
+		with_lock "$builder" >&2
+		[[ -x $path ]] || die "building $name did not produce $path"
+	fi
+	echo "$path"
+}
+
 build_node_binaries() {
 	build_containerd
 	build_crictl

@@ -446,5 +446,6 @@ build_all() {
 	ensure_packages
 	build_node_binaries
 	build_jaeger
+	build_promtool
 	log "binaries are in $READYLINE_CACHE"
 }
