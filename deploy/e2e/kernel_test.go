@@ -4,8 +4,9 @@ package e2e
 
 import (
 	"context"
-	"math"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,23 +14,55 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// kubeletSpans returns the kubelet's own spans named op (its CRI client
-// spans, KEP-2831 tracing) that started in [from, to].
-func kubeletSpans(ctx context.Context, t *testing.T, op string, from, to time.Time) []Span {
-	t.Helper()
+// kubeletCall is one of the kubelet's own CRI client spans (KEP-2831
+// tracing) with the pod it worked for: the k8s.pod.uid of its nearest
+// ancestor span (syncPod carries it), "" for calls made outside a pod sync,
+// such as the prober's ExecSync.
+type kubeletCall struct {
+	Span
+	podUID string
+}
+
+// kubeletCalls returns the kubelet's spans named op that started in
+// [from, to], each with the pod it belongs to.
+func kubeletCalls(ctx context.Context, op string, from, to time.Time) ([]kubeletCall, error) {
 	traces, err := SearchTraces(ctx, JaegerQueryURL, SearchQuery("kubelet", op, from, to))
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	var out []Span
+	var out []kubeletCall
 	for _, tr := range traces {
+		byID := make(map[string]Span, len(tr.Spans))
+		for _, s := range tr.Spans {
+			byID[s.SpanID] = s
+		}
 		for _, s := range tr.Spans {
 			if s.OperationName == op && !start(s).Before(from) && !start(s).After(to) {
-				out = append(out, s)
+				out = append(out, kubeletCall{Span: s, podUID: ancestorTag(byID, s, "k8s.pod.uid")})
 			}
 		}
 	}
-	return out
+	return out, nil
+}
+
+// ancestorTag returns the value of tag key on s or its nearest ancestor
+// that has it.
+func ancestorTag(byID map[string]Span, s Span, key string) string {
+	for range len(byID) + 1 {
+		if v := tagString(s, key); v != "" {
+			return v
+		}
+		parent, ok := "", false
+		for _, r := range s.References {
+			if r.RefType == "CHILD_OF" {
+				parent = r.SpanID
+			}
+		}
+		if s, ok = byID[parent]; !ok {
+			return ""
+		}
+	}
+	return ""
 }
 
 // criSpans are readyline's CRI call spans of a trace, with the ExecSync
@@ -48,11 +81,11 @@ func criSpans(tr *Trace) map[string][]Span {
 
 // TestKernelCRICallsMatchKubeletTracing: for lifecycle-demo, every CRI
 // call readyline timed with its uprobes is one of the kubelet's own CRI
-// client spans, within 2 ms; the sandbox span holds CNI ADD and pause; the
-// nginx httpGet probe attempts are there as connections.
+// client spans (matchKubeletCalls); the sandbox span holds CNI ADD and
+// pause; the nginx httpGet probe attempts are there as connections.
 func TestKernelCRICallsMatchKubeletTracing(t *testing.T) {
 	t.Parallel()
-	_, tr := startAndTrace(t, "lifecycle-demo.yaml", "lifecycle-demo", ConditionTrue(corev1.PodReady), 20)
+	pod, tr := startAndTrace(t, "lifecycle-demo.yaml", "lifecycle-demo", ConditionTrue(corev1.PodReady), 20)
 	st := newSpanTree(t, tr)
 	ctx := testContext(t, 2*time.Minute)
 
@@ -65,42 +98,7 @@ func TestKernelCRICallsMatchKubeletTracing(t *testing.T) {
 			t.Errorf("%d %s spans from readyline, want at least %d", len(ours[method]), method, min)
 		}
 	}
-	matched := 0
-	for method, spans := range ours {
-		var from, to time.Time
-		for _, s := range spans {
-			if from.IsZero() || start(s).Before(from) {
-				from = start(s)
-			}
-			if end(s).After(to) {
-				to = end(s)
-			}
-		}
-		theirs := kubeletSpans(ctx, t, method, from.Add(-50*time.Millisecond), to)
-		used := make([]bool, len(theirs))
-		for _, s := range spans {
-			best, bestDiff := -1, time.Duration(math.MaxInt64)
-			for i, k := range theirs {
-				if d := start(k).Sub(start(s)).Abs(); !used[i] && d < bestDiff {
-					best, bestDiff = i, d
-				}
-			}
-			if best < 0 || bestDiff > 2*time.Millisecond {
-				t.Errorf("%s at %v (%v): no kubelet span within 2 ms (nearest %v)", method, start(s), dur(s), bestDiff)
-				continue
-			}
-			used[best] = true
-			k := theirs[best]
-			if d := (dur(s) - dur(k)).Abs(); d > 2*time.Millisecond {
-				t.Errorf("%s: %v by readyline, %v by the kubelet", method, dur(s), dur(k))
-			}
-			matched++
-			t.Logf("%-45s readyline %10v  kubelet %10v  start %+v", method, dur(s), dur(k), start(k).Sub(start(s)))
-		}
-	}
-	if matched < 8 {
-		t.Errorf("only %d CRI calls matched the kubelet's spans", matched)
-	}
+	matchKubeletCalls(t, ctx, string(pod.UID), ours)
 
 	// The sandbox: its RunPodSandbox call, CNI ADD inside it, pause.
 	sandbox := st.one("pod.sandbox")
@@ -168,4 +166,130 @@ func TestKernelKubeletRestart(t *testing.T) {
 			t.Errorf("no %s in the trace after the kubelet restarted", m)
 		}
 	}
+}
+
+// clockSlack is how far two clocks may disagree about one instant here:
+// readyline turns CLOCK_BOOTTIME stamps into wall time (BootClock), the
+// kubelet reads the wall clock, and Jaeger keeps microseconds.
+const clockSlack = time.Millisecond
+
+// overhangLimit bounds how much longer readyline's view of a call may be
+// than the kubelet's. It is no precision claim (that is the containment
+// below): it only catches a pairing with the wrong call. The gap is the
+// client code around the gRPC interceptor (context, request, logging) plus
+// whatever the scheduler adds on two busy cores: 0.1 ms idle, 2.6 ms seen
+// under the parallel e2e tests.
+const overhangLimit = 100 * time.Millisecond
+
+// matchKubeletCalls pairs each CRI call readyline timed (ours, by method)
+// with the kubelet's own span of the same call, by what identifies it
+// first: the method, and the pod (the k8s.pod.uid of the kubelet span's
+// syncPod ancestor; the prober's ExecSync has none and pairs by time
+// alone). Then it holds the times to where each side takes its stamp: the
+// uprobe fires at the entry of the kubelet's cri-client method and at its
+// RETs, the kubelet's span starts and ends in the gRPC interceptor inside
+// that method, so the kubelet's span lies within readyline's (give or take
+// clockSlack). It logs the distribution of the start and end offsets. The
+// kubelet exports its spans in batches, so a call not found yet is looked
+// for again for up to 20 s.
+func matchKubeletCalls(t *testing.T, ctx context.Context, podUID string, ours map[string][]Span) {
+	t.Helper()
+	type pair struct {
+		ours             Span
+		theirs           kubeletCall
+		startOff, endOff time.Duration
+	}
+	var pairs []pair
+	var unmatched []string
+	deadline := time.Now().Add(20 * time.Second)
+	for method, spans := range ours {
+		var from, to time.Time
+		for _, s := range spans {
+			if from.IsZero() || start(s).Before(from) {
+				from = start(s)
+			}
+			to = maxTime(to, end(s))
+		}
+		var theirs []kubeletCall
+		for {
+			var err error
+			if theirs, err = kubeletCalls(ctx, method, from.Add(-clockSlack), to.Add(clockSlack)); err != nil {
+				t.Fatal(err)
+			}
+			if countPods(theirs, podUID) >= len(spans) || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(time.Second)
+		}
+		used := make([]bool, len(theirs))
+		for _, s := range spans {
+			best := -1
+			for i, k := range theirs {
+				if used[i] || (k.podUID != "" && k.podUID != podUID) {
+					continue // another pod's call
+				}
+				if start(k.Span).Before(start(s).Add(-clockSlack)) || end(k.Span).After(end(s).Add(clockSlack)) {
+					continue // not inside this call
+				}
+				// Prefer the call that names this pod, then the closest start.
+				if best < 0 || (k.podUID != "" && theirs[best].podUID == "") ||
+					(k.podUID == theirs[best].podUID && start(k.Span).Sub(start(s)) < start(theirs[best].Span).Sub(start(s))) {
+					best = i
+				}
+			}
+			if best < 0 {
+				unmatched = append(unmatched, fmt.Sprintf("%s at %s (%v)", method, start(s).Format("15:04:05.000000"), dur(s)))
+				continue
+			}
+			used[best] = true
+			k := theirs[best]
+			p := pair{ours: s, theirs: k, startOff: start(k.Span).Sub(start(s)), endOff: end(s).Sub(end(k.Span))}
+			if over := p.startOff + p.endOff; over > overhangLimit {
+				t.Errorf("%s: readyline %v, the kubelet %v: %v longer, more than %v", method, dur(s), dur(k.Span), over, overhangLimit)
+			}
+			pairs = append(pairs, p)
+			who := "pod " + k.podUID
+			if k.podUID == "" {
+				who = "no pod (prober)"
+			}
+			t.Logf("%-42s readyline %10v  kubelet %10v  start %+9v  end %+9v  %s", method, dur(s), dur(k.Span), p.startOff, p.endOff, who)
+		}
+	}
+	for _, u := range unmatched {
+		t.Errorf("%s: no kubelet span of this pod within it", u)
+	}
+	if len(pairs) < 8 {
+		t.Errorf("only %d CRI calls matched the kubelet's spans, want at least 8", len(pairs))
+	}
+	if len(pairs) == 0 {
+		return
+	}
+	starts := make([]time.Duration, 0, len(pairs))
+	ends := make([]time.Duration, 0, len(pairs))
+	for _, p := range pairs {
+		starts = append(starts, p.startOff)
+		ends = append(ends, p.endOff)
+	}
+	slices.Sort(starts)
+	slices.Sort(ends)
+	t.Logf("%d calls matched; the kubelet's span starts after readyline's by median %v, max %v; ends before it by median %v, max %v",
+		len(pairs), starts[len(starts)/2], starts[len(starts)-1], ends[len(ends)/2], ends[len(ends)-1])
+}
+
+// countPods counts the calls of pod uid and those that name no pod.
+func countPods(calls []kubeletCall, uid string) int {
+	n := 0
+	for _, c := range calls {
+		if c.podUID == uid || c.podUID == "" {
+			n++
+		}
+	}
+	return n
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
