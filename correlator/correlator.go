@@ -20,9 +20,12 @@ type Config struct {
 	// reach the correlator at most ~100 ms late. Default 1 s.
 	Grace time.Duration
 	// OrphanTTL is how long events for a pod not (yet) seen in the API are
-	// kept in case the pod shows up. Default 30 s.
+	// kept in case the pod shows up, and how long a deleted pod's late events
+	// (the exits of its killed processes) are still recognised. Default 30 s.
 	OrphanTTL time.Duration
-	// MaxPods bounds the pod starts tracked at once. Default 4096.
+	// MaxPods bounds the pod starts tracked at once, and the pods whose start
+	// has ended that are remembered until the API deletes them (a node runs
+	// far fewer). Default 4096.
 	MaxPods int
 	// MaxProcessesPerPod bounds the processes remembered per pod start
 	// (a pod that forks wildly is cut off, not the daemon). Default 4096.
@@ -61,21 +64,26 @@ type Stats struct {
 	AfterStart uint64
 	// Overflow counts events dropped by the MaxPods / MaxProcessesPerPod bounds.
 	Overflow uint64
+	// Forgotten counts ended pods forgotten before the API deleted them,
+	// because MaxPods of them were remembered.
+	Forgotten uint64
 }
 
 // Correlator builds pod start timelines from events. It is deterministic:
 // its only clock is the latest event time it has seen (Tick events move it
 // when nothing else happens). Not safe for concurrent use.
+//
+// A pod has one start per incarnation (UID): once its start has ended, the
+// pod is remembered until the API reports its deletion, however long it
+// lives, so a readiness flap or a crash loop never opens a second start.
 type Correlator struct {
 	cfg  Config
 	now  time.Time
 	pods map[string]*podState
-	// ignored: pods seen already started (Ready when first seen): nothing to
-	// reconstruct. finished: pod starts completed, to tell late events from
-	// orphans. Both bounded by expiry.
-	ignored  map[string]time.Time
-	finished map[string]time.Time
-	orphans  map[string]*orphanEvents
+	// ended: pods whose start is over (completed here, or already started
+	// when first seen), until their deletion; their events are not orphans.
+	ended   map[string]endedPod
+	orphans map[string]*orphanEvents
 	// index: which pod an id or IP belongs to; cni: recent CNI plugin
 	// processes; sandboxCalls: recent RunPodSandbox calls of every pod.
 	index        ownerIndex
@@ -89,6 +97,17 @@ type Correlator struct {
 // expireEvery is the resolution of grace periods and timeouts.
 const expireEvery = 100 * time.Millisecond
 
+// endedPod is a pod whose start is over.
+type endedPod struct {
+	since time.Time
+	// traced: its start made a timeline here (its later events count as
+	// AfterStart); otherwise it was already started when first seen.
+	traced bool
+	// deleted: when the API reported the deletion; the pod is forgotten
+	// OrphanTTL later, once its last processes have been reaped.
+	deleted time.Time
+}
+
 type orphanEvents struct {
 	first  time.Time
 	events []event.Event
@@ -97,12 +116,11 @@ type orphanEvents struct {
 // New returns a Correlator.
 func New(cfg Config) *Correlator {
 	return &Correlator{
-		cfg:      cfg.withDefaults(),
-		pods:     make(map[string]*podState),
-		ignored:  make(map[string]time.Time),
-		finished: make(map[string]time.Time),
-		orphans:  make(map[string]*orphanEvents),
-		index:    newOwnerIndex(),
+		cfg:     cfg.withDefaults(),
+		pods:    make(map[string]*podState),
+		ended:   make(map[string]endedPod),
+		orphans: make(map[string]*orphanEvents),
+		index:   newOwnerIndex(),
 	}
 }
 
@@ -264,15 +282,22 @@ func (c *Correlator) handlePod(e *event.PodUpdate) {
 		p.observe(e)
 		return
 	}
-	if _, ok := c.finished[uid]; ok {
-		c.stats.AfterStart++
-		return
-	}
-	if _, ok := c.ignored[uid]; ok {
+	if ep, ok := c.ended[uid]; ok {
+		if ep.traced {
+			c.stats.AfterStart++
+		}
+		if e.Action == event.PodDeleted && ep.deleted.IsZero() {
+			ep.deleted = c.now
+			c.ended[uid] = ep
+		}
 		return
 	}
 	if e.Action == event.PodDeleted || alreadyStarted(e.Pod) {
-		c.ignored[uid] = c.now
+		ep := endedPod{since: c.now}
+		if e.Action == event.PodDeleted {
+			ep.deleted = c.now
+		}
+		c.end(uid, ep)
 		delete(c.orphans, uid)
 		return
 	}
@@ -310,11 +335,10 @@ func (c *Correlator) route(uid string, ev event.Event) {
 		c.stats.Overflow += p.record(ev)
 		return
 	}
-	if _, ok := c.finished[uid]; ok {
-		c.stats.AfterStart++
-		return
-	}
-	if _, ok := c.ignored[uid]; ok {
+	if ep, ok := c.ended[uid]; ok {
+		if ep.traced {
+			c.stats.AfterStart++
+		}
 		return
 	}
 	o := c.orphans[uid]
@@ -358,21 +382,55 @@ func (c *Correlator) expire() []*Timeline {
 			}
 		}
 	}
-	c.index.forget(c.now, c.cfg.Timeout)
-	keep := c.cfg.Timeout + c.cfg.OrphanTTL
-	for _, m := range []map[string]time.Time{c.ignored, c.finished} {
-		for uid, t := range m {
-			if c.now.Sub(t) > keep {
-				delete(m, uid)
-			}
+	for uid, ep := range c.ended {
+		if !ep.deleted.IsZero() && c.now.Sub(ep.deleted) >= c.cfg.OrphanTTL {
+			delete(c.ended, uid)
 		}
 	}
+	c.index.forget(c.now, c.cfg.Timeout, c.knows)
 	return out
+}
+
+// knows reports whether uid is a pod the correlator tracks or remembers.
+func (c *Correlator) knows(uid string) bool {
+	if _, ok := c.pods[uid]; ok {
+		return true
+	}
+	_, ok := c.ended[uid]
+	return ok
+}
+
+// end remembers uid as a pod whose start is over. Past MaxPods remembered,
+// the longest deleted, else the longest ended, is forgotten first (a node
+// that runs that many pods has lost its watch's deletions).
+func (c *Correlator) end(uid string, ep endedPod) {
+	if _, ok := c.ended[uid]; !ok && len(c.ended) >= c.cfg.MaxPods {
+		oldest := ""
+		for id, o := range c.ended {
+			if oldest == "" {
+				oldest = id
+				continue
+			}
+			cur := c.ended[oldest]
+			if d, od := !o.deleted.IsZero(), !cur.deleted.IsZero(); d != od {
+				if d {
+					oldest = id
+				}
+				continue
+			}
+			if o.since.Before(cur.since) || (o.since.Equal(cur.since) && id < oldest) {
+				oldest = id
+			}
+		}
+		delete(c.ended, oldest)
+		c.stats.Forgotten++
+	}
+	c.ended[uid] = ep
 }
 
 func (c *Correlator) complete(p *podState) *Timeline {
 	delete(c.pods, p.uid)
-	c.finished[p.uid] = c.now
+	c.end(p.uid, endedPod{since: c.now, traced: true, deleted: p.deletedAt})
 	c.stats.Timelines++
 	return p.timeline(&deriveContext{cni: &c.cni, sandboxCalls: c.sandboxCalls})
 }

@@ -12,7 +12,7 @@ import (
 // to: most CRI calls name only an id, TCP probe connections only an IP.
 // Entries are learned from every source, for every pod on the node (the
 // pods whose start is not traced too, so their calls are recognised), and
-// forgotten when unused for a while. Events naming something not yet known
+// forgotten once their pod is gone and they are unused for a while. Events naming something not yet known
 // wait in pending, like orphans.
 type ownerIndex struct {
 	owners  map[string]ownerEntry // "id:<id>" or "ip:<ip>" -> pod
@@ -102,10 +102,13 @@ func (x *ownerIndex) lookup(ev event.Event, now time.Time) (uid, key string) {
 	return "", key
 }
 
-// forget drops entries unused for longer than ttl.
-func (x *ownerIndex) forget(now time.Time, ttl time.Duration) {
+// forget drops the entries of pods that known does not know (deleted, or
+// never seen in the API) once unused for longer than ttl: the ids of a pod
+// that lives on keep naming it, so that its exec probes are recognised
+// however long ago its start ended.
+func (x *ownerIndex) forget(now time.Time, ttl time.Duration, known func(uid string) bool) {
 	for k, o := range x.owners {
-		if now.Sub(o.used) > ttl {
+		if now.Sub(o.used) > ttl && !known(o.uid) {
 			delete(x.owners, k)
 		}
 	}

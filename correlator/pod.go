@@ -21,6 +21,8 @@ type podState struct {
 	outcome Outcome
 	doneAt  time.Time
 	reason  string
+	// deletedAt: when the watch reported the pod's deletion.
+	deletedAt time.Time
 
 	conds map[corev1.PodConditionType]condFact
 	// status: what the API said of each container id, first times.
@@ -127,6 +129,7 @@ func (p *podState) observe(e *event.PodUpdate) {
 
 	switch {
 	case e.Action == event.PodDeleted:
+		p.deletedAt = e.Time
 		p.finish(OutcomeDeleted, e.Time, "pod deleted before it was Ready")
 	case pod.DeletionTimestamp != nil:
 		p.finish(OutcomeDeleted, e.Time, "pod deleted before it was Ready")
