@@ -2,8 +2,9 @@ package correlator
 
 import (
 	"sort"
-	"strings"
 	"time"
+
+	"github.com/readyline/readyline/collector/event"
 )
 
 // imagePulls are the pod's PullImage calls, with the container whose image
@@ -11,7 +12,7 @@ import (
 func (d *derivation) imagePulls() []ImagePull {
 	var out []ImagePull
 	for _, c := range d.p.calls {
-		if !strings.HasSuffix(c.Method, "/PullImage") || c.PodUID != d.p.uid {
+		if c.Method != event.CRIPullImage || c.PodUID != d.p.uid {
 			continue
 		}
 		ip := ImagePull{Image: c.Image, Ref: c.ImageRef, Call: *criCall(c)}
@@ -136,7 +137,7 @@ func (d *derivation) attempt(e specEntry, id string) ContainerAttempt {
 		}
 	}
 	for _, c := range d.p.calls {
-		if c.ContainerID == id && !strings.HasSuffix(c.Method, "/ExecSync") {
+		if c.ContainerID == id && c.Method != event.CRIExecSync {
 			a.Calls = append(a.Calls, *criCall(c))
 		}
 	}

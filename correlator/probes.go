@@ -2,7 +2,6 @@ package correlator
 
 import (
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/readyline/readyline/collector/event"
@@ -33,7 +32,7 @@ func (d *derivation) execItems(id string, sessions []*procRecord) []*execItem {
 		items = append(items, &execItem{argv: s.argv, truncated: s.truncated, start: s.exec, end: s.exit, exitCode: exitStatus(s)})
 	}
 	for _, c := range d.p.calls {
-		if c.ContainerID != id || !strings.HasSuffix(c.Method, "/ExecSync") {
+		if c.ContainerID != id || c.Method != event.CRIExecSync {
 			continue
 		}
 		var match *execItem

@@ -2,7 +2,6 @@ package correlator
 
 import (
 	"path"
-	"strings"
 	"time"
 
 	"github.com/readyline/readyline/collector/event"
@@ -79,7 +78,7 @@ func (d *derivation) cni(sb *Sandbox, call *event.CRICall) []Process {
 func (d *derivation) sandboxCall(sb *Sandbox) *event.CRICall {
 	var found *event.CRICall
 	for _, c := range d.p.calls {
-		if !strings.HasSuffix(c.Method, "/RunPodSandbox") {
+		if c.Method != event.CRIRunPodSandbox {
 			continue
 		}
 		if sb != nil && c.PodSandboxID == sb.ID {

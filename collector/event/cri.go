@@ -44,7 +44,7 @@ type CRICall struct {
 	Time time.Time `json:"time"`
 	End  time.Time `json:"end"`
 	// Method is the gRPC method: runtime.v1.RuntimeService/RunPodSandbox.
-	Method string `json:"method"`
+	Method CRIMethod `json:"method"`
 	// Err is set when the call returned an error (for ExecSync, also a
 	// command that exited non-zero).
 	Err bool `json:"err,omitempty"`
