@@ -268,7 +268,7 @@ func (s *CRICallSource) attach(pid int) error {
 		m := &methodsTable[i]
 		f := funcs[m.Symbol]
 		if f == nil {
-			missing = append(missing, m.Method)
+			missing = append(missing, string(m.Method))
 			continue
 		}
 		id := uint32(i)

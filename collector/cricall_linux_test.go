@@ -34,14 +34,14 @@ func crilikeTarget() *probeTarget {
 	}
 	for i := range methods {
 		switch methods[i].Method {
-		case runtimeService + "/RunPodSandbox":
+		case event.CRIRunPodSandbox:
 			methods[i].spec = func(*criOffsets) bpf.GoprobeFuncSpec {
 				s := noRegs()
 				s.Deref[0] = podName(bpf.RDI)
 				s.RetStr, s.RetErr = bpf.RAX, bpf.RCX
 				return s
 			}
-		case runtimeService + "/CreateContainer":
+		case event.CRICreateContainer:
 			methods[i].spec = func(*criOffsets) bpf.GoprobeFuncSpec {
 				s := noRegs()
 				s.StrArg = bpf.RDI
@@ -50,7 +50,7 @@ func crilikeTarget() *probeTarget {
 				s.RetStr, s.RetErr = bpf.RAX, bpf.RCX
 				return s
 			}
-		case imageService + "/PullImage":
+		case event.CRIPullImage:
 			methods[i].spec = func(*criOffsets) bpf.GoprobeFuncSpec {
 				s := noRegs()
 				s.Deref[0] = bpf.GoprobeDerefSpec{Reg: bpf.RDI, Kind: bpf.DerefString}
@@ -83,7 +83,7 @@ type crilikeCall struct {
 
 // eventArgs says what of a CRICall crilike prints as arg and result.
 func eventArgs(c *event.CRICall) (arg, result string) {
-	switch strings.TrimPrefix(c.Method[strings.Index(c.Method, "/")+1:], "") {
+	switch c.Method.Short() {
 	case "RunPodSandbox":
 		return c.PodUID, c.PodSandboxID
 	case "StopPodSandbox", "RemovePodSandbox":
@@ -192,7 +192,7 @@ func checkCRICalls(t *testing.T, printed []crilikeCall, events []*event.CRICall,
 		found := -1
 		for i, e := range events {
 			arg, result := eventArgs(e)
-			if used[i] || !strings.HasSuffix(e.Method, "/"+method) || arg != p.Arg || (result != "" && result != p.Result) {
+			if used[i] || e.Method.Short() != method || arg != p.Arg || (result != "" && result != p.Result) {
 				continue
 			}
 			if e.Time.IsZero() || e.Time.Before(start.Add(-2*time.Millisecond)) || e.End.After(end.Add(2*time.Millisecond)) {

@@ -59,7 +59,8 @@ var linkedCRIOffsets = criOffsets{
 type criMethod struct {
 	// Method is the gRPC method (what the kubelet's own tracing calls its
 	// span), Symbol the Go function in the kubelet.
-	Method, Symbol string
+	Method event.CRIMethod
+	Symbol string
 	// spec says which registers to read (Go ABIInternal, amd64; the
 	// receiver is the first argument); nested reads use o, or are left out
 	// when o is nil (an unknown cri-api layout).
@@ -81,12 +82,13 @@ func sandboxUID(reg uint8, o *criOffsets) bpf.GoprobeDerefSpec {
 		Off1: uint32(o.sandboxConfigMetadata), Off2: uint32(o.sandboxMetadataUID)}
 }
 
-// idCall is a method whose one string argument is a container or sandbox
-// id and whose only result is an error: func(ctx, id string, ...) error.
-func idCall(service, name string, sandbox bool) criMethod {
+// idCall is a RuntimeService method whose one string argument is a
+// container or sandbox id and whose only result is an error:
+// func(ctx, id string, ...) error.
+func idCall(m event.CRIMethod, sandbox bool) criMethod {
 	return criMethod{
-		Method: service + "/" + name,
-		Symbol: criClientPackage + ".(*remoteRuntimeService)." + name,
+		Method: m,
+		Symbol: criClientPackage + ".(*remoteRuntimeService)." + m.Short(),
 		spec: func(*criOffsets) bpf.GoprobeFuncSpec {
 			s := noRegs()
 			s.StrArg, s.RetErr = bpf.RDI, bpf.RAX // (r RAX, ctx RBX:RCX, id RDI:RSI) error RAX:RBX
@@ -102,16 +104,11 @@ func idCall(service, name string, sandbox bool) criMethod {
 	}
 }
 
-const (
-	runtimeService = "runtime.v1.RuntimeService"
-	imageService   = "runtime.v1.ImageService"
-)
-
 // criMethods are the probed methods; a function id is an index here.
 var criMethods = []criMethod{
 	{
 		// RunPodSandbox(ctx, config *PodSandboxConfig, runtimeHandler string) (string, error)
-		Method: runtimeService + "/RunPodSandbox",
+		Method: event.CRIRunPodSandbox,
 		Symbol: criClientPackage + ".(*remoteRuntimeService).RunPodSandbox",
 		spec: func(o *criOffsets) bpf.GoprobeFuncSpec {
 			s := noRegs()
@@ -121,12 +118,12 @@ var criMethods = []criMethod{
 		},
 		fill: func(c *event.CRICall, r *GoCallRecord) { c.PodUID, c.PodSandboxID = r.Deref[0], r.Ret },
 	},
-	idCall(runtimeService, "StopPodSandbox", true),
-	idCall(runtimeService, "RemovePodSandbox", true),
+	idCall(event.CRIStopPodSandbox, true),
+	idCall(event.CRIRemovePodSandbox, true),
 	{
 		// CreateContainer(ctx, podSandboxID string, config *ContainerConfig,
 		//                 sandboxConfig *PodSandboxConfig) (string, error)
-		Method: runtimeService + "/CreateContainer",
+		Method: event.CRICreateContainer,
 		Symbol: criClientPackage + ".(*remoteRuntimeService).CreateContainer",
 		spec: func(o *criOffsets) bpf.GoprobeFuncSpec {
 			s := noRegs()
@@ -143,13 +140,13 @@ var criMethods = []criMethod{
 			c.PodSandboxID, c.ContainerName, c.PodUID, c.ContainerID = r.Str, r.Deref[0], r.Deref[1], r.Ret
 		},
 	},
-	idCall(runtimeService, "StartContainer", false),
-	idCall(runtimeService, "StopContainer", false),
-	idCall(runtimeService, "RemoveContainer", false),
+	idCall(event.CRIStartContainer, false),
+	idCall(event.CRIStopContainer, false),
+	idCall(event.CRIRemoveContainer, false),
 	{
 		// ExecSync(ctx, containerID string, cmd []string, timeout time.Duration)
 		//         (stdout []byte, stderr []byte, err error)
-		Method: runtimeService + "/ExecSync",
+		Method: event.CRIExecSync,
 		Symbol: criClientPackage + ".(*remoteRuntimeService).ExecSync",
 		spec: func(*criOffsets) bpf.GoprobeFuncSpec {
 			s := noRegs()
@@ -162,7 +159,7 @@ var criMethods = []criMethod{
 	{
 		// PullImage(ctx, image *ImageSpec, auth *AuthConfig,
 		//           podSandboxConfig *PodSandboxConfig) (string, error)
-		Method: imageService + "/PullImage",
+		Method: event.CRIPullImage,
 		Symbol: criClientPackage + ".(*remoteImageService).PullImage",
 		spec: func(o *criOffsets) bpf.GoprobeFuncSpec {
 			s := noRegs()

@@ -2,7 +2,6 @@ package correlator
 
 import (
 	"sort"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -155,7 +154,7 @@ func (c *Correlator) Handle(ev event.Event) []*Timeline {
 			c.cni.record(ev, c.now)
 			break
 		}
-		if call, ok := ev.(*event.CRICall); ok && strings.HasSuffix(call.Method, "/RunPodSandbox") {
+		if call, ok := ev.(*event.CRICall); ok && call.Method == event.CRIRunPodSandbox {
 			c.noteSandboxCall(call)
 		}
 		uid := podUIDOf(ev)

@@ -220,7 +220,7 @@ func approx(t *testing.T, what string, got, want time.Duration) {
 }
 
 // call emits a CRI call of the kubelet.
-func (sc *scenario) call(start, end float64, method string, mod func(*event.CRICall)) {
+func (sc *scenario) call(start, end float64, method event.CRIMethod, mod func(*event.CRICall)) {
 	c := &event.CRICall{Time: at(start), End: at(end), Method: method, PID: 4242}
 	if mod != nil {
 		mod(c)

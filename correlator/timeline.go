@@ -7,7 +7,11 @@
 // imports neither eBPF, client-go informers nor OTel.
 package correlator
 
-import "time"
+import (
+	"time"
+
+	"github.com/readyline/readyline/collector/event"
+)
 
 // Outcome is how a pod start ended.
 type Outcome string
@@ -121,7 +125,7 @@ type Sandbox struct {
 // CRICall is one call of the kubelet's CRI client, timed in the kernel.
 type CRICall struct {
 	// Method is the gRPC method, e.g. runtime.v1.RuntimeService/StartContainer.
-	Method string `json:"method"`
+	Method event.CRIMethod `json:"method"`
 	// Start is zero when the call began before readyline was watching.
 	Start time.Time `json:"start,omitzero"`
 	End   time.Time `json:"end"`

@@ -309,13 +309,13 @@ func (b *spanBuilder) criCall(ctx context.Context, c *correlator.CRICall) {
 	if c.End.IsZero() {
 		return
 	}
-	attrs := []attribute.KeyValue{semconv.RPCSystemNameGRPC, semconv.RPCMethod(c.Method)}
+	attrs := []attribute.KeyValue{semconv.RPCSystemNameGRPC, semconv.RPCMethod(string(c.Method))}
 	start := c.Start
 	if start.IsZero() {
 		start = c.End
 		attrs = append(attrs, AttrIncomplete.Bool(true))
 	}
-	_, s := b.tracer.Start(ctx, c.Method, trace.WithTimestamp(start), trace.WithAttributes(attrs...),
+	_, s := b.tracer.Start(ctx, string(c.Method), trace.WithTimestamp(start), trace.WithAttributes(attrs...),
 		trace.WithSpanKind(trace.SpanKindClient))
 	if c.Err {
 		s.SetStatus(codes.Error, "the call returned an error")
@@ -469,7 +469,7 @@ func (b *spanBuilder) attemptChildren(ctx context.Context, parent trace.Span, a 
 			attrs = append(attrs, AttrInferred.Bool(true))
 		}
 		if h.Call != nil {
-			attrs = append(attrs, semconv.RPCSystemNameGRPC, semconv.RPCMethod(h.Call.Method))
+			attrs = append(attrs, semconv.RPCSystemNameGRPC, semconv.RPCMethod(string(h.Call.Method)))
 		}
 		hend := h.End
 		if hend.IsZero() {
@@ -554,7 +554,7 @@ func (b *spanBuilder) probes(ctx context.Context, parent trace.Span, probes []co
 			attrs = append(attrs, AttrInferred.Bool(true))
 		}
 		if p.Call != nil {
-			attrs = append(attrs, semconv.RPCSystemNameGRPC, semconv.RPCMethod(p.Call.Method))
+			attrs = append(attrs, semconv.RPCSystemNameGRPC, semconv.RPCMethod(string(p.Call.Method)))
 		}
 		if c := p.Conn; c != nil {
 			attrs = append(attrs, semconv.ServerAddress(c.Daddr), semconv.ServerPort(int(c.Dport)), AttrTCPResult.String(c.Result))

@@ -303,7 +303,7 @@ func (wf *waterfall) container(c *correlator.Container, depth int) {
 			if call.Start.IsZero() || call.End.IsZero() {
 				continue
 			}
-			_, method, _ := strings.Cut(call.Method, "/")
+			method := call.Method.Short()
 			if call.Err {
 				method += " ✗"
 			}

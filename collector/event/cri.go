@@ -1,9 +1,40 @@
 package event
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // TypeCRICall is the event type of CRICall.
 const TypeCRICall Type = "cri_call"
+
+// CRIMethod is a gRPC method of the CRI as the kubelet's own tracing names
+// its span and as CRICall carries it in JSON: service, slash, method
+// (runtime.v1.RuntimeService/RunPodSandbox). The collector sets it and the
+// correlator and exporter compare against the constants below; a recording
+// may hold a method readyline has no constant for.
+type CRIMethod string
+
+// The CRI methods readyline probes in the kubelet's CRI client (the table in
+// collector/kubelet.go).
+const (
+	CRIRunPodSandbox    CRIMethod = "runtime.v1.RuntimeService/RunPodSandbox"
+	CRIStopPodSandbox   CRIMethod = "runtime.v1.RuntimeService/StopPodSandbox"
+	CRIRemovePodSandbox CRIMethod = "runtime.v1.RuntimeService/RemovePodSandbox"
+	CRICreateContainer  CRIMethod = "runtime.v1.RuntimeService/CreateContainer"
+	CRIStartContainer   CRIMethod = "runtime.v1.RuntimeService/StartContainer"
+	CRIStopContainer    CRIMethod = "runtime.v1.RuntimeService/StopContainer"
+	CRIRemoveContainer  CRIMethod = "runtime.v1.RuntimeService/RemoveContainer"
+	CRIExecSync         CRIMethod = "runtime.v1.RuntimeService/ExecSync"
+	CRIPullImage        CRIMethod = "runtime.v1.ImageService/PullImage"
+)
+
+// Short is the method's name without its service (RunPodSandbox), empty
+// when m names no service.
+func (m CRIMethod) Short() string {
+	_, name, _ := strings.Cut(string(m), "/")
+	return name
+}
 
 // CRICall is one call of the kubelet's CRI client, timed in the kernel
 // (uprobes on the kubelet: entry and every return of the method).
@@ -13,7 +44,7 @@ type CRICall struct {
 	Time time.Time `json:"time"`
 	End  time.Time `json:"end"`
 	// Method is the gRPC method: runtime.v1.RuntimeService/RunPodSandbox.
-	Method string `json:"method"`
+	Method CRIMethod `json:"method"`
 	// Err is set when the call returned an error (for ExecSync, also a
 	// command that exited non-zero).
 	Err bool `json:"err,omitempty"`

@@ -1,0 +1,211 @@
+package correlator
+
+import (
+	"sort"
+	"time"
+
+	"github.com/readyline/readyline/collector/event"
+)
+
+// imagePulls are the pod's PullImage calls, with the container whose image
+// was pulled.
+func (d *derivation) imagePulls() []ImagePull {
+	var out []ImagePull
+	for _, c := range d.p.calls {
+		if c.Method != event.CRIPullImage || c.PodUID != d.p.uid {
+			continue
+		}
+		ip := ImagePull{Image: c.Image, Ref: c.ImageRef, Call: *criCall(c)}
+		for _, e := range startOrder(d.p.pod) {
+			if e.spec.Image == c.Image {
+				ip.Container = e.name
+				break
+			}
+		}
+		out = append(out, ip)
+	}
+	return out
+}
+
+func (d *derivation) containers() []Container {
+	p := d.p
+	byName := make(map[string][]string)
+	for _, id := range sortedKeys(p.names) {
+		na := p.names[id]
+		byName[na.name] = append(byName[na.name], id)
+	}
+	order := startOrder(p.pod)
+	out := make([]Container, len(order))
+	for i, e := range order {
+		out[i] = Container{Name: e.name, Kind: e.kind, Index: e.index, Image: e.spec.Image}
+		v := &containerView{entry: e, out: &out[i]}
+		d.views = append(d.views, v)
+		for _, id := range d.sortAttempts(byName[e.name]) {
+			out[i].Attempts = append(out[i].Attempts, d.attempt(e, id))
+		}
+		for j := range out[i].Attempts {
+			if out[i].Attempts[j].Attempt < 0 {
+				out[i].Attempts[j].Attempt = j
+			}
+		}
+		d.milestones(v)
+	}
+	// What each container's successor waited for.
+	for i, v := range d.views {
+		if i+1 >= len(d.views) || len(v.out.Attempts) == 0 {
+			continue
+		}
+		next := d.views[i+1]
+		if v.entry.kind == KindMain && next.entry.kind != KindMain {
+			continue
+		}
+		last := &v.out.Attempts[len(v.out.Attempts)-1]
+		last.NextCreated = next.created
+		if h := last.PostStart; h != nil && h.Inferred && h.End.IsZero() && !next.created.IsZero() {
+			h.End = next.created
+		}
+	}
+	for _, v := range d.views {
+		if n := len(v.out.Attempts); n > 0 {
+			if h := v.out.Attempts[n-1].PostStart; h != nil && h.Inferred && h.End.IsZero() {
+				// The last container: the API shows it running once the hook returned.
+				if f := p.status[v.out.Attempts[n-1].ContainerID]; f != nil {
+					h.End = f.running
+				}
+			}
+		}
+	}
+	return out
+}
+
+// sortAttempts orders a container's ids by attempt number, then creation.
+func (d *derivation) sortAttempts(ids []string) []string {
+	p := d.p
+	first := func(id string) time.Time {
+		if rt := p.runtime[id]; rt != nil && !rt.CreatedAt.IsZero() {
+			return rt.CreatedAt
+		}
+		if cp := p.procs[id]; cp != nil && len(cp.list) > 0 {
+			return cp.list[0].first()
+		}
+		if f := p.status[id]; f != nil {
+			return earliest(f.running, f.terminated)
+		}
+		return time.Time{}
+	}
+	sort.SliceStable(ids, func(i, j int) bool {
+		ai, aj := p.names[ids[i]].attempt, p.names[ids[j]].attempt
+		if ai >= 0 && aj >= 0 && ai != aj {
+			return ai < aj
+		}
+		ti, tj := first(ids[i]), first(ids[j])
+		if !ti.Equal(tj) {
+			return ti.Before(tj)
+		}
+		return ids[i] < ids[j]
+	})
+	return ids
+}
+
+func (d *derivation) attempt(e specEntry, id string) ContainerAttempt {
+	p := d.p
+	a := ContainerAttempt{Attempt: p.names[id].attempt, ContainerID: id}
+	entry, sessions := analyze(p.procs[id])
+	if rt := p.runtime[id]; rt != nil {
+		a.Created, a.Started, a.Finished = rt.CreatedAt, rt.StartedAt, rt.FinishedAt
+		if !rt.FinishedAt.IsZero() {
+			code := int(rt.ExitCode)
+			a.ExitCode = &code
+		}
+	}
+	if entry != nil {
+		a.Process = &Process{
+			PID: entry.pid, Filename: entry.filename, Argv: entry.argv,
+			Exec: entry.exec, Exit: entry.exit, ExitCode: entry.exitCode, Signal: entry.signal,
+		}
+		if a.Finished.IsZero() && !entry.exit.IsZero() {
+			a.Finished, a.ExitCode = entry.exit, exitStatus(entry)
+		}
+	}
+	if f := p.status[id]; f != nil {
+		a.StartedObserved, a.ReadyObserved = f.started, f.ready
+		if a.ExitCode == nil && f.exitCode != nil {
+			a.ExitCode = f.exitCode
+			if a.Finished.IsZero() {
+				a.Finished = f.terminated
+			}
+		}
+	}
+	for _, c := range d.p.calls {
+		if c.ContainerID == id && c.Method != event.CRIExecSync {
+			a.Calls = append(a.Calls, *criCall(c))
+		}
+	}
+	sort.SliceStable(a.Calls, func(i, j int) bool { return a.Calls[i].End.Before(a.Calls[j].End) })
+	d.classify(e, &a, sessions)
+	return a
+}
+
+// exitStatus is a shell-like status: the code, or 128+signal.
+func exitStatus(r *procRecord) *int {
+	if r.signal != 0 {
+		s := 128 + r.signal
+		return &s
+	}
+	return r.exitCode
+}
+
+// milestones fills the moments the kubelet's rules turn on, from the
+// container's latest attempt.
+func (d *derivation) milestones(v *containerView) {
+	atts := v.out.Attempts
+	if len(atts) == 0 {
+		return
+	}
+	v.created = atts[0].Created
+	if v.created.IsZero() && atts[0].Process != nil {
+		v.created = atts[0].Process.Exec
+	}
+	a := &atts[len(atts)-1]
+	spec := v.entry.spec
+
+	// Started: startupProbe success, or else running.
+	switch {
+	case spec.StartupProbe != nil:
+		if t := firstSuccess(a.Probes, ProbeStartup); !t.IsZero() {
+			v.started, v.startedBy = t, "startupProbe succeeded"
+			if handlerOf(&spec.StartupProbe.ProbeHandler) != "exec" {
+				v.startedBy = handlerOf(&spec.StartupProbe.ProbeHandler) + " startupProbe: started=true in the API"
+			}
+		}
+	case a.Process != nil:
+		v.started, v.startedBy = a.Process.Exec, "entrypoint exec"
+	case !a.Started.IsZero():
+		v.started, v.startedBy = a.Started, "runtime started"
+	}
+	// Ready: readinessProbe success after start, or else started.
+	switch {
+	case v.entry.kind == KindInit:
+	case spec.ReadinessProbe != nil:
+		if t := firstSuccess(a.Probes, ProbeReadiness); !t.IsZero() {
+			v.ready, v.readyBy = t, "readinessProbe succeeded"
+			if handlerOf(&spec.ReadinessProbe.ProbeHandler) != "exec" {
+				v.readyBy = handlerOf(&spec.ReadinessProbe.ProbeHandler) + " readinessProbe: ready=true in the API"
+			}
+		}
+	default:
+		v.ready, v.readyBy = v.started, v.startedBy
+	}
+	if v.entry.kind == KindInit && a.ExitCode != nil && *a.ExitCode == 0 {
+		v.done, v.doneBy = a.Finished, "exited 0"
+	}
+}
+
+func firstSuccess(probes []ProbeAttempt, kind ProbeKind) time.Time {
+	for _, pa := range probes {
+		if pa.Kind == kind && pa.Result == ProbeSuccess {
+			return pa.End
+		}
+	}
+	return time.Time{}
+}

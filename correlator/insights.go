@@ -1,0 +1,119 @@
+package correlator
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Thresholds below which a wait is not worth a sentence.
+const (
+	lagWorthNoting      = time.Second
+	reactionWorthNoting = 500 * time.Millisecond
+)
+
+func (d *derivation) insights(tl *Timeline) []Insight {
+	var out []Insight
+	for i, v := range d.views {
+		atts := v.out.Attempts
+		if len(atts) == 0 {
+			continue
+		}
+		a := atts[len(atts)-1]
+		name := v.entry.name
+		if len(atts) > 1 {
+			codes := ""
+			for j, at := range atts {
+				if j > 0 {
+					codes += ", "
+				}
+				if at.ExitCode != nil {
+					codes += fmt.Sprint(*at.ExitCode)
+				} else {
+					codes += "running"
+				}
+			}
+			out = append(out, Insight{Kind: InsightRetries, Container: name, Duration: span(atts[0].Created, a.Created),
+				Message: fmt.Sprintf("%s ran %d times (exit codes %s); the retries took %s", name, len(atts), codes, fmtDur(span(atts[0].Created, a.Created)))})
+		}
+		if h := a.PostStart; h != nil && !h.End.IsZero() {
+			if i+1 < len(d.views) && !d.views[i+1].created.IsZero() && !a.NextCreated.IsZero() {
+				next := d.views[i+1].entry.name
+				w := span(h.Start, a.NextCreated)
+				out = append(out, Insight{Kind: InsightPostStartWait, Container: next, Duration: w,
+					Message: fmt.Sprintf("%s was created %s after %s's postStart hook began: the kubelet waits for the hook (%s) before the next container", next, fmtDur(w), name, fmtDur(span(h.Start, h.End)))})
+			} else if hd := span(h.Start, h.End); hd >= lagWorthNoting {
+				out = append(out, Insight{Kind: InsightPostStartWait, Container: name, Duration: hd,
+					Message: fmt.Sprintf("%s's postStart hook ran %s; the API showed %s running only after it returned", name, fmtDur(hd), name)})
+			}
+		}
+		if ins, ok := probeDelayInsight(v.entry, a); ok {
+			out = append(out, ins)
+		}
+		if v.entry.kind == KindInit && !v.done.IsZero() && !a.NextCreated.IsZero() && i+1 < len(d.views) {
+			if r := span(v.done, a.NextCreated); r >= reactionWorthNoting {
+				next := d.views[i+1].entry.name
+				out = append(out, Insight{Kind: InsightKubeletReaction, Container: name, Duration: r,
+					Message: fmt.Sprintf("the kubelet created %s %s after %s exited", next, fmtDur(r), name)})
+			}
+		}
+	}
+	for _, c := range tl.Conditions {
+		if lag := c.Lag(); lag >= lagWorthNoting {
+			out = append(out, Insight{Kind: InsightStatusLag, Duration: lag,
+				Message: fmt.Sprintf("%s was reported %s after %s", c.Type, fmtDur(lag), c.CauseEvent)})
+		}
+	}
+	if total := span(tl.Start, tl.End); total > 0 {
+		var slow *Phase
+		for i := range tl.Phases {
+			if slow == nil || tl.Phases[i].Duration() > slow.Duration() {
+				slow = &tl.Phases[i]
+			}
+		}
+		if slow != nil && slow.Duration() > 0 {
+			out = append(out, Insight{Kind: InsightSlowestPhase, Duration: slow.Duration(),
+				Message: fmt.Sprintf("the longest phase was %s: %s of %s", slow.Name, fmtDur(slow.Duration()), fmtDur(total))})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Duration > out[j].Duration })
+	return out
+}
+
+// probeDelayInsight: initialDelaySeconds kept the first probe away while the
+// process was already up.
+func probeDelayInsight(e specEntry, a ContainerAttempt) (Insight, bool) {
+	if a.Process == nil {
+		return Insight{}, false
+	}
+	for _, ps := range probesOf(e.spec) {
+		if ps.kind == ProbeLiveness || ps.probe.InitialDelaySeconds <= 0 {
+			continue
+		}
+		delay := time.Duration(ps.probe.InitialDelaySeconds) * time.Second
+		for _, pa := range a.Probes {
+			if pa.Kind != ps.kind || pa.Inferred {
+				continue
+			}
+			idle := span(a.Process.Exec, pa.Start)
+			return Insight{Kind: InsightProbeDelay, Container: e.name, Duration: idle,
+				Message: fmt.Sprintf("%sProbe initialDelaySeconds=%d left %s idle %s after its process started", ps.kind, ps.probe.InitialDelaySeconds, e.name, fmtDur(idle))}, true
+		}
+		return Insight{Kind: InsightProbeDelay, Container: e.name, Duration: delay,
+			Message: fmt.Sprintf("%sProbe initialDelaySeconds=%d kept %s's first %s probe at least %s after its process started", ps.kind, ps.probe.InitialDelaySeconds, e.name, ps.handler, fmtDur(delay))}, true
+	}
+	return Insight{}, false
+}
+
+// fmtDur prints a duration for humans: 1.234s, 15.0s, 120ms.
+func fmtDur(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "-" + fmtDur(-d)
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+	return d.Round(time.Second).String()
+}
