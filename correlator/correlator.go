@@ -228,7 +228,8 @@ func (c *Correlator) unpark(key string) {
 
 // Flush completes every pod start in progress (at shutdown, or at the end
 // of a replay) and returns their timelines; starts that reached no outcome
-// end as timeouts at the correlator's clock.
+// end as timeouts at the correlator's clock ("still starting when readyline
+// stopped").
 func (c *Correlator) Flush() []*Timeline {
 	var out []*Timeline
 	for _, uid := range c.sortedUIDs() {
@@ -239,6 +240,18 @@ func (c *Correlator) Flush() []*Timeline {
 		out = append(out, c.complete(p))
 	}
 	return out
+}
+
+// report returns the timeline of a start still in progress at its report
+// deadline (Config.Timeout): outcome timeout, Partial, up to now. The
+// deadline is for reporting, not an outcome: the pod stays tracked, and its
+// Ready (or failure, or deletion), when it comes, completes the start in a
+// timeline with ReportedAt set.
+func (c *Correlator) report(p *podState, reason string) *Timeline {
+	p.reportedAt = c.now
+	tl := p.timeline(&deriveContext{cni: &c.cni, sandboxCalls: c.sandboxCalls}, ending{OutcomeTimeout, c.now, reason})
+	tl.Partial = true
+	return tl
 }
 
 func (c *Correlator) sortedUIDs() []string {
@@ -366,10 +379,10 @@ func (c *Correlator) expire() []*Timeline {
 	var out []*Timeline
 	for _, uid := range c.sortedUIDs() {
 		p := c.pods[uid]
-		if p.outcome == "" && c.now.Sub(p.firstSeen) >= c.cfg.Timeout {
-			p.finish(OutcomeTimeout, c.now, "not Ready within "+c.cfg.Timeout.String())
+		if p.outcome == "" && p.reportedAt.IsZero() && c.now.Sub(p.firstSeen) >= c.cfg.Timeout {
+			out = append(out, c.report(p, "not Ready within "+c.cfg.Timeout.String()))
 		}
-		if p.outcome != "" && (p.outcome == OutcomeTimeout || c.now.Sub(p.doneAt) >= c.cfg.Grace) {
+		if p.outcome != "" && c.now.Sub(p.doneAt) >= c.cfg.Grace {
 			out = append(out, c.complete(p))
 		}
 	}
@@ -431,5 +444,7 @@ func (c *Correlator) complete(p *podState) *Timeline {
 	delete(c.pods, p.uid)
 	c.end(p.uid, endedPod{since: c.now, traced: true, deleted: p.deletedAt})
 	c.stats.Timelines++
-	return p.timeline(&deriveContext{cni: &c.cni, sandboxCalls: c.sandboxCalls})
+	tl := p.timeline(&deriveContext{cni: &c.cni, sandboxCalls: c.sandboxCalls}, ending{p.outcome, p.doneAt, p.reason})
+	tl.ReportedAt = p.reportedAt
+	return tl
 }

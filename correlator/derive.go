@@ -38,7 +38,15 @@ type containerView struct {
 	startedBy, readyBy, doneBy    string
 }
 
-func (p *podState) timeline(ctx *deriveContext) *Timeline {
+// ending is how and when the timeline being derived ends: the start's
+// outcome, or the report deadline of a start still in progress.
+type ending struct {
+	outcome Outcome
+	at      time.Time
+	reason  string
+}
+
+func (p *podState) timeline(ctx *deriveContext, end ending) *Timeline {
 	if ctx == nil {
 		ctx = &deriveContext{cni: &cniBuffer{}}
 	}
@@ -46,9 +54,9 @@ func (p *podState) timeline(ctx *deriveContext) *Timeline {
 	tl := &Timeline{
 		Pod:     PodRef{UID: p.uid, Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName},
 		Start:   pod.CreationTimestamp.Time,
-		End:     p.doneAt,
-		Outcome: p.outcome,
-		Reason:  p.reason,
+		End:     end.at,
+		Outcome: end.outcome,
+		Reason:  end.reason,
 	}
 	if tl.Start.IsZero() || tl.Start.After(p.firstSeen) {
 		tl.Start = p.firstSeen

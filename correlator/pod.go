@@ -23,6 +23,9 @@ type podState struct {
 	reason  string
 	// deletedAt: when the watch reported the pod's deletion.
 	deletedAt time.Time
+	// reportedAt: when the start, still in progress, was reported at its
+	// deadline (Config.Timeout); zero before.
+	reportedAt time.Time
 
 	conds map[corev1.PodConditionType]condFact
 	// status: what the API said of each container id, first times.

@@ -21,7 +21,9 @@ const (
 	OutcomeReady   Outcome = "ready"   // the Ready condition became True
 	OutcomeFailed  Outcome = "failed"  // the pod failed (e.g. an init container with restartPolicy Never)
 	OutcomeDeleted Outcome = "deleted" // deleted before it became Ready
-	OutcomeTimeout Outcome = "timeout" // not Ready within the configured time
+	// OutcomeTimeout: not Ready within the configured time. With Partial
+	// set, the start goes on and a later timeline completes it.
+	OutcomeTimeout Outcome = "timeout"
 )
 
 // PodRef identifies a pod.
@@ -48,6 +50,14 @@ type Timeline struct {
 	Outcome Outcome   `json:"outcome"`
 	// Reason says why a start failed or timed out (empty when ready).
 	Reason string `json:"reason,omitempty"`
+	// Partial is set on the report of a start still in progress at its
+	// deadline (outcome timeout, End = the deadline): the start goes on, and
+	// its outcome, when it comes, is a later timeline of the same pod with
+	// ReportedAt set.
+	Partial bool `json:"partial,omitempty"`
+	// ReportedAt is when a partial timeline of this start was reported (its
+	// End); zero when none was. What came before it has been told already.
+	ReportedAt time.Time `json:"reported_at,omitzero"`
 
 	// Phases are the pod-level phases in order (see the Phase* names).
 	Phases []Phase `json:"phases"`

@@ -71,6 +71,15 @@ const (
 // (the last is usually the success); the container span counts the rest.
 const maxProbeSpans = 32
 
+// Attributes of a start reported at its deadline and completed later.
+const (
+	// AttrPartial marks the root span of a start still in progress at its
+	// report deadline: a pod.startup.completed span under it tells the rest.
+	AttrPartial = attribute.Key("readyline.partial")
+	// AttrStartupMS is the whole start's duration on pod.startup.completed.
+	AttrStartupMS = attribute.Key("readyline.startup.duration_ms")
+)
+
 // ContainerSpanName is the name of the span of one container attempt:
 // "init <name>", "sidecar <name>" or "container <name>".
 func ContainerSpanName(c *correlator.Container) string {
@@ -115,6 +124,9 @@ func (b *spanBuilder) emit(ctx context.Context, tl *correlator.Timeline, alerts 
 	for _, a := range alerts {
 		b.alerts[a.Span] = a
 	}
+	if !tl.ReportedAt.IsZero() {
+		return b.emitCompletion(ctx, tl, alerts)
+	}
 	start, end := timelineBounds(tl)
 	node := tl.Pod.Node
 	if node == "" {
@@ -132,6 +144,9 @@ func (b *spanBuilder) emit(ctx context.Context, tl *correlator.Timeline, alerts 
 	}
 	if tl.Reason != "" {
 		attrs = append(attrs, AttrReason.String(tl.Reason))
+	}
+	if tl.Partial {
+		attrs = append(attrs, AttrPartial.Bool(true))
 	}
 	if tl.Sandbox != nil && tl.Sandbox.PodIP != "" {
 		attrs = append(attrs, semconv.K8SPodIP(tl.Sandbox.PodIP))

@@ -115,6 +115,9 @@ func (wf *waterfall) header(w *bufio.Writer) {
 		outcome = "FAILED after " + fmtSeconds(d)
 	case correlator.OutcomeTimeout:
 		outcome = "TIMED OUT after " + fmtSeconds(d)
+		if tl.Partial {
+			outcome = "STILL STARTING after " + fmtSeconds(d) + " (the start timeout; the start goes on)"
+		}
 	case correlator.OutcomeDeleted:
 		outcome = "deleted after " + fmtSeconds(d)
 	default:
@@ -133,6 +136,9 @@ func (wf *waterfall) header(w *bufio.Writer) {
 	}
 	if !tl.Start.IsZero() {
 		meta = append(meta, "created "+tl.Start.UTC().Format(time.RFC3339))
+	}
+	if !tl.ReportedAt.IsZero() {
+		meta = append(meta, "reported still starting at +"+fmtSeconds(reportedAfter(tl)))
 	}
 	if len(meta) > 0 {
 		writeItems(w, "  ", meta, "  ", wf.width)

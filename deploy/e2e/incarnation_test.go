@@ -154,3 +154,84 @@ spec:
 		t.Fatalf("pod.startup root spans: %v, want one, ready", got)
 	}
 }
+
+// TestIncarnationReadyAfterTheDeadline: a pod whose readiness probe waits
+// 75 s is reported still starting at the 60 s start timeout, and its Ready
+// completes the same start: the timeline says ready after ~76 s, reported
+// at the deadline, and the trace keeps one pod.startup root with one
+// pod.startup.completed span under it, ending at Ready.
+func TestIncarnationReadyAfterTheDeadline(t *testing.T) {
+	t.Parallel()
+	d := readyline(t)
+	ctx := testContext(t, 5*time.Minute)
+	const name = "slow-ready"
+	ns, rec := startPod(t, ctx, name, `apiVersion: v1
+kind: Pod
+metadata: {name: slow-ready}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: localhost/busybox:local
+    imagePullPolicy: Never
+    command: ["sleep", "3600"]
+    readinessProbe:
+      exec: {command: ["true"]}
+      initialDelaySeconds: 75
+      periodSeconds: 2
+`)
+	ready, err := rec.WaitFor(ctx, ConditionTrue(corev1.PodReady))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tl *correlator.Timeline
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if tl, err = d.Timeline(ctx, ns, name, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if tl.Outcome == correlator.OutcomeReady || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	took := tl.End.Sub(tl.Start)
+	if tl.Outcome != correlator.OutcomeReady || took < 75*time.Second || tl.ReportedAt.IsZero() {
+		t.Fatalf("the start: %s after %v, reported at %v; want ready after > 75 s, reported at the deadline", tl.Outcome, took, tl.ReportedAt)
+	}
+	if r := tl.ReportedAt.Sub(tl.Start); r < StartTimeout || r > StartTimeout+5*time.Second {
+		t.Errorf("reported %v after creation, want at the %v deadline", r, StartTimeout)
+	}
+	// Ready as the API showed it, against the timeline's end: both are watch
+	// observations, the test's and the daemon's.
+	if d := tl.End.Sub(ready.ObservedAt).Abs(); d > 2*time.Second {
+		t.Errorf("timeline ends %v from the Ready the test observed", d)
+	}
+	traceID := TraceIDFromPodUID(string(ready.Pod.UID))
+	var tr *Trace
+	for {
+		if tr, err = GetTrace(ctx, JaegerQueryURL, traceID); err == nil {
+			if _, ok := tr.SpanByName("pod.startup.completed"); ok {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pod.startup.completed span in trace %s (%v)", traceID, err)
+		}
+		time.Sleep(time.Second)
+	}
+	st := newSpanTree(t, tr)
+	root := st.one("pod.startup")
+	if tagString(root, "readyline.partial") != "true" || len(root.References) != 0 {
+		t.Errorf("root span: partial=%q refs=%v, want the deadline's report as the one root", tagString(root, "readyline.partial"), root.References)
+	}
+	done := st.child(root, "pod.startup.completed")
+	if got := tagString(done, "readyline.outcome"); got != "ready" {
+		t.Errorf("completion outcome %q, want ready", got)
+	}
+	if d := end(done).Sub(tl.End).Abs(); d > time.Millisecond {
+		t.Errorf("completion ends %v from the timeline's Ready", d)
+	}
+	t.Logf("reported still starting at +%v, Ready at +%v; trace %s: root %v, completion %v",
+		tl.ReportedAt.Sub(tl.Start).Round(time.Millisecond), took.Round(time.Millisecond), traceID, dur(root), dur(done))
+}
