@@ -48,6 +48,13 @@ func (d *derivation) containers() []Container {
 				out[i].Attempts[j].Attempt = j
 			}
 		}
+	}
+	// Connections are the pod's: one port may serve several containers.
+	d.attributeConnections()
+	for _, v := range d.views {
+		for j := range v.out.Attempts {
+			d.completeProbes(v.entry, &v.out.Attempts[j])
+		}
 		d.milestones(v)
 	}
 	// What each container's successor waited for.
@@ -162,10 +169,7 @@ func (d *derivation) milestones(v *containerView) {
 	if len(atts) == 0 {
 		return
 	}
-	v.created = atts[0].Created
-	if v.created.IsZero() && atts[0].Process != nil {
-		v.created = atts[0].Process.Exec
-	}
+	v.created = firstCreated(atts)
 	a := &atts[len(atts)-1]
 	spec := v.entry.spec
 
@@ -208,4 +212,16 @@ func firstSuccess(probes []ProbeAttempt, kind ProbeKind) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// firstCreated is when a container's first attempt was created (or its
+// process seen).
+func firstCreated(atts []ContainerAttempt) time.Time {
+	if len(atts) == 0 {
+		return time.Time{}
+	}
+	if !atts[0].Created.IsZero() || atts[0].Process == nil {
+		return atts[0].Created
+	}
+	return atts[0].Process.Exec
 }
