@@ -12,8 +12,8 @@ import (
 // This file matches what the kubelet ran in a container to the postStart
 // hook and the probes of its spec: exec sessions and ExecSync calls, TCP
 // connections, status flips. The kubelet's probe rules (prober/worker.go:
-// startup before the others, initialDelaySeconds, periodSeconds; the
-// postStart hook before any probe) are applied here.
+// startup before the others, initialDelaySeconds, periodSeconds,
+// successThreshold; the postStart hook before any probe) are applied here.
 
 // execItem is one command the kubelet ran in a container: an exec
 // session the kernel saw, its ExecSync call, or both joined.
@@ -308,8 +308,10 @@ type netPick struct {
 // runHTTPHandler, called by kuberuntime_container.go startContainer right
 // after StartContainer; the container's probes wait for it, see probeGate).
 //
-// The kernel sees a refused connection, not an HTTP status: the last
-// attempt before the API flipped a status (started, ready) succeeded.
+// The kernel sees a refused connection, not an HTTP status: the attempts
+// before the API flipped a status (started, ready) succeeded: the last
+// one, or the last successThreshold ones of a readiness probe (worker.go
+// doProbe sets the result only after that many in a row).
 func (d *derivation) attributeConnections() {
 	var targets []*netTarget
 	for i, v := range d.views {
@@ -453,14 +455,15 @@ func (tg *netTarget) spec(kind ProbeKind) probeSpec {
 
 // markFlips marks as successes the connection attempts that flipped the
 // API's status: the last startup attempt before started=true, and the last
-// readiness attempt before ready=true.
+// successThreshold readiness attempts before ready=true (a refused one
+// among them ends the run: the data missed an attempt).
 func (tg *netTarget) markFlips() {
 	a := tg.att
 	for _, flip := range []struct {
 		kind ProbeKind
 		at   time.Time
 		n    int
-	}{{ProbeStartup, a.StartedObserved, 1}, {ProbeReadiness, a.ReadyObserved, 1}} {
+	}{{ProbeStartup, a.StartedObserved, 1}, {ProbeReadiness, a.ReadyObserved, successThreshold(tg.spec(ProbeReadiness))}} {
 		if flip.at.IsZero() {
 			continue
 		}
@@ -477,6 +480,14 @@ func (tg *netTarget) markFlips() {
 			left--
 		}
 	}
+}
+
+// successThreshold is a probe's successThreshold (default 1).
+func successThreshold(c probeSpec) int {
+	if c.probe == nil || c.probe.SuccessThreshold <= 0 {
+		return 1
+	}
+	return int(c.probe.SuccessThreshold)
 }
 
 // pickProbe decides which of several probes with the same command an

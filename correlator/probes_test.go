@@ -167,6 +167,43 @@ func TestInitialDelayFromTruncatedStartedAt(t *testing.T) {
 	}
 }
 
+// TestSuccessThreshold: with successThreshold 3 the attempt that flips
+// ready is the third success in a row.
+func TestSuccessThreshold(t *testing.T) {
+	t.Run("httpGet", func(t *testing.T) {
+		sc := newScenario(t, "threshold-http", app(corev1.Container{
+			ReadinessProbe: threshold(httpProbeOn(0, 1, intstr.FromInt32(8080)), 3)}))
+		startApp(sc, 1.0, 1.3)
+		withPodIP(sc)
+		sc.conn(2.0, 2.001, podIP, 8080, event.TCPRefused)
+		for _, s := range []float64{3, 4, 5} {
+			sc.conn(s, s+0.01, podIP, 8080, event.TCPEstablished)
+		}
+		readyAt(sc, 5.2)
+		tl := sc.run(Config{})
+		wantProbes(t, findContainer(t, tl, "app").Attempts[0],
+			"[readiness@2.00/failure readiness@3.00/success readiness@4.00/success readiness@5.00/success]")
+		if c := findCondition(t, tl, CondContainersReady); !c.Cause.Equal(at(5.01)) {
+			t.Errorf("ContainersReady cause %v (%s), want the third success at 5.01 s", c.Cause, c.CauseEvent)
+		}
+	})
+	t.Run("exec", func(t *testing.T) {
+		sc := newScenario(t, "threshold-exec", app(corev1.Container{
+			ReadinessProbe: threshold(execProbe(0, 1, "check"), 3)}))
+		startApp(sc, 1.0, 1.3)
+		for i, code := range []int{0, 0, 1, 0, 0, 0} {
+			s := float64(2 + i)
+			sc.exec(s, idMain, uint32(600+i), shimPID, "check")
+			sc.exit(s+0.01, idMain, uint32(600+i), code)
+		}
+		readyAt(sc, 7.3)
+		tl := sc.run(Config{})
+		if c := findCondition(t, tl, CondContainersReady); !c.Cause.Equal(at(7.01)) {
+			t.Errorf("ContainersReady cause %v (%s), want the third success in a row at 7.01 s", c.Cause, c.CauseEvent)
+		}
+	})
+}
+
 // TestHTTPPostStartHookAndReadinessOnOnePort: an httpGet postStart hook
 // (on a named port) and an httpGet readiness probe on the same port. The
 // hook's request is the first connection once the container runs; the
