@@ -48,6 +48,13 @@ func (d *derivation) containers() []Container {
 				out[i].Attempts[j].Attempt = j
 			}
 		}
+	}
+	// Connections are the pod's: one port may serve several containers.
+	d.attributeConnections()
+	for _, v := range d.views {
+		for j := range v.out.Attempts {
+			d.completeProbes(v.entry, &v.out.Attempts[j])
+		}
 		d.milestones(v)
 	}
 	// What each container's successor waited for.
@@ -162,10 +169,7 @@ func (d *derivation) milestones(v *containerView) {
 	if len(atts) == 0 {
 		return
 	}
-	v.created = atts[0].Created
-	if v.created.IsZero() && atts[0].Process != nil {
-		v.created = atts[0].Process.Exec
-	}
+	v.created = firstCreated(atts)
 	a := &atts[len(atts)-1]
 	spec := v.entry.spec
 
@@ -187,7 +191,14 @@ func (d *derivation) milestones(v *containerView) {
 	switch {
 	case v.entry.kind == KindInit:
 	case spec.ReadinessProbe != nil:
-		if t := firstSuccess(a.Probes, ProbeReadiness); !t.IsZero() {
+		n := successThreshold(probeSpec{kind: ProbeReadiness, probe: spec.ReadinessProbe})
+		t := nthSuccess(a.Probes, ProbeReadiness, n)
+		if t.IsZero() && !a.ReadyObserved.IsZero() {
+			// Fewer successes in a row seen than the threshold: some were
+			// missed, and the last one seen is the latest known.
+			t = lastSuccess(a.Probes, ProbeReadiness, a.ReadyObserved)
+		}
+		if !t.IsZero() {
 			v.ready, v.readyBy = t, "readinessProbe succeeded"
 			if handlerOf(&spec.ReadinessProbe.ProbeHandler) != "exec" {
 				v.readyBy = handlerOf(&spec.ReadinessProbe.ProbeHandler) + " readinessProbe: ready=true in the API"
@@ -202,10 +213,50 @@ func (d *derivation) milestones(v *containerView) {
 }
 
 func firstSuccess(probes []ProbeAttempt, kind ProbeKind) time.Time {
+	return nthSuccess(probes, kind, 1)
+}
+
+// nthSuccess is the end of the attempt that made n successes of a probe
+// in a row: the one whose result the kubelet sets (prober/worker.go
+// doProbe: "Success or failure is below threshold - leave the probe state
+// unchanged" until resultRun reaches successThreshold).
+func nthSuccess(probes []ProbeAttempt, kind ProbeKind, n int) time.Time {
+	run := 0
 	for _, pa := range probes {
-		if pa.Kind == kind && pa.Result == ProbeSuccess {
+		if pa.Kind != kind {
+			continue
+		}
+		if pa.Result != ProbeSuccess {
+			run = 0
+			continue
+		}
+		if run++; run >= n {
 			return pa.End
 		}
 	}
 	return time.Time{}
+}
+
+// lastSuccess is the end of the last successful attempt of a probe that
+// started before the time given.
+func lastSuccess(probes []ProbeAttempt, kind ProbeKind, before time.Time) time.Time {
+	var t time.Time
+	for _, pa := range probes {
+		if pa.Kind == kind && pa.Result == ProbeSuccess && !pa.Start.After(before) {
+			t = pa.End
+		}
+	}
+	return t
+}
+
+// firstCreated is when a container's first attempt was created (or its
+// process seen).
+func firstCreated(atts []ContainerAttempt) time.Time {
+	if len(atts) == 0 {
+		return time.Time{}
+	}
+	if !atts[0].Created.IsZero() || atts[0].Process == nil {
+		return atts[0].Created
+	}
+	return atts[0].Process.Exec
 }

@@ -213,16 +213,32 @@ func (c *Correlator) park(key string, ev event.Event) {
 	o.events = append(o.events, ev)
 }
 
-// unpark routes the events that waited for key's owner.
+// unpark routes the events that waited for key's owner. Connections wait
+// under their IP and are looked up again, by address and port: on the
+// node's IP, or a pod's own, only a port names the pod; one that still
+// names nobody keeps waiting.
 func (c *Correlator) unpark(key string) {
+	key = pendingKey(key)
 	o, ok := c.index.pending[key]
 	if !ok {
 		return
 	}
 	delete(c.index.pending, key)
-	uid := c.index.owners[key].uid
+	var still []event.Event
 	for _, ev := range o.events {
+		uid := c.index.owners[key].uid
+		if _, isConn := ev.(*event.TCPConnection); isConn {
+			uid, _ = c.index.lookup(ev, c.now)
+		}
+		if uid == "" {
+			still = append(still, ev)
+			continue
+		}
 		c.route(uid, ev)
+	}
+	if len(still) > 0 {
+		o.events = still
+		c.index.pending[key] = o
 	}
 }
 

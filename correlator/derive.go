@@ -17,6 +17,10 @@ type derivation struct {
 	p     *podState
 	ctx   *deriveContext
 	views []*containerView // start order
+	// gates: when each container attempt's probes could run, by id.
+	gates map[string]*probeGate
+	// ambiguous: connections several containers' probes could have made.
+	ambiguous []AmbiguousProbe
 }
 
 // deriveContext is what the correlator knows beyond one pod: host-side
@@ -61,10 +65,11 @@ func (p *podState) timeline(ctx *deriveContext, end ending) *Timeline {
 	if tl.Start.IsZero() || tl.Start.After(p.firstSeen) {
 		tl.Start = p.firstSeen
 	}
-	d := &derivation{p: p, ctx: ctx}
+	d := &derivation{p: p, ctx: ctx, gates: make(map[string]*probeGate)}
 	tl.Sandbox = d.sandbox()
 	tl.ImagePulls = d.imagePulls()
 	tl.Containers = d.containers()
+	tl.AmbiguousProbes = d.ambiguous
 	tl.Conditions = d.conditions(tl.Sandbox)
 	tl.Phases = d.phases(tl)
 	tl.Insights = d.insights(tl)

@@ -54,6 +54,10 @@ type nameAttempt struct {
 type statusFact struct {
 	running, started, ready, terminated time.Time
 	exitCode                            *int
+	// startedAt is State.Running.StartedAt as the status reports it (1 s,
+	// status_manager.go normalizeStatus): what the kubelet's probe workers
+	// measure initialDelaySeconds from.
+	startedAt time.Time
 }
 
 // procRecord is one process as the kernel reported it.
@@ -165,6 +169,9 @@ func (p *podState) observeContainer(cs *corev1.ContainerStatus, at time.Time) {
 	f := p.statusOf(id)
 	if cs.State.Running != nil && f.running.IsZero() {
 		f.running = at
+	}
+	if cs.State.Running != nil && f.startedAt.IsZero() {
+		f.startedAt = cs.State.Running.StartedAt.Time
 	}
 	if cs.Started != nil && *cs.Started && f.started.IsZero() {
 		f.started = at

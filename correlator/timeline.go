@@ -68,6 +68,10 @@ type Timeline struct {
 	// Containers in spec order: init containers (regular and sidecar), then
 	// the main containers.
 	Containers []Container `json:"containers"`
+	// AmbiguousProbes are the kubelet's connections that the probes (or
+	// hooks) of several containers could have made, and the kubelet's
+	// rules and timing could not tell which: they are on no container.
+	AmbiguousProbes []AmbiguousProbe `json:"ambiguous_probes,omitempty"`
 	// Conditions are the five lifecycle conditions, in the order they became
 	// True (those never True are left out).
 	Conditions []ConditionTransition `json:"conditions"`
@@ -225,6 +229,9 @@ type Hook struct {
 	Inferred bool `json:"inferred,omitempty"`
 	// Call is the ExecSync call that ran an exec hook, when seen.
 	Call *CRICall `json:"call,omitempty"`
+	// Conn is the request of an httpGet hook, when seen: the hook is then
+	// the connection (connect to close).
+	Conn *Connection `json:"conn,omitempty"`
 }
 
 // ProbeKind is startup, readiness or liveness.
@@ -270,6 +277,28 @@ type ProbeAttempt struct {
 	// flip, and unknown otherwise (the kernel does not see HTTP statuses).
 	Conn *Connection `json:"conn,omitempty"`
 }
+
+// AmbiguousProbe is a kubelet connection to a port that the probes or
+// hooks of several containers use (service meshes do this), made when
+// more than one of them could run.
+type AmbiguousProbe struct {
+	Start time.Time   `json:"start"`
+	End   time.Time   `json:"end,omitzero"`
+	Conn  *Connection `json:"conn"`
+	// Candidates are the probes (and hooks) it could have been, in spec order.
+	Candidates []ProbeTarget `json:"candidates"`
+}
+
+// ProbeTarget names one probe or hook of one container attempt.
+type ProbeTarget struct {
+	Container string `json:"container"`
+	Attempt   int    `json:"attempt"`
+	// Kind is startup, readiness, liveness or postStart.
+	Kind string `json:"kind"`
+}
+
+// HookPostStart is the ProbeTarget kind of a postStart hook.
+const HookPostStart = "postStart"
 
 // Connection is a TCP connection the kubelet made to the pod.
 type Connection struct {
