@@ -38,6 +38,10 @@ func (d *derivation) containers() []Container {
 	out := make([]Container, len(order))
 	for i, e := range order {
 		out[i] = Container{Name: e.name, Kind: e.kind, Index: e.index, Image: e.spec.Image}
+		if w := p.waiting[e.name]; w != nil && len(w.list) > 0 {
+			out[i].Waiting = append([]WaitingReason(nil), w.list...)
+			out[i].WaitingOmitted = w.omitted
+		}
 		v := &containerView{entry: e, out: &out[i]}
 		d.views = append(d.views, v)
 		for _, id := range d.sortAttempts(byName[e.name]) {

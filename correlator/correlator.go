@@ -234,7 +234,7 @@ func (c *Correlator) Flush() []*Timeline {
 	for _, uid := range c.sortedUIDs() {
 		p := c.pods[uid]
 		if p.outcome == "" {
-			p.finish(OutcomeTimeout, c.now, "still starting when readyline stopped")
+			p.finish(OutcomeTimeout, c.now, p.withStuckDetail("still starting when readyline stopped"))
 		}
 		out = append(out, c.complete(p))
 	}
@@ -367,7 +367,7 @@ func (c *Correlator) expire() []*Timeline {
 	for _, uid := range c.sortedUIDs() {
 		p := c.pods[uid]
 		if p.outcome == "" && c.now.Sub(p.firstSeen) >= c.cfg.Timeout {
-			p.finish(OutcomeTimeout, c.now, "not Ready within "+c.cfg.Timeout.String())
+			p.finish(OutcomeTimeout, c.now, p.withStuckDetail("not Ready within "+c.cfg.Timeout.String()))
 		}
 		if p.outcome != "" && (p.outcome == OutcomeTimeout || c.now.Sub(p.doneAt) >= c.cfg.Grace) {
 			out = append(out, c.complete(p))

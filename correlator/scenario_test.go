@@ -244,3 +244,21 @@ func (sc *scenario) cniExec(start, end float64, pid uint32, plugin string) {
 		&event.ProcessExec{Time: at(start), Process: p, Filename: "/usr/lib/cni/" + plugin, Argv: []string{plugin}},
 		&event.ProcessExit{Time: at(end), Process: p, Filename: "/usr/lib/cni/" + plugin})
 }
+
+// waiting is a container's status while the kubelet holds it with reason
+// (state.waiting), as convertToAPIContainerStatuses writes it.
+func waiting(name, reason, msg string) corev1.ContainerStatus {
+	f := false
+	return corev1.ContainerStatus{Name: name, Started: &f,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}}
+}
+
+// lastExit sets the container's lastState to a termination with code,
+// from container id.
+func lastExit(cs corev1.ContainerStatus, id string, code int32, restarts int32) corev1.ContainerStatus {
+	cs.ContainerID = ""
+	cs.RestartCount = restarts
+	cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+		ExitCode: code, Reason: "Error", ContainerID: "containerd://" + id}}
+	return cs
+}
