@@ -120,6 +120,12 @@ type Sandbox struct {
 	// CNI are the CNI plugin processes the runtime ran for the sandbox
 	// network (ADD), seen in the kernel inside the RunPodSandbox call.
 	CNI []Process `json:"cni,omitempty"`
+	// FailedCalls are the pod's RunPodSandbox calls that returned an error
+	// (a CNI plugin that failed, a runtime handler that does not exist), in
+	// time order; the kubelet retries them with back-off. A failed call
+	// returns no sandbox id: when no call succeeded, ID is empty and the
+	// sandbox is only these calls.
+	FailedCalls []CRICall `json:"failed_calls,omitempty"`
 }
 
 // CRICall is one call of the kubelet's CRI client, timed in the kernel.
@@ -164,6 +170,9 @@ type Container struct {
 	// the latest are kept, WaitingOmitted counts the others).
 	Waiting        []WaitingReason `json:"waiting,omitempty"`
 	WaitingOmitted int             `json:"waiting_omitted,omitempty"`
+	// FailedCalls are the CreateContainer calls for this container that
+	// returned an error, and so made no attempt (CreateContainerError).
+	FailedCalls []CRICall `json:"failed_calls,omitempty"`
 }
 
 // WaitingReason is one reason the API gave for a container not running
