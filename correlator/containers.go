@@ -38,6 +38,10 @@ func (d *derivation) containers() []Container {
 	out := make([]Container, len(order))
 	for i, e := range order {
 		out[i] = Container{Name: e.name, Kind: e.kind, Index: e.index, Image: e.spec.Image}
+		if w := p.waiting[e.name]; w != nil && len(w.list) > 0 {
+			out[i].Waiting = append([]WaitingReason(nil), w.list...)
+			out[i].WaitingOmitted = w.omitted
+		}
 		v := &containerView{entry: e, out: &out[i]}
 		d.views = append(d.views, v)
 		for _, id := range d.sortAttempts(byName[e.name]) {
@@ -48,6 +52,7 @@ func (d *derivation) containers() []Container {
 				out[i].Attempts[j].Attempt = j
 			}
 		}
+		out[i].FailedCalls = d.failedContainerCalls(e.name)
 	}
 	// Connections are the pod's: one port may serve several containers.
 	d.attributeConnections()
@@ -83,6 +88,27 @@ func (d *derivation) containers() []Container {
 		}
 	}
 	return out
+}
+
+// failedContainerCalls are the CreateContainer calls for container name
+// that returned an error: no container id came back, so they belong to no
+// attempt and are known by the name in their request. A failed
+// StartContainer names its container id and stays with its attempt.
+func (d *derivation) failedContainerCalls(name string) []CRICall {
+	var out []CRICall
+	for _, c := range d.p.calls {
+		if c.Method == event.CRICreateContainer && c.Err && c.ContainerID == "" &&
+			c.ContainerName == name && c.PodUID == d.p.uid {
+			out = append(out, *criCall(c))
+		}
+	}
+	sortCalls(out)
+	return out
+}
+
+// sortCalls orders calls by their return.
+func sortCalls(calls []CRICall) {
+	sort.SliceStable(calls, func(i, j int) bool { return calls[i].End.Before(calls[j].End) })
 }
 
 // sortAttempts orders a container's ids by attempt number, then creation.
@@ -148,7 +174,7 @@ func (d *derivation) attempt(e specEntry, id string) ContainerAttempt {
 			a.Calls = append(a.Calls, *criCall(c))
 		}
 	}
-	sort.SliceStable(a.Calls, func(i, j int) bool { return a.Calls[i].End.Before(a.Calls[j].End) })
+	sortCalls(a.Calls)
 	d.classify(e, &a, sessions)
 	return a
 }

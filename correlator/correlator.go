@@ -251,7 +251,7 @@ func (c *Correlator) Flush() []*Timeline {
 	for _, uid := range c.sortedUIDs() {
 		p := c.pods[uid]
 		if p.outcome == "" {
-			p.finish(OutcomeTimeout, c.now, "still starting when readyline stopped")
+			p.finish(OutcomeTimeout, c.now, p.withStuckDetail("still starting when readyline stopped"))
 		}
 		out = append(out, c.complete(p))
 	}
@@ -396,7 +396,7 @@ func (c *Correlator) expire() []*Timeline {
 	for _, uid := range c.sortedUIDs() {
 		p := c.pods[uid]
 		if p.outcome == "" && p.reportedAt.IsZero() && c.now.Sub(p.firstSeen) >= c.cfg.Timeout {
-			out = append(out, c.report(p, "not Ready within "+c.cfg.Timeout.String()))
+			out = append(out, c.report(p, p.withStuckDetail("not Ready within "+c.cfg.Timeout.String())))
 		}
 		if p.outcome != "" && c.now.Sub(p.doneAt) >= c.cfg.Grace {
 			out = append(out, c.complete(p))

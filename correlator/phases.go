@@ -16,12 +16,17 @@ func (d *derivation) phases(tl *Timeline) []Phase {
 	if f, ok := d.p.conds[corev1.PodScheduled]; ok {
 		add(PhaseSchedule, tl.Start, f.lastTransition, "api-coarse")
 	}
+	// The sandbox phase starts with the first RunPodSandbox call, failed
+	// ones included: the retries and the back-off between them are time
+	// spent getting a sandbox, not waiting for the kubelet to try.
 	if sb := tl.Sandbox; sb != nil && sb.Call != nil && !sb.Call.Start.IsZero() {
-		add(PhaseWaitSandbox, d.p.firstSeen, sb.Call.Start, "api")
-		add(PhaseSandbox, sb.Call.Start, sb.Call.End, "kernel")
+		start := firstCallStart(sb.FailedCalls, sb.Call.Start)
+		add(PhaseWaitSandbox, d.p.firstSeen, start, "api")
+		add(PhaseSandbox, start, sb.Call.End, "kernel")
 	} else if sb != nil {
-		add(PhaseWaitSandbox, d.p.firstSeen, sb.Created, "api")
-		add(PhaseSandbox, sb.Created, sb.Ready, "runtime")
+		start := firstCallStart(sb.FailedCalls, sb.Created)
+		add(PhaseWaitSandbox, d.p.firstSeen, start, "api")
+		add(PhaseSandbox, start, sb.Ready, "runtime")
 	}
 	var firstInit, firstMain *containerView
 	for _, v := range d.views {
@@ -47,4 +52,13 @@ func (d *derivation) phases(tl *Timeline) []Phase {
 		add(PhaseContainers, firstMain.created, t, "kernel")
 	}
 	return out
+}
+
+// firstCallStart is the earliest start among calls and t (zero times
+// ignored).
+func firstCallStart(calls []CRICall, t time.Time) time.Time {
+	for _, c := range calls {
+		t = earliest(t, c.Start)
+	}
+	return t
 }

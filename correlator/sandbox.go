@@ -34,9 +34,14 @@ func (d *derivation) sandbox() *Sandbox {
 			}
 		}
 	}
+	failed := d.failedSandboxCalls()
 	if sb == nil {
+		if len(failed) > 0 {
+			return &Sandbox{FailedCalls: failed} // no call succeeded
+		}
 		return nil
 	}
+	sb.FailedCalls = failed
 	if cp := p.procs[sb.ID]; cp != nil {
 		if e, _ := analyze(cp); e != nil {
 			sb.PauseStart = e.exec
@@ -74,11 +79,11 @@ func (d *derivation) cni(sb *Sandbox, call *event.CRICall) []Process {
 }
 
 // sandboxCall finds the pod's RunPodSandbox call: the one that returned its
-// sandbox, else the last one that named its UID.
+// sandbox, else the last successful one that named its UID.
 func (d *derivation) sandboxCall(sb *Sandbox) *event.CRICall {
 	var found *event.CRICall
 	for _, c := range d.p.calls {
-		if c.Method != event.CRIRunPodSandbox {
+		if c.Method != event.CRIRunPodSandbox || c.Err {
 			continue
 		}
 		if sb != nil && c.PodSandboxID == sb.ID {
@@ -89,6 +94,22 @@ func (d *derivation) sandboxCall(sb *Sandbox) *event.CRICall {
 		}
 	}
 	return found
+}
+
+// failedSandboxCalls are the pod's RunPodSandbox calls that returned an
+// error, in time order. They reach the pod by its UID, read from the
+// request: a failed call returns no sandbox id. The kubelet retries them
+// on its pod worker's back-off (kuberuntime_manager.go SyncPod:
+// createPodSandbox fails the sync with CreatePodSandboxError).
+func (d *derivation) failedSandboxCalls() []CRICall {
+	var out []CRICall
+	for _, c := range d.p.calls {
+		if c.Method == event.CRIRunPodSandbox && c.Err && c.PodUID == d.p.uid {
+			out = append(out, *criCall(c))
+		}
+	}
+	sortCalls(out)
+	return out
 }
 
 // cniWithin returns the CNI plugin processes that ran inside this pod's

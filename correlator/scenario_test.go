@@ -326,3 +326,21 @@ func probeKinds(a ContainerAttempt) []string {
 	}
 	return out
 }
+
+// waiting is a container's status while the kubelet holds it with reason
+// (state.waiting), as convertToAPIContainerStatuses writes it.
+func waiting(name, reason, msg string) corev1.ContainerStatus {
+	f := false
+	return corev1.ContainerStatus{Name: name, Started: &f,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}}
+}
+
+// lastExit sets the container's lastState to a termination with code,
+// from container id.
+func lastExit(cs corev1.ContainerStatus, id string, code int32, restarts int32) corev1.ContainerStatus {
+	cs.ContainerID = ""
+	cs.RestartCount = restarts
+	cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+		ExitCode: code, Reason: "Error", ContainerID: "containerd://" + id}}
+	return cs
+}

@@ -134,6 +134,12 @@ type Sandbox struct {
 	// CNI are the CNI plugin processes the runtime ran for the sandbox
 	// network (ADD), seen in the kernel inside the RunPodSandbox call.
 	CNI []Process `json:"cni,omitempty"`
+	// FailedCalls are the pod's RunPodSandbox calls that returned an error
+	// (a CNI plugin that failed, a runtime handler that does not exist), in
+	// time order; the kubelet retries them with back-off. A failed call
+	// returns no sandbox id: when no call succeeded, ID is empty and the
+	// sandbox is only these calls.
+	FailedCalls []CRICall `json:"failed_calls,omitempty"`
 }
 
 // CRICall is one call of the kubelet's CRI client, timed in the kernel.
@@ -173,7 +179,43 @@ type Container struct {
 	Index    int                `json:"index"`
 	Image    string             `json:"image,omitempty"`
 	Attempts []ContainerAttempt `json:"attempts"`
+	// Waiting are the reasons the API gave for the container waiting, in the
+	// order they first appeared (at most maxWaitingReasons: the first and
+	// the latest are kept, WaitingOmitted counts the others).
+	Waiting        []WaitingReason `json:"waiting,omitempty"`
+	WaitingOmitted int             `json:"waiting_omitted,omitempty"`
+	// FailedCalls are the CreateContainer calls for this container that
+	// returned an error, and so made no attempt (CreateContainerError).
+	FailedCalls []CRICall `json:"failed_calls,omitempty"`
 }
+
+// WaitingReason is one reason the API gave for a container not running
+// (status.containerStatuses[].state.waiting): ErrImagePull,
+// ImagePullBackOff, ErrImageNeverPull, CrashLoopBackOff,
+// CreateContainerConfigError, RunContainerError, ... The kubelet's default
+// reasons for a container not created yet (ContainerCreating,
+// PodInitializing) are left out: the attempts and phases say that already.
+//
+// Observations of the same reason with no other reason in between are one
+// entry, even when the container ran in between: a crash loop is one
+// CrashLoopBackOff entry whose Times counts the back-offs.
+type WaitingReason struct {
+	Reason string `json:"reason"`
+	// Message is the latest message given with the reason (a back-off's
+	// message names its current length).
+	Message string `json:"message,omitempty"`
+	// First and Last are the first and the last watch update that showed
+	// the reason (observed times, ms precision).
+	First time.Time `json:"first"`
+	Last  time.Time `json:"last"`
+	// Times is how many separate times the container entered the reason
+	// (each time after it was running, terminated or waiting for a default
+	// reason).
+	Times int `json:"times"`
+}
+
+// Duration is Last - First: how long the reason was seen for, at least.
+func (w WaitingReason) Duration() time.Duration { return span(w.First, w.Last) }
 
 // ContainerAttempt is one run of a container (restarts get new ones).
 type ContainerAttempt struct {

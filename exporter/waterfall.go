@@ -35,7 +35,11 @@ const (
 	glyphProbeGuess = '◇'
 	glyphCondition  = '◆'
 	glyphLag        = '─'
+	glyphWaiting    = '▒'
 )
+
+// maxWaitingMessageRows bounds the rows a waiting reason's message wraps to.
+const maxWaitingMessageRows = 2
 
 // eighths are the left-aligned partial blocks, index = eighths of a cell.
 var eighths = []rune{' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉', '█'}
@@ -258,6 +262,9 @@ func (wf *waterfall) collect() {
 func (wf *waterfall) pause() {
 	sb := wf.tl.Sandbox
 	if sb != nil {
+		for _, call := range sb.FailedCalls {
+			wf.call("  ", call)
+		}
 		for i := range sb.CNI {
 			p := &sb.CNI[i]
 			end, dur := p.Exit, fmtSeconds(p.Exit.Sub(p.Exec))
@@ -287,7 +294,6 @@ func (wf *waterfall) container(c *correlator.Container, depth int) {
 	name := ContainerSpanName(c)
 	if len(c.Attempts) == 0 {
 		wf.emit(wrow{indent + name, "", "", "never started"})
-		return
 	}
 	for ai := range c.Attempts {
 		a := &c.Attempts[ai]
@@ -306,14 +312,7 @@ func (wf *waterfall) container(c *correlator.Container, depth int) {
 		wf.emit(wrow{indent + label, wf.offset(start), fmtSeconds(end.Sub(start)), wf.bar(start, end, glyphFull)})
 		sub := indent + "  "
 		for _, call := range a.Calls {
-			if call.Start.IsZero() || call.End.IsZero() {
-				continue
-			}
-			method := call.Method.Short()
-			if call.Err {
-				method += " ✗"
-			}
-			wf.emit(wrow{sub + method, wf.offset(call.Start), fmtSeconds(call.End.Sub(call.Start)), wf.bar(call.Start, call.End, glyphFull)})
+			wf.call(sub, call)
 		}
 		if p := a.Process; p != nil && !p.Exec.IsZero() {
 			label := ProcessSpanName(p)
@@ -349,6 +348,79 @@ func (wf *waterfall) container(c *correlator.Container, depth int) {
 		}
 		wf.probes(sub, a.Probes)
 	}
+	wf.containerFacts(indent+"  ", c)
+}
+
+// call draws a CRI call, marked ✗ when it failed.
+func (wf *waterfall) call(indent string, call correlator.CRICall) {
+	if call.Start.IsZero() || call.End.IsZero() {
+		return
+	}
+	method := call.Method.Short()
+	if call.Err {
+		method += " ✗"
+	}
+	wf.emit(wrow{indent + method, wf.offset(call.Start), fmtSeconds(call.End.Sub(call.Start)), wf.bar(call.Start, call.End, glyphFull)})
+}
+
+// containerFacts draws what belongs to a container rather than to one of
+// its attempts, after them: the calls that made no attempt, then each
+// waiting reason from its first to its last observation, its message
+// wrapped below the bar.
+func (wf *waterfall) containerFacts(indent string, c *correlator.Container) {
+	for _, call := range c.FailedCalls {
+		wf.call(indent, call)
+	}
+	for _, w := range c.Waiting {
+		label := "waiting " + w.Reason
+		if w.Times > 1 {
+			label += fmt.Sprintf(" ×%d", w.Times)
+		}
+		dur := "" // seen once
+		if w.Last.After(w.First) {
+			dur = fmtSeconds(w.Duration())
+		}
+		wf.emit(wrow{indent + label, wf.offset(w.First), dur, wf.bar(w.First, w.Last, glyphWaiting)})
+		for _, line := range wrapWords(w.Message, wf.barW, maxWaitingMessageRows) {
+			wf.emit(wrow{bar: line})
+		}
+	}
+	if c.WaitingOmitted > 0 {
+		wf.emit(wrow{label: indent + fmt.Sprintf("(%d more waiting reasons)", c.WaitingOmitted)})
+	}
+}
+
+// wrapWords splits text into at most rows lines of at most width runes,
+// between words where it can; the last line ends with "…" when text did
+// not fit.
+func wrapWords(text string, width, rows int) []string {
+	var out []string
+	line := ""
+	for _, word := range strings.Fields(text) {
+		for utf8.RuneCountInString(word) > width { // a word longer than a line
+			if line != "" {
+				out, line = append(out, line), ""
+			}
+			r := []rune(word)
+			out, word = append(out, string(r[:width])), string(r[width:])
+		}
+		switch {
+		case line == "":
+			line = word
+		case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) <= width:
+			line += " " + word
+		default:
+			out, line = append(out, line), word
+		}
+	}
+	if line != "" {
+		out = append(out, line)
+	}
+	if len(out) > rows {
+		out = out[:rows]
+		out[rows-1] = truncate(out[rows-1]+" …", width)
+	}
+	return out
 }
 
 // probes draws one row per probe kind, its attempts as marks; the duration is
@@ -442,7 +514,7 @@ func (wf *waterfall) footer(w *bufio.Writer) {
 		}
 		writeItems(w, "  ", parts, " ", wf.width)
 	}
-	writeItems(w, "", []string{
+	legend := []string{
 		string(glyphFull) + " interval",
 		string(glyphInferred) + " inferred",
 		string(glyphInstant) + " instant",
@@ -451,7 +523,11 @@ func (wf *waterfall) footer(w *bufio.Writer) {
 		string(glyphProbeGuess) + " probe inferred from status",
 		string(glyphCondition) + " condition observed",
 		string(glyphLag) + " its lag",
-	}, "  ", wf.width)
+	}
+	if slices.ContainsFunc(tl.Containers, func(c correlator.Container) bool { return len(c.Waiting) > 0 }) {
+		legend = append(legend, string(glyphWaiting)+" waiting (API)")
+	}
+	writeItems(w, "", legend, "  ", wf.width)
 }
 
 // writeItems writes prefix and the items joined by sep, wrapped at width

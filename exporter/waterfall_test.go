@@ -26,6 +26,8 @@ func TestRenderWaterfallGolden(t *testing.T) {
 		{"init-failure-never", initFailureNever(), 100},
 		{"poststart-demo", postStartDemo(), 100},
 		{"probe-retries", probeRetries(), 100},
+		{"stuck-crashloop", stuckCrashLoop(), 100},
+		{"stuck-crashloop-narrow", stuckCrashLoop(), 72},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
