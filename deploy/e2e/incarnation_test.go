@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,6 +91,16 @@ spec:
 	}
 	if tl.Outcome != correlator.OutcomeTimeout || tl.End.Sub(tl.Start) > StartTimeout+5*time.Second {
 		t.Errorf("the start: %s after %v, want the report at the %v deadline", tl.Outcome, tl.End.Sub(tl.Start), StartTimeout)
+	}
+	// Why it is stuck: the kubelet's waiting reason, and the exit code.
+	var waited []string
+	for _, c := range tl.Containers {
+		for _, w := range c.Waiting {
+			waited = append(waited, c.Name+":"+w.Reason)
+		}
+	}
+	if !slices.Contains(waited, "app:CrashLoopBackOff") || !strings.Contains(tl.Reason, "app: ") || !strings.Contains(tl.Reason, "last exit 3") {
+		t.Errorf("report reason %q, waiting %v: want app's CrashLoopBackOff and its last exit 3", tl.Reason, waited)
 	}
 	roots := rootSpans(ctx, t, TraceIDFromPodUID(uid))
 	if len(roots) != 1 {
