@@ -17,6 +17,8 @@ type derivation struct {
 	p     *podState
 	ctx   *deriveContext
 	views []*containerView // start order
+	// late: readyline saw the pod after its start had begun (sight.go).
+	late bool
 }
 
 // deriveContext is what the correlator knows beyond one pod: host-side
@@ -53,11 +55,34 @@ func (p *podState) timeline(ctx *deriveContext) *Timeline {
 	if tl.Start.IsZero() || tl.Start.After(p.firstSeen) {
 		tl.Start = p.firstSeen
 	}
-	d := &derivation{p: p, ctx: ctx}
+	if p.nodeUID != p.uid {
+		// A static pod started on the node before its mirror pod existed.
+		tl.Pod.ConfigHash = p.nodeUID
+		tl.Start = earliest(tl.Start, p.nodeStart())
+	}
+	d := &derivation{p: p, ctx: ctx, late: p.seenLate()}
 	tl.Sandbox = d.sandbox()
 	tl.ImagePulls = d.imagePulls()
 	tl.Containers = d.containers()
 	tl.Conditions = d.conditions(tl.Sandbox)
+	if tl.Outcome == OutcomeReady {
+		for _, c := range tl.Conditions {
+			if c.Type == CondReady && c.Coarse {
+				// Ready before the first sight: its own time, not its
+				// sighting. lastTransitionTime is truncated to the second;
+				// a cause inside that second is the finer time.
+				end := c.LastTransitionTime
+				if !c.Cause.Before(end) && c.Cause.Before(end.Add(time.Second)) {
+					end = c.Cause
+				}
+				tl.End = latest(end, tl.Start)
+			}
+		}
+	}
+	if d.late {
+		tl.ObservedSince = p.firstSight()
+		tl.Missing = d.missing(tl, tl.ObservedSince)
+	}
 	tl.Phases = d.phases(tl)
 	tl.Insights = d.insights(tl)
 	tl.CriticalPath = d.criticalPath(tl)
@@ -72,6 +97,16 @@ func criCall(c *event.CRICall) *CRICall {
 // runtime's) and the exec sessions the kubelet started in it (probes and
 // hooks): processes whose ancestry does not lead back to the entrypoint.
 func analyze(cp *containerProcs) (entry *procRecord, sessions []*procRecord) {
+	return analyzeStarted(cp, time.Time{})
+}
+
+// analyzeStarted is analyze for a container the runtime says started at
+// started (zero: unknown). The entrypoint execs as the container starts, so
+// a first program seen more than sightSlack later is not it: the kernel
+// missed the entrypoint (readyline was not yet watching, or the ring buffer
+// dropped it), and every process seen is then an exec session or a child of
+// the unseen entrypoint, which no probe or hook command matches.
+func analyzeStarted(cp *containerProcs, started time.Time) (entry *procRecord, sessions []*procRecord) {
 	if cp == nil {
 		return nil, nil
 	}
@@ -88,15 +123,20 @@ func analyze(cp *containerProcs) (entry *procRecord, sessions []*procRecord) {
 			break
 		}
 	}
-	if entry == nil {
+	members := make(map[uint32]bool) // pids of the entrypoint and its children
+	switch {
+	case entry == nil:
 		return nil, nil
+	case !started.IsZero() && entry.exec.After(started.Add(sightSlack)):
+		entry = nil
+	default:
+		members[entry.pid] = true
 	}
-	members := map[uint32]bool{entry.pid: true}
 	session := make(map[uint32]bool) // pids inside an exec session
 	for _, r := range list {
 		switch {
-		case r == entry:
-		case r.first().Before(entry.exec):
+		case entry != nil && r == entry:
+		case entry != nil && r.first().Before(entry.exec):
 			// the runtime's own steps into the container before the entrypoint
 		case members[r.ppid]:
 			members[r.pid] = true
