@@ -21,6 +21,9 @@ func (d *derivation) conditions(sb *Sandbox) []ConditionTransition {
 			continue
 		}
 		ct := ConditionTransition{Type: string(typ), Observed: f.observed, LastTransitionTime: f.lastTransition}
+		if d.coarseAtFirstSight(f) && !f.lastTransition.IsZero() {
+			ct.Observed, ct.Coarse = f.lastTransition, true
+		}
 		ct.Cause, ct.CauseEvent = d.cause(typ, sb)
 		out = append(out, ct)
 	}

@@ -12,7 +12,7 @@ import (
 func (d *derivation) imagePulls() []ImagePull {
 	var out []ImagePull
 	for _, c := range d.p.calls {
-		if c.Method != event.CRIPullImage || c.PodUID != d.p.uid {
+		if c.Method != event.CRIPullImage || c.PodUID != d.p.nodeUID {
 			continue
 		}
 		ip := ImagePull{Image: c.Image, Ref: c.ImageRef, Call: *criCall(c)}
@@ -143,7 +143,11 @@ func (d *derivation) sortAttempts(ids []string) []string {
 func (d *derivation) attempt(e specEntry, id string) ContainerAttempt {
 	p := d.p
 	a := ContainerAttempt{Attempt: p.names[id].attempt, ContainerID: id}
-	entry, sessions := analyze(p.procs[id])
+	var started time.Time
+	if rt := p.runtime[id]; rt != nil {
+		started = rt.StartedAt
+	}
+	entry, sessions := analyzeStarted(p.procs[id], started)
 	if rt := p.runtime[id]; rt != nil {
 		a.Created, a.Started, a.Finished = rt.CreatedAt, rt.StartedAt, rt.FinishedAt
 		if !rt.FinishedAt.IsZero() {

@@ -21,6 +21,9 @@ type Config struct {
 	// OrphanTTL is how long events for a pod not (yet) seen in the API are
 	// kept in case the pod shows up, and how long a deleted pod's late events
 	// (the exits of its killed processes) are still recognised. Default 30 s.
+	// Events of what looks like a static pod (a node-side UID of the form of
+	// a kubelet config hash) wait up to Timeout instead: its mirror pod may
+	// come much later (static.go).
 	OrphanTTL time.Duration
 	// MaxPods bounds the pod starts tracked at once, and the pods whose start
 	// has ended that are remembered until the API deletes them (a node runs
@@ -83,6 +86,9 @@ type Correlator struct {
 	// when first seen), until their deletion; their events are not orphans.
 	ended   map[string]endedPod
 	orphans map[string]*orphanEvents
+	// aliases: a static pod's config hash -> its mirror pod's UID, the
+	// key of its state in pods and ended (static.go).
+	aliases map[string]string
 	// index: which pod an id or IP belongs to; cni: recent CNI plugin
 	// processes; sandboxCalls: recent RunPodSandbox calls of every pod.
 	index        ownerIndex
@@ -105,6 +111,8 @@ type endedPod struct {
 	// deleted: when the API reported the deletion; the pod is forgotten
 	// OrphanTTL later, once its last processes have been reaped.
 	deleted time.Time
+	// hash: a static pod's config hash, its alias until it is forgotten.
+	hash string
 }
 
 type orphanEvents struct {
@@ -119,6 +127,7 @@ func New(cfg Config) *Correlator {
 		pods:    make(map[string]*podState),
 		ended:   make(map[string]endedPod),
 		orphans: make(map[string]*orphanEvents),
+		aliases: make(map[string]string),
 		index:   newOwnerIndex(),
 	}
 }
@@ -306,6 +315,10 @@ func (c *Correlator) handlePod(e *event.PodUpdate) {
 		return
 	}
 	uid := string(e.Pod.UID)
+	hash, mirror := mirrorHash(e.Pod)
+	if mirror {
+		c.aliases[hash] = uid
+	}
 	if p, ok := c.pods[uid]; ok {
 		p.observe(e)
 		return
@@ -320,27 +333,48 @@ func (c *Correlator) handlePod(e *event.PodUpdate) {
 		}
 		return
 	}
-	if e.Action == event.PodDeleted || alreadyStarted(e.Pod) {
-		ep := endedPod{since: c.now}
+	nodeUID := uid
+	if mirror {
+		nodeUID = hash
+	}
+	keys := []string{uid}
+	if nodeUID != uid {
+		keys = append(keys, nodeUID)
+	}
+	var early []event.Event // node facts that came before the pod
+	for _, key := range keys {
+		if o, ok := c.orphans[key]; ok {
+			early = append(early, o.events...)
+		}
+	}
+	// A pod first seen Ready (or done) started before readyline saw it and
+	// is not traced, except a static pod whose node facts show its start
+	// from the sandbox on: its mirror pod came after the start, often
+	// already Ready (static.go), but the start itself happened in view.
+	started := alreadyStarted(e.Pod) && !(mirror && sawStartOnNode(early))
+	if e.Action == event.PodDeleted || started {
+		ep := endedPod{since: c.now, hash: hash}
 		if e.Action == event.PodDeleted {
 			ep.deleted = c.now
 		}
 		c.end(uid, ep)
-		delete(c.orphans, uid)
+		for _, key := range keys {
+			delete(c.orphans, key)
+		}
 		return
 	}
 	if len(c.pods) >= c.cfg.MaxPods {
 		c.stats.Overflow++
 		return
 	}
-	p := newPodState(e, c.cfg.MaxProcessesPerPod)
+	p := newPodState(e, nodeUID, c.cfg.MaxProcessesPerPod)
 	c.pods[uid] = p
 	p.observe(e)
-	if o, ok := c.orphans[uid]; ok {
-		delete(c.orphans, uid)
-		for _, ev := range o.events {
-			c.stats.Overflow += p.record(ev)
-		}
+	for _, key := range keys {
+		delete(c.orphans, key)
+	}
+	for _, ev := range early {
+		c.stats.Overflow += p.record(ev)
 	}
 }
 
@@ -358,7 +392,10 @@ func alreadyStarted(pod *corev1.Pod) bool {
 }
 
 // route hands a node event to its pod, or keeps it until the pod shows up.
+// uid is the pod UID the event carries: a static pod's config hash names its
+// mirror pod once that is known.
 func (c *Correlator) route(uid string, ev event.Event) {
+	uid = c.resolve(uid)
 	if p, ok := c.pods[uid]; ok {
 		c.stats.Overflow += p.record(ev)
 		return
@@ -404,7 +441,11 @@ func (c *Correlator) expire() []*Timeline {
 	}
 	for _, m := range []map[string]*orphanEvents{c.orphans, c.index.pending} {
 		for key, o := range m {
-			if c.now.Sub(o.first) >= c.cfg.OrphanTTL {
+			ttl := c.cfg.OrphanTTL
+			if looksLikeConfigHash(key) {
+				ttl = max(ttl, c.cfg.Timeout)
+			}
+			if c.now.Sub(o.first) >= ttl {
 				c.stats.Orphaned += uint64(len(o.events))
 				delete(m, key)
 			}
@@ -412,15 +453,17 @@ func (c *Correlator) expire() []*Timeline {
 	}
 	for uid, ep := range c.ended {
 		if !ep.deleted.IsZero() && c.now.Sub(ep.deleted) >= c.cfg.OrphanTTL {
-			delete(c.ended, uid)
+			c.forget(uid)
 		}
 	}
 	c.index.forget(c.now, c.cfg.Timeout, c.knows)
 	return out
 }
 
-// knows reports whether uid is a pod the correlator tracks or remembers.
+// knows reports whether uid (or the static pod it is the config hash of) is
+// a pod the correlator tracks or remembers.
 func (c *Correlator) knows(uid string) bool {
+	uid = c.resolve(uid)
 	if _, ok := c.pods[uid]; ok {
 		return true
 	}
@@ -450,15 +493,36 @@ func (c *Correlator) end(uid string, ep endedPod) {
 				oldest = id
 			}
 		}
-		delete(c.ended, oldest)
+		c.forget(oldest)
 		c.stats.Forgotten++
 	}
 	c.ended[uid] = ep
 }
 
+// resolve returns the UID a node-side pod UID stands for: the mirror pod's
+// for a known static pod's config hash, else uid itself.
+func (c *Correlator) resolve(uid string) string {
+	if m, ok := c.aliases[uid]; ok {
+		return m
+	}
+	return uid
+}
+
+// forget drops an ended pod, and its alias if it still names it.
+func (c *Correlator) forget(uid string) {
+	if h := c.ended[uid].hash; h != "" && c.aliases[h] == uid {
+		delete(c.aliases, h)
+	}
+	delete(c.ended, uid)
+}
+
 func (c *Correlator) complete(p *podState) *Timeline {
 	delete(c.pods, p.uid)
-	c.end(p.uid, endedPod{since: c.now, traced: true, deleted: p.deletedAt})
+	ep := endedPod{since: c.now, traced: true, deleted: p.deletedAt}
+	if p.nodeUID != p.uid {
+		ep.hash = p.nodeUID
+	}
+	c.end(p.uid, ep)
 	c.stats.Timelines++
 	tl := p.timeline(&deriveContext{cni: &c.cni, sandboxCalls: c.sandboxCalls}, ending{p.outcome, p.doneAt, p.reason})
 	tl.ReportedAt = p.reportedAt

@@ -21,6 +21,8 @@ type derivation struct {
 	gates map[string]*probeGate
 	// ambiguous: connections several containers' probes could have made.
 	ambiguous []AmbiguousProbe
+	// late: readyline saw the pod after its start had begun (sight.go).
+	late bool
 }
 
 // deriveContext is what the correlator knows beyond one pod: host-side
@@ -65,12 +67,35 @@ func (p *podState) timeline(ctx *deriveContext, end ending) *Timeline {
 	if tl.Start.IsZero() || tl.Start.After(p.firstSeen) {
 		tl.Start = p.firstSeen
 	}
-	d := &derivation{p: p, ctx: ctx, gates: make(map[string]*probeGate)}
+	if p.nodeUID != p.uid {
+		// A static pod started on the node before its mirror pod existed.
+		tl.Pod.ConfigHash = p.nodeUID
+		tl.Start = earliest(tl.Start, p.nodeStart())
+	}
+	d := &derivation{p: p, ctx: ctx, gates: make(map[string]*probeGate), late: p.seenLate()}
 	tl.Sandbox = d.sandbox()
 	tl.ImagePulls = d.imagePulls()
 	tl.Containers = d.containers()
 	tl.AmbiguousProbes = d.ambiguous
 	tl.Conditions = d.conditions(tl.Sandbox)
+	if tl.Outcome == OutcomeReady {
+		for _, c := range tl.Conditions {
+			if c.Type == CondReady && c.Coarse {
+				// Ready before the first sight: its own time, not its
+				// sighting. lastTransitionTime is truncated to the second;
+				// a cause inside that second is the finer time.
+				end := c.LastTransitionTime
+				if !c.Cause.Before(end) && c.Cause.Before(end.Add(time.Second)) {
+					end = c.Cause
+				}
+				tl.End = latest(end, tl.Start)
+			}
+		}
+	}
+	if d.late {
+		tl.ObservedSince = p.firstSight()
+		tl.Missing = d.missing(tl, tl.ObservedSince)
+	}
 	tl.Phases = d.phases(tl)
 	tl.Insights = d.insights(tl)
 	tl.CriticalPath = d.criticalPath(tl)
@@ -85,6 +110,16 @@ func criCall(c *event.CRICall) *CRICall {
 // runtime's) and the exec sessions the kubelet started in it (probes and
 // hooks): processes whose ancestry does not lead back to the entrypoint.
 func analyze(cp *containerProcs) (entry *procRecord, sessions []*procRecord) {
+	return analyzeStarted(cp, time.Time{})
+}
+
+// analyzeStarted is analyze for a container the runtime says started at
+// started (zero: unknown). The entrypoint execs as the container starts, so
+// a first program seen more than sightSlack later is not it: the kernel
+// missed the entrypoint (readyline was not yet watching, or the ring buffer
+// dropped it), and every process seen is then an exec session or a child of
+// the unseen entrypoint, which no probe or hook command matches.
+func analyzeStarted(cp *containerProcs, started time.Time) (entry *procRecord, sessions []*procRecord) {
 	if cp == nil {
 		return nil, nil
 	}
@@ -101,15 +136,20 @@ func analyze(cp *containerProcs) (entry *procRecord, sessions []*procRecord) {
 			break
 		}
 	}
-	if entry == nil {
+	members := make(map[uint32]bool) // pids of the entrypoint and its children
+	switch {
+	case entry == nil:
 		return nil, nil
+	case !started.IsZero() && entry.exec.After(started.Add(sightSlack)):
+		entry = nil
+	default:
+		members[entry.pid] = true
 	}
-	members := map[uint32]bool{entry.pid: true}
 	session := make(map[uint32]bool) // pids inside an exec session
 	for _, r := range list {
 		switch {
-		case r == entry:
-		case r.first().Before(entry.exec):
+		case entry != nil && r == entry:
+		case entry != nil && r.first().Before(entry.exec):
 			// the runtime's own steps into the container before the entrypoint
 		case members[r.ppid]:
 			members[r.pid] = true

@@ -13,9 +13,17 @@ import (
 // raw and the timeline is derived only when the start completes, so the
 // order in which the sources' events arrive does not matter.
 type podState struct {
-	uid       string
-	pod       *corev1.Pod // latest seen
+	uid string
+	// nodeUID is the UID the pod's node facts carry: uid, or for a static
+	// pod the kubelet's config hash (static.go).
+	nodeUID string
+	pod     *corev1.Pod // latest seen
+	// firstPod is the first API object seen, firstSeen when; nodeSight is
+	// when the first node fact was seen (sight.go).
+	firstPod  *corev1.Pod
 	firstSeen time.Time
+	nodeSight time.Time
+	observed  bool // an API update was taken
 
 	outcome Outcome
 	doneAt  time.Time
@@ -44,6 +52,8 @@ type podState struct {
 
 type condFact struct {
 	observed, lastTransition time.Time
+	// atFirstSight: already True in the first API object seen.
+	atFirstSight bool
 }
 
 type nameAttempt struct {
@@ -138,10 +148,13 @@ type containerProcs struct {
 	byPID map[uint32]*procRecord // the latest process with that pid
 }
 
-func newPodState(e *event.PodUpdate, maxProcs int) *podState {
+// newPodState starts the facts of pod e.Pod, whose node facts carry nodeUID.
+func newPodState(e *event.PodUpdate, nodeUID string, maxProcs int) *podState {
 	return &podState{
 		uid:       string(e.Pod.UID),
+		nodeUID:   nodeUID,
 		pod:       e.Pod,
+		firstPod:  e.Pod,
 		firstSeen: e.Time,
 		conds:     make(map[corev1.PodConditionType]condFact),
 		waiting:   make(map[string]*waitingFacts),
@@ -172,12 +185,13 @@ func stripRuntime(id string) string {
 func (p *podState) observe(e *event.PodUpdate) {
 	pod := e.Pod
 	p.pod = pod
+	defer func() { p.observed = true }()
 	for _, c := range pod.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {
 			continue
 		}
 		if _, seen := p.conds[c.Type]; !seen {
-			p.conds[c.Type] = condFact{observed: e.Time, lastTransition: c.LastTransitionTime.Time}
+			p.conds[c.Type] = condFact{observed: e.Time, lastTransition: c.LastTransitionTime.Time, atFirstSight: !p.observed}
 		}
 	}
 	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
@@ -271,6 +285,7 @@ func isInitStatus(pod *corev1.Pod, name string) bool {
 // record takes a node event (runtime or kernel) for this pod. It returns 1
 // when the event was dropped by the per-pod bound.
 func (p *podState) record(ev event.Event) uint64 {
+	p.nodeSight = earliest(p.nodeSight, sightOf(ev))
 	switch e := ev.(type) {
 	case *event.ContainerInfo:
 		p.recordRuntime(e)
@@ -385,4 +400,15 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// latest returns the latest of ts (zero times never win).
+func latest(ts ...time.Time) time.Time {
+	var l time.Time
+	for _, t := range ts {
+		if t.After(l) {
+			l = t
+		}
+	}
+	return l
 }

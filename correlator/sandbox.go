@@ -89,7 +89,7 @@ func (d *derivation) sandboxCall(sb *Sandbox) *event.CRICall {
 		if sb != nil && c.PodSandboxID == sb.ID {
 			return c
 		}
-		if c.PodUID == d.p.uid {
+		if c.PodUID == d.p.nodeUID {
 			found = c
 		}
 	}
@@ -123,7 +123,7 @@ func (d *derivation) cniWithin(start, end time.Time) []*procRecord {
 		}
 		shared := false
 		for _, sc := range d.ctx.sandboxCalls {
-			if sc.uid != d.p.uid && !r.exec.Before(sc.start) && !r.exec.After(sc.end) {
+			if sc.uid != d.p.nodeUID && !r.exec.Before(sc.start) && !r.exec.After(sc.end) {
 				shared = true
 				break
 			}

@@ -23,8 +23,11 @@ func at(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Seco
 // scenario writes the event stream of one pod start, the way the sources
 // deliver it, for table tests of the kubelet rules.
 type scenario struct {
-	t      testing.TB
-	uid    string
+	t   testing.TB
+	uid string
+	// hash: a static pod's config hash, the UID its node facts carry
+	// (see static).
+	hash   string
 	pod    *corev1.Pod // current object; each update snapshots it
 	events []event.Event
 	added  bool
@@ -43,6 +46,42 @@ func newScenario(t testing.TB, name string, spec corev1.PodSpec) *scenario {
 		Spec:   spec,
 		Status: corev1.PodStatus{Phase: corev1.PodPending},
 	}}
+}
+
+// static makes the scenario a static pod: its node facts carry the config
+// hash, and the pod object is the mirror pod the kubelet creates at created
+// (its metadata.uid stays the scenario's UID, as the API server chose it).
+func (sc *scenario) static(hash string, created float64) {
+	sc.hash = hash
+	sc.pod.Annotations = map[string]string{
+		corev1.MirrorPodAnnotationKey: hash,
+		"kubernetes.io/config.hash":   hash,
+		"kubernetes.io/config.source": "file",
+	}
+	sc.pod.Name += "-vm"
+	sc.pod.Namespace = "kube-system"
+	sc.pod.CreationTimestamp = metav1.NewTime(at(created).Truncate(time.Second))
+}
+
+// nodeUID is the pod UID the node facts carry.
+func (sc *scenario) nodeUID() string {
+	if sc.hash != "" {
+		return sc.hash
+	}
+	return sc.uid
+}
+
+// startTime sets status.startTime (1 s precision).
+func (sc *scenario) startTime(s float64) {
+	st := metav1.NewTime(at(s).Truncate(time.Second))
+	sc.pod.Status.StartTime = &st
+}
+
+// ticks emits the daemon's clock every second from s to e.
+func (sc *scenario) ticks(s, e float64) {
+	for ; s <= e; s++ {
+		sc.events = append(sc.events, &event.Tick{Time: at(s)})
+	}
 }
 
 // update emits the current pod object as observed at time s.
@@ -98,7 +137,7 @@ func terminated(name, id string, code int32, restarts int32) corev1.ContainerSta
 
 // runtime emits what the CRI says of a container (or sandbox when name is "").
 func (sc *scenario) runtime(s float64, id, name string, attempt uint32, created, started, finished float64, code int32) {
-	ci := &event.ContainerInfo{Time: at(s), ContainerID: id, PodUID: sc.uid, PodName: sc.pod.Name, Namespace: "default",
+	ci := &event.ContainerInfo{Time: at(s), ContainerID: id, PodUID: sc.nodeUID(), PodName: sc.pod.Name, Namespace: sc.pod.Namespace,
 		ContainerName: name, Attempt: attempt, Sandbox: name == "", State: "running"}
 	if created > 0 {
 		ci.CreatedAt = at(created)
@@ -113,7 +152,7 @@ func (sc *scenario) runtime(s float64, id, name string, attempt uint32, created,
 }
 
 func (sc *scenario) proc(cid string, pid, ppid uint32) event.Process {
-	return event.Process{PID: pid, PPID: ppid, ContainerID: cid, PodUID: sc.uid, Scope: event.ScopePod}
+	return event.Process{PID: pid, PPID: ppid, ContainerID: cid, PodUID: sc.nodeUID(), Scope: event.ScopePod}
 }
 
 func (sc *scenario) fork(s float64, cid string, pid, ppid uint32) {

@@ -28,24 +28,41 @@ const (
 
 // PodRef identifies a pod.
 type PodRef struct {
+	// UID is the API object's metadata.uid (what kubectl shows): for a
+	// static pod, its mirror pod's.
 	UID       string `json:"uid"`
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	Node      string `json:"node,omitempty"`
+	// ConfigHash is set for a static pod only: the kubelet's hash of the
+	// pod's manifest, which the kubelet uses as the pod's UID on the node
+	// (cgroup pod<hash>, CRI label io.kubernetes.pod.uid), so every node
+	// fact of the pod carries it. The API object is then a mirror pod
+	// whose annotation kubernetes.io/config.mirror holds this hash.
+	ConfigHash string `json:"config_hash,omitempty"`
 }
 
 // String is namespace/name.
 func (p PodRef) String() string { return p.Namespace + "/" + p.Name }
+
+// Static reports whether the pod is a static pod (its API object a mirror).
+func (p PodRef) Static() bool { return p.ConfigHash != "" }
 
 // Timeline is the reconstruction of one pod start, from the pod's creation
 // to Ready (or failure, deletion, timeout). All times are wall-clock; a zero
 // time means the moment was not observed.
 type Timeline struct {
 	Pod PodRef `json:"pod"`
-	// Start is the pod's creation (metadata.creationTimestamp, 1 s precision).
+	// Start is the pod's creation (metadata.creationTimestamp, 1 s
+	// precision). For a static pod it is the earlier of its mirror pod's
+	// creation and the first thing the node saw of it (the sandbox, a CRI
+	// call, a process): the kubelet creates the mirror pod only once the
+	// static pod runs, and not before the API server answers.
 	Start time.Time `json:"start"`
 	// End is when the outcome was reached: Ready observed, failure, deletion
-	// or the timeout.
+	// or the timeout. When Ready was already True at the pod's first sight
+	// (a static pod's mirror created after it was Ready), End is Ready's
+	// lastTransitionTime (1 s precision), not before its cause.
 	End     time.Time `json:"end"`
 	Outcome Outcome   `json:"outcome"`
 	// Reason says why a start failed or timed out (empty when ready).
@@ -58,6 +75,17 @@ type Timeline struct {
 	// ReportedAt is when a partial timeline of this start was reported (its
 	// End); zero when none was. What came before it has been told already.
 	ReportedAt time.Time `json:"reported_at,omitzero"`
+
+	// ObservedSince is set when readyline saw the pod only after its start
+	// had begun (the daemon started, or restarted, in the middle of it): the
+	// first time it saw anything of the pod, from the API or the node.
+	// Kernel events and CRI calls before it are missing, conditions already
+	// True then are Coarse, and Missing lists what that leaves out. Zero when
+	// the start was seen from its beginning.
+	ObservedSince time.Time `json:"observed_since,omitzero"`
+	// Missing names, for a pod seen late, the facts the timeline lacks
+	// because they happened before ObservedSince.
+	Missing []string `json:"missing,omitempty"`
 
 	// Phases are the pod-level phases in order (see the Phase* names).
 	Phases []Phase `json:"phases"`
@@ -363,7 +391,8 @@ const (
 // ConditionTransition is a condition becoming True.
 type ConditionTransition struct {
 	Type string `json:"type"`
-	// Observed is when the watch first showed it True (ms precision).
+	// Observed is when the watch first showed it True (ms precision); for a
+	// Coarse transition, its LastTransitionTime.
 	Observed time.Time `json:"observed"`
 	// LastTransitionTime is the API's own timestamp (1 s precision).
 	LastTransitionTime time.Time `json:"last_transition_time"`
@@ -371,10 +400,21 @@ type ConditionTransition struct {
 	// API (kernel, runtime), and CauseEvent what it was; zero when unknown.
 	Cause      time.Time `json:"cause,omitzero"`
 	CauseEvent string    `json:"cause_event,omitempty"`
+	// Coarse is set when the condition was already True the first time
+	// readyline saw the pod, so its transition was not observed: Observed
+	// is then its LastTransitionTime (1 s precision) and it has no Lag.
+	Coarse bool `json:"coarse,omitempty"`
 }
 
-// Lag is how long after its cause the condition was observed in the API.
-func (c ConditionTransition) Lag() time.Duration { return span(c.Cause, c.Observed) }
+// Lag is how long after its cause the condition was observed in the API;
+// 0 for a Coarse transition, whose observation says nothing of the status
+// manager's delay.
+func (c ConditionTransition) Lag() time.Duration {
+	if c.Coarse {
+		return 0
+	}
+	return span(c.Cause, c.Observed)
+}
 
 // InsightKind names a kind of finding.
 type InsightKind string

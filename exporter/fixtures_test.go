@@ -279,3 +279,46 @@ func stuckCrashLoop() *correlator.Timeline {
 		},
 	}
 }
+
+// lateSeen is lifecycle-demo as a readyline restarted 13 s into the start
+// saw it: the conditions already True are coarse, the init container's
+// process and the sandbox's RunPodSandbox call are missing.
+func lateSeen() *correlator.Timeline {
+	tl := lifecycleDemo()
+	tl.Pod.Name = "late-seen"
+	tl.ObservedSince = at(13000)
+	tl.Missing = []string{
+		"the RunPodSandbox call (the sandbox's times are the runtime's)",
+		"the pause process",
+		"init init-regular: its process and CRI calls",
+		"the transitions of the conditions already True (their lastTransitionTime, 1 s, stands in)",
+	}
+	tl.Sandbox.PauseStart = time.Time{}
+	tl.Containers[0].Attempts[0].Process = nil
+	// The pod was first seen after its sandbox: no wait for it is known.
+	tl.Phases = append(tl.Phases[:1], tl.Phases[2:]...)
+	tl.CriticalPath = append(tl.CriticalPath[:1], tl.CriticalPath[2:]...)
+	for i := range tl.Conditions[:2] {
+		c := &tl.Conditions[i]
+		c.Observed, c.Coarse = c.LastTransitionTime, true
+	}
+	return tl
+}
+
+// staticPodUID is the mirror pod's UID; staticHash its config hash.
+const (
+	staticPodUID = "3f2e1d0c-9b8a-4766-a554-433221100ffe"
+	staticHash   = "6d1c8e0a5b9f4e3d2c1b0a9f8e7d6c5b"
+)
+
+// staticPod is a static pod (etcd) whose mirror pod came after its start.
+func staticPod() *correlator.Timeline {
+	tl := lifecycleDemo()
+	tl.Pod = correlator.PodRef{UID: staticPodUID, Namespace: "kube-system", Name: "etcd-readyline-node",
+		Node: "readyline-node", ConfigHash: staticHash}
+	for i := range tl.Conditions {
+		c := &tl.Conditions[i]
+		c.Observed, c.Coarse = c.LastTransitionTime, true
+	}
+	return tl
+}

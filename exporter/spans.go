@@ -80,6 +80,24 @@ const (
 	AttrContainerNotCreated = attribute.Key("readyline.container.not_created")
 )
 
+// Attribute keys of what readyline could not see as it happened.
+const (
+	// AttrStaticPod (true) and AttrConfigHash mark a static pod on the root
+	// span: the trace is its mirror pod's, the hash is the UID its node
+	// facts carry.
+	AttrStaticPod  = attribute.Key("readyline.static_pod")
+	AttrConfigHash = attribute.Key("readyline.config_hash")
+	// AttrObservedSince (RFC 3339) is when readyline first saw a pod it saw
+	// only after its start began; AttrMissing lists what the trace lacks
+	// because of that. Both on the root span.
+	AttrObservedSince = attribute.Key("readyline.observed_since")
+	AttrMissing       = attribute.Key("readyline.missing")
+	// AttrConditionCoarse (true) marks a condition already True when
+	// readyline first saw the pod: its time is its lastTransitionTime (1 s)
+	// and it has no lag.
+	AttrConditionCoarse = attribute.Key("readyline.condition.coarse")
+)
+
 // maxProbeSpans bounds the probe attempt spans of one probe kind in one
 // container attempt: a probe failing every second until a 5 minute timeout
 // would otherwise make 300 spans. The first and the last attempts are kept
@@ -162,6 +180,15 @@ func (b *spanBuilder) emit(ctx context.Context, tl *correlator.Timeline, alerts 
 	}
 	if tl.Partial {
 		attrs = append(attrs, AttrPartial.Bool(true))
+	}
+	if tl.Pod.Static() {
+		attrs = append(attrs, AttrStaticPod.Bool(true), AttrConfigHash.String(tl.Pod.ConfigHash))
+	}
+	if !tl.ObservedSince.IsZero() {
+		attrs = append(attrs, AttrObservedSince.String(tl.ObservedSince.UTC().Format(time.RFC3339Nano)))
+		if len(tl.Missing) > 0 {
+			attrs = append(attrs, AttrMissing.StringSlice(tl.Missing))
+		}
 	}
 	if tl.Sandbox != nil && tl.Sandbox.PodIP != "" {
 		attrs = append(attrs, semconv.K8SPodIP(tl.Sandbox.PodIP))
@@ -723,9 +750,13 @@ func conditionAttrs(c correlator.ConditionTransition) []attribute.KeyValue {
 		attrs = append(attrs, AttrConditionEvent.String(c.CauseEvent))
 	}
 	if !c.Cause.IsZero() {
-		attrs = append(attrs,
-			AttrConditionCause.String(c.Cause.UTC().Format(time.RFC3339Nano)),
-			AttrConditionLagMS.Int64(c.Lag().Milliseconds()))
+		attrs = append(attrs, AttrConditionCause.String(c.Cause.UTC().Format(time.RFC3339Nano)))
+		if !c.Coarse {
+			attrs = append(attrs, AttrConditionLagMS.Int64(c.Lag().Milliseconds()))
+		}
+	}
+	if c.Coarse {
+		attrs = append(attrs, AttrConditionCoarse.Bool(true))
 	}
 	return attrs
 }

@@ -436,3 +436,47 @@ func TestSplitImage(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceStaticAndLateSeen: a static pod's trace is its mirror pod's and
+// says so; a pod seen late says from when, and what is missing; a coarse
+// condition has no lag.
+func TestTraceStaticAndLateSeen(t *testing.T) {
+	spans, _ := exportToMemory(t, TraceConfig{}, staticPod())
+	st := newSpanTree(t, spans)
+	if got := st.root.SpanContext.TraceID().String(); got != strings.ReplaceAll(staticPodUID, "-", "") {
+		t.Errorf("trace id %s, want the mirror pod's UID %s", got, staticPodUID)
+	}
+	wantAttrs(t, st.root, map[string]string{
+		"k8s.pod.uid":           staticPodUID,
+		"readyline.static_pod":  "true",
+		"readyline.config_hash": staticHash,
+	})
+	if _, ok := attrMap(st.root.Attributes)[AttrObservedSince]; ok {
+		t.Error("a static pod seen from its start carries readyline.observed_since")
+	}
+	ready := st.child(st.root, ConditionSpanName(correlator.CondReady))
+	wantAttrs(t, ready, map[string]string{"readyline.condition.coarse": "true"})
+	if _, ok := attrMap(ready.Attributes)[AttrConditionLagMS]; ok {
+		t.Errorf("coarse Ready has a lag: %v", ready.Attributes)
+	}
+
+	spans, _ = exportToMemory(t, TraceConfig{}, lateSeen())
+	st = newSpanTree(t, spans)
+	wantAttrs(t, st.root, map[string]string{
+		"readyline.observed_since": "2026-10-18T01:51:31Z",
+		"readyline.missing":        `["the RunPodSandbox call (the sandbox's times are the runtime's)","the pause process","init init-regular: its process and CRI calls","the transitions of the conditions already True (their lastTransitionTime, 1 s, stands in)"]`,
+	})
+	for _, k := range []attribute.Key{AttrStaticPod, AttrConfigHash} {
+		if _, ok := attrMap(st.root.Attributes)[k]; ok {
+			t.Errorf("a regular pod carries %s", k)
+		}
+	}
+	if ready := st.child(st.root, ConditionSpanName(correlator.CondReady)); attrMap(ready.Attributes)[AttrConditionLagMS].AsInt64() != 17 {
+		t.Errorf("Ready, observed in view, lost its lag: %v", ready.Attributes)
+	}
+	prtsc := st.child(st.root, ConditionSpanName(correlator.CondPodReadyToStartContainers))
+	wantInterval(t, prtsc, t0, t0)
+	if _, ok := attrMap(prtsc.Attributes)[AttrConditionLagMS]; ok {
+		t.Errorf("coarse PodReadyToStartContainers has a lag: %v", prtsc.Attributes)
+	}
+}

@@ -144,11 +144,21 @@ func (wf *waterfall) header(w *bufio.Writer) {
 	if !tl.ReportedAt.IsZero() {
 		meta = append(meta, "reported still starting at +"+fmtSeconds(reportedAfter(tl)))
 	}
+	if tl.Pod.Static() {
+		meta = append(meta, "static pod (config hash "+tl.Pod.ConfigHash+")")
+	}
 	if len(meta) > 0 {
 		writeItems(w, "  ", meta, "  ", wf.width)
 	}
 	if tl.Pod.UID != "" {
 		fmt.Fprintf(w, "  trace %s\n", TraceIDForPod(tl.Pod.UID))
+	}
+	if !tl.ObservedSince.IsZero() {
+		writeWrapped(w, "  ", "readyline saw this pod from +"+fmtSeconds(tl.ObservedSince.Sub(wf.start))+
+			": earlier kernel and CRI facts are missing", wf.width)
+		if len(tl.Missing) > 0 {
+			writeWrapped(w, "  missing: ", strings.Join(tl.Missing, "; "), wf.width)
+		}
 	}
 	w.WriteString("\n")
 }
@@ -249,7 +259,10 @@ func (wf *waterfall) collect() {
 		wf.emit(wrow{label: "conditions"})
 		for _, c := range tl.Conditions {
 			lag := ""
-			if !c.Cause.IsZero() {
+			switch {
+			case c.Coarse:
+				lag = "coarse" // at its lastTransitionTime: no lag known
+			case !c.Cause.IsZero():
 				lag = "+" + fmtSeconds(c.Lag())
 			}
 			wf.emit(wrow{"  " + c.Type, wf.offset(c.Observed), lag, wf.condition(c)})
@@ -485,7 +498,7 @@ func (wf *waterfall) probes(indent string, probes []correlator.ProbeAttempt) {
 
 func (wf *waterfall) condition(c correlator.ConditionTransition) string {
 	cells := wf.emptyCells()
-	if !c.Cause.IsZero() && c.Cause.Before(c.Observed) {
+	if !c.Coarse && !c.Cause.IsZero() && c.Cause.Before(c.Observed) {
 		for i := wf.col(c.Cause); i < wf.col(c.Observed); i++ {
 			cells[i] = glyphLag
 		}

@@ -28,6 +28,7 @@ func TestRenderWaterfallGolden(t *testing.T) {
 		{"probe-retries", probeRetries(), 100},
 		{"stuck-crashloop", stuckCrashLoop(), 100},
 		{"stuck-crashloop-narrow", stuckCrashLoop(), 72},
+		{"late-seen", lateSeen(), 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
@@ -96,4 +97,25 @@ func probeRetries() *correlator.Timeline {
 	tl.Insights = append(tl.Insights, correlator.Insight{Kind: correlator.InsightRetries, Container: "init-regular",
 		Duration: 3612 * time.Millisecond, Message: "init-regular needed 2 attempts; the back-off before the second cost 2.6s"})
 	return tl
+}
+
+// TestWaterfallStaticPod: the header says the pod is static and which
+// config hash its node facts carry; its coarse conditions show no lag.
+func TestWaterfallStaticPod(t *testing.T) {
+	var buf bytes.Buffer
+	if err := RenderWaterfall(&buf, staticPod(), 100); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if !strings.Contains(out, "static pod (config hash "+staticHash+")") {
+		t.Errorf("no static pod line in\n%s", out)
+	}
+	if strings.Contains(out, "saw this pod from") {
+		t.Errorf("a static pod seen from its start says it was seen late:\n%s", out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "  Ready ") && (!strings.Contains(line, "coarse") || strings.Contains(line, string(glyphLag))) {
+			t.Errorf("coarse Ready row %q: want \"coarse\" and no lag", line)
+		}
+	}
 }

@@ -162,65 +162,99 @@ func (d *daemon) run(ctx context.Context) error {
 		d.logger.Warn("httpGet/tcpSocket probe attempts are not traced: the kernel refused the TCP program; they are inferred from the API's status flips", "error", err)
 	}
 
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	goRun := func(name string, run func(context.Context) error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := run(ctx); err != nil {
-				errs <- fmt.Errorf("%s: %w", name, err)
-				cancel()
-			}
-		}()
-	}
-	goRun("traces", d.traces.Run)
-	if d.alerter != nil {
-		goRun("alerts", d.alerter.Run)
-	}
-	goRun("process source", func(ctx context.Context) error {
-		emit := d.emitter(ctx)
-		return procs.Run(ctx, func(ev event.Event) {
-			// The kernel sees a container before anything else: have the
-			// runtime name it now, while it still exists.
-			if e, ok := ev.(*event.ProcessExec); ok && e.ContainerID != "" {
-				cri.Observe(e.ContainerID)
-			}
-			emit(ev)
+	err = d.pipeline(ctx, cancel, func(ctx context.Context, g *group) {
+		g.Go(ctx, "process source", func(ctx context.Context) error {
+			emit := d.emitter(ctx)
+			return procs.Run(ctx, func(ev event.Event) {
+				// The kernel sees a container before anything else: have the
+				// runtime name it now, while it still exists.
+				if e, ok := ev.(*event.ProcessExec); ok && e.ContainerID != "" {
+					cri.Observe(e.ContainerID)
+				}
+				emit(ev)
+			})
 		})
-	})
-	goRun("cri source", func(ctx context.Context) error { return cri.Run(ctx, d.emitter(ctx)) })
-	if calls != nil {
-		goRun("cri call source", func(ctx context.Context) error { return calls.Run(ctx, d.emitter(ctx)) })
-	}
-	if tcp != nil {
-		goRun("tcp source", func(ctx context.Context) error { return tcp.Run(ctx, d.emitter(ctx)) })
+		g.Go(ctx, "cri source", func(ctx context.Context) error { return cri.Run(ctx, d.emitter(ctx)) })
 		if calls != nil {
-			goRun("kubelet watch", func(ctx context.Context) error { d.followKubelet(ctx, calls, tcp); return nil })
+			g.Go(ctx, "cri call source", func(ctx context.Context) error { return calls.Run(ctx, d.emitter(ctx)) })
 		}
+		if tcp != nil {
+			g.Go(ctx, "tcp source", func(ctx context.Context) error { return tcp.Run(ctx, d.emitter(ctx)) })
+			if calls != nil {
+				g.Go(ctx, "kubelet watch", func(ctx context.Context) error { d.followKubelet(ctx, calls, tcp); return nil })
+			}
+		}
+		g.Go(ctx, "pod watch", func(ctx context.Context) error { return pods.Run(ctx, d.emitter(ctx)) })
+		if d.cfg.metricsAddr != "" {
+			g.Go(ctx, "metrics server", d.serve(d.cfg.metricsAddr, d.metrics.Handler(d.health)))
+		}
+		if d.cfg.apiAddr != "" {
+			g.Go(ctx, "api server", d.serve(d.cfg.apiAddr, d.store.Handler(d.logger)))
+		}
+		d.logger.Info("readyline running", "node", d.cfg.nodeName, "otlp", d.traces.Endpoint(),
+			"metrics", d.cfg.metricsAddr, "api", d.cfg.apiAddr, "record", d.cfg.record, "alerts", d.cfg.alerts.String())
+	})
+	if d.rec != nil {
+		err = errors.Join(err, d.rec.Flush(), d.recFile.Close())
 	}
-	goRun("pod watch", func(ctx context.Context) error { return pods.Run(ctx, d.emitter(ctx)) })
-	if d.cfg.metricsAddr != "" {
-		goRun("metrics server", d.serve(d.cfg.metricsAddr, d.metrics.Handler(d.health)))
-	}
-	if d.cfg.apiAddr != "" {
-		goRun("api server", d.serve(d.cfg.apiAddr, d.store.Handler(d.logger)))
-	}
-	d.logger.Info("readyline running", "node", d.cfg.nodeName, "otlp", d.traces.Endpoint(),
-		"metrics", d.cfg.metricsAddr, "api", d.cfg.apiAddr, "record", d.cfg.record, "alerts", d.cfg.alerts.String())
+	return err
+}
 
+// pipeline runs the sources (started by sources on the group it is given),
+// the correlator loop and the exporters until ctx ends, and returns their
+// errors; cancel ends ctx when one of them fails. The exporters start first
+// and stop last, with a context of their own: when ctx ends, the sources
+// stop, the correlator flushes the pod starts still in progress ("still
+// starting when readyline stopped") and only then are the exporters told to
+// stop, so that those timelines are exported within the trace exporter's
+// ShutdownTimeout instead of being dropped by an exporter already closed.
+func (d *daemon) pipeline(ctx context.Context, cancel context.CancelFunc, sources func(context.Context, *group)) error {
+	exportCtx, stopExport := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopExport()
+	exporters := &group{cancel: cancel}
+	exporters.Go(exportCtx, "traces", d.traces.Run)
+	if d.alerter != nil {
+		exporters.Go(exportCtx, "alerts", d.alerter.Run)
+	}
+	srcs := &group{cancel: cancel}
+	sources(ctx, srcs)
 	d.correlate(ctx)
 	cancel()
-	wg.Wait()
-	close(errs)
-	var all []error
-	for err := range errs {
-		all = append(all, err)
-	}
-	if d.rec != nil {
-		all = append(all, d.rec.Flush(), d.recFile.Close())
-	}
-	return errors.Join(all...)
+	err := srcs.Wait()
+	stopExport()
+	return errors.Join(err, exporters.Wait())
+}
+
+// group runs goroutines and collects their errors; the first error cancels
+// the daemon. Go and Wait may be called from any goroutine.
+type group struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	errs   []error
+}
+
+// Go runs run(ctx) in a goroutine; a non-nil error, prefixed with name, is
+// kept for Wait and cancels the daemon.
+func (g *group) Go(ctx context.Context, name string, run func(context.Context) error) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		if err := run(ctx); err != nil {
+			g.mu.Lock()
+			g.errs = append(g.errs, fmt.Errorf("%s: %w", name, err))
+			g.mu.Unlock()
+			g.cancel()
+		}
+	}()
+}
+
+// Wait waits for every goroutine started by Go and returns their errors.
+func (g *group) Wait() error {
+	g.wg.Wait()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return errors.Join(g.errs...)
 }
 
 // followKubelet points the TCP tracer at the kubelet the CRI-call source
@@ -263,7 +297,10 @@ func (d *daemon) emitter(ctx context.Context) func(event.Event) {
 }
 
 // correlate is the one goroutine that feeds the correlator, in arrival
-// order, with a Tick every second so timeouts fire on a quiet node.
+// order, with a Tick every second so timeouts fire on a quiet node. When ctx
+// ends it takes the events the sources had already handed over, flushes the
+// pod starts in progress and delivers them (without alerts) before it
+// returns; the exporters must still be running then.
 func (d *daemon) correlate(ctx context.Context) {
 	c := correlator.New(d.cfg.correlator)
 	tick := time.NewTicker(time.Second)
@@ -277,7 +314,7 @@ func (d *daemon) correlate(ctx context.Context) {
 			}
 		}
 		for _, tl := range c.Handle(ev) {
-			d.deliver(ctx, tl)
+			d.deliver(ctx, tl, true)
 		}
 		st := c.Stats()
 		d.metrics.AddDropped("correlator", "unknown_pod", int(st.Orphaned-last.Orphaned))
@@ -294,21 +331,40 @@ func (d *daemon) correlate(ctx context.Context) {
 				d.rec.Flush()
 			}
 		case <-ctx.Done():
-			st := c.Stats()
-			d.logger.Info("stopping", "pod_starts_in_progress", st.Tracked, "timelines", st.Timelines, "events", st.Events)
 			d.mu.Lock()
 			d.healthy = errors.New("stopping")
 			d.mu.Unlock()
+			// What the sources handed over before they stopped (bounded by
+			// the channel's capacity: they stop sending once ctx is done).
+		drain:
+			for range cap(d.events) {
+				select {
+				case ev := <-d.events:
+					handle(ev)
+				default:
+					break drain
+				}
+			}
+			st := c.Stats()
+			d.logger.Info("stopping", "pod_starts_in_progress", st.Tracked, "timelines", st.Timelines, "events", st.Events)
+			// ctx is done: the flushed timelines are exported under a
+			// context that is not, within the exporters' own shutdown budget.
+			fctx := context.WithoutCancel(ctx)
+			for _, tl := range c.Flush() {
+				d.deliver(fctx, tl, false)
+			}
 			return
 		}
 	}
 }
 
-// deliver hands a finished timeline to the exporters.
-func (d *daemon) deliver(ctx context.Context, tl *correlator.Timeline) {
+// deliver hands a finished timeline to the exporters. alert is false for
+// the starts readyline's own shutdown cut short: they did not time out, and
+// alerting on them would raise a Warning Event at every rollout.
+func (d *daemon) deliver(ctx context.Context, tl *correlator.Timeline, alert bool) {
 	d.metrics.Record(tl)
 	var alerts []exporter.Alert
-	if d.alerter != nil {
+	if d.alerter != nil && alert {
 		alerts = d.alerter.Observe(tl) // counted, logged and sent by the alerter; never blocks
 	}
 	if err := d.traces.Export(ctx, tl, alerts...); err != nil { // counted and logged by the exporter

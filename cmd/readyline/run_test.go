@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/readyline/readyline/collector/event"
+	"github.com/readyline/readyline/exporter"
+)
+
+// keptSpans is an in-memory span exporter whose spans survive the tracer
+// provider's shutdown (tracetest's resets them), so a test can read what a
+// daemon exported on its way out.
+type keptSpans struct{ *tracetest.InMemoryExporter }
+
+func (keptSpans) Shutdown(context.Context) error { return nil }
+
+// TestShutdownFlushesStartsInProgress: when the daemon's context ends (what
+// SIGTERM does through signal.NotifyContext in main), a pod start still in
+// progress is flushed by the correlator and reaches the trace exporter
+// before the exporter closes.
+func TestShutdownFlushesStartsInProgress(t *testing.T) {
+	mem := keptSpans{tracetest.NewInMemoryExporter()}
+	logger := slog.New(slog.DiscardHandler)
+	metrics, err := exporter.NewMetrics(logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	traces, err := exporter.NewTraceExporter(exporter.TraceConfig{Exporter: mem, ShutdownTimeout: 5 * time.Second}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &daemon{logger: logger, events: make(chan event.Event, 16), metrics: metrics, traces: traces, store: exporter.NewStore(8)}
+
+	const uid = "0b1c2d3e-4f5a-4b6c-8d7e-9f0a1b2c3d4e"
+	created := time.Now().Add(-3 * time.Second).UTC().Truncate(time.Second)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "slow", Namespace: "default", UID: uid, CreationTimestamp: metav1.NewTime(created)},
+		Spec:       corev1.PodSpec{NodeName: "vm", Containers: []corev1.Container{{Name: "app"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{
+			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(created)}}},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	emitted := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- d.pipeline(ctx, cancel, func(ctx context.Context, g *group) {
+			g.Go(ctx, "fake pod watch", func(ctx context.Context) error {
+				d.emitter(ctx)(&event.PodUpdate{Time: created.Add(100 * time.Millisecond), Action: event.PodAdded, Pod: pod})
+				close(emitted)
+				<-ctx.Done()
+				return nil
+			})
+		})
+	}()
+	<-emitted
+	cancel() // SIGTERM
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("pipeline: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the daemon did not stop within its shutdown budget")
+	}
+
+	var root *tracetest.SpanStub
+	spans := mem.GetSpans()
+	for i := range spans {
+		if spans[i].Name == exporter.SpanPodStartup {
+			root = &spans[i]
+		}
+	}
+	if root == nil {
+		t.Fatalf("no %s span among %d exported: the start in progress was not flushed", exporter.SpanPodStartup, len(spans))
+	}
+	if got := root.SpanContext.TraceID().String(); got != strings.ReplaceAll(uid, "-", "") {
+		t.Errorf("trace id %s, want the pod UID", got)
+	}
+	attrs := map[string]string{}
+	for _, kv := range root.Attributes {
+		attrs[string(kv.Key)] = kv.Value.Emit()
+	}
+	if attrs["readyline.outcome"] != "timeout" || attrs["readyline.reason"] != "still starting when readyline stopped" {
+		t.Errorf("root attributes %v: want the start flushed as still starting", attrs)
+	}
+	if st := traces.Stats(); st.Dropped != 0 || st.Timelines != 1 {
+		t.Errorf("trace exporter stats %+v", st)
+	}
+}
