@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/util/yaml"
 )
 
@@ -60,6 +62,9 @@ func TestDaemonSet(t *testing.T) {
 			t.Logf("%s: Ready %v after apply -k; idle %.1f mCPU, %.1f MiB; during lifecycle-demo %.1f mCPU, %.1f MiB",
 				overlay, d.ReadyAfter.Round(100*time.Millisecond), CPUBetween(idle[0], idle[1]), mib(idle[1].WorkingSet),
 				CPUBetween(busy[0], busy[1]), mib(max(busy[0].WorkingSet, busy[1].WorkingSet)))
+			if overlay == "deploy/local" {
+				t.Run("restart-mid-start", func(t *testing.T) { testRestartMidStart(t, d) })
+			}
 		})
 	}
 	t.Run("kind-jaeger", testKindJaeger)
@@ -531,4 +536,103 @@ func moveToNamespace(o *unstructured.Unstructured, ns string) {
 	if subjects != nil {
 		_ = unstructured.SetNestedSlice(o.Object, subjects, "subjects")
 	}
+}
+
+// testRestartMidStart deletes the DaemonSet's pod while poststart-demo is
+// in its 15 s hook, as a rollout does. The daemon that stops flushes the
+// start in progress ("still starting when readyline stopped"); the one the
+// DaemonSet starts next says from when it saw the pod
+// (readyline.observed_since), and the conditions that were already True then
+// carry their lastTransitionTime, marked coarse, with no lag: no lag that
+// never happened ("PodReadyToStartContainers was reported 11.9s after
+// sandbox created").
+func testRestartMidStart(t *testing.T, d *Deployment) {
+	ctx := testContext(t, 4*time.Minute)
+	ns := newNamespace(t)
+	rec := recordPod(t, ns, "poststart-demo")
+	applyExample(t, ns, "poststart-demo.yaml")
+	if _, err := rec.WaitFor(ctx, ConditionTrue(corev1.PodReadyToStartContainers)); err != nil {
+		t.Fatal(err)
+	}
+	old := d.Pod.Name
+	if err := env.Client.CoreV1().Pods(ReadylineNamespace).Delete(ctx, old, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var next *corev1.Pod
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := env.Client.CoreV1().Pods(ReadylineNamespace).List(ctx, metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("spec.nodeName", env.NodeName).String()})
+		if err != nil {
+			return false, nil
+		}
+		for i := range list.Items {
+			p := &list.Items[i]
+			if p.Name != old && p.DeletionTimestamp == nil && ConditionStatus(p, corev1.PodReady) == corev1.ConditionTrue {
+				next = p
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no new readyline pod Ready after deleting %s: %v", old, err)
+	}
+	ready, err := rec.WaitFor(ctx, ConditionTrue(corev1.PodReady))
+	if err != nil {
+		t.Fatal(err)
+	}
+	traceID := TraceIDFromPodUID(string(ready.Pod.UID))
+	instance := func(tr *Trace, s Span) string {
+		for _, kv := range tr.Processes[s.ProcessID].Tags {
+			if kv.Key == "service.instance.id" {
+				return fmt.Sprint(kv.Value)
+			}
+		}
+		return ""
+	}
+	oldID, newID := ReadylineNamespace+"."+old+".readyline", ReadylineNamespace+"."+next.Name+".readyline"
+	var tr *Trace
+	var oldRoot, newRoot Span
+	err = wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if tr, err = GetTrace(ctx, JaegerQueryURL, traceID); err != nil {
+			return false, nil
+		}
+		oldRoot, newRoot = Span{}, Span{}
+		for _, s := range tr.Spans {
+			if s.OperationName != "pod.startup" {
+				continue
+			}
+			switch instance(tr, s) {
+			case oldID:
+				oldRoot = s
+			case newID:
+				newRoot = s
+			}
+		}
+		return oldRoot.SpanID != "" && newRoot.SpanID != "", nil
+	})
+	if err != nil {
+		t.Fatalf("trace %s: want a pod.startup from the stopped daemon (%s) and from the next (%s): %v", traceID, oldID, newID, err)
+	}
+	if got := tagString(oldRoot, "readyline.reason"); !strings.Contains(got, "still starting when readyline stopped") {
+		t.Errorf("the stopped daemon's start: reason %q, want the shutdown flush", got)
+	}
+	since := tagString(newRoot, "readyline.observed_since")
+	if since == "" || tagString(newRoot, "readyline.outcome") != "ready" {
+		t.Fatalf("the next daemon's start: outcome %q, observed_since %q; want ready, and from when it saw the pod",
+			tagString(newRoot, "readyline.outcome"), since)
+	}
+	for _, s := range tr.Spans {
+		if s.OperationName != "condition PodReadyToStartContainers" || instance(tr, s) != newID {
+			continue
+		}
+		if tagString(s, "readyline.condition.coarse") != "true" {
+			t.Errorf("PodReadyToStartContainers, True before the daemon started, is not marked coarse: %+v", s.Tags)
+		}
+		if lag := tagString(s, "readyline.condition.lag_ms"); lag != "" {
+			t.Errorf("PodReadyToStartContainers has a lag of %s ms the daemon could not see", lag)
+		}
+	}
+	t.Logf("readyline pod %s deleted mid-start, %s took over; it saw poststart-demo from %s", old, next.Name, since)
+	d.Pod = next
 }
