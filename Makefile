@@ -32,7 +32,19 @@ lint: ## gofmt + go vet
 
 ## ---- test
 
-test: lint verify-generate ## unit + privileged (root) + end-to-end tests on the local node
+# The Debian packages the tests need beyond deploy/node's own (which node.sh
+# installs): clang 14 and libbpf for verify-generate, jq for the scripts.
+TEST_PACKAGES = clang-14 llvm-14 libbpf-dev bpftool gcc libc6-dev make git jq curl
+
+test-deps: ## install the Debian packages the tests need, when missing (root)
+	@missing=$$(for p in $(TEST_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages: $$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+test: test-deps lint verify-generate ## unit + privileged (root) + end-to-end tests on the local node
+	./deploy/demo/demo.sh stop-readyline # a demo left running would export the tests' pods too
 	./deploy/node/node.sh jaeger-up
 	$(GO) test -count=1 ./...
 	KUBELET_TRACING=1 ./deploy/node/node.sh up
@@ -127,4 +139,4 @@ kind-down: ## delete the kind cluster
 
 .PHONY: image node-image kind-up kind-demo jaeger-ui kind-down
 
-.PHONY: help build generate verify-generate lint test test-unit test-alerts bench bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down
+.PHONY: help build generate verify-generate lint test test-deps test-unit test-alerts bench bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down

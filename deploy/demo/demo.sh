@@ -5,6 +5,8 @@
 #
 #   demo.sh up     (make demo)       everything above; idempotent
 #   demo.sh down   (make demo-down)  stop readyline, the node and Jaeger
+#   demo.sh stop-readyline           stop only the demo's readyline (make test
+#                                    does: its daemons would export the same traces)
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -118,8 +120,9 @@ demo_down() {
 case ${1:-} in
 up) demo_up ;;
 down) demo_down ;;
+stop-readyline) need_root && stop_process readyline 15 ;;
 *)
-	sed -n '2,8s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+	sed -n '2,10s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 	exit 2
 	;;
 esac
