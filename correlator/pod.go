@@ -273,9 +273,7 @@ func (p *podState) record(ev event.Event) uint64 {
 			r = &procRecord{pid: e.PID, ppid: e.PPID, filename: e.Filename}
 			p.addProc(e.ContainerID, r)
 		}
-		r.exit, r.signal = e.Time, e.Signal
-		code := e.ExitCode
-		r.exitCode = &code
+		r.exit, r.signal, r.exitCode = e.Time, e.Signal, exitCodeOf(e)
 	}
 	return 0
 }
@@ -342,4 +340,15 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// exitCodeOf is a process's exit code, nil when a signal ended it: the
+// kernel's exit code is then meaningless (event.ProcessExit), and a process
+// SIGKILLed must never read "exit 0".
+func exitCodeOf(e *event.ProcessExit) *int {
+	if e.Signal != 0 {
+		return nil
+	}
+	code := e.ExitCode
+	return &code
 }

@@ -244,3 +244,9 @@ func (sc *scenario) cniExec(start, end float64, pid uint32, plugin string) {
 		&event.ProcessExec{Time: at(start), Process: p, Filename: "/usr/lib/cni/" + plugin, Argv: []string{plugin}},
 		&event.ProcessExit{Time: at(end), Process: p, Filename: "/usr/lib/cni/" + plugin})
 }
+
+// kill emits the exit of a process ended by signal sig (the kernel's exit
+// code is then 0 and meaningless).
+func (sc *scenario) kill(s float64, cid string, pid uint32, sig int) {
+	sc.events = append(sc.events, &event.ProcessExit{Time: at(s), Process: sc.proc(cid, pid, 0), Signal: sig})
+}

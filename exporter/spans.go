@@ -493,7 +493,7 @@ func processAttrs(p *correlator.Process) []attribute.KeyValue {
 	if len(p.Argv) > 0 {
 		attrs = append(attrs, semconv.ProcessCommandArgs(p.Argv...))
 	}
-	if p.ExitCode != nil {
+	if p.ExitCode != nil && p.Signal == 0 {
 		attrs = append(attrs, semconv.ProcessExitCode(*p.ExitCode))
 	}
 	if p.Signal != 0 {
@@ -505,10 +505,10 @@ func processAttrs(p *correlator.Process) []attribute.KeyValue {
 // processErr describes a process that failed, "" otherwise.
 func processErr(p *correlator.Process) string {
 	switch {
+	case p.Signal != 0: // first: a killed process's exit code means nothing
+		return fmt.Sprintf("killed by signal %d", p.Signal)
 	case p.ExitCode != nil && *p.ExitCode != 0:
 		return fmt.Sprintf("exit code %d", *p.ExitCode)
-	case p.Signal != 0:
-		return fmt.Sprintf("killed by signal %d", p.Signal)
 	}
 	return ""
 }

@@ -312,10 +312,10 @@ func (wf *waterfall) container(c *correlator.Container, depth int) {
 		if p := a.Process; p != nil && !p.Exec.IsZero() {
 			label := ProcessSpanName(p)
 			switch {
+			case p.Signal != 0: // before the exit code, which a signal leaves meaningless
+				label += fmt.Sprintf(" signal %d", p.Signal)
 			case p.ExitCode != nil:
 				label += fmt.Sprintf(" exit %d", *p.ExitCode)
-			case p.Signal != 0:
-				label += fmt.Sprintf(" signal %d", p.Signal)
 			}
 			pend, dur := p.Exit, fmtSeconds(p.Exit.Sub(p.Exec))
 			if pend.IsZero() {
