@@ -16,12 +16,31 @@ func (d *derivation) phases(tl *Timeline) []Phase {
 	if f, ok := d.p.conds[corev1.PodScheduled]; ok {
 		add(PhaseSchedule, tl.Start, f.lastTransition, "api-coarse")
 	}
-	if sb := tl.Sandbox; sb != nil && sb.Call != nil && !sb.Call.Start.IsZero() {
-		add(PhaseWaitSandbox, d.p.firstSeen, sb.Call.Start, "api")
-		add(PhaseSandbox, sb.Call.Start, sb.Call.End, "kernel")
-	} else if sb != nil {
-		add(PhaseWaitSandbox, d.p.firstSeen, sb.Created, "api")
-		add(PhaseSandbox, sb.Created, sb.Ready, "runtime")
+	if sb := tl.Sandbox; sb != nil {
+		start, source := sb.Created, "runtime"
+		if sb.Call != nil && !sb.Call.Start.IsZero() {
+			start, source = sb.Call.Start, "kernel"
+		}
+		// The kubelet's wait ends when it began the first sandbox; the
+		// sandboxes that did not last fill the time up to the final one.
+		first := start
+		if len(tl.EarlierSandboxes) > 0 {
+			e := &tl.EarlierSandboxes[0]
+			source0 := "runtime"
+			first = e.Created
+			if e.Call != nil && !e.Call.Start.IsZero() {
+				first, source0 = e.Call.Start, "kernel"
+			}
+			add(PhaseWaitSandbox, d.p.firstSeen, first, "api")
+			add(PhaseSandboxReplaced, first, start, source0)
+		} else {
+			add(PhaseWaitSandbox, d.p.firstSeen, first, "api")
+		}
+		end := sb.Ready
+		if sb.Call != nil {
+			end = sb.Call.End
+		}
+		add(PhaseSandbox, start, end, source)
 	}
 	var firstInit, firstMain *containerView
 	for _, v := range d.views {
@@ -33,12 +52,25 @@ func (d *derivation) phases(tl *Timeline) []Phase {
 			firstInit = v
 		}
 	}
+	// Each phase ends at its condition's cause, found before the
+	// condition's observation (or, not observed, before the outcome).
+	bound := func(typ corev1.PodConditionType) time.Time {
+		if f, ok := d.p.conds[typ]; ok {
+			return f.observed
+		}
+		return tl.End
+	}
 	if firstInit != nil {
-		t, _ := d.cause(corev1.PodInitialized, tl.Sandbox)
+		t, _ := d.cause(corev1.PodInitialized, tl, bound(corev1.PodInitialized))
+		if firstMain != nil && !firstMain.created.IsZero() && t.After(firstMain.created) {
+			// The main containers are created once the init containers
+			// are done (computePodActions): init cannot end after that.
+			t = firstMain.created
+		}
 		add(PhaseInit, firstInit.created, t, "kernel")
 	}
 	if firstMain != nil {
-		t, _ := d.cause(corev1.ContainersReady, tl.Sandbox)
+		t, _ := d.cause(corev1.ContainersReady, tl, bound(corev1.ContainersReady))
 		if t.IsZero() {
 			if f, ok := d.p.conds[corev1.ContainersReady]; ok {
 				t = f.observed

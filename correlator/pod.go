@@ -38,8 +38,15 @@ type podState struct {
 	nprocs, maxProcs int
 }
 
+// condFact is a condition's last rise to True within the start: a
+// condition that went True, False and True again (a sandbox recreated, a
+// sidecar restarted) is reported by the rise that held, and its cause is
+// looked for before that rise.
 type condFact struct {
 	observed, lastTransition time.Time
+	// earlier are the observations of the rises that did not hold.
+	earlier []time.Time
+	up      bool // True in the latest update
 }
 
 type nameAttempt struct {
@@ -51,6 +58,7 @@ type nameAttempt struct {
 type statusFact struct {
 	running, started, ready, terminated time.Time
 	exitCode                            *int
+	reason                              string // terminated reason
 }
 
 // procRecord is one process as the kernel reported it.
@@ -114,11 +122,19 @@ func (p *podState) observe(e *event.PodUpdate) {
 	pod := e.Pod
 	p.pod = pod
 	for _, c := range pod.Status.Conditions {
-		if c.Status != corev1.ConditionTrue {
-			continue
-		}
-		if _, seen := p.conds[c.Type]; !seen {
-			p.conds[c.Type] = condFact{observed: e.Time, lastTransition: c.LastTransitionTime.Time}
+		f, seen := p.conds[c.Type]
+		switch {
+		case c.Status != corev1.ConditionTrue:
+			if seen {
+				f.up = false
+				p.conds[c.Type] = f
+			}
+		case !seen && p.outcome == "":
+			p.conds[c.Type] = condFact{observed: e.Time, lastTransition: c.LastTransitionTime.Time, up: true}
+		case !f.up && p.outcome == "": // a new rise; after the outcome the start is over
+			f.earlier = append(f.earlier, f.observed)
+			f.observed, f.lastTransition, f.up = e.Time, c.LastTransitionTime.Time, true
+			p.conds[c.Type] = f
 		}
 	}
 	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
@@ -150,7 +166,7 @@ func (p *podState) observeContainer(cs *corev1.ContainerStatus, at time.Time) {
 		if _, ok := p.names[id]; !ok {
 			p.names[id] = nameAttempt{name: cs.Name, attempt: -1} // attempt unknown: older
 		}
-		p.noteTerminated(id, at, int(last.ExitCode))
+		p.noteTerminated(id, at, int(last.ExitCode), last.Reason)
 	}
 	if cs.ContainerID == "" {
 		return
@@ -170,7 +186,7 @@ func (p *podState) observeContainer(cs *corev1.ContainerStatus, at time.Time) {
 		f.ready = at
 	}
 	if t := cs.State.Terminated; t != nil {
-		p.noteTerminated(id, at, int(t.ExitCode))
+		p.noteTerminated(id, at, int(t.ExitCode), t.Reason)
 	}
 }
 
@@ -183,11 +199,14 @@ func (p *podState) statusOf(id string) *statusFact {
 	return f
 }
 
-func (p *podState) noteTerminated(id string, at time.Time, code int) {
+func (p *podState) noteTerminated(id string, at time.Time, code int, reason string) {
 	f := p.statusOf(id)
 	if f.terminated.IsZero() {
 		f.terminated = at
 		f.exitCode = &code
+	}
+	if f.reason == "" {
+		f.reason = reason
 	}
 }
 

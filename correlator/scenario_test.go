@@ -250,3 +250,56 @@ func (sc *scenario) cniExec(start, end float64, pid uint32, plugin string) {
 func (sc *scenario) kill(s float64, cid string, pid uint32, sig int) {
 	sc.events = append(sc.events, &event.ProcessExit{Time: at(s), Process: sc.proc(cid, pid, 0), Signal: sig})
 }
+
+// sandboxCall emits a RunPodSandbox call returning sandbox id (none when
+// id is ""), with one CNI plugin and the pause process inside it, and the
+// runtime's word on the sandbox (attempt).
+func (sc *scenario) sandboxCall(start, end float64, id string, attempt uint32, pausePID uint32) {
+	uid := sc.uid
+	sc.call(start, end, event.CRIRunPodSandbox, func(c *event.CRICall) { c.PodUID, c.PodSandboxID = uid, id })
+	sc.cniExec(start+0.05, start+0.15, 3000+pausePID, "bridge")
+	if id == "" {
+		return
+	}
+	sc.exec(end-0.05, id, pausePID, shimPID, "pause")
+	sc.runtime(end+0.05, id, "", attempt, end-0.1, 0, 0, 0)
+	sc.events[len(sc.events)-1].(*event.ContainerInfo).PodIP = podIP
+}
+
+// runIn emits what the runtime says of a container attempt in sandbox sb.
+func (sc *scenario) runIn(s float64, sb, id, name string, attempt uint32, created, started, finished float64, code int32, reason string) {
+	sc.runtime(s, id, name, attempt, created, started, finished, code)
+	ci := sc.events[len(sc.events)-1].(*event.ContainerInfo)
+	ci.SandboxID = sb
+	if finished > 0 {
+		ci.Reason = reason
+	}
+}
+
+// notTrue sets a condition False.
+func (sc *scenario) notTrue(typ corev1.PodConditionType) {
+	for i := range sc.pod.Status.Conditions {
+		if sc.pod.Status.Conditions[i].Type == typ {
+			sc.pod.Status.Conditions[i].Status = corev1.ConditionFalse
+		}
+	}
+}
+
+// noNegativeLag fails for any condition whose cause is after its observation.
+func noNegativeLag(t *testing.T, tl *Timeline) {
+	t.Helper()
+	for _, c := range tl.Conditions {
+		if !c.Cause.IsZero() && c.Cause.After(c.Observed) {
+			t.Errorf("%s: cause %v (%s) after its observation %v", c.Type, c.Cause.Sub(t0), c.CauseEvent, c.Observed.Sub(t0))
+		}
+	}
+}
+
+func phaseOf(tl *Timeline, name string) (Phase, bool) {
+	for _, p := range tl.Phases {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Phase{}, false
+}

@@ -53,8 +53,14 @@ type Timeline struct {
 	Phases []Phase `json:"phases"`
 	// ImagePulls are the images the kubelet pulled for this pod.
 	ImagePulls []ImagePull `json:"image_pulls,omitempty"`
-	// Sandbox is the pod sandbox (pause container and network).
+	// Sandbox is the pod sandbox (pause container and network) the final
+	// container attempts ran in: the latest one.
 	Sandbox *Sandbox `json:"sandbox,omitempty"`
+	// EarlierSandboxes are the sandboxes of this start that were replaced
+	// (died, lost their network), oldest first, each with its RunPodSandbox
+	// call and CNI plugins. A new sandbox means the kubelet killed every
+	// container and started them all again (computePodActions).
+	EarlierSandboxes []Sandbox `json:"earlier_sandboxes,omitempty"`
 	// Containers in spec order: init containers (regular and sidecar), then
 	// the main containers.
 	Containers []Container `json:"containers"`
@@ -74,7 +80,12 @@ const (
 	// PhaseWaitSandbox: the pod seen on the node -> sandbox creation
 	// started: admission, volume mounts, the kubelet's pod worker.
 	PhaseWaitSandbox = "pod.wait_sandbox"
-	// PhaseSandbox: sandbox creation -> sandbox ready (network, pause).
+	// PhaseSandboxReplaced: the first sandbox's creation -> the final
+	// sandbox's creation, when the sandbox was replaced: the time spent in
+	// sandboxes (and their containers) that did not last.
+	PhaseSandboxReplaced = "pod.sandbox_replaced"
+	// PhaseSandbox: sandbox creation -> sandbox ready (network, pause), of
+	// the final sandbox.
 	PhaseSandbox = "pod.sandbox"
 	// PhaseInit: first init container created -> Initialized's underlying
 	// event (the last init container done or started).
@@ -106,6 +117,8 @@ func span(a, b time.Time) time.Duration {
 // Sandbox is the pod sandbox as the runtime and the kernel saw it.
 type Sandbox struct {
 	ID string `json:"id"`
+	// Attempt is the runtime's sandbox attempt (0 for the first).
+	Attempt int `json:"attempt,omitempty"`
 	// Created is the runtime's creation time of the sandbox.
 	Created time.Time `json:"created"`
 	// PauseStart is the exec of the sandbox's pause process (kernel).
@@ -114,6 +127,9 @@ type Sandbox struct {
 	// observed, or the first container created, whichever came first.
 	Ready time.Time `json:"ready"`
 	PodIP string    `json:"pod_ip,omitempty"`
+	// Ended is when an earlier sandbox was seen gone (its pause process
+	// exited); zero for the final one or when not seen.
+	Ended time.Time `json:"ended,omitzero"`
 	// Call is the kubelet's RunPodSandbox call, when the kernel saw it: the
 	// sandbox phase is then exactly the call.
 	Call *CRICall `json:"call,omitempty"`
@@ -175,6 +191,20 @@ type ContainerAttempt struct {
 	// entrypoint's exit when the runtime has not said).
 	Finished time.Time `json:"finished,omitzero"`
 	ExitCode *int      `json:"exit_code,omitempty"`
+	// Reason is the runtime's (or else the API's) terminated reason: Error,
+	// OOMKilled, Completed, ...
+	Reason string `json:"reason,omitempty"`
+	// KilledBy is set when the kubelet killed the attempt for its probe:
+	// liveness or startup, failureThreshold failures in a row just before
+	// a signal (or 128+signal) ended it (kuberuntime_manager.go
+	// computePodActions: "failed liveness probe, will be restarted").
+	KilledBy ProbeKind `json:"killed_by,omitempty"`
+	// BackOff is the wait before this attempt: the previous attempt's exit
+	// to this one's creation (the kubelet's crash-loop back-off, doBackOff,
+	// plus its reaction); zero for the first attempt.
+	BackOff time.Duration `json:"back_off,omitempty"`
+	// SandboxID is the sandbox the attempt ran in, when known.
+	SandboxID string `json:"sandbox_id,omitempty"`
 	// StartedObserved is when the API first showed started=true (a sidecar
 	// lets the next container start then); ReadyObserved is ready=true.
 	StartedObserved time.Time `json:"started_observed,omitzero"`
@@ -279,9 +309,13 @@ const (
 	CondReady                     = "Ready"
 )
 
-// ConditionTransition is a condition becoming True.
+// ConditionTransition is a condition becoming True: the rise that held
+// until the start's outcome. A cause is never later than its observation
+// (when nothing below the API precedes it, the cause is left unknown).
 type ConditionTransition struct {
 	Type string `json:"type"`
+	// ReadinessGate is set for a condition named by spec.readinessGates.
+	ReadinessGate bool `json:"readiness_gate,omitempty"`
 	// Observed is when the watch first showed it True (ms precision).
 	Observed time.Time `json:"observed"`
 	// LastTransitionTime is the API's own timestamp (1 s precision).
@@ -290,6 +324,9 @@ type ConditionTransition struct {
 	// API (kernel, runtime), and CauseEvent what it was; zero when unknown.
 	Cause      time.Time `json:"cause,omitzero"`
 	CauseEvent string    `json:"cause_event,omitempty"`
+	// EarlierObserved are earlier rises to True that did not hold (the
+	// condition went False again before this one).
+	EarlierObserved []time.Time `json:"earlier_observed,omitempty"`
 }
 
 // Lag is how long after its cause the condition was observed in the API.
@@ -315,6 +352,9 @@ const (
 	InsightSlowestPhase InsightKind = "slowest_phase"
 	// InsightRetries: a container needed several attempts.
 	InsightRetries InsightKind = "retries"
+	// InsightSandboxChanged: the sandbox was replaced, so every container
+	// was killed and started again.
+	InsightSandboxChanged InsightKind = "sandbox_changed"
 )
 
 // Insight is one finding about the start, with a sentence for humans.
