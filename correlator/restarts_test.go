@@ -2,6 +2,7 @@ package correlator
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -279,5 +280,124 @@ func TestLivenessKill(t *testing.T) {
 	}
 	if cr := findCondition(t, tl, CondContainersReady); !cr.Cause.Equal(at(9.01)) {
 		t.Errorf("ContainersReady cause %v (%s)", cr.Cause.Sub(t0), cr.CauseEvent)
+	}
+}
+
+// gated is a one-container pod with a readiness gate set True at gateAt;
+// the container is ready at 5.01 s (ContainersReady observed at 5.5 s).
+func gated(t *testing.T, gateAt float64) *Timeline {
+	const gate corev1.PodConditionType = "example.com/lb-ready"
+	sc := newScenario(t, "gate", corev1.PodSpec{ReadinessGates: []corev1.PodReadinessGate{{ConditionType: gate}},
+		Containers: []corev1.Container{{Name: "app", ReadinessProbe: execProbe(0, 1, "check")}}})
+	sc.cond(corev1.PodScheduled, 0)
+	sc.cond(corev1.PodInitialized, 0)
+	sc.update(0.05)
+	sc.sandboxUp(0.3)
+	sc.runtime(1, idMain, "app", 0, 0.9, 1, 0, 0)
+	sc.exec(1.01, idMain, 1100, shimPID, "app")
+	if gateAt < 5 {
+		sc.cond(gate, gateAt)
+		sc.update(gateAt)
+	}
+	sc.exec(5, idMain, 1110, shimPID, "check")
+	sc.exit(5.01, idMain, 1110, 0)
+	sc.status(false, running("app", idMain, 1, true, true))
+	sc.cond(corev1.ContainersReady, 5.5)
+	sc.update(5.5)
+	if gateAt >= 5 {
+		sc.cond(gate, gateAt)
+		sc.update(gateAt)
+	}
+	sc.cond(corev1.PodReady, max(gateAt, 5.5)+0.1)
+	sc.update(max(gateAt, 5.5) + 0.1)
+	return sc.run(Config{})
+}
+
+// TestReadinessGateEarly: the gate was True before the containers were
+// ready: Ready's cause is ContainersReady's, and the gate is drawn as a
+// condition of its own.
+func TestReadinessGateEarly(t *testing.T) {
+	tl := gated(t, 2)
+	g := findCondition(t, tl, "example.com/lb-ready")
+	if !g.ReadinessGate || !g.Observed.Equal(at(2)) || !g.Cause.IsZero() {
+		t.Errorf("gate condition %+v", g)
+	}
+	cr, r := findCondition(t, tl, CondContainersReady), findCondition(t, tl, CondReady)
+	if !r.Cause.Equal(cr.Cause) || !cr.Cause.Equal(at(5.01)) {
+		t.Errorf("Ready cause %v (%s), ContainersReady's %v", r.Cause.Sub(t0), r.CauseEvent, cr.Cause.Sub(t0))
+	}
+	for _, s := range tl.CriticalPath {
+		if strings.HasPrefix(s.Name, "readinessGate/") {
+			t.Errorf("an early gate on the critical path: %+v", tl.CriticalPath)
+		}
+	}
+}
+
+// TestReadinessGateLate: the gate came 17 s after the containers were
+// ready: Ready's cause is the gate, and its wait is on the critical path.
+func TestReadinessGateLate(t *testing.T) {
+	tl := gated(t, 22)
+	r := findCondition(t, tl, CondReady)
+	if !r.Cause.Equal(at(22)) || r.CauseEvent != "readiness gate example.com/lb-ready True" {
+		t.Errorf("Ready cause %v (%s), want the gate at 22 s", r.Cause.Sub(t0), r.CauseEvent)
+	}
+	cp := tl.CriticalPath
+	last := cp[len(cp)-1]
+	if last.Name != "readinessGate/example.com/lb-ready" || !last.Start.Equal(at(5.01)) || !last.End.Equal(at(22)) {
+		t.Errorf("critical path %+v, want it to end with the gate's wait 5.01 s -> 22 s", cp)
+	}
+	checkCriticalPath(t, tl)
+}
+
+// TestPostStartOnCriticalPath: main's 4 s hook holds second's creation back;
+// the hook is a step of the critical path, between the two containers.
+func TestPostStartOnCriticalPath(t *testing.T) {
+	sc := newScenario(t, "hook-path", corev1.PodSpec{Containers: []corev1.Container{
+		{Name: "main", Lifecycle: &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "sleep 4"}}}}},
+		{Name: "second"},
+	}})
+	sc.cond(corev1.PodScheduled, 0)
+	sc.cond(corev1.PodInitialized, 0)
+	sc.update(0.05)
+	sc.sandboxUp(0.4)
+	sc.runtime(1.05, idMain, "main", 0, 1.0, 1.1, 0, 0)
+	sc.exec(1.12, idMain, 500, shimPID, "sleep", "3600")
+	sc.exec(1.2, idMain, 510, shimPID, "sh", "-c", "sleep 4")
+	sc.exit(5.2, idMain, 510, 0)
+	sc.runtime(5.35, idMain2, "second", 0, 5.3, 5.4, 0, 0)
+	sc.exec(5.42, idMain2, 600, shimPID, "sleep", "3600")
+	sc.status(false, running("main", idMain, 1.1, true, true))
+	sc.status(false, running("second", idMain2, 5.4, true, true))
+	sc.cond(corev1.ContainersReady, 6)
+	sc.cond(corev1.PodReady, 6)
+	sc.update(6)
+	tl := sc.run(Config{})
+	var names []string
+	for _, s := range tl.CriticalPath {
+		names = append(names, s.Name)
+	}
+	want := "[pod.schedule pod.wait_sandbox pod.sandbox container/main postStart/main container/second]"
+	if fmt.Sprint(names) != want {
+		t.Errorf("critical path %v, want %s", names, want)
+	}
+	checkCriticalPath(t, tl)
+}
+
+// checkCriticalPath: steps in time order, inside the start, summing to no
+// more than it.
+func checkCriticalPath(t *testing.T, tl *Timeline) {
+	t.Helper()
+	var sum time.Duration
+	for i, s := range tl.CriticalPath {
+		if s.End.Before(s.Start) || s.Start.Before(tl.Start) || s.End.After(tl.End) {
+			t.Errorf("step %s %v..%v outside the start %v..%v", s.Name, s.Start.Sub(t0), s.End.Sub(t0), tl.Start.Sub(t0), tl.End.Sub(t0))
+		}
+		if i > 0 && s.Start.Before(tl.CriticalPath[i-1].End) {
+			t.Errorf("step %s starts before %s ended", s.Name, tl.CriticalPath[i-1].Name)
+		}
+		sum += s.End.Sub(s.Start)
+	}
+	if sum > tl.End.Sub(tl.Start) {
+		t.Errorf("critical path sums to %v, more than the start's %v", sum, tl.End.Sub(tl.Start))
 	}
 }
