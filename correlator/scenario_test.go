@@ -27,6 +27,10 @@ type scenario struct {
 	pod    *corev1.Pod // current object; each update snapshots it
 	events []event.Event
 	added  bool
+	// pausePID is the pause process of the latest sandboxCallFor, and
+	// sandboxes the ids it made, in order.
+	pausePID  uint32
+	sandboxes []string
 }
 
 func newScenario(t testing.TB, name string, spec corev1.PodSpec) *scenario {
@@ -264,6 +268,13 @@ func (sc *scenario) sandboxCall(start, end float64, id string, attempt uint32, p
 	sc.exec(end-0.05, id, pausePID, shimPID, "pause")
 	sc.runtime(end+0.05, id, "", attempt, end-0.1, 0, 0, 0)
 	sc.events[len(sc.events)-1].(*event.ContainerInfo).PodIP = podIP
+}
+
+// sandboxCallFor is sandboxCall remembering the pause process's pid.
+func (sc *scenario) sandboxCallFor(start, end float64, id string, attempt uint32, pausePID uint32) {
+	sc.pausePID = pausePID
+	sc.sandboxes = append(sc.sandboxes, id)
+	sc.sandboxCall(start, end, id, attempt, pausePID)
 }
 
 // runIn emits what the runtime says of a container attempt in sandbox sb.
