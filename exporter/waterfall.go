@@ -35,6 +35,7 @@ const (
 	glyphProbeGuess = '◇'
 	glyphCondition  = '◆'
 	glyphLag        = '─'
+	glyphBackOff    = '╌'
 )
 
 // eighths are the left-aligned partial blocks, index = eighths of a cell.
@@ -202,7 +203,7 @@ type wrow struct {
 func (wf *waterfall) collect() {
 	tl := wf.tl
 	emitted := make(map[int]bool) // container indexes in tl.Containers
-	sandboxDone := false
+	sandboxDone, earlierDone := false, false
 	containersOf := func(kinds ...correlator.ContainerKind) {
 		for ci := range tl.Containers {
 			c := &tl.Containers[ci]
@@ -221,6 +222,9 @@ func (wf *waterfall) collect() {
 		}
 		wf.emit(wrow{p.Name, wf.offset(p.Start), dur, wf.bar(p.Start, end, glyphFull)})
 		switch p.Name {
+		case correlator.PhaseSandboxReplaced:
+			wf.earlierSandboxes()
+			earlierDone = true
 		case correlator.PhaseSandbox:
 			wf.pause()
 			sandboxDone = true
@@ -229,6 +233,9 @@ func (wf *waterfall) collect() {
 		case correlator.PhaseContainers:
 			containersOf(correlator.KindMain)
 		}
+	}
+	if !earlierDone {
+		wf.earlierSandboxes()
 	}
 	if !sandboxDone {
 		wf.pause()
@@ -239,11 +246,52 @@ func (wf *waterfall) collect() {
 		wf.emit(wrow{label: "conditions"})
 		for _, c := range tl.Conditions {
 			lag := ""
-			if !c.Cause.IsZero() {
+			if !c.Cause.IsZero() && !c.Cause.After(c.Observed) { // the correlator never gives a later cause
 				lag = "+" + fmtSeconds(c.Lag())
 			}
 			wf.emit(wrow{"  " + c.Type, wf.offset(c.Observed), lag, wf.condition(c)})
 		}
+	}
+}
+
+// earlierSandboxes shows the replaced sandboxes, each from its creation to
+// its end, with its RunPodSandbox call and CNI plugins.
+func (wf *waterfall) earlierSandboxes() {
+	for i := range wf.tl.EarlierSandboxes {
+		sb := &wf.tl.EarlierSandboxes[i]
+		start, end := sb.Created, sb.Ended
+		if sb.Call != nil && !sb.Call.Start.IsZero() && (start.IsZero() || sb.Call.Start.Before(start)) {
+			start = sb.Call.Start
+		}
+		if start.IsZero() {
+			continue
+		}
+		dur := ""
+		if end.IsZero() {
+			end, dur = start, "?"
+		} else {
+			dur = fmtSeconds(end.Sub(start))
+		}
+		wf.emit(wrow{fmt.Sprintf("  sandbox attempt %d ✗ replaced", sb.Attempt), wf.offset(start), dur, wf.bar(start, end, glyphFull)})
+		if c := sb.Call; c != nil && !c.Start.IsZero() && !c.End.IsZero() {
+			method := c.Method.Short()
+			if c.Err {
+				method += " ✗"
+			}
+			wf.emit(wrow{"    " + method, wf.offset(c.Start), fmtSeconds(c.End.Sub(c.Start)), wf.bar(c.Start, c.End, glyphFull)})
+		}
+		wf.cni("    ", sb)
+	}
+}
+
+func (wf *waterfall) cni(indent string, sb *correlator.Sandbox) {
+	for i := range sb.CNI {
+		p := &sb.CNI[i]
+		end, dur := p.Exit, fmtSeconds(p.Exit.Sub(p.Exec))
+		if end.IsZero() {
+			end, dur = p.Exec, "?"
+		}
+		wf.emit(wrow{indent + "cni " + path.Base(p.Filename), wf.offset(p.Exec), dur, wf.bar(p.Exec, end, glyphFull)})
 	}
 }
 
@@ -252,14 +300,7 @@ func (wf *waterfall) collect() {
 func (wf *waterfall) pause() {
 	sb := wf.tl.Sandbox
 	if sb != nil {
-		for i := range sb.CNI {
-			p := &sb.CNI[i]
-			end, dur := p.Exit, fmtSeconds(p.Exit.Sub(p.Exec))
-			if end.IsZero() {
-				end, dur = p.Exec, "?"
-			}
-			wf.emit(wrow{"  cni " + path.Base(p.Filename), wf.offset(p.Exec), dur, wf.bar(p.Exec, end, glyphFull)})
-		}
+		wf.cni("  ", sb)
 		if !sb.PauseStart.IsZero() {
 			wf.emit(wrow{"  process pause", wf.offset(sb.PauseStart), "", wf.mark(sb.PauseStart, glyphInstant)})
 		}
@@ -290,8 +331,22 @@ func (wf *waterfall) container(c *correlator.Container, depth int) {
 		if a.Attempt > 0 {
 			label += fmt.Sprintf(" #%d", a.Attempt)
 		}
-		if a.ExitCode != nil && *a.ExitCode != 0 {
+		switch {
+		case a.KilledBy != "": // the exit code is the kill's 128+signal
+			label += fmt.Sprintf(" ✗ %s kill", a.KilledBy)
+		case a.ExitCode != nil && *a.ExitCode != 0:
 			label += fmt.Sprintf(" ✗ exit %d", *a.ExitCode)
+		}
+		if a.Reason != "" && a.Reason != "Error" && a.Reason != "Completed" {
+			label += " " + a.Reason
+		}
+		if a.BackOff > 0 && ai > 0 {
+			// The wait since the previous attempt's exit: the kubelet's back-off.
+			from := a.Created.Add(-a.BackOff)
+			if a.Created.IsZero() && a.Process != nil {
+				from = a.Process.Exec.Add(-a.BackOff)
+			}
+			wf.emit(wrow{indent + "back-off", wf.offset(from), fmtSeconds(a.BackOff), wf.bar(from, from.Add(a.BackOff), glyphBackOff)})
 		}
 		if !ok {
 			wf.emit(wrow{indent + label, "", "", "no times known"})
@@ -436,7 +491,7 @@ func (wf *waterfall) footer(w *bufio.Writer) {
 		}
 		writeItems(w, "  ", parts, " ", wf.width)
 	}
-	writeItems(w, "", []string{
+	legend := []string{
 		string(glyphFull) + " interval",
 		string(glyphInferred) + " inferred",
 		string(glyphInstant) + " instant",
@@ -445,7 +500,22 @@ func (wf *waterfall) footer(w *bufio.Writer) {
 		string(glyphProbeGuess) + " probe inferred from status",
 		string(glyphCondition) + " condition observed",
 		string(glyphLag) + " its lag",
-	}, "  ", wf.width)
+	}
+	if hasBackOff(tl) {
+		legend = append(legend, string(glyphBackOff)+" back-off")
+	}
+	writeItems(w, "", legend, "  ", wf.width)
+}
+
+func hasBackOff(tl *correlator.Timeline) bool {
+	for _, c := range tl.Containers {
+		for _, a := range c.Attempts {
+			if a.BackOff > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // writeItems writes prefix and the items joined by sep, wrapped at width
