@@ -159,7 +159,7 @@ func (d *derivation) podReady(tl *Timeline, bound time.Time) (time.Time, string)
 // sandboxReady is when a sandbox was ready and what says so.
 func sandboxReady(sb *Sandbox) (time.Time, string) {
 	switch {
-	case sb.Call != nil:
+	case sb.Call != nil && !sb.Call.Err:
 		return sb.Call.End, "RunPodSandbox returned"
 	case !sb.PauseStart.IsZero():
 		return sb.PauseStart, "sandbox pause process started"

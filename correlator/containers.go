@@ -39,6 +39,10 @@ func (d *derivation) containers(final *Sandbox) []Container {
 	out := make([]Container, len(order))
 	for i, e := range order {
 		out[i] = Container{Name: e.name, Kind: e.kind, Index: e.index, Image: e.spec.Image}
+		if w := p.waiting[e.name]; w != nil && len(w.list) > 0 {
+			out[i].Waiting = append([]WaitingReason(nil), w.list...)
+			out[i].WaitingOmitted = w.omitted
+		}
 		v := &containerView{entry: e, out: &out[i]}
 		d.views = append(d.views, v)
 		for _, id := range d.sortAttempts(byName[e.name]) {
@@ -49,7 +53,17 @@ func (d *derivation) containers(final *Sandbox) []Container {
 				out[i].Attempts[j].Attempt = j
 			}
 		}
-		backOffs(out[i].Attempts)
+		out[i].FailedCalls = d.failedContainerCalls(e.name)
+	}
+	// Connections are the pod's: one port may serve several containers.
+	d.attributeConnections()
+	for _, v := range d.views {
+		for j := range v.out.Attempts {
+			a := &v.out.Attempts[j]
+			d.completeProbes(v.entry, a)
+			a.KilledBy = killedBy(v.entry, a) // its probes all known now
+		}
+		backOffs(v.out.Attempts)
 		d.milestones(v, final)
 	}
 	// What each container's successor waited for.
@@ -95,6 +109,27 @@ func backOffs(atts []ContainerAttempt) {
 			atts[j].BackOff = created.Sub(exit)
 		}
 	}
+}
+
+// failedContainerCalls are the CreateContainer calls for container name
+// that returned an error: no container id came back, so they belong to no
+// attempt and are known by the name in their request. A failed
+// StartContainer names its container id and stays with its attempt.
+func (d *derivation) failedContainerCalls(name string) []CRICall {
+	var out []CRICall
+	for _, c := range d.p.calls {
+		if c.Method == event.CRICreateContainer && c.Err && c.ContainerID == "" &&
+			c.ContainerName == name && c.PodUID == d.p.uid {
+			out = append(out, *criCall(c))
+		}
+	}
+	sortCalls(out)
+	return out
+}
+
+// sortCalls orders calls by their return.
+func sortCalls(calls []CRICall) {
+	sort.SliceStable(calls, func(i, j int) bool { return calls[i].End.Before(calls[j].End) })
 }
 
 // sortAttempts orders a container's ids by attempt number, then creation.
@@ -166,9 +201,8 @@ func (d *derivation) attempt(e specEntry, id string) ContainerAttempt {
 			}
 		}
 	}
-	sort.SliceStable(a.Calls, func(i, j int) bool { return a.Calls[i].End.Before(a.Calls[j].End) })
+	sortCalls(a.Calls)
 	d.classify(e, &a, sessions)
-	a.KilledBy = killedBy(e, &a)
 	return a
 }
 
@@ -291,7 +325,14 @@ func attemptMilestones(e specEntry, a *ContainerAttempt) milestones {
 	switch {
 	case e.kind == KindInit:
 	case spec.ReadinessProbe != nil:
-		if t := firstSuccess(a.Probes, ProbeReadiness); !t.IsZero() {
+		n := successThreshold(probeSpec{kind: ProbeReadiness, probe: spec.ReadinessProbe})
+		t := nthSuccess(a.Probes, ProbeReadiness, n)
+		if t.IsZero() && !a.ReadyObserved.IsZero() {
+			// Fewer successes in a row seen than the threshold: some were
+			// missed, and the last one seen is the latest known.
+			t = lastSuccess(a.Probes, ProbeReadiness, a.ReadyObserved)
+		}
+		if !t.IsZero() {
 			m.ready, m.readyBy = t, "readinessProbe succeeded"
 			if handlerOf(&spec.ReadinessProbe.ProbeHandler) != "exec" {
 				m.readyBy = handlerOf(&spec.ReadinessProbe.ProbeHandler) + " readinessProbe: ready=true in the API"
@@ -314,10 +355,50 @@ func attemptMilestones(e specEntry, a *ContainerAttempt) milestones {
 }
 
 func firstSuccess(probes []ProbeAttempt, kind ProbeKind) time.Time {
+	return nthSuccess(probes, kind, 1)
+}
+
+// nthSuccess is the end of the attempt that made n successes of a probe
+// in a row: the one whose result the kubelet sets (prober/worker.go
+// doProbe: "Success or failure is below threshold - leave the probe state
+// unchanged" until resultRun reaches successThreshold).
+func nthSuccess(probes []ProbeAttempt, kind ProbeKind, n int) time.Time {
+	run := 0
 	for _, pa := range probes {
-		if pa.Kind == kind && pa.Result == ProbeSuccess {
+		if pa.Kind != kind {
+			continue
+		}
+		if pa.Result != ProbeSuccess {
+			run = 0
+			continue
+		}
+		if run++; run >= n {
 			return pa.End
 		}
 	}
 	return time.Time{}
+}
+
+// lastSuccess is the end of the last successful attempt of a probe that
+// started before the time given.
+func lastSuccess(probes []ProbeAttempt, kind ProbeKind, before time.Time) time.Time {
+	var t time.Time
+	for _, pa := range probes {
+		if pa.Kind == kind && pa.Result == ProbeSuccess && !pa.Start.After(before) {
+			t = pa.End
+		}
+	}
+	return t
+}
+
+// firstCreated is when a container's first attempt was created (or its
+// process seen).
+func firstCreated(atts []ContainerAttempt) time.Time {
+	if len(atts) == 0 {
+		return time.Time{}
+	}
+	if !atts[0].Created.IsZero() || atts[0].Process == nil {
+		return atts[0].Created
+	}
+	return atts[0].Process.Exec
 }

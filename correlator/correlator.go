@@ -213,32 +213,61 @@ func (c *Correlator) park(key string, ev event.Event) {
 	o.events = append(o.events, ev)
 }
 
-// unpark routes the events that waited for key's owner.
+// unpark routes the events that waited for key's owner. Connections wait
+// under their IP and are looked up again, by address and port: on the
+// node's IP, or a pod's own, only a port names the pod; one that still
+// names nobody keeps waiting.
 func (c *Correlator) unpark(key string) {
+	key = pendingKey(key)
 	o, ok := c.index.pending[key]
 	if !ok {
 		return
 	}
 	delete(c.index.pending, key)
-	uid := c.index.owners[key].uid
+	var still []event.Event
 	for _, ev := range o.events {
+		uid := c.index.owners[key].uid
+		if _, isConn := ev.(*event.TCPConnection); isConn {
+			uid, _ = c.index.lookup(ev, c.now)
+		}
+		if uid == "" {
+			still = append(still, ev)
+			continue
+		}
 		c.route(uid, ev)
+	}
+	if len(still) > 0 {
+		o.events = still
+		c.index.pending[key] = o
 	}
 }
 
 // Flush completes every pod start in progress (at shutdown, or at the end
 // of a replay) and returns their timelines; starts that reached no outcome
-// end as timeouts at the correlator's clock.
+// end as timeouts at the correlator's clock ("still starting when readyline
+// stopped").
 func (c *Correlator) Flush() []*Timeline {
 	var out []*Timeline
 	for _, uid := range c.sortedUIDs() {
 		p := c.pods[uid]
 		if p.outcome == "" {
-			p.finish(OutcomeTimeout, c.now, "still starting when readyline stopped")
+			p.finish(OutcomeTimeout, c.now, p.withStuckDetail("still starting when readyline stopped"))
 		}
 		out = append(out, c.complete(p))
 	}
 	return out
+}
+
+// report returns the timeline of a start still in progress at its report
+// deadline (Config.Timeout): outcome timeout, Partial, up to now. The
+// deadline is for reporting, not an outcome: the pod stays tracked, and its
+// Ready (or failure, or deletion), when it comes, completes the start in a
+// timeline with ReportedAt set.
+func (c *Correlator) report(p *podState, reason string) *Timeline {
+	p.reportedAt = c.now
+	tl := p.timeline(&deriveContext{cni: &c.cni, sandboxCalls: c.sandboxCalls}, ending{OutcomeTimeout, c.now, reason})
+	tl.Partial = true
+	return tl
 }
 
 func (c *Correlator) sortedUIDs() []string {
@@ -366,10 +395,10 @@ func (c *Correlator) expire() []*Timeline {
 	var out []*Timeline
 	for _, uid := range c.sortedUIDs() {
 		p := c.pods[uid]
-		if p.outcome == "" && c.now.Sub(p.firstSeen) >= c.cfg.Timeout {
-			p.finish(OutcomeTimeout, c.now, "not Ready within "+c.cfg.Timeout.String())
+		if p.outcome == "" && p.reportedAt.IsZero() && c.now.Sub(p.firstSeen) >= c.cfg.Timeout {
+			out = append(out, c.report(p, p.withStuckDetail("not Ready within "+c.cfg.Timeout.String())))
 		}
-		if p.outcome != "" && (p.outcome == OutcomeTimeout || c.now.Sub(p.doneAt) >= c.cfg.Grace) {
+		if p.outcome != "" && c.now.Sub(p.doneAt) >= c.cfg.Grace {
 			out = append(out, c.complete(p))
 		}
 	}
@@ -431,5 +460,7 @@ func (c *Correlator) complete(p *podState) *Timeline {
 	delete(c.pods, p.uid)
 	c.end(p.uid, endedPod{since: c.now, traced: true, deleted: p.deletedAt})
 	c.stats.Timelines++
-	return p.timeline(&deriveContext{cni: &c.cni, sandboxCalls: c.sandboxCalls})
+	tl := p.timeline(&deriveContext{cni: &c.cni, sandboxCalls: c.sandboxCalls}, ending{p.outcome, p.doneAt, p.reason})
+	tl.ReportedAt = p.reportedAt
+	return tl
 }

@@ -17,6 +17,10 @@ type derivation struct {
 	p     *podState
 	ctx   *deriveContext
 	views []*containerView // start order
+	// gates: when each container attempt's probes could run, by id.
+	gates map[string]*probeGate
+	// ambiguous: connections several containers' probes could have made.
+	ambiguous []AmbiguousProbe
 }
 
 // deriveContext is what the correlator knows beyond one pod: host-side
@@ -69,7 +73,15 @@ func (v *containerView) latest(bound time.Time, at func(*milestones) time.Time) 
 	return ended, ended != nil
 }
 
-func (p *podState) timeline(ctx *deriveContext) *Timeline {
+// ending is how and when the timeline being derived ends: the start's
+// outcome, or the report deadline of a start still in progress.
+type ending struct {
+	outcome Outcome
+	at      time.Time
+	reason  string
+}
+
+func (p *podState) timeline(ctx *deriveContext, end ending) *Timeline {
 	if ctx == nil {
 		ctx = &deriveContext{cni: &cniBuffer{}}
 	}
@@ -77,17 +89,18 @@ func (p *podState) timeline(ctx *deriveContext) *Timeline {
 	tl := &Timeline{
 		Pod:     PodRef{UID: p.uid, Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName},
 		Start:   pod.CreationTimestamp.Time,
-		End:     p.doneAt,
-		Outcome: p.outcome,
-		Reason:  p.reason,
+		End:     end.at,
+		Outcome: end.outcome,
+		Reason:  end.reason,
 	}
 	if tl.Start.IsZero() || tl.Start.After(p.firstSeen) {
 		tl.Start = p.firstSeen
 	}
-	d := &derivation{p: p, ctx: ctx}
+	d := &derivation{p: p, ctx: ctx, gates: make(map[string]*probeGate)}
 	tl.Sandbox, tl.EarlierSandboxes = d.sandboxes()
 	tl.ImagePulls = d.imagePulls()
 	tl.Containers = d.containers(tl.Sandbox)
+	tl.AmbiguousProbes = d.ambiguous
 	tl.Conditions = d.conditions(tl)
 	tl.Phases = d.phases(tl)
 	tl.Insights = d.insights(tl)

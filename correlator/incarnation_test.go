@@ -166,3 +166,42 @@ func TestEndedPodsAreBounded(t *testing.T) {
 		t.Errorf("remembered a=%v b=%v c=%v, want the oldest forgotten", c.knows(uids[0]), c.knows(uids[1]), c.knows(uids[2]))
 	}
 }
+
+// TestReadyAfterTheDeadlineCompletesTheStart: the start timeout is a
+// reporting deadline, not an outcome. A pod still starting at it is reported
+// (partial, timeout) and stays tracked; its Ready, when it comes, completes
+// the same start (before, it was "timeout" for good: 45 of 60 pods scaled at
+// once on the local node, all Ready within 63 s).
+func TestReadyAfterTheDeadlineCompletesTheStart(t *testing.T) {
+	sc := newScenario(t, "slow", corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}})
+	sc.cond(corev1.PodScheduled, 0)
+	sc.update(0.05)
+	sc.sandboxUp(0.3)
+	sc.events = append(sc.events, &event.Tick{Time: at(40.5)}) // the daemon ticks every second
+	sc.runtime(50, idMain, "app", 0, 49.9, 50, 0, 0)
+	sc.exec(50.01, idMain, 1100, shimPID, "sleep", "3600")
+	sc.status(false, running("app", idMain, 50, true, true))
+	sc.cond(corev1.PodReadyToStartContainers, 0.5)
+	sc.cond(corev1.PodInitialized, 0.05)
+	sc.cond(corev1.ContainersReady, 63)
+	sc.cond(corev1.PodReady, 63)
+	sc.update(63)
+	c := New(Config{Timeout: 40 * time.Second})
+	got := feed(c, sc.events, 10*time.Second)
+	if len(got) != 2 {
+		t.Fatalf("%d timelines, want the report at the deadline and the completion", len(got))
+	}
+	report, done := got[0], got[1]
+	if report.Outcome != OutcomeTimeout || !report.Partial || report.End.Sub(t0) < 40*time.Second || report.End.Sub(t0) > 41*time.Second {
+		t.Errorf("report: %s partial=%v at +%v, want a partial timeout at +40s", report.Outcome, report.Partial, report.End.Sub(t0))
+	}
+	if done.Outcome != OutcomeReady || done.Partial || !done.End.Equal(at(63)) || !done.ReportedAt.Equal(report.End) {
+		t.Errorf("completion: %s partial=%v at +%v reported_at %v, want ready at +63s, reported at the deadline", done.Outcome, done.Partial, done.End.Sub(t0), done.ReportedAt)
+	}
+	if len(findContainer(t, done, "app").Attempts) != 1 {
+		t.Errorf("the completion lost the container")
+	}
+	if st := c.Stats(); st.Tracked != 0 || st.Timelines != 1 {
+		t.Errorf("tracked %d, completed %d; want 0 and 1", st.Tracked, st.Timelines)
+	}
+}

@@ -1,6 +1,9 @@
 package correlator
 
 import (
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,14 +12,25 @@ import (
 )
 
 // ownerIndex knows which pod a container id, sandbox id or pod IP belongs
-// to: most CRI calls name only an id, TCP probe connections only an IP.
-// Entries are learned from every source, for every pod on the node (the
-// pods whose start is not traced too, so their calls are recognised), and
-// forgotten once their pod is gone and they are unused for a while. Events naming something not yet known
-// wait in pending, like orphans.
+// to: most CRI calls name only an id, TCP probe connections only an
+// address. Entries are learned from every source, for every pod on the node
+// (the pods whose start is not traced too, so their calls are recognised),
+// and forgotten once their pod is gone and they are unused for a while.
+// Events naming something not yet known wait in pending, like orphans.
+//
+// A connection is routed by its address and port first: every hostNetwork
+// pod has the node's IP, so the IP alone names no pod there, and only the
+// ports of a pod's own probes and hooks (connPorts) tell them apart. An IP
+// that is the node's is never an "ip:" key.
 type ownerIndex struct {
-	owners  map[string]ownerEntry // "id:<id>" or "ip:<ip>" -> pod
+	owners  map[string]ownerEntry // "id:<id>", "ip:<ip>" or "ipport:<ip>:<port>" -> pod
 	pending map[string]*orphanEvents
+	// net: each pod's addresses and probe ports, to make its "ipport:" keys
+	// whichever of the two is learned first.
+	net map[string]*podNet
+	// hostIPs: the node's own addresses (status.hostIPs, and the pod IPs of
+	// hostNetwork pods).
+	hostIPs map[string]bool
 }
 
 type ownerEntry struct {
@@ -24,12 +38,24 @@ type ownerEntry struct {
 	used time.Time
 }
 
+// podNet is what routes a pod's connections.
+type podNet struct {
+	ips         []string
+	ports       []uint16
+	hostNetwork bool
+	used        time.Time
+}
+
 func newOwnerIndex() ownerIndex {
-	return ownerIndex{owners: make(map[string]ownerEntry), pending: make(map[string]*orphanEvents)}
+	return ownerIndex{owners: make(map[string]ownerEntry), pending: make(map[string]*orphanEvents),
+		net: make(map[string]*podNet), hostIPs: make(map[string]bool)}
 }
 
 func idKey(id string) string { return "id:" + id }
 func ipKey(ip string) string { return "ip:" + ip }
+func ipPortKey(ip string, port uint16) string {
+	return "ipport:" + ip + ":" + strconv.Itoa(int(port))
+}
 
 // learnFrom records what an event says about who owns what; it returns the
 // keys that became known (their pending events can now be routed).
@@ -50,8 +76,9 @@ func (x *ownerIndex) learnFrom(ev event.Event, now time.Time) []string {
 	case *event.ContainerInfo:
 		learn(idKey(e.ContainerID), e.PodUID)
 		learn(idKey(e.SandboxID), e.PodUID)
-		if e.Sandbox && e.PodIP != "" {
-			learn(ipKey(e.PodIP), e.PodUID)
+		if e.Sandbox && e.PodIP != "" && e.PodUID != "" {
+			x.netOf(e.PodUID, now).addIP(e.PodIP)
+			x.learnNet(e.PodUID, learn)
 		}
 	case *event.CRICall:
 		learn(idKey(e.PodSandboxID), e.PodUID)
@@ -61,9 +88,16 @@ func (x *ownerIndex) learnFrom(ev event.Event, now time.Time) []string {
 			break
 		}
 		uid := string(e.Pod.UID)
-		for _, ip := range e.Pod.Status.PodIPs {
-			learn(ipKey(ip.IP), uid)
+		n := x.netOf(uid, now)
+		n.hostNetwork, n.ports = e.Pod.Spec.HostNetwork, connPorts(e.Pod)
+		for _, ip := range e.Pod.Status.HostIPs {
+			x.addHostIP(ip.IP)
 		}
+		x.addHostIP(e.Pod.Status.HostIP)
+		for _, ip := range e.Pod.Status.PodIPs {
+			n.addIP(ip.IP)
+		}
+		x.learnNet(uid, learn)
 		for _, list := range [][]corev1.ContainerStatus{e.Pod.Status.InitContainerStatuses, e.Pod.Status.ContainerStatuses} {
 			for _, cs := range list {
 				learn(idKey(stripRuntime(cs.ContainerID)), uid)
@@ -73,18 +107,64 @@ func (x *ownerIndex) learnFrom(ev event.Event, now time.Time) []string {
 	return learned
 }
 
+// learnNet learns the address keys of pod uid: "ipport:" for each of its
+// IPs and probe ports, and "ip:" for IPs that are its own (not the node's).
+func (x *ownerIndex) learnNet(uid string, learn func(key, uid string)) {
+	n := x.net[uid]
+	for _, ip := range n.ips {
+		if n.hostNetwork {
+			x.addHostIP(ip)
+		}
+		if !x.hostIPs[ip] {
+			learn(ipKey(ip), uid)
+		}
+		for _, port := range n.ports {
+			learn(ipPortKey(ip, port), uid)
+		}
+	}
+}
+
+func (x *ownerIndex) netOf(uid string, now time.Time) *podNet {
+	n := x.net[uid]
+	if n == nil {
+		n = &podNet{}
+		x.net[uid] = n
+	}
+	n.used = now
+	return n
+}
+
+func (n *podNet) addIP(ip string) {
+	if ip != "" && !slices.Contains(n.ips, ip) {
+		n.ips = append(n.ips, ip)
+	}
+}
+
+// addHostIP notes one of the node's addresses: it stops naming a pod by
+// itself (a pod learned before the node's address was known loses it).
+func (x *ownerIndex) addHostIP(ip string) {
+	if ip == "" || x.hostIPs[ip] {
+		return
+	}
+	x.hostIPs[ip] = true
+	delete(x.owners, ipKey(ip))
+}
+
 // keysOf are the keys an event can be routed by, best first.
 func keysOf(ev event.Event) []string {
 	switch e := ev.(type) {
 	case *event.CRICall:
 		return []string{idKey(e.ContainerID), idKey(e.PodSandboxID)}
 	case *event.TCPConnection:
-		return []string{ipKey(e.Daddr)}
+		return []string{ipPortKey(e.Daddr, e.Dport), ipKey(e.Daddr)}
 	}
 	return nil
 }
 
-// lookup finds the pod an event belongs to through the index.
+// lookup finds the pod an event belongs to through the index; otherwise
+// key is where the event waits for its owner ("" when it names nobody a
+// pod could turn out to be). A connection waits under its IP, whatever
+// its port: a pod IP is learned before or with its ports.
 func (x *ownerIndex) lookup(ev event.Event, now time.Time) (uid, key string) {
 	for _, k := range keysOf(ev) {
 		if k == "id:" || k == "ip:" {
@@ -99,7 +179,25 @@ func (x *ownerIndex) lookup(ev event.Event, now time.Time) (uid, key string) {
 			return o.uid, k
 		}
 	}
+	if c, ok := ev.(*event.TCPConnection); ok {
+		if x.hostIPs[c.Daddr] {
+			// The node's address on a port no pod probes: the kubelet
+			// talking to the API server, a node-local service, not a pod.
+			return "", ""
+		}
+		key = ipKey(c.Daddr)
+	}
 	return "", key
+}
+
+// pendingKey is the key events wait under for a learned key.
+func pendingKey(key string) string {
+	if rest, ok := strings.CutPrefix(key, "ipport:"); ok {
+		if i := strings.LastIndexByte(rest, ':'); i >= 0 {
+			return ipKey(rest[:i])
+		}
+	}
+	return key
 }
 
 // forget drops the entries of pods that known does not know (deleted, or
@@ -110,6 +208,11 @@ func (x *ownerIndex) forget(now time.Time, ttl time.Duration, known func(uid str
 	for k, o := range x.owners {
 		if now.Sub(o.used) > ttl && !known(o.uid) {
 			delete(x.owners, k)
+		}
+	}
+	for uid, n := range x.net {
+		if now.Sub(n.used) > ttl && !known(uid) {
+			delete(x.net, uid)
 		}
 	}
 }

@@ -16,25 +16,26 @@ func (d *derivation) phases(tl *Timeline) []Phase {
 	if f, ok := d.p.conds[corev1.PodScheduled]; ok {
 		add(PhaseSchedule, tl.Start, f.lastTransition, "api-coarse")
 	}
+	// Each sandbox's time starts with its first RunPodSandbox call, failed
+	// ones included: the retries and the back-off between them are time
+	// spent getting a sandbox, not waiting for the kubelet to try. The
+	// kubelet's wait ends when it began the first sandbox; the sandboxes
+	// that did not last fill the time up to the final one.
 	if sb := tl.Sandbox; sb != nil {
-		start, source := sb.Created, "runtime"
+		start, source := sb.Begin(), "runtime"
 		if sb.Call != nil && !sb.Call.Start.IsZero() {
-			start, source = sb.Call.Start, "kernel"
+			source = "kernel"
 		}
-		// The kubelet's wait ends when it began the first sandbox; the
-		// sandboxes that did not last fill the time up to the final one.
-		first := start
 		if len(tl.EarlierSandboxes) > 0 {
 			e := &tl.EarlierSandboxes[0]
-			source0 := "runtime"
-			first = e.Created
+			first, source0 := e.Begin(), "runtime"
 			if e.Call != nil && !e.Call.Start.IsZero() {
-				first, source0 = e.Call.Start, "kernel"
+				source0 = "kernel"
 			}
 			add(PhaseWaitSandbox, d.p.firstSeen, first, "api")
 			add(PhaseSandboxReplaced, first, start, source0)
 		} else {
-			add(PhaseWaitSandbox, d.p.firstSeen, first, "api")
+			add(PhaseWaitSandbox, d.p.firstSeen, start, "api")
 		}
 		end := sb.Ready
 		if sb.Call != nil {

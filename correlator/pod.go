@@ -1,7 +1,6 @@
 package correlator
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
@@ -23,8 +22,13 @@ type podState struct {
 	reason  string
 	// deletedAt: when the watch reported the pod's deletion.
 	deletedAt time.Time
+	// reportedAt: when the start, still in progress, was reported at its
+	// deadline (Config.Timeout); zero before.
+	reportedAt time.Time
 
 	conds map[corev1.PodConditionType]condFact
+	// waiting: container name -> the waiting reasons the API showed.
+	waiting map[string]*waitingFacts
 	// status: what the API said of each container id, first times.
 	status map[string]*statusFact
 	// names: container id -> name and attempt, from the runtime or the API.
@@ -54,11 +58,65 @@ type nameAttempt struct {
 	attempt int
 }
 
+// waitingFacts: the waiting reasons of one container, in order (see
+// WaitingReason for what merges).
+type waitingFacts struct {
+	list    []WaitingReason
+	omitted int
+	// waiting: the latest observation showed the last reason of list.
+	waiting bool
+}
+
+// maxWaitingReasons bounds the waiting reasons kept per container: a crash
+// loop alternating with another reason for hours is cut in the middle.
+const maxWaitingReasons = 32
+
+// observe takes one observation of the container's state.
+func (w *waitingFacts) observe(st *corev1.ContainerStateWaiting, at time.Time) {
+	if st == nil || isDefaultWaiting(st.Reason) {
+		w.waiting = false
+		return
+	}
+	if n := len(w.list); n > 0 && w.list[n-1].Reason == st.Reason {
+		last := &w.list[n-1]
+		last.Last = at
+		if st.Message != "" {
+			last.Message = st.Message
+		}
+		if !w.waiting {
+			last.Times++
+		}
+		w.waiting = true
+		return
+	}
+	if len(w.list) >= maxWaitingReasons {
+		// Keep the first half and the latest: drop the oldest of the rest.
+		mid := maxWaitingReasons / 2
+		w.list = append(w.list[:mid], w.list[mid+1:]...)
+		w.omitted++
+	}
+	w.list = append(w.list, WaitingReason{Reason: st.Reason, Message: st.Message, First: at, Last: at, Times: 1})
+	w.waiting = true
+}
+
+// isDefaultWaiting: the reasons the kubelet gives every container it has
+// not created yet (kubelet_pods.go convertToAPIContainerStatuses,
+// defaultWaitingState); any other reason comes from a failed step of the
+// container's start (the reason cache: images.ErrImagePull,
+// kuberuntime.ErrCreateContainerConfig, container.ErrCrashLoopBackOff, ...).
+func isDefaultWaiting(reason string) bool {
+	return reason == "" || reason == "ContainerCreating" || reason == "PodInitializing"
+}
+
 // statusFact: first observations of one container's status in the API.
 type statusFact struct {
 	running, started, ready, terminated time.Time
 	exitCode                            *int
 	reason                              string // terminated reason
+	// startedAt is State.Running.StartedAt as the status reports it (1 s,
+	// status_manager.go normalizeStatus): what the kubelet's probe workers
+	// measure initialDelaySeconds from.
+	startedAt time.Time
 }
 
 // procRecord is one process as the kernel reported it.
@@ -94,6 +152,7 @@ func newPodState(e *event.PodUpdate, maxProcs int) *podState {
 		pod:       e.Pod,
 		firstSeen: e.Time,
 		conds:     make(map[corev1.PodConditionType]condFact),
+		waiting:   make(map[string]*waitingFacts),
 		status:    make(map[string]*statusFact),
 		names:     make(map[string]nameAttempt),
 		runtime:   make(map[string]*event.ContainerInfo),
@@ -146,9 +205,9 @@ func (p *podState) observe(e *event.PodUpdate) {
 	switch {
 	case e.Action == event.PodDeleted:
 		p.deletedAt = e.Time
-		p.finish(OutcomeDeleted, e.Time, "pod deleted before it was Ready")
+		p.finish(OutcomeDeleted, e.Time, deletedReason(pod))
 	case pod.DeletionTimestamp != nil:
-		p.finish(OutcomeDeleted, e.Time, "pod deleted before it was Ready")
+		p.finish(OutcomeDeleted, e.Time, deletedReason(pod))
 	case pod.Status.Phase == corev1.PodFailed:
 		p.finish(OutcomeFailed, e.Time, failureReason(pod))
 	case pod.Status.Phase == corev1.PodSucceeded:
@@ -161,6 +220,12 @@ func (p *podState) observe(e *event.PodUpdate) {
 }
 
 func (p *podState) observeContainer(cs *corev1.ContainerStatus, at time.Time) {
+	w := p.waiting[cs.Name]
+	if w == nil {
+		w = &waitingFacts{}
+		p.waiting[cs.Name] = w
+	}
+	w.observe(cs.State.Waiting, at)
 	if last := cs.LastTerminationState.Terminated; last != nil && last.ContainerID != "" {
 		id := stripRuntime(last.ContainerID)
 		if _, ok := p.names[id]; !ok {
@@ -178,6 +243,9 @@ func (p *podState) observeContainer(cs *corev1.ContainerStatus, at time.Time) {
 	f := p.statusOf(id)
 	if cs.State.Running != nil && f.running.IsZero() {
 		f.running = at
+	}
+	if cs.State.Running != nil && f.startedAt.IsZero() {
+		f.startedAt = cs.State.Running.StartedAt.Time
 	}
 	if cs.Started != nil && *cs.Started && f.started.IsZero() {
 		f.started = at
@@ -208,31 +276,6 @@ func (p *podState) noteTerminated(id string, at time.Time, code int, reason stri
 	if f.reason == "" {
 		f.reason = reason
 	}
-}
-
-// failureReason explains a Failed pod from its status.
-func failureReason(pod *corev1.Pod) string {
-	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
-		for _, cs := range list {
-			t := cs.State.Terminated
-			if t == nil || t.ExitCode == 0 {
-				continue
-			}
-			kind := "container"
-			if isInitStatus(pod, cs.Name) {
-				kind = "init container"
-			}
-			msg := fmt.Sprintf("%s %s exited with code %d", kind, cs.Name, t.ExitCode)
-			if t.Reason != "" && t.Reason != "Error" {
-				msg += " (" + t.Reason + ")"
-			}
-			return msg
-		}
-	}
-	if pod.Status.Reason != "" || pod.Status.Message != "" {
-		return strings.TrimSpace(pod.Status.Reason + ": " + pod.Status.Message)
-	}
-	return "pod failed"
 }
 
 func isInitStatus(pod *corev1.Pod, name string) bool {

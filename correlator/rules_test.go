@@ -396,8 +396,8 @@ func TestTimeout(t *testing.T) {
 	sc.cond(corev1.PodScheduled, 0)
 	sc.update(0.05)
 	tl := sc.run(Config{Timeout: 5 * time.Second})
-	if tl.Outcome != OutcomeTimeout {
-		t.Fatalf("outcome %s", tl.Outcome)
+	if tl.Outcome != OutcomeTimeout || !tl.Partial {
+		t.Fatalf("outcome %s, partial %v: want a partial timeout", tl.Outcome, tl.Partial)
 	}
 }
 

@@ -12,7 +12,8 @@ import (
 // (the latest: the kubelet runs the containers only in the current sandbox,
 // and a new sandbox means every container was killed and is started again,
 // kuberuntime_manager.go computePodActions / PodSandboxChanged) and the
-// earlier ones, oldest first, each with its RunPodSandbox call and CNI.
+// earlier ones, oldest first, each with its RunPodSandbox call, CNI and the
+// failed calls before it (see Sandbox.FailedCalls).
 func (d *derivation) sandboxes() (*Sandbox, []Sandbox) {
 	p := d.p
 	var all []*Sandbox
@@ -46,9 +47,11 @@ func (d *derivation) sandboxes() (*Sandbox, []Sandbox) {
 		}
 	}
 	// The RunPodSandbox calls: by the sandbox they returned, else by the
-	// sandbox that appeared inside them; a call that made none (it failed)
-	// is a sandbox attempt of its own.
+	// sandbox that appeared inside them. A failed call that made none is
+	// no sandbox: it is kept as a failed call of the sandbox the kubelet
+	// was retrying for (below).
 	calls := map[*Sandbox]*event.CRICall{}
+	var failed []*event.CRICall
 	for _, c := range p.calls {
 		if c.Method != event.CRIRunPodSandbox || (c.PodUID != p.uid && byID[c.PodSandboxID] == nil) {
 			continue
@@ -63,6 +66,10 @@ func (d *derivation) sandboxes() (*Sandbox, []Sandbox) {
 				}
 			}
 		}
+		if sb == nil && c.Err {
+			failed = append(failed, c)
+			continue
+		}
 		if sb == nil {
 			sb = add(&Sandbox{ID: c.PodSandboxID})
 		}
@@ -70,28 +77,52 @@ func (d *derivation) sandboxes() (*Sandbox, []Sandbox) {
 			calls[sb] = c
 		}
 	}
-	if len(all) == 0 {
-		return nil, nil
-	}
 	for _, sb := range all {
 		d.finishSandbox(sb, calls[sb])
-	}
-	begin := func(sb *Sandbox) time.Time {
-		if sb.Call != nil && !sb.Call.Start.IsZero() {
-			return sb.Call.Start
-		}
-		return earliest(sb.Created, earliest(sb.PauseStart, sbCallEnd(sb)))
 	}
 	sort.SliceStable(all, func(i, j int) bool {
 		if all[i].Attempt != all[j].Attempt {
 			return all[i].Attempt < all[j].Attempt
 		}
-		bi, bj := begin(all[i]), begin(all[j])
+		bi, bj := ownBegin(all[i]), ownBegin(all[j])
 		if !bi.Equal(bj) {
 			return bi.Before(bj)
 		}
 		return all[i].ID < all[j].ID
 	})
+	// A failed call belongs to the first sandbox begun after it; those
+	// after every sandbox began are a sandbox not made (yet): the kubelet
+	// replacing one that died, or never getting one.
+	var pending *Sandbox
+	sort.SliceStable(failed, func(i, j int) bool { return failed[i].End.Before(failed[j].End) })
+	for _, c := range failed {
+		var to *Sandbox
+		for _, sb := range all {
+			if t := ownBegin(sb); !t.IsZero() && !t.Before(c.Time) {
+				to = sb
+				break
+			}
+		}
+		if to == nil {
+			if pending == nil {
+				pending = &Sandbox{}
+			}
+			to = pending
+		}
+		to.FailedCalls = append(to.FailedCalls, *criCall(c))
+	}
+	if pending != nil {
+		// What was made before it did not last: the containers the
+		// kubelet ran in it were killed with it.
+		earlier := make([]Sandbox, len(all))
+		for i, sb := range all {
+			earlier[i] = *sb
+		}
+		return pending, earlier
+	}
+	if len(all) == 0 {
+		return nil, nil
+	}
 	// The final sandbox is the latest that exists (has an id).
 	fi := len(all) - 1
 	for i := len(all) - 1; i >= 0; i-- {
@@ -111,11 +142,12 @@ func (d *derivation) sandboxes() (*Sandbox, []Sandbox) {
 	return final, earlier
 }
 
-func sbCallEnd(sb *Sandbox) time.Time {
-	if sb.Call != nil {
-		return sb.Call.End
-	}
-	return time.Time{}
+// ownBegin is when a sandbox's own making began (Sandbox.Begin without
+// the failed calls before it).
+func ownBegin(sb *Sandbox) time.Time {
+	own := *sb
+	own.FailedCalls = nil
+	return own.Begin()
 }
 
 // finishSandbox fills a sandbox's ready time, call and CNI.

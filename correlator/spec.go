@@ -2,6 +2,7 @@ package correlator
 
 import (
 	"path"
+	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -150,25 +151,77 @@ func isRuntimeNoise(r *procRecord) bool {
 	return false
 }
 
-// probePort is the TCP port an httpGet or tcpSocket probe connects to,
-// named ports resolved through the container's ports.
+// probePort is the TCP port the kubelet connects to for an httpGet,
+// tcpSocket or grpc probe, on the pod's IP: prober.go runProbe builds the
+// request with httpprobe.NewRequestForHTTPGetAction (port through
+// probe.ResolveContainerPort: a number, or a name looked up in the
+// container's ports) and dials tcp/grpc probes at status.PodIP. A probe
+// with its own host connects elsewhere, and an exec probe not at all.
 func probePort(c *corev1.Container, p *corev1.Probe) (uint16, bool) {
-	var port intstr.IntOrString
 	switch {
-	case p.HTTPGet != nil:
-		port = p.HTTPGet.Port
-	case p.TCPSocket != nil:
-		port = p.TCPSocket.Port
-	default:
-		return 0, false
-	}
-	if port.Type == intstr.Int {
-		return uint16(port.IntVal), port.IntVal > 0 && port.IntVal < 65536
-	}
-	for _, cp := range c.Ports {
-		if cp.Name == port.StrVal {
-			return uint16(cp.ContainerPort), true
-		}
+	case p.HTTPGet != nil && p.HTTPGet.Host == "":
+		return resolvePort(c, p.HTTPGet.Port)
+	case p.TCPSocket != nil && p.TCPSocket.Host == "":
+		return resolvePort(c, p.TCPSocket.Port)
+	case p.GRPC != nil:
+		return resolvePort(c, intstr.FromInt32(p.GRPC.Port))
 	}
 	return 0, false
+}
+
+// hookPort is the TCP port of an httpGet postStart hook on the pod's IP:
+// lifecycle/handlers.go runHTTPHandler makes the same request as an
+// httpGet probe (NewRequestForHTTPGetAction, to the pod's first IP unless
+// the hook names a host). Other hooks make no connection (a tcpSocket hook
+// is not run: handlerRunner.Run has no case for it).
+func hookPort(c *corev1.Container) (uint16, bool) {
+	if c.Lifecycle == nil || c.Lifecycle.PostStart == nil {
+		return 0, false
+	}
+	h := c.Lifecycle.PostStart.HTTPGet
+	if h == nil || h.Host != "" {
+		return 0, false
+	}
+	return resolvePort(c, h.Port)
+}
+
+// resolvePort is probe.ResolveContainerPort (pkg/probe/util.go): a port
+// number, or a name found in the container's ports; 1..65535.
+func resolvePort(c *corev1.Container, port intstr.IntOrString) (uint16, bool) {
+	n := int32(-1)
+	switch port.Type {
+	case intstr.Int:
+		n = port.IntVal
+	case intstr.String:
+		for _, cp := range c.Ports {
+			if cp.Name == port.StrVal {
+				n = cp.ContainerPort
+				break
+			}
+		}
+	}
+	return uint16(n), n > 0 && n < 65536
+}
+
+// connPorts are the ports the kubelet's probes and postStart hooks connect
+// to on the pod's IP, for every container of the pod, sorted: with
+// hostNetwork the pod's IP is the node's, and these ports are what tell its
+// connections from other pods'.
+func connPorts(pod *corev1.Pod) []uint16 {
+	seen := map[uint16]bool{}
+	var out []uint16
+	add := func(port uint16, ok bool) {
+		if ok && !seen[port] {
+			seen[port] = true
+			out = append(out, port)
+		}
+	}
+	for _, e := range startOrder(pod) {
+		for _, ps := range probesOf(e.spec) {
+			add(probePort(e.spec, ps.probe))
+		}
+		add(hookPort(e.spec))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
 }

@@ -21,7 +21,9 @@ const (
 	OutcomeReady   Outcome = "ready"   // the Ready condition became True
 	OutcomeFailed  Outcome = "failed"  // the pod failed (e.g. an init container with restartPolicy Never)
 	OutcomeDeleted Outcome = "deleted" // deleted before it became Ready
-	OutcomeTimeout Outcome = "timeout" // not Ready within the configured time
+	// OutcomeTimeout: not Ready within the configured time. With Partial
+	// set, the start goes on and a later timeline completes it.
+	OutcomeTimeout Outcome = "timeout"
 )
 
 // PodRef identifies a pod.
@@ -48,22 +50,36 @@ type Timeline struct {
 	Outcome Outcome   `json:"outcome"`
 	// Reason says why a start failed or timed out (empty when ready).
 	Reason string `json:"reason,omitempty"`
+	// Partial is set on the report of a start still in progress at its
+	// deadline (outcome timeout, End = the deadline): the start goes on, and
+	// its outcome, when it comes, is a later timeline of the same pod with
+	// ReportedAt set.
+	Partial bool `json:"partial,omitempty"`
+	// ReportedAt is when a partial timeline of this start was reported (its
+	// End); zero when none was. What came before it has been told already.
+	ReportedAt time.Time `json:"reported_at,omitzero"`
 
 	// Phases are the pod-level phases in order (see the Phase* names).
 	Phases []Phase `json:"phases"`
 	// ImagePulls are the images the kubelet pulled for this pod.
 	ImagePulls []ImagePull `json:"image_pulls,omitempty"`
 	// Sandbox is the pod sandbox (pause container and network) the final
-	// container attempts ran in: the latest one.
+	// container attempts ran in: the latest one. When the kubelet's
+	// RunPodSandbox calls since the latest sandbox made all failed, it is
+	// the sandbox not made: no ID, only its FailedCalls.
 	Sandbox *Sandbox `json:"sandbox,omitempty"`
 	// EarlierSandboxes are the sandboxes of this start that were replaced
 	// (died, lost their network), oldest first, each with its RunPodSandbox
-	// call and CNI plugins. A new sandbox means the kubelet killed every
-	// container and started them all again (computePodActions).
+	// call, CNI plugins and failed calls. A new sandbox means the kubelet
+	// killed every container and started them all again (computePodActions).
 	EarlierSandboxes []Sandbox `json:"earlier_sandboxes,omitempty"`
 	// Containers in spec order: init containers (regular and sidecar), then
 	// the main containers.
 	Containers []Container `json:"containers"`
+	// AmbiguousProbes are the kubelet's connections that the probes (or
+	// hooks) of several containers could have made, and the kubelet's
+	// rules and timing could not tell which: they are on no container.
+	AmbiguousProbes []AmbiguousProbe `json:"ambiguous_probes,omitempty"`
 	// Conditions are the five lifecycle conditions, in the order they became
 	// True (those never True are left out).
 	Conditions []ConditionTransition `json:"conditions"`
@@ -77,15 +93,18 @@ type Timeline struct {
 const (
 	// PhaseSchedule: creation -> PodScheduled (both 1 s precision).
 	PhaseSchedule = "pod.schedule"
-	// PhaseWaitSandbox: the pod seen on the node -> sandbox creation
-	// started: admission, volume mounts, the kubelet's pod worker.
+	// PhaseWaitSandbox: the pod seen on the node -> the first sandbox's
+	// creation started (its first RunPodSandbox call, failed ones
+	// included): admission, volume mounts, the kubelet's pod worker.
 	PhaseWaitSandbox = "pod.wait_sandbox"
-	// PhaseSandboxReplaced: the first sandbox's creation -> the final
-	// sandbox's creation, when the sandbox was replaced: the time spent in
+	// PhaseSandboxReplaced: the first sandbox's creation started -> the
+	// final sandbox's, when the sandbox was replaced: the time spent in
 	// sandboxes (and their containers) that did not last.
 	PhaseSandboxReplaced = "pod.sandbox_replaced"
-	// PhaseSandbox: sandbox creation -> sandbox ready (network, pause), of
-	// the final sandbox.
+	// PhaseSandbox: sandbox creation started (its first RunPodSandbox
+	// call, failed ones included: the retries are time spent getting it)
+	// -> sandbox ready (network, pause), of the final sandbox; none for a
+	// sandbox not made.
 	PhaseSandbox = "pod.sandbox"
 	// PhaseInit: first init container created -> Initialized's underlying
 	// event (the last init container done or started).
@@ -136,6 +155,34 @@ type Sandbox struct {
 	// CNI are the CNI plugin processes the runtime ran for the sandbox
 	// network (ADD), seen in the kernel inside the RunPodSandbox call.
 	CNI []Process `json:"cni,omitempty"`
+	// FailedCalls are the RunPodSandbox calls that returned an error and
+	// made no sandbox (a CNI plugin that failed, a runtime handler that does
+	// not exist) while the kubelet was trying to make this one: those since
+	// the sandbox before it began, in time order; the kubelet retries them
+	// with back-off. A failed call is never a sandbox of its own (it
+	// returns no sandbox id). When the calls since the last sandbox made
+	// all failed, the timeline's Sandbox is one not made: ID empty, no
+	// Call, only these calls (and the sandboxes made, if any, are earlier:
+	// the kubelet is replacing one that died).
+	FailedCalls []CRICall `json:"failed_calls,omitempty"`
+}
+
+// Begin is when the kubelet began getting the sandbox: its first
+// RunPodSandbox call, failed ones included, else its creation as the
+// runtime or the kernel saw it; zero when nothing is known.
+func (sb *Sandbox) Begin() time.Time {
+	t := earliest(sb.Created, sb.PauseStart)
+	if sb.Call != nil {
+		if !sb.Call.Start.IsZero() {
+			t = sb.Call.Start
+		} else {
+			t = earliest(t, sb.Call.End)
+		}
+	}
+	for _, c := range sb.FailedCalls {
+		t = earliest(t, c.Start)
+	}
+	return t
 }
 
 // CRICall is one call of the kubelet's CRI client, timed in the kernel.
@@ -175,7 +222,43 @@ type Container struct {
 	Index    int                `json:"index"`
 	Image    string             `json:"image,omitempty"`
 	Attempts []ContainerAttempt `json:"attempts"`
+	// Waiting are the reasons the API gave for the container waiting, in the
+	// order they first appeared (at most maxWaitingReasons: the first and
+	// the latest are kept, WaitingOmitted counts the others).
+	Waiting        []WaitingReason `json:"waiting,omitempty"`
+	WaitingOmitted int             `json:"waiting_omitted,omitempty"`
+	// FailedCalls are the CreateContainer calls for this container that
+	// returned an error, and so made no attempt (CreateContainerError).
+	FailedCalls []CRICall `json:"failed_calls,omitempty"`
 }
+
+// WaitingReason is one reason the API gave for a container not running
+// (status.containerStatuses[].state.waiting): ErrImagePull,
+// ImagePullBackOff, ErrImageNeverPull, CrashLoopBackOff,
+// CreateContainerConfigError, RunContainerError, ... The kubelet's default
+// reasons for a container not created yet (ContainerCreating,
+// PodInitializing) are left out: the attempts and phases say that already.
+//
+// Observations of the same reason with no other reason in between are one
+// entry, even when the container ran in between: a crash loop is one
+// CrashLoopBackOff entry whose Times counts the back-offs.
+type WaitingReason struct {
+	Reason string `json:"reason"`
+	// Message is the latest message given with the reason (a back-off's
+	// message names its current length).
+	Message string `json:"message,omitempty"`
+	// First and Last are the first and the last watch update that showed
+	// the reason (observed times, ms precision).
+	First time.Time `json:"first"`
+	Last  time.Time `json:"last"`
+	// Times is how many separate times the container entered the reason
+	// (each time after it was running, terminated or waiting for a default
+	// reason).
+	Times int `json:"times"`
+}
+
+// Duration is Last - First: how long the reason was seen for, at least.
+func (w WaitingReason) Duration() time.Duration { return span(w.First, w.Last) }
 
 // ContainerAttempt is one run of a container (restarts get new ones).
 type ContainerAttempt struct {
@@ -245,6 +328,9 @@ type Hook struct {
 	Inferred bool `json:"inferred,omitempty"`
 	// Call is the ExecSync call that ran an exec hook, when seen.
 	Call *CRICall `json:"call,omitempty"`
+	// Conn is the request of an httpGet hook, when seen: the hook is then
+	// the connection (connect to close).
+	Conn *Connection `json:"conn,omitempty"`
 }
 
 // ProbeKind is startup, readiness or liveness.
@@ -290,6 +376,28 @@ type ProbeAttempt struct {
 	// flip, and unknown otherwise (the kernel does not see HTTP statuses).
 	Conn *Connection `json:"conn,omitempty"`
 }
+
+// AmbiguousProbe is a kubelet connection to a port that the probes or
+// hooks of several containers use (service meshes do this), made when
+// more than one of them could run.
+type AmbiguousProbe struct {
+	Start time.Time   `json:"start"`
+	End   time.Time   `json:"end,omitzero"`
+	Conn  *Connection `json:"conn"`
+	// Candidates are the probes (and hooks) it could have been, in spec order.
+	Candidates []ProbeTarget `json:"candidates"`
+}
+
+// ProbeTarget names one probe or hook of one container attempt.
+type ProbeTarget struct {
+	Container string `json:"container"`
+	Attempt   int    `json:"attempt"`
+	// Kind is startup, readiness, liveness or postStart.
+	Kind string `json:"kind"`
+}
+
+// HookPostStart is the ProbeTarget kind of a postStart hook.
+const HookPostStart = "postStart"
 
 // Connection is a TCP connection the kubelet made to the pod.
 type Connection struct {

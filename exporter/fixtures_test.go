@@ -3,6 +3,7 @@ package exporter
 import (
 	"time"
 
+	cri "github.com/readyline/readyline/collector/event"
 	"github.com/readyline/readyline/correlator"
 )
 
@@ -200,6 +201,81 @@ func postStartDemo() *correlator.Timeline {
 			{Name: correlator.PhaseWaitSandbox, Start: at(40), End: at(233)},
 			{Name: correlator.PhaseSandbox, Start: at(233), End: at(690)},
 			{Name: "container/main", Start: at(731), End: at(16403)},
+		},
+	}
+}
+
+const stuckUID = "3e2d1c0b-a987-4654-8321-0fedcba98765"
+
+// Messages of stuckCrashLoop's waiting reasons, as the kubelet writes them.
+const (
+	stuckBackOff     = "back-off 40s restarting failed container=app pod=default/stuck(" + stuckUID + ")"
+	stuckPullErr     = `failed to pull and unpack image "localhost/cache:nope": not found`
+	stuckPullBackOff = `Back-off pulling image "localhost/cache:nope"`
+	stuckCreateErr   = `failed to reserve container name "config_stuck_default": name is reserved`
+)
+
+// stuckCrashLoop is a pod that timed out after 40 s: its first
+// RunPodSandbox failed (a CNI error), app exits 3 each time it runs
+// (CrashLoopBackOff), cache's image cannot be pulled and config's
+// CreateContainer fails.
+func stuckCrashLoop() *correlator.Timeline {
+	exit3 := func(attempt, created int, id string) correlator.ContainerAttempt {
+		return correlator.ContainerAttempt{
+			Attempt: attempt, ContainerID: id, Created: at(created), Started: at(created + 100),
+			Process:  &correlator.Process{PID: uint32(7000 + attempt), Filename: "/bin/false", Exec: at(created + 110), Exit: at(created + 600), ExitCode: intp(3)},
+			Finished: at(created + 600), ExitCode: intp(3),
+		}
+	}
+	return &correlator.Timeline{
+		Pod:     correlator.PodRef{UID: stuckUID, Namespace: "default", Name: "stuck", Node: "readyline-node"},
+		Start:   t0,
+		End:     at(40050),
+		Outcome: correlator.OutcomeTimeout,
+		Reason: "not Ready within 40s: app: CrashLoopBackOff (" + stuckBackOff + "), last exit 3; cache: ImagePullBackOff (" +
+			stuckPullBackOff + "); config: CreateContainerError (" + stuckCreateErr + ")",
+		Phases: []correlator.Phase{
+			{Name: correlator.PhaseSchedule, Start: at(0), End: at(40), Source: "api-coarse"},
+			{Name: correlator.PhaseWaitSandbox, Start: at(52), End: at(300), Source: "api"},
+			{Name: correlator.PhaseSandbox, Start: at(300), End: at(2900), Source: "kernel"},
+		},
+		Sandbox: &correlator.Sandbox{
+			ID: "6a5b4c3d2e1f", Created: at(2400), PauseStart: at(2500), Ready: at(2900),
+			Call:        &correlator.CRICall{Method: cri.CRIRunPodSandbox, Start: at(2300), End: at(2900)},
+			FailedCalls: []correlator.CRICall{{Method: cri.CRIRunPodSandbox, Start: at(300), End: at(800), Err: true}},
+		},
+		ImagePulls: []correlator.ImagePull{{Container: "cache", Image: "localhost/cache:nope",
+			Call: correlator.CRICall{Method: cri.CRIPullImage, Start: at(3250), End: at(3300), Err: true}}},
+		Containers: []correlator.Container{
+			{
+				Name: "app", Kind: correlator.KindMain, Index: 0, Image: "localhost/busybox:local",
+				Attempts: []correlator.ContainerAttempt{exit3(0, 3100, "a0a0a0a0a0a0"), exit3(1, 14300, "a1a1a1a1a1a1"), exit3(2, 35400, "a2a2a2a2a2a2")},
+				Waiting:  []correlator.WaitingReason{{Reason: "CrashLoopBackOff", Message: stuckBackOff, First: at(3800), Last: at(39000), Times: 3}},
+			},
+			{
+				Name: "cache", Kind: correlator.KindMain, Index: 1, Image: "localhost/cache:nope",
+				Waiting: []correlator.WaitingReason{
+					{Reason: "ErrImagePull", Message: stuckPullErr, First: at(3350), Last: at(3350), Times: 1},
+					{Reason: "ImagePullBackOff", Message: stuckPullBackOff, First: at(3800), Last: at(39000), Times: 1},
+				},
+			},
+			{
+				Name: "config", Kind: correlator.KindMain, Index: 2, Image: "localhost/busybox:local",
+				FailedCalls: []correlator.CRICall{
+					{Method: cri.CRICreateContainer, Start: at(3400), End: at(3500), Err: true},
+					{Method: cri.CRICreateContainer, Start: at(15000), End: at(15100), Err: true},
+				},
+				Waiting: []correlator.WaitingReason{{Reason: "CreateContainerError", Message: stuckCreateErr, First: at(3800), Last: at(39000), Times: 1}},
+			},
+		},
+		Conditions: []correlator.ConditionTransition{
+			{Type: correlator.CondPodScheduled, Observed: at(40), LastTransitionTime: t0},
+			{Type: correlator.CondInitialized, Observed: at(40), LastTransitionTime: t0},
+			{Type: correlator.CondPodReadyToStartContainers, Observed: at(2950), LastTransitionTime: at(2000), Cause: at(2900), CauseEvent: "RunPodSandbox returned"},
+		},
+		Insights: []correlator.Insight{
+			{Kind: correlator.InsightRetries, Container: "app", Duration: 32300 * time.Millisecond,
+				Message: "app ran 3 times (exit codes 3, 3, 3); the retries took 32.3s"},
 		},
 	}
 }

@@ -144,17 +144,32 @@ func (m *Metrics) Record(tl *correlator.Timeline) {
 	ctx := context.Background()
 	ns := attribute.String(LabelNamespace, tl.Pod.Namespace)
 	outcome := attribute.String(LabelOutcome, string(tl.Outcome))
+	// Each measure is recorded once, when it is complete: a partial timeline
+	// (a start still in progress at its deadline) records what was over by
+	// then, and the timeline that completes it what ended after ReportedAt
+	// and the start itself.
+	now := func(end time.Time) bool {
+		switch {
+		case tl.Partial:
+			return !end.After(tl.End)
+		case !tl.ReportedAt.IsZero():
+			return end.After(tl.ReportedAt)
+		}
+		return true
+	}
 
-	m.starts.Add(ctx, 1, metric.WithAttributes(ns, outcome))
-	if d, ok := between(tl.Start, tl.End); ok {
-		m.podStartup.Record(ctx, d.Seconds(), metric.WithAttributes(ns, outcome))
+	if !tl.Partial {
+		m.starts.Add(ctx, 1, metric.WithAttributes(ns, outcome))
+		if d, ok := between(tl.Start, tl.End); ok {
+			m.podStartup.Record(ctx, d.Seconds(), metric.WithAttributes(ns, outcome))
+		}
 	}
 	for _, p := range tl.Phases {
-		if d, ok := between(p.Start, p.End); ok {
+		if d, ok := between(p.Start, p.End); ok && now(p.End) {
 			m.podPhase.Record(ctx, d.Seconds(), metric.WithAttributes(ns, attribute.String(LabelPhase, p.Name)))
 		}
 	}
-	if d, ok := ReadyToStartContainers(tl); ok {
+	if d, at, ok := readyToStartContainers(tl); ok && now(at) {
 		m.readyToStart.Record(ctx, d.Seconds(), metric.WithAttributes(ns))
 	}
 	for ci := range tl.Containers {
@@ -162,6 +177,9 @@ func (m *Metrics) Record(tl *correlator.Timeline) {
 		kind := attribute.String(LabelContainerKind, string(c.Kind))
 		for ai := range c.Attempts {
 			for _, st := range containerSteps(&c.Attempts[ai]) {
+				if !now(st.end) {
+					continue
+				}
 				m.containerPhase.Record(ctx, st.d.Seconds(),
 					metric.WithAttributes(ns, kind, attribute.String(LabelPhase, st.phase)))
 			}
@@ -173,7 +191,13 @@ func (m *Metrics) Record(tl *correlator.Timeline) {
 // PodReadyToStartContainers, both as observed in the API (ms precision).
 // ok is false when either was not observed.
 func ReadyToStartContainers(tl *correlator.Timeline) (d time.Duration, ok bool) {
-	var scheduled, ready time.Time
+	d, _, ok = readyToStartContainers(tl)
+	return d, ok
+}
+
+// readyToStartContainers is ReadyToStartContainers and when it ended.
+func readyToStartContainers(tl *correlator.Timeline) (d time.Duration, ready time.Time, ok bool) {
+	var scheduled time.Time
 	for _, c := range tl.Conditions {
 		switch c.Type {
 		case correlator.CondPodScheduled:
@@ -182,12 +206,14 @@ func ReadyToStartContainers(tl *correlator.Timeline) (d time.Duration, ok bool) 
 			ready = c.Observed
 		}
 	}
-	return between(scheduled, ready)
+	d, ok = between(scheduled, ready)
+	return d, ready, ok
 }
 
 type containerStep struct {
 	phase string
 	d     time.Duration
+	end   time.Time
 }
 
 // containerSteps are the container_phase durations of one attempt.
@@ -195,7 +221,7 @@ func containerSteps(a *correlator.ContainerAttempt) []containerStep {
 	var steps []containerStep
 	add := func(phase string, from, to time.Time) {
 		if d, ok := between(from, to); ok {
-			steps = append(steps, containerStep{phase, d})
+			steps = append(steps, containerStep{phase, d, to})
 		}
 	}
 	add(ContainerPhaseCreateToStart, a.Created, a.Started)

@@ -76,6 +76,21 @@ const (
 	AttrAlertReason      = attribute.Key("readyline.alert.reason")
 	AttrAlertMessage     = attribute.Key("readyline.alert.message")
 	AttrAlertNotReached  = attribute.Key("readyline.alert.not_reached")
+	// A container's waiting reasons are events "waiting <reason>" on its
+	// span, at the first update that showed the reason, with the reason, its
+	// latest message, the last update that showed it (RFC 3339), the time
+	// between them and how many separate times the container entered it;
+	// AttrWaitingOmitted on the span counts the reasons the timeline did not
+	// keep.
+	AttrWaitingReason     = attribute.Key("readyline.waiting.reason")
+	AttrWaitingMessage    = attribute.Key("readyline.waiting.message")
+	AttrWaitingLast       = attribute.Key("readyline.waiting.last")
+	AttrWaitingDurationMS = attribute.Key("readyline.waiting.duration_ms")
+	AttrWaitingTimes      = attribute.Key("readyline.waiting.times")
+	AttrWaitingOmitted    = attribute.Key("readyline.waiting.omitted")
+	// AttrContainerNotCreated marks the span of a container that has no
+	// attempt, made from its waiting reasons and failed calls.
+	AttrContainerNotCreated = attribute.Key("readyline.container.not_created")
 )
 
 // maxProbeSpans bounds the probe attempt spans of one probe kind in one
@@ -83,6 +98,15 @@ const (
 // would otherwise make 300 spans. The first and the last attempts are kept
 // (the last is usually the success); the container span counts the rest.
 const maxProbeSpans = 32
+
+// Attributes of a start reported at its deadline and completed later.
+const (
+	// AttrPartial marks the root span of a start still in progress at its
+	// report deadline: a pod.startup.completed span under it tells the rest.
+	AttrPartial = attribute.Key("readyline.partial")
+	// AttrStartupMS is the whole start's duration on pod.startup.completed.
+	AttrStartupMS = attribute.Key("readyline.startup.duration_ms")
+)
 
 // ContainerSpanName is the name of the span of one container attempt:
 // "init <name>", "sidecar <name>" or "container <name>".
@@ -169,6 +193,9 @@ func (b *spanBuilder) emit(ctx context.Context, tl *correlator.Timeline, alerts 
 	for _, a := range alerts {
 		b.alerts[a.Span] = a
 	}
+	if !tl.ReportedAt.IsZero() {
+		return b.emitCompletion(ctx, tl, alerts)
+	}
 	start, end := timelineBounds(tl)
 	node := tl.Pod.Node
 	if node == "" {
@@ -186,6 +213,9 @@ func (b *spanBuilder) emit(ctx context.Context, tl *correlator.Timeline, alerts 
 	}
 	if tl.Reason != "" {
 		attrs = append(attrs, AttrReason.String(tl.Reason))
+	}
+	if tl.Partial {
+		attrs = append(attrs, AttrPartial.Bool(true))
 	}
 	if tl.Sandbox != nil && tl.Sandbox.PodIP != "" {
 		attrs = append(attrs, semconv.K8SPodIP(tl.Sandbox.PodIP))
@@ -365,17 +395,12 @@ func (b *spanBuilder) phases(ctx context.Context, tl *correlator.Timeline, tlEnd
 }
 
 // earlierSandboxes: one "sandbox attempt N" span per replaced sandbox, from
-// its creation to its end, with its call, CNI plugins and pause process.
+// its first RunPodSandbox call (failed ones included) or creation to its
+// end, with its calls, CNI plugins and pause process.
 func (b *spanBuilder) earlierSandboxes(ctx context.Context, sbs []correlator.Sandbox) {
 	for i := range sbs {
 		sb := &sbs[i]
-		start, end := sb.Created, sb.Ended
-		if sb.Call != nil && !sb.Call.Start.IsZero() && (start.IsZero() || sb.Call.Start.Before(start)) {
-			start = sb.Call.Start
-		}
-		if start.IsZero() {
-			start = sb.PauseStart
-		}
+		start, end := sandboxStart(sb), sb.Ended
 		if start.IsZero() {
 			continue
 		}
@@ -400,9 +425,22 @@ func (b *spanBuilder) earlierSandboxes(ctx context.Context, sbs []correlator.San
 	}
 }
 
-// sandboxChildren: the RunPodSandbox call, the CNI plugins inside it, the
+// sandboxStart is the earliest known of a sandbox: Begin, or its creation
+// when the runtime's clock put that first.
+func sandboxStart(sb *correlator.Sandbox) time.Time {
+	start := sb.Begin()
+	if !sb.Created.IsZero() && (start.IsZero() || sb.Created.Before(start)) {
+		start = sb.Created
+	}
+	return start
+}
+
+// sandboxChildren: the failed RunPodSandbox calls, the RunPodSandbox call, the CNI plugins inside it, the
 // pause process.
 func (b *spanBuilder) sandboxChildren(ctx context.Context, sb *correlator.Sandbox) {
+	for i := range sb.FailedCalls {
+		b.criCall(ctx, &sb.FailedCalls[i])
+	}
 	if sb.Call != nil {
 		b.criCall(ctx, sb.Call)
 	}
@@ -421,12 +459,12 @@ func (b *spanBuilder) sandboxChildren(ctx context.Context, sb *correlator.Sandbo
 }
 
 // criCall is a CRI call as a gRPC client span, named like the kubelet's own
-// (runtime.v1.RuntimeService/StartContainer).
-func (b *spanBuilder) criCall(ctx context.Context, c *correlator.CRICall) {
+// (runtime.v1.RuntimeService/StartContainer), status Error when it failed.
+func (b *spanBuilder) criCall(ctx context.Context, c *correlator.CRICall, extra ...attribute.KeyValue) {
 	if c.End.IsZero() {
 		return
 	}
-	attrs := []attribute.KeyValue{semconv.RPCSystemNameGRPC, semconv.RPCMethod(string(c.Method))}
+	attrs := append([]attribute.KeyValue{semconv.RPCSystemNameGRPC, semconv.RPCMethod(string(c.Method))}, extra...)
 	start := c.Start
 	if start.IsZero() {
 		start = c.End
@@ -494,30 +532,119 @@ type openSpan struct {
 }
 
 // containers emits every container attempt with its children and returns the
-// last attempt of each container, still open.
+// last attempt of each container, still open. What belongs to the container
+// rather than to one attempt goes on that last span: its waiting reasons as
+// events (see AttrWaitingReason). A container with no attempt but waiting
+// reasons or failed calls gets a span of its own over them
+// (AttrContainerNotCreated). Failed CreateContainer calls, which made no
+// attempt, are children of the root, named by k8s.container.name.
 func (b *spanBuilder) containers(ctx context.Context, tl *correlator.Timeline) map[string]openSpan {
 	last := make(map[string]openSpan, len(tl.Containers))
 	for ci := range tl.Containers {
 		c := &tl.Containers[ci]
-		for ai := range c.Attempts {
-			a := &c.Attempts[ai]
-			start, end, ok := attemptBounds(a)
-			if !ok {
-				continue
+		b.containerAttempts(ctx, c, last)
+		for i := range c.FailedCalls {
+			b.criCall(ctx, &c.FailedCalls[i], semconv.K8SContainerName(c.Name))
+		}
+		if _, ok := last[c.Name]; !ok {
+			if start, end, ok := containerFactBounds(c); ok {
+				attrs := append(containerAttrs(c, &correlator.ContainerAttempt{}), AttrContainerNotCreated.Bool(true))
+				if _, s, end, ok := b.start(ctx, ContainerSpanName(c), start, end, attrs); ok {
+					if n := len(c.Waiting); n > 0 {
+						w := c.Waiting[n-1]
+						s.SetStatus(codes.Error, joinNonEmpty(": ", w.Reason, w.Message))
+					} else {
+						s.SetStatus(codes.Error, "not created: "+c.FailedCalls[len(c.FailedCalls)-1].Method.Short()+" failed")
+					}
+					last[c.Name] = openSpan{span: s, end: end}
+				}
 			}
-			actx, s, end, ok := b.start(ctx, ContainerSpanName(c), start, end, containerAttrs(c, a))
-			if !ok {
-				continue
-			}
-			b.annotateAttempt(s, a)
-			b.attemptChildren(actx, s, a, end)
-			if prev, ok := last[c.Name]; ok {
-				b.end(prev.span, prev.end)
-			}
-			last[c.Name] = openSpan{span: s, end: end}
+		}
+		if open, ok := last[c.Name]; ok {
+			waitingEvents(open.span, c)
 		}
 	}
 	return last
+}
+
+// waitingEvents adds a container's waiting reasons to its span.
+func waitingEvents(s trace.Span, c *correlator.Container) {
+	for _, w := range c.Waiting {
+		attrs := []attribute.KeyValue{
+			AttrWaitingReason.String(w.Reason),
+			AttrWaitingLast.String(w.Last.UTC().Format(time.RFC3339Nano)),
+			AttrWaitingDurationMS.Int64(w.Duration().Milliseconds()),
+			AttrWaitingTimes.Int(w.Times),
+		}
+		if w.Message != "" {
+			attrs = append(attrs, AttrWaitingMessage.String(w.Message))
+		}
+		s.AddEvent("waiting "+w.Reason, trace.WithTimestamp(w.First), trace.WithAttributes(attrs...))
+	}
+	if c.WaitingOmitted > 0 {
+		s.SetAttributes(AttrWaitingOmitted.Int(c.WaitingOmitted))
+	}
+}
+
+// containerFactBounds is the interval of what is known of a container
+// beyond its attempts: its waiting reasons and failed calls.
+func containerFactBounds(c *correlator.Container) (start, end time.Time, ok bool) {
+	visitContainerFacts(c, func(ts ...time.Time) {
+		for _, t := range ts {
+			if t.IsZero() {
+				continue
+			}
+			if start.IsZero() || t.Before(start) {
+				start = t
+			}
+			if end.IsZero() || t.After(end) {
+				end = t
+			}
+		}
+	})
+	return start, end, !start.IsZero()
+}
+
+func visitContainerFacts(c *correlator.Container, g func(...time.Time)) {
+	for _, w := range c.Waiting {
+		g(w.First, w.Last)
+	}
+	for _, call := range c.FailedCalls {
+		g(call.Start, call.End)
+	}
+}
+
+// joinNonEmpty joins the non-empty parts with sep.
+func joinNonEmpty(sep string, parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, sep)
+}
+
+// containerAttempts emits the spans of c's attempts and leaves the last
+// one open in last.
+func (b *spanBuilder) containerAttempts(ctx context.Context, c *correlator.Container, last map[string]openSpan) {
+	for ai := range c.Attempts {
+		a := &c.Attempts[ai]
+		start, end, ok := attemptBounds(a)
+		if !ok {
+			continue
+		}
+		actx, s, end, ok := b.start(ctx, ContainerSpanName(c), start, end, containerAttrs(c, a))
+		if !ok {
+			continue
+		}
+		b.annotateAttempt(s, a)
+		b.attemptChildren(actx, s, a, end)
+		if prev, ok := last[c.Name]; ok {
+			b.end(prev.span, prev.end)
+		}
+		last[c.Name] = openSpan{span: s, end: end}
+	}
 }
 
 func containerAttrs(c *correlator.Container, a *correlator.ContainerAttempt) []attribute.KeyValue {
@@ -800,8 +927,12 @@ func visitTimes(tl *correlator.Timeline, f func(time.Time)) {
 	}
 	if sb := tl.Sandbox; sb != nil {
 		g(sb.Created, sb.PauseStart, sb.Ready)
+		for _, c := range sb.FailedCalls {
+			g(c.Start, c.End)
+		}
 	}
 	for ci := range tl.Containers {
+		visitContainerFacts(&tl.Containers[ci], g)
 		for ai := range tl.Containers[ci].Attempts {
 			visitAttemptTimes(&tl.Containers[ci].Attempts[ai], g)
 			g(tl.Containers[ci].Attempts[ai].NextCreated)

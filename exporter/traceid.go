@@ -30,6 +30,19 @@ func TraceIDForPod(uid string) trace.TraceID {
 	return id
 }
 
+// RootSpanID is the span id of the pod.startup root span of trace id: fixed
+// by the trace id, so that spans exported later (the completion of a start
+// reported at its deadline) can name the root as their parent.
+func RootSpanID(id trace.TraceID) trace.SpanID {
+	sum := sha256.Sum256(append([]byte("pod.startup/"), id[:]...))
+	var sid trace.SpanID
+	copy(sid[:], sum[:])
+	if !sid.IsValid() {
+		sid[7] = 1
+	}
+	return sid
+}
+
 // traceIDKey carries the trace id a root span must use.
 type traceIDKey struct{}
 
@@ -44,11 +57,11 @@ func withTraceID(ctx context.Context, id trace.TraceID) context.Context {
 // safe for concurrent use.
 type podIDGenerator struct{}
 
-// NewIDs returns the trace id put in ctx by withTraceID, or a random one, and
-// a random span id.
+// NewIDs returns the trace id put in ctx by withTraceID with its root span
+// id (RootSpanID), or a random trace id and a random span id.
 func (podIDGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
 	if id, ok := ctx.Value(traceIDKey{}).(trace.TraceID); ok && id.IsValid() {
-		return id, randomSpanID()
+		return id, RootSpanID(id)
 	}
 	var id trace.TraceID
 	for !id.IsValid() {

@@ -36,7 +36,11 @@ const (
 	glyphCondition  = '◆'
 	glyphLag        = '─'
 	glyphBackOff    = '╌'
+	glyphWaiting    = '▒'
 )
+
+// maxWaitingMessageRows bounds the rows a waiting reason's message wraps to.
+const maxWaitingMessageRows = 2
 
 // eighths are the left-aligned partial blocks, index = eighths of a cell.
 var eighths = []rune{' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉', '█'}
@@ -116,6 +120,9 @@ func (wf *waterfall) header(w *bufio.Writer) {
 		outcome = "FAILED after " + fmtSeconds(d)
 	case correlator.OutcomeTimeout:
 		outcome = "TIMED OUT after " + fmtSeconds(d)
+		if tl.Partial {
+			outcome = "STILL STARTING after " + fmtSeconds(d) + " (the start timeout; the start goes on)"
+		}
 	case correlator.OutcomeDeleted:
 		outcome = "deleted after " + fmtSeconds(d)
 	default:
@@ -134,6 +141,9 @@ func (wf *waterfall) header(w *bufio.Writer) {
 	}
 	if !tl.Start.IsZero() {
 		meta = append(meta, "created "+tl.Start.UTC().Format(time.RFC3339))
+	}
+	if !tl.ReportedAt.IsZero() {
+		meta = append(meta, "reported still starting at +"+fmtSeconds(reportedAfter(tl)))
 	}
 	if len(meta) > 0 {
 		writeItems(w, "  ", meta, "  ", wf.width)
@@ -254,15 +264,13 @@ func (wf *waterfall) collect() {
 	}
 }
 
-// earlierSandboxes shows the replaced sandboxes, each from its creation to
-// its end, with its RunPodSandbox call and CNI plugins.
+// earlierSandboxes shows the replaced sandboxes, each from its first
+// RunPodSandbox call (failed ones included) or creation to its end, with
+// its calls and CNI plugins.
 func (wf *waterfall) earlierSandboxes() {
 	for i := range wf.tl.EarlierSandboxes {
 		sb := &wf.tl.EarlierSandboxes[i]
-		start, end := sb.Created, sb.Ended
-		if sb.Call != nil && !sb.Call.Start.IsZero() && (start.IsZero() || sb.Call.Start.Before(start)) {
-			start = sb.Call.Start
-		}
+		start, end := sandboxStart(sb), sb.Ended
 		if start.IsZero() {
 			continue
 		}
@@ -273,12 +281,11 @@ func (wf *waterfall) earlierSandboxes() {
 			dur = fmtSeconds(end.Sub(start))
 		}
 		wf.emit(wrow{fmt.Sprintf("  sandbox attempt %d ✗ replaced", sb.Attempt), wf.offset(start), dur, wf.bar(start, end, glyphFull)})
-		if c := sb.Call; c != nil && !c.Start.IsZero() && !c.End.IsZero() {
-			method := c.Method.Short()
-			if c.Err {
-				method += " ✗"
-			}
-			wf.emit(wrow{"    " + method, wf.offset(c.Start), fmtSeconds(c.End.Sub(c.Start)), wf.bar(c.Start, c.End, glyphFull)})
+		for _, call := range sb.FailedCalls {
+			wf.call("    ", call)
+		}
+		if sb.Call != nil {
+			wf.call("    ", *sb.Call)
 		}
 		wf.cni("    ", sb)
 	}
@@ -300,6 +307,9 @@ func (wf *waterfall) cni(indent string, sb *correlator.Sandbox) {
 func (wf *waterfall) pause() {
 	sb := wf.tl.Sandbox
 	if sb != nil {
+		for _, call := range sb.FailedCalls {
+			wf.call("  ", call)
+		}
 		wf.cni("  ", sb)
 		if !sb.PauseStart.IsZero() {
 			wf.emit(wrow{"  process pause", wf.offset(sb.PauseStart), "", wf.mark(sb.PauseStart, glyphInstant)})
@@ -322,7 +332,6 @@ func (wf *waterfall) container(c *correlator.Container, depth int) {
 	name := ContainerSpanName(c)
 	if len(c.Attempts) == 0 {
 		wf.emit(wrow{indent + name, "", "", "never started"})
-		return
 	}
 	for ai := range c.Attempts {
 		a := &c.Attempts[ai]
@@ -355,14 +364,7 @@ func (wf *waterfall) container(c *correlator.Container, depth int) {
 		wf.emit(wrow{indent + label, wf.offset(start), fmtSeconds(end.Sub(start)), wf.bar(start, end, glyphFull)})
 		sub := indent + "  "
 		for _, call := range a.Calls {
-			if call.Start.IsZero() || call.End.IsZero() {
-				continue
-			}
-			method := call.Method.Short()
-			if call.Err {
-				method += " ✗"
-			}
-			wf.emit(wrow{sub + method, wf.offset(call.Start), fmtSeconds(call.End.Sub(call.Start)), wf.bar(call.Start, call.End, glyphFull)})
+			wf.call(sub, call)
 		}
 		if p := a.Process; p != nil && !p.Exec.IsZero() {
 			label := ProcessSpanName(p)
@@ -398,6 +400,79 @@ func (wf *waterfall) container(c *correlator.Container, depth int) {
 		}
 		wf.probes(sub, a.Probes)
 	}
+	wf.containerFacts(indent+"  ", c)
+}
+
+// call draws a CRI call, marked ✗ when it failed.
+func (wf *waterfall) call(indent string, call correlator.CRICall) {
+	if call.Start.IsZero() || call.End.IsZero() {
+		return
+	}
+	method := call.Method.Short()
+	if call.Err {
+		method += " ✗"
+	}
+	wf.emit(wrow{indent + method, wf.offset(call.Start), fmtSeconds(call.End.Sub(call.Start)), wf.bar(call.Start, call.End, glyphFull)})
+}
+
+// containerFacts draws what belongs to a container rather than to one of
+// its attempts, after them: the calls that made no attempt, then each
+// waiting reason from its first to its last observation, its message
+// wrapped below the bar.
+func (wf *waterfall) containerFacts(indent string, c *correlator.Container) {
+	for _, call := range c.FailedCalls {
+		wf.call(indent, call)
+	}
+	for _, w := range c.Waiting {
+		label := "waiting " + w.Reason
+		if w.Times > 1 {
+			label += fmt.Sprintf(" ×%d", w.Times)
+		}
+		dur := "" // seen once
+		if w.Last.After(w.First) {
+			dur = fmtSeconds(w.Duration())
+		}
+		wf.emit(wrow{indent + label, wf.offset(w.First), dur, wf.bar(w.First, w.Last, glyphWaiting)})
+		for _, line := range wrapWords(w.Message, wf.barW, maxWaitingMessageRows) {
+			wf.emit(wrow{bar: line})
+		}
+	}
+	if c.WaitingOmitted > 0 {
+		wf.emit(wrow{label: indent + fmt.Sprintf("(%d more waiting reasons)", c.WaitingOmitted)})
+	}
+}
+
+// wrapWords splits text into at most rows lines of at most width runes,
+// between words where it can; the last line ends with "…" when text did
+// not fit.
+func wrapWords(text string, width, rows int) []string {
+	var out []string
+	line := ""
+	for _, word := range strings.Fields(text) {
+		for utf8.RuneCountInString(word) > width { // a word longer than a line
+			if line != "" {
+				out, line = append(out, line), ""
+			}
+			r := []rune(word)
+			out, word = append(out, string(r[:width])), string(r[width:])
+		}
+		switch {
+		case line == "":
+			line = word
+		case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) <= width:
+			line += " " + word
+		default:
+			out, line = append(out, line), word
+		}
+	}
+	if line != "" {
+		out = append(out, line)
+	}
+	if len(out) > rows {
+		out = out[:rows]
+		out[rows-1] = truncate(out[rows-1]+" …", width)
+	}
+	return out
 }
 
 // probes draws one row per probe kind, its attempts as marks; the duration is
@@ -503,6 +578,9 @@ func (wf *waterfall) footer(w *bufio.Writer) {
 	}
 	if hasBackOff(tl) {
 		legend = append(legend, string(glyphBackOff)+" back-off")
+	}
+	if slices.ContainsFunc(tl.Containers, func(c correlator.Container) bool { return len(c.Waiting) > 0 }) {
+		legend = append(legend, string(glyphWaiting)+" waiting (API)")
 	}
 	writeItems(w, "", legend, "  ", wf.width)
 }

@@ -27,6 +27,8 @@ func TestRenderWaterfallGolden(t *testing.T) {
 		{"poststart-demo", postStartDemo(), 100},
 		{"probe-retries", probeRetries(), 100},
 		{"restarts", restarts(), 100},
+		{"stuck-crashloop", stuckCrashLoop(), 100},
+		{"stuck-crashloop-narrow", stuckCrashLoop(), 72},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer

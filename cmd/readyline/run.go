@@ -319,6 +319,9 @@ func (d *daemon) deliver(ctx context.Context, tl *correlator.Timeline) {
 	if tl.Reason != "" {
 		attrs = append(attrs, "reason", tl.Reason)
 	}
+	if tl.Partial {
+		attrs = append(attrs, "partial", true) // still starting at the deadline: a later "pod start" completes it
+	}
 	if len(tl.Insights) > 0 {
 		attrs = append(attrs, "insight", tl.Insights[0].Message)
 	}

@@ -24,6 +24,12 @@ import (
 	"github.com/readyline/readyline/exporter"
 )
 
+// StartTimeout is the --start-timeout of the daemons the tests start: short,
+// so that tests of what happens after the deadline need not wait 10 minutes,
+// and well above the slowest start of the examples under the parallel tests
+// (~30 s).
+const StartTimeout = 60 * time.Second
+
 // CRIEndpoint is the local node's containerd socket.
 func (e *Env) CRIEndpoint() string {
 	return "unix://" + filepath.Join(e.NodeDir, "containerd", "containerd.sock")
@@ -94,7 +100,8 @@ func (e *Env) StartDaemonWith(ctx context.Context, name string, opts DaemonOptio
 	args := append(slices.Clone(opts.Wrap), bin, "run",
 		"--node-name", e.NodeName, "--kubeconfig", e.Kubeconfig, "--cri-endpoint", e.CRIEndpoint(),
 		"--otlp-endpoint", OTLPGRPCEndpoint, "--otlp-insecure",
-		"--api-addr", apiAddr, "--metrics-addr", metricsAddr, "--record", d.Record, "--log-level", "debug")
+		"--api-addr", apiAddr, "--metrics-addr", metricsAddr, "--record", d.Record, "--log-level", "debug",
+		"--start-timeout", StartTimeout.String())
 	d.cmd = exec.Command(args[0], args[1:]...)
 	d.cmd.Stdout, d.cmd.Stderr = logFile, logFile
 	if err := d.cmd.Start(); err != nil {

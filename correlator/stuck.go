@@ -1,0 +1,249 @@
+package correlator
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/readyline/readyline/collector/event"
+)
+
+// This file says why a pod start did not reach Ready: the reason of a
+// Failed pod, of a deleted one, and what holds one that timed out.
+
+// failureReason explains a Failed pod from its status. A reason the kubelet
+// wrote into the status wins over the containers' exit codes: when the
+// kubelet fails a pod itself it kills the containers (exit 137), and the
+// kill is the effect, not the cause. It sets status.reason and message for
+// activeDeadlineSeconds (active_deadline.go: DeadlineExceeded), eviction
+// (eviction/eviction_manager.go evictPod: Evicted), preemption of a pod for
+// a critical one (preemption/preemption.go: Preempting) and node shutdown
+// (nodeshutdown/nodeshutdown_manager.go killPods: Terminated), the last
+// three with a True DisruptionTarget condition; a DisruptionTarget set by
+// someone else (the eviction API, the taint manager, the scheduler) may
+// come without a status reason.
+func failureReason(pod *corev1.Pod) string {
+	if pod.Status.Reason != "" {
+		return joinNonEmpty(": ", pod.Status.Reason, pod.Status.Message)
+	}
+	if d := disruption(pod); d != "" {
+		return d
+	}
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, cs := range list {
+			t := cs.State.Terminated
+			if t == nil || t.ExitCode == 0 {
+				continue
+			}
+			kind := "container"
+			if isInitStatus(pod, cs.Name) {
+				kind = "init container"
+			}
+			msg := fmt.Sprintf("%s %s exited with code %d", kind, cs.Name, t.ExitCode)
+			if t.Reason != "" && t.Reason != "Error" {
+				msg += " (" + t.Reason + ")"
+			}
+			return msg
+		}
+	}
+	if pod.Status.Message != "" {
+		return pod.Status.Message
+	}
+	return "pod failed"
+}
+
+// deletedReason explains a pod deleted before it was Ready, with the
+// disruption that deleted it when one was recorded (the scheduler's
+// preemption, the eviction API and the taint manager set DisruptionTarget
+// before they delete).
+func deletedReason(pod *corev1.Pod) string {
+	return joinNonEmpty(": ", "pod deleted before it was Ready", disruption(pod))
+}
+
+// disruption describes a True DisruptionTarget condition, "" without one:
+// "DisruptionTarget TerminationByKubelet: The node was low on resource: memory. ...".
+func disruption(pod *corev1.Pod) string {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return joinNonEmpty(": ", joinNonEmpty(" ", string(c.Type), c.Reason), c.Message)
+		}
+	}
+	return ""
+}
+
+// withStuckDetail appends to a timeout's reason what holds the start.
+func (p *podState) withStuckDetail(reason string) string {
+	return joinNonEmpty(": ", reason, p.stuckDetail())
+}
+
+// stuckDetail says what holds a pod start that has not reached Ready, from
+// the pod's latest status and the calls seen so far: a sandbox that could
+// not be created, then, in start order, the init container that holds the
+// ones after it, each sidecar and main container that is not ready, and the
+// readiness gates not True. Parts are joined with "; ".
+func (p *podState) stuckDetail() string {
+	pod := p.pod
+	var parts []string
+	if s := p.sandboxFailures(); s != "" {
+		parts = append(parts, s)
+	}
+	statuses := make(map[string]*corev1.ContainerStatus)
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for i := range list {
+			statuses[list[i].Name] = &list[i]
+		}
+	}
+	initialized := conditionTrue(pod, corev1.PodInitialized)
+	if len(statuses) > 0 {
+	order:
+		for _, e := range startOrder(pod) {
+			cs := statuses[e.name]
+			switch e.kind {
+			case KindInit:
+				// The next container starts once this one exited 0
+				// (kubelet_pods.go convertToAPIContainerStatuses skips such
+				// an init container; kuberuntime computeInitContainerActions
+				// moves on). Initialized True: a status lost to a restart
+				// of the kubelet does not hold anything.
+				if initialized || (cs != nil && cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0) {
+					continue
+				}
+				parts = append(parts, describeContainer(e, cs))
+				break order
+			case KindSidecar:
+				// A sidecar lets the next container start once started,
+				// and counts for ContainersReady (status/generate.go
+				// GenerateContainersReadyCondition).
+				if cs != nil && cs.Started != nil && *cs.Started {
+					if !cs.Ready {
+						parts = append(parts, describeContainer(e, cs))
+					}
+					continue
+				}
+				parts = append(parts, describeContainer(e, cs))
+				if !initialized {
+					break order
+				}
+			case KindMain:
+				if cs == nil || !cs.Ready {
+					parts = append(parts, describeContainer(e, cs))
+				}
+			}
+		}
+	}
+	for _, g := range pod.Spec.ReadinessGates {
+		if !conditionTrue(pod, g.ConditionType) {
+			parts = append(parts, fmt.Sprintf("readiness gate %s not True", g.ConditionType))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// sandboxFailures is "RunPodSandbox failed 3 times" when the pod's
+// RunPodSandbox calls since its latest sandbox was made all failed (or
+// there was none: the runtime reported no sandbox and no call succeeded).
+// A sandbox that died and could not be replaced holds the start as one
+// never made does. These are the failed calls of the timeline's Sandbox
+// when it was not made.
+func (p *podState) sandboxFailures() string {
+	var made time.Time // the latest sandbox made: its call, or the runtime's word
+	for _, c := range p.calls {
+		if c.Method == event.CRIRunPodSandbox && c.PodUID == p.uid && !c.Err && c.Time.After(made) {
+			made = c.Time
+		}
+	}
+	for _, rt := range p.runtime {
+		if rt.Sandbox && rt.CreatedAt.After(made) {
+			made = rt.CreatedAt
+		}
+	}
+	failed := 0
+	for _, c := range p.calls {
+		if c.Method == event.CRIRunPodSandbox && c.PodUID == p.uid && c.Err && (made.IsZero() || c.Time.After(made)) {
+			failed++
+		}
+	}
+	switch failed {
+	case 0:
+		return ""
+	case 1:
+		return "RunPodSandbox failed once"
+	}
+	return fmt.Sprintf("RunPodSandbox failed %d times", failed)
+}
+
+// describeContainer is "app: CrashLoopBackOff (back-off 40s restarting
+// failed container=app ...), last exit 3", "init container wait: running",
+// "sidecar proxy: running, not ready".
+func describeContainer(e specEntry, cs *corev1.ContainerStatus) string {
+	name := e.name
+	switch e.kind {
+	case KindInit:
+		name = "init container " + name
+	case KindSidecar:
+		name = "sidecar " + name
+	}
+	if cs == nil {
+		return name + ": no status"
+	}
+	var state string
+	switch st := cs.State; {
+	case st.Waiting != nil:
+		state = st.Waiting.Reason
+		if state == "" {
+			state = "waiting"
+		}
+		if st.Waiting.Message != "" {
+			state += " (" + st.Waiting.Message + ")"
+		}
+	case st.Running != nil:
+		switch {
+		case e.kind == KindInit:
+			state = "running"
+		case cs.Started == nil || !*cs.Started:
+			state = "running, not started" // its startupProbe has not succeeded
+		default:
+			state = "running, not ready"
+		}
+	case st.Terminated != nil:
+		state = "exited with code " + exitDetail(st.Terminated)
+	default:
+		state = "no state"
+	}
+	if t := cs.LastTerminationState.Terminated; t != nil && cs.State.Terminated == nil {
+		state += ", last exit " + exitDetail(t)
+	}
+	return name + ": " + state
+}
+
+// exitDetail is "3", or "137 (OOMKilled)" when the reason says more than
+// Error or Completed.
+func exitDetail(t *corev1.ContainerStateTerminated) string {
+	s := fmt.Sprint(t.ExitCode)
+	if t.Reason != "" && t.Reason != "Error" && t.Reason != "Completed" {
+		s += " (" + t.Reason + ")"
+	}
+	return s
+}
+
+func conditionTrue(pod *corev1.Pod, typ corev1.PodConditionType) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == typ {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// joinNonEmpty joins the non-empty parts with sep.
+func joinNonEmpty(sep string, parts ...string) string {
+	var out []string
+	for _, s := range parts {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, sep)
+}
