@@ -14,11 +14,13 @@ import (
 
 // TestPropertyRandomStarts feeds random but plausible pod starts (random
 // container counts, sidecars, hooks, probes, crash loops with back-off, a
-// sidecar crashing after Initialized, a sandbox recreated, readiness gates,
-// delays, and the sources' events reordered within small windows) and checks
-// what must hold of every timeline: no negative lag, no cause after its
-// observation, no phase ending before it starts, a critical path in order
-// that sums to no more than the start, at most one timeline per pod.
+// sidecar crashing after Initialized, a sandbox recreated, failed
+// RunPodSandbox calls before a sandbox, readiness gates, delays, and the
+// sources' events reordered within small windows) and checks what must
+// hold of every timeline: no negative lag, no cause after its observation,
+// no phase ending before it starts, a critical path in order that sums to
+// no more than the start, at most one timeline per pod, every failed call
+// kept and none taken for a sandbox.
 func TestPropertyRandomStarts(t *testing.T) {
 	seeds := 400
 	if testing.Short() {
@@ -29,10 +31,11 @@ func TestPropertyRandomStarts(t *testing.T) {
 		var events []event.Event
 		uids := map[string]string{}
 		sandboxes := map[string][]string{}
+		failedCalls := map[string]int{}
 		for p := range 1 + r.Intn(3) {
 			name := fmt.Sprintf("rand-%d-%d", seed, p)
 			sc := randomStart(t, r, name, p)
-			uids[sc.uid], sandboxes[sc.uid] = name, sc.sandboxes
+			uids[sc.uid], sandboxes[sc.uid], failedCalls[sc.uid] = name, sc.sandboxes, sc.failedSandboxCalls
 			events = append(events, sc.events...)
 		}
 		events = jumble(r, events)
@@ -45,6 +48,17 @@ func TestPropertyRandomStarts(t *testing.T) {
 			sbs := sandboxes[tl.Pod.UID]
 			if tl.Sandbox == nil || tl.Sandbox.ID != sbs[len(sbs)-1] || len(tl.EarlierSandboxes) != len(sbs)-1 {
 				t.Errorf("%s: sandbox %+v and %d earlier, want %s and %d earlier", what, tl.Sandbox, len(tl.EarlierSandboxes), sbs[len(sbs)-1], len(sbs)-1)
+			}
+			// A failed call is no sandbox: it is kept by the one it was a try for.
+			failed := 0
+			if tl.Sandbox != nil {
+				failed = len(tl.Sandbox.FailedCalls)
+			}
+			for _, e := range tl.EarlierSandboxes {
+				failed += len(e.FailedCalls)
+			}
+			if failed != failedCalls[tl.Pod.UID] {
+				t.Errorf("%s: %d failed RunPodSandbox calls kept, want %d", what, failed, failedCalls[tl.Pod.UID])
 			}
 		}
 		for uid, n := range seen {
@@ -187,6 +201,15 @@ func randomStart(t *testing.T, r *rand.Rand, name string, podIdx int) *scenario 
 	// Sandboxes: sometimes one that dies with a container in it.
 	sbID := newID()
 	sandbox := func(attempt uint32) {
+		if r.Intn(4) == 0 {
+			// A CNI error or two first: the kubelet retries on back-off.
+			for range 1 + r.Intn(2) {
+				end := now + delay(0.3)
+				sc.call(now, end, event.CRIRunPodSandbox, func(c *event.CRICall) { c.PodUID, c.Err = sc.uid, true })
+				sc.failedSandboxCalls++
+				now = end + delay(1)
+			}
+		}
 		end := now + 0.2 + delay(0.5)
 		sc.sandboxCallFor(now, end, sbID, attempt, nextPID())
 		if r.Intn(3) == 0 {

@@ -29,9 +29,11 @@ type scenario struct {
 	events []event.Event
 	added  bool
 	// pausePID is the pause process of the latest sandboxCallFor, and
-	// sandboxes the ids it made, in order.
-	pausePID  uint32
-	sandboxes []string
+	// sandboxes the ids it made, in order; failedSandboxCalls counts the
+	// RunPodSandbox calls failed before them.
+	pausePID           uint32
+	sandboxes          []string
+	failedSandboxCalls int
 }
 
 func newScenario(t testing.TB, name string, spec corev1.PodSpec) *scenario {

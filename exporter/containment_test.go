@@ -26,7 +26,7 @@ func TestSpansInsideParents(t *testing.T) {
 	nginx.Probes = append(nginx.Probes, correlator.ProbeAttempt{Kind: correlator.ProbeLiveness, Handler: "exec",
 		Start: at(29000), End: at(29010), Result: correlator.ProbeSuccess, ExitCode: intp(0)})
 	late.Sandbox.CNI[0].Exec = at(295)
-	tls := []*correlator.Timeline{lifecycleDemo(), kernelTimeline(), late, initFailureNever(), postStartDemo(), probeRetries(), restarts()}
+	tls := []*correlator.Timeline{lifecycleDemo(), kernelTimeline(), late, initFailureNever(), postStartDemo(), probeRetries(), restarts(), restartsFailedCalls(), stuckCrashLoop()}
 	tls = append(tls, replayRecording(t, "../correlator/testdata/recordings/demo-node.jsonl")...)
 	clipped := 0
 	for _, tl := range tls {
