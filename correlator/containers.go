@@ -1,6 +1,7 @@
 package correlator
 
 import (
+	"fmt"
 	"sort"
 	"time"
 
@@ -27,7 +28,7 @@ func (d *derivation) imagePulls() []ImagePull {
 	return out
 }
 
-func (d *derivation) containers() []Container {
+func (d *derivation) containers(final *Sandbox) []Container {
 	p := d.p
 	byName := make(map[string][]string)
 	for _, id := range sortedKeys(p.names) {
@@ -58,9 +59,12 @@ func (d *derivation) containers() []Container {
 	d.attributeConnections()
 	for _, v := range d.views {
 		for j := range v.out.Attempts {
-			d.completeProbes(v.entry, &v.out.Attempts[j])
+			a := &v.out.Attempts[j]
+			d.completeProbes(v.entry, a)
+			a.KilledBy = killedBy(v.entry, a) // its probes all known now
 		}
-		d.milestones(v)
+		backOffs(v.out.Attempts)
+		d.milestones(v, final)
 	}
 	// What each container's successor waited for.
 	for i, v := range d.views {
@@ -90,6 +94,23 @@ func (d *derivation) containers() []Container {
 	return out
 }
 
+// backOffs sets each attempt's wait since the previous one's exit.
+func backOffs(atts []ContainerAttempt) {
+	for j := 1; j < len(atts); j++ {
+		exit := atts[j-1].Finished
+		if p := atts[j-1].Process; p != nil && !p.Exit.IsZero() && (exit.IsZero() || p.Exit.Before(exit)) {
+			exit = p.Exit
+		}
+		created := atts[j].Created
+		if created.IsZero() && atts[j].Process != nil {
+			created = atts[j].Process.Exec
+		}
+		if !exit.IsZero() && created.After(exit) {
+			atts[j].BackOff = created.Sub(exit)
+		}
+	}
+}
+
 // failedContainerCalls are the CreateContainer calls for container name
 // that returned an error: no container id came back, so they belong to no
 // attempt and are known by the name in their request. A failed
@@ -98,7 +119,7 @@ func (d *derivation) failedContainerCalls(name string) []CRICall {
 	var out []CRICall
 	for _, c := range d.p.calls {
 		if c.Method == event.CRICreateContainer && c.Err && c.ContainerID == "" &&
-			c.ContainerName == name && c.PodUID == d.p.uid {
+			c.ContainerName == name && c.PodUID == d.p.nodeUID {
 			out = append(out, *criCall(c))
 		}
 	}
@@ -149,10 +170,10 @@ func (d *derivation) attempt(e specEntry, id string) ContainerAttempt {
 	}
 	entry, sessions := analyzeStarted(p.procs[id], started)
 	if rt := p.runtime[id]; rt != nil {
-		a.Created, a.Started, a.Finished = rt.CreatedAt, rt.StartedAt, rt.FinishedAt
+		a.Created, a.Started, a.Finished, a.SandboxID = rt.CreatedAt, rt.StartedAt, rt.FinishedAt, rt.SandboxID
 		if !rt.FinishedAt.IsZero() {
 			code := int(rt.ExitCode)
-			a.ExitCode = &code
+			a.ExitCode, a.Reason = &code, rt.Reason
 		}
 	}
 	if entry != nil {
@@ -172,15 +193,63 @@ func (d *derivation) attempt(e specEntry, id string) ContainerAttempt {
 				a.Finished = f.terminated
 			}
 		}
+		if a.Reason == "" {
+			a.Reason = f.reason
+		}
 	}
 	for _, c := range d.p.calls {
 		if c.ContainerID == id && c.Method != event.CRIExecSync {
 			a.Calls = append(a.Calls, *criCall(c))
+			if a.SandboxID == "" && c.Method == event.CRICreateContainer {
+				a.SandboxID = c.PodSandboxID
+			}
 		}
 	}
 	sortCalls(a.Calls)
 	d.classify(e, &a, sessions)
 	return a
+}
+
+// killedBy tells whether the kubelet killed an attempt for its liveness or
+// startup probe: the attempt ended by a signal (or a shell's 128+signal)
+// right after failureThreshold failures of that probe in a row, the
+// prober's condition for a Failure result (prober/worker.go) on which
+// computePodActions kills the container.
+func killedBy(e specEntry, a *ContainerAttempt) ProbeKind {
+	end := a.Finished
+	if a.Process != nil && !a.Process.Exit.IsZero() {
+		end = a.Process.Exit
+	}
+	signalled := (a.Process != nil && a.Process.Signal != 0) || (a.ExitCode != nil && *a.ExitCode > 128)
+	if end.IsZero() || !signalled {
+		return ""
+	}
+	for _, ps := range probesOf(e.spec) {
+		if ps.kind == ProbeReadiness {
+			continue // readiness failures do not restart a container
+		}
+		threshold := int(ps.probe.FailureThreshold)
+		if threshold <= 0 {
+			threshold = 3
+		}
+		var run []ProbeAttempt
+		for _, pa := range a.Probes {
+			if pa.Kind == ps.kind && !pa.Start.After(end) {
+				run = append(run, pa)
+			}
+		}
+		if len(run) < threshold {
+			continue
+		}
+		failed := true
+		for _, pa := range run[len(run)-threshold:] {
+			failed = failed && pa.Result == ProbeFailure
+		}
+		if failed {
+			return ps.kind
+		}
+	}
+	return ""
 }
 
 // exitStatus is a shell-like status: the code, or 128+signal.
@@ -192,34 +261,73 @@ func exitStatus(r *procRecord) *int {
 	return r.exitCode
 }
 
-// milestones fills the moments the kubelet's rules turn on, from the
-// container's latest attempt.
-func (d *derivation) milestones(v *containerView) {
+// milestones fills the moments the kubelet's rules turn on, for every
+// attempt; the view's own are the final attempt's, with created the
+// creation of the first attempt in the final sandbox (an attempt in a
+// replaced sandbox belongs to pod.sandbox_replaced, not to pod.init or
+// pod.containers).
+func (d *derivation) milestones(v *containerView, final *Sandbox) {
 	atts := v.out.Attempts
 	if len(atts) == 0 {
 		return
 	}
-	v.created = firstCreated(atts)
-	a := &atts[len(atts)-1]
-	spec := v.entry.spec
+	v.atts = make([]milestones, len(atts))
+	for i := range atts {
+		v.atts[i] = attemptMilestones(v.entry, &atts[i])
+	}
+	v.milestones = v.atts[len(atts)-1]
+	v.created = time.Time{}
+	for i := range atts {
+		if inSandbox(&atts[i], v.atts[i].created, final) {
+			v.created = v.atts[i].created
+			break
+		}
+	}
+	if v.created.IsZero() {
+		v.created = v.atts[len(atts)-1].created
+	}
+}
 
+// inSandbox reports whether an attempt created at created ran in sb: it
+// says so, or it was created after sb was.
+func inSandbox(a *ContainerAttempt, created time.Time, sb *Sandbox) bool {
+	switch {
+	case sb == nil:
+		return true
+	case a.SandboxID != "":
+		return a.SandboxID == sb.ID
+	}
+	from := sb.Created
+	if sb.Call != nil && !sb.Call.Start.IsZero() {
+		from = sb.Call.Start
+	}
+	return from.IsZero() || created.IsZero() || !created.Before(from)
+}
+
+func attemptMilestones(e specEntry, a *ContainerAttempt) milestones {
+	var m milestones
+	m.created, m.finished = a.Created, a.Finished
+	if m.created.IsZero() && a.Process != nil {
+		m.created = a.Process.Exec
+	}
+	spec := e.spec
 	// Started: startupProbe success, or else running.
 	switch {
 	case spec.StartupProbe != nil:
 		if t := firstSuccess(a.Probes, ProbeStartup); !t.IsZero() {
-			v.started, v.startedBy = t, "startupProbe succeeded"
+			m.started, m.startedBy = t, "startupProbe succeeded"
 			if handlerOf(&spec.StartupProbe.ProbeHandler) != "exec" {
-				v.startedBy = handlerOf(&spec.StartupProbe.ProbeHandler) + " startupProbe: started=true in the API"
+				m.startedBy = handlerOf(&spec.StartupProbe.ProbeHandler) + " startupProbe: started=true in the API"
 			}
 		}
 	case a.Process != nil:
-		v.started, v.startedBy = a.Process.Exec, "entrypoint exec"
+		m.started, m.startedBy = a.Process.Exec, "entrypoint exec"
 	case !a.Started.IsZero():
-		v.started, v.startedBy = a.Started, "runtime started"
+		m.started, m.startedBy = a.Started, "runtime started"
 	}
 	// Ready: readinessProbe success after start, or else started.
 	switch {
-	case v.entry.kind == KindInit:
+	case e.kind == KindInit:
 	case spec.ReadinessProbe != nil:
 		n := successThreshold(probeSpec{kind: ProbeReadiness, probe: spec.ReadinessProbe})
 		t := nthSuccess(a.Probes, ProbeReadiness, n)
@@ -229,17 +337,25 @@ func (d *derivation) milestones(v *containerView) {
 			t = lastSuccess(a.Probes, ProbeReadiness, a.ReadyObserved)
 		}
 		if !t.IsZero() {
-			v.ready, v.readyBy = t, "readinessProbe succeeded"
+			m.ready, m.readyBy = t, "readinessProbe succeeded"
 			if handlerOf(&spec.ReadinessProbe.ProbeHandler) != "exec" {
-				v.readyBy = handlerOf(&spec.ReadinessProbe.ProbeHandler) + " readinessProbe: ready=true in the API"
+				m.readyBy = handlerOf(&spec.ReadinessProbe.ProbeHandler) + " readinessProbe: ready=true in the API"
 			}
 		}
 	default:
-		v.ready, v.readyBy = v.started, v.startedBy
+		m.ready, m.readyBy = m.started, m.startedBy
 	}
-	if v.entry.kind == KindInit && a.ExitCode != nil && *a.ExitCode == 0 {
-		v.done, v.doneBy = a.Finished, "exited 0"
+	if e.kind == KindInit && a.ExitCode != nil && *a.ExitCode == 0 {
+		m.done, m.doneBy = a.Finished, "exited 0"
 	}
+	if a.Attempt > 0 {
+		for _, by := range []*string{&m.startedBy, &m.readyBy, &m.doneBy} {
+			if *by != "" {
+				*by += fmt.Sprintf(", attempt %d", a.Attempt)
+			}
+		}
+	}
+	return m
 }
 
 func firstSuccess(probes []ProbeAttempt, kind ProbeKind) time.Time {

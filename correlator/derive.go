@@ -33,15 +33,46 @@ type deriveContext struct {
 }
 
 // containerView is a container of the timeline with the moments the
-// kubelet's rules turn on, taken from its latest attempt.
+// kubelet's rules turn on: for each attempt (atts, in the order of
+// out.Attempts), and in the embedded milestones those of the final attempt
+// with created the creation of the first attempt in the final sandbox.
 type containerView struct {
 	entry specEntry
 	out   *Container
-	// created: the first attempt's creation; started: when it counted as
-	// started (entrypoint running, or startupProbe success); ready: when it
-	// counted as ready; done: a regular init container's successful exit.
+	atts  []milestones
+	milestones
+}
+
+// milestones are the moments of one container attempt: created; started,
+// when it counted as started (entrypoint running, or startupProbe
+// success); ready, when it counted as ready; done, a regular init
+// container's successful exit.
+type milestones struct {
 	created, started, ready, done time.Time
+	finished                      time.Time // the attempt's end, zero while running
 	startedBy, readyBy, doneBy    string
+}
+
+// latest returns the milestones of the latest attempt whose moment (picked
+// by at) is known and not after bound (any, when bound is zero): the
+// attempt that caused what the API reported at bound, never a later one.
+// An attempt still running at bound is preferred to one that had ended:
+// the kubelet reports the readiness of the container it runs.
+func (v *containerView) latest(bound time.Time, at func(*milestones) time.Time) (*milestones, bool) {
+	var ended *milestones
+	for i := len(v.atts) - 1; i >= 0; i-- {
+		t := at(&v.atts[i])
+		if t.IsZero() || (!bound.IsZero() && t.After(bound)) {
+			continue
+		}
+		if fin := v.atts[i].finished; bound.IsZero() || fin.IsZero() || !fin.Before(bound) || !v.atts[i].done.IsZero() {
+			return &v.atts[i], true
+		}
+		if ended == nil {
+			ended = &v.atts[i]
+		}
+	}
+	return ended, ended != nil
 }
 
 // ending is how and when the timeline being derived ends: the start's
@@ -73,11 +104,11 @@ func (p *podState) timeline(ctx *deriveContext, end ending) *Timeline {
 		tl.Start = earliest(tl.Start, p.nodeStart())
 	}
 	d := &derivation{p: p, ctx: ctx, gates: make(map[string]*probeGate), late: p.seenLate()}
-	tl.Sandbox = d.sandbox()
+	tl.Sandbox, tl.EarlierSandboxes = d.sandboxes()
 	tl.ImagePulls = d.imagePulls()
-	tl.Containers = d.containers()
+	tl.Containers = d.containers(tl.Sandbox)
 	tl.AmbiguousProbes = d.ambiguous
-	tl.Conditions = d.conditions(tl.Sandbox)
+	tl.Conditions = d.conditions(tl)
 	if tl.Outcome == OutcomeReady {
 		for _, c := range tl.Conditions {
 			if c.Type == CondReady && c.Coarse {

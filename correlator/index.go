@@ -239,8 +239,7 @@ func (b *cniBuffer) record(ev event.Event, now time.Time) {
 		b.byPID[e.PID] = r
 	case *event.ProcessExit:
 		if r := b.byPID[e.PID]; r != nil && r.exit.IsZero() {
-			code := e.ExitCode
-			r.exit, r.exitCode, r.signal = e.Time, &code, e.Signal
+			r.exit, r.exitCode, r.signal = e.Time, exitCodeOf(e), e.Signal
 		}
 	}
 	// Forget what is older than cniKeep (the buffer is in time order).

@@ -3,6 +3,7 @@ package correlator
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -22,19 +23,7 @@ func (d *derivation) insights(tl *Timeline) []Insight {
 		a := atts[len(atts)-1]
 		name := v.entry.name
 		if len(atts) > 1 {
-			codes := ""
-			for j, at := range atts {
-				if j > 0 {
-					codes += ", "
-				}
-				if at.ExitCode != nil {
-					codes += fmt.Sprint(*at.ExitCode)
-				} else {
-					codes += "running"
-				}
-			}
-			out = append(out, Insight{Kind: InsightRetries, Container: name, Duration: span(atts[0].Created, a.Created),
-				Message: fmt.Sprintf("%s ran %d times (exit codes %s); the retries took %s", name, len(atts), codes, fmtDur(span(atts[0].Created, a.Created)))})
+			out = append(out, retriesInsight(name, atts))
 		}
 		if h := a.PostStart; h != nil && !h.End.IsZero() {
 			if i+1 < len(d.views) && !d.views[i+1].created.IsZero() && !a.NextCreated.IsZero() {
@@ -58,6 +47,9 @@ func (d *derivation) insights(tl *Timeline) []Insight {
 			}
 		}
 	}
+	if ins, ok := sandboxChangedInsight(tl); ok {
+		out = append(out, ins)
+	}
 	for _, c := range tl.Conditions {
 		if lag := c.Lag(); lag >= lagWorthNoting {
 			out = append(out, Insight{Kind: InsightStatusLag, Duration: lag,
@@ -78,6 +70,61 @@ func (d *derivation) insights(tl *Timeline) []Insight {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Duration > out[j].Duration })
 	return out
+}
+
+// retriesInsight: the attempts of a container, how each ended (exit code,
+// probe kill) and the back-offs between them.
+func retriesInsight(name string, atts []ContainerAttempt) Insight {
+	var codes, kills, waits []string
+	var backOff time.Duration
+	for _, at := range atts {
+		switch {
+		case at.ExitCode != nil:
+			codes = append(codes, fmt.Sprint(*at.ExitCode))
+		default:
+			codes = append(codes, "running")
+		}
+		if at.KilledBy != "" {
+			kills = append(kills, fmt.Sprintf("attempt %d by its %sProbe", at.Attempt, at.KilledBy))
+		}
+		if at.BackOff > 0 {
+			waits = append(waits, fmtDur(at.BackOff))
+			backOff += at.BackOff
+		}
+	}
+	took := span(atts[0].Created, atts[len(atts)-1].Created)
+	msg := fmt.Sprintf("%s ran %d times (exit codes %s); the retries took %s", name, len(atts), strings.Join(codes, ", "), fmtDur(took))
+	if len(waits) > 0 {
+		msg += fmt.Sprintf(", %s of it back-off (%s)", fmtDur(backOff), strings.Join(waits, ", "))
+	}
+	if len(kills) > 0 {
+		msg += "; the kubelet killed " + strings.Join(kills, ", ")
+	}
+	return Insight{Kind: InsightRetries, Container: name, Duration: took, Message: msg}
+}
+
+// sandboxChangedInsight: the sandbox was replaced, which kills and restarts
+// every container (computePodActions: CreateSandbox implies KillPod).
+func sandboxChangedInsight(tl *Timeline) (Insight, bool) {
+	if len(tl.EarlierSandboxes) == 0 || tl.Sandbox == nil {
+		return Insight{}, false
+	}
+	var lost time.Duration
+	for _, ph := range tl.Phases {
+		if ph.Name == PhaseSandboxReplaced {
+			lost = ph.Duration()
+		}
+	}
+	n := len(tl.EarlierSandboxes)
+	what := "the first sandbox was"
+	if n > 1 {
+		what = fmt.Sprintf("%d sandboxes were", n)
+	}
+	msg := fmt.Sprintf("sandbox changed: all containers restarted (%s replaced", what)
+	if lost > 0 {
+		msg += fmt.Sprintf("; %s from the first sandbox to the final one", fmtDur(lost))
+	}
+	return Insight{Kind: InsightSandboxChanged, Duration: lost, Message: msg + ")"}, true
 }
 
 // probeDelayInsight: initialDelaySeconds kept the first probe away while the

@@ -16,17 +16,32 @@ func (d *derivation) phases(tl *Timeline) []Phase {
 	if f, ok := d.p.conds[corev1.PodScheduled]; ok {
 		add(PhaseSchedule, tl.Start, f.lastTransition, "api-coarse")
 	}
-	// The sandbox phase starts with the first RunPodSandbox call, failed
+	// Each sandbox's time starts with its first RunPodSandbox call, failed
 	// ones included: the retries and the back-off between them are time
-	// spent getting a sandbox, not waiting for the kubelet to try.
-	if sb := tl.Sandbox; sb != nil && sb.Call != nil && !sb.Call.Start.IsZero() {
-		start := firstCallStart(sb.FailedCalls, sb.Call.Start)
-		add(PhaseWaitSandbox, d.p.firstSeen, start, "api")
-		add(PhaseSandbox, start, sb.Call.End, "kernel")
-	} else if sb != nil {
-		start := firstCallStart(sb.FailedCalls, sb.Created)
-		add(PhaseWaitSandbox, d.p.firstSeen, start, "api")
-		add(PhaseSandbox, start, sb.Ready, "runtime")
+	// spent getting a sandbox, not waiting for the kubelet to try. The
+	// kubelet's wait ends when it began the first sandbox; the sandboxes
+	// that did not last fill the time up to the final one.
+	if sb := tl.Sandbox; sb != nil {
+		start, source := sb.Begin(), "runtime"
+		if sb.Call != nil && !sb.Call.Start.IsZero() {
+			source = "kernel"
+		}
+		if len(tl.EarlierSandboxes) > 0 {
+			e := &tl.EarlierSandboxes[0]
+			first, source0 := e.Begin(), "runtime"
+			if e.Call != nil && !e.Call.Start.IsZero() {
+				source0 = "kernel"
+			}
+			add(PhaseWaitSandbox, d.p.firstSeen, first, "api")
+			add(PhaseSandboxReplaced, first, start, source0)
+		} else {
+			add(PhaseWaitSandbox, d.p.firstSeen, start, "api")
+		}
+		end := sb.Ready
+		if sb.Call != nil {
+			end = sb.Call.End
+		}
+		add(PhaseSandbox, start, end, source)
 	}
 	var firstInit, firstMain *containerView
 	for _, v := range d.views {
@@ -38,12 +53,25 @@ func (d *derivation) phases(tl *Timeline) []Phase {
 			firstInit = v
 		}
 	}
+	// Each phase ends at its condition's cause, found before the
+	// condition's observation (or, not observed, before the outcome).
+	bound := func(typ corev1.PodConditionType) time.Time {
+		if f, ok := d.p.conds[typ]; ok {
+			return f.observed
+		}
+		return tl.End
+	}
 	if firstInit != nil {
-		t, _ := d.cause(corev1.PodInitialized, tl.Sandbox)
+		t, _ := d.cause(corev1.PodInitialized, tl, bound(corev1.PodInitialized))
+		if firstMain != nil && !firstMain.created.IsZero() && t.After(firstMain.created) {
+			// The main containers are created once the init containers
+			// are done (computePodActions): init cannot end after that.
+			t = firstMain.created
+		}
 		add(PhaseInit, firstInit.created, t, "kernel")
 	}
 	if firstMain != nil {
-		t, _ := d.cause(corev1.ContainersReady, tl.Sandbox)
+		t, _ := d.cause(corev1.ContainersReady, tl, bound(corev1.ContainersReady))
 		if t.IsZero() {
 			if f, ok := d.p.conds[corev1.ContainersReady]; ok {
 				t = f.observed
@@ -52,13 +80,4 @@ func (d *derivation) phases(tl *Timeline) []Phase {
 		add(PhaseContainers, firstMain.created, t, "kernel")
 	}
 	return out
-}
-
-// firstCallStart is the earliest start among calls and t (zero times
-// ignored).
-func firstCallStart(calls []CRICall, t time.Time) time.Time {
-	for _, c := range calls {
-		t = earliest(t, c.Start)
-	}
-	return t
 }

@@ -50,10 +50,17 @@ type podState struct {
 	nprocs, maxProcs int
 }
 
+// condFact is a condition's last rise to True within the start: a
+// condition that went True, False and True again (a sandbox recreated, a
+// sidecar restarted) is reported by the rise that held, and its cause is
+// looked for before that rise.
 type condFact struct {
 	observed, lastTransition time.Time
 	// atFirstSight: already True in the first API object seen.
 	atFirstSight bool
+	// earlier are the observations of the rises that did not hold.
+	earlier []time.Time
+	up      bool // True in the latest update
 }
 
 type nameAttempt struct {
@@ -115,6 +122,7 @@ func isDefaultWaiting(reason string) bool {
 type statusFact struct {
 	running, started, ready, terminated time.Time
 	exitCode                            *int
+	reason                              string // terminated reason
 	// startedAt is State.Running.StartedAt as the status reports it (1 s,
 	// status_manager.go normalizeStatus): what the kubelet's probe workers
 	// measure initialDelaySeconds from.
@@ -187,11 +195,19 @@ func (p *podState) observe(e *event.PodUpdate) {
 	p.pod = pod
 	defer func() { p.observed = true }()
 	for _, c := range pod.Status.Conditions {
-		if c.Status != corev1.ConditionTrue {
-			continue
-		}
-		if _, seen := p.conds[c.Type]; !seen {
-			p.conds[c.Type] = condFact{observed: e.Time, lastTransition: c.LastTransitionTime.Time, atFirstSight: !p.observed}
+		f, seen := p.conds[c.Type]
+		switch {
+		case c.Status != corev1.ConditionTrue:
+			if seen {
+				f.up = false
+				p.conds[c.Type] = f
+			}
+		case !seen && p.outcome == "":
+			p.conds[c.Type] = condFact{observed: e.Time, lastTransition: c.LastTransitionTime.Time, up: true, atFirstSight: !p.observed}
+		case !f.up && p.outcome == "": // a new rise; after the outcome the start is over
+			f.earlier = append(f.earlier, f.observed)
+			f.observed, f.lastTransition, f.up = e.Time, c.LastTransitionTime.Time, true
+			p.conds[c.Type] = f
 		}
 	}
 	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
@@ -229,7 +245,7 @@ func (p *podState) observeContainer(cs *corev1.ContainerStatus, at time.Time) {
 		if _, ok := p.names[id]; !ok {
 			p.names[id] = nameAttempt{name: cs.Name, attempt: -1} // attempt unknown: older
 		}
-		p.noteTerminated(id, at, int(last.ExitCode))
+		p.noteTerminated(id, at, int(last.ExitCode), last.Reason)
 	}
 	if cs.ContainerID == "" {
 		return
@@ -252,7 +268,7 @@ func (p *podState) observeContainer(cs *corev1.ContainerStatus, at time.Time) {
 		f.ready = at
 	}
 	if t := cs.State.Terminated; t != nil {
-		p.noteTerminated(id, at, int(t.ExitCode))
+		p.noteTerminated(id, at, int(t.ExitCode), t.Reason)
 	}
 }
 
@@ -265,11 +281,14 @@ func (p *podState) statusOf(id string) *statusFact {
 	return f
 }
 
-func (p *podState) noteTerminated(id string, at time.Time, code int) {
+func (p *podState) noteTerminated(id string, at time.Time, code int, reason string) {
 	f := p.statusOf(id)
 	if f.terminated.IsZero() {
 		f.terminated = at
 		f.exitCode = &code
+	}
+	if f.reason == "" {
+		f.reason = reason
 	}
 }
 
@@ -331,9 +350,7 @@ func (p *podState) record(ev event.Event) uint64 {
 			r = &procRecord{pid: e.PID, ppid: e.PPID, filename: e.Filename}
 			p.addProc(e.ContainerID, r)
 		}
-		r.exit, r.signal = e.Time, e.Signal
-		code := e.ExitCode
-		r.exitCode = &code
+		r.exit, r.signal, r.exitCode = e.Time, e.Signal, exitCodeOf(e)
 	}
 	return 0
 }
@@ -411,4 +428,15 @@ func latest(ts ...time.Time) time.Time {
 		}
 	}
 	return l
+}
+
+// exitCodeOf is a process's exit code, nil when a signal ended it: the
+// kernel's exit code is then meaningless (event.ProcessExit), and a process
+// SIGKILLed must never read "exit 0".
+func exitCodeOf(e *event.ProcessExit) *int {
+	if e.Signal != 0 {
+		return nil
+	}
+	code := e.ExitCode
+	return &code
 }

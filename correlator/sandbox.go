@@ -2,51 +2,156 @@ package correlator
 
 import (
 	"path"
+	"sort"
 	"time"
 
 	"github.com/readyline/readyline/collector/event"
 )
 
-func (d *derivation) sandbox() *Sandbox {
+// sandboxes finds every sandbox of the pod start and returns the final one
+// (the latest: the kubelet runs the containers only in the current sandbox,
+// and a new sandbox means every container was killed and is started again,
+// kuberuntime_manager.go computePodActions / PodSandboxChanged) and the
+// earlier ones, oldest first, each with its RunPodSandbox call, CNI and the
+// failed calls before it (see Sandbox.FailedCalls).
+func (d *derivation) sandboxes() (*Sandbox, []Sandbox) {
 	p := d.p
-	var sb *Sandbox
-	for id, rt := range p.runtime {
-		if !rt.Sandbox {
+	var all []*Sandbox
+	byID := map[string]*Sandbox{}
+	add := func(sb *Sandbox) *Sandbox {
+		all = append(all, sb)
+		if sb.ID != "" {
+			byID[sb.ID] = sb
+		}
+		return sb
+	}
+	for _, id := range sortedKeys(p.runtime) {
+		if rt := p.runtime[id]; rt.Sandbox {
+			add(&Sandbox{ID: id, Attempt: int(rt.Attempt), Created: rt.CreatedAt, PodIP: rt.PodIP})
+		}
+	}
+	// Without word from the runtime, a pause process names its sandbox.
+	for _, id := range sortedKeys(p.procs) {
+		if _, isContainer := p.names[id]; isContainer || id == "" || byID[id] != nil {
 			continue
 		}
-		if sb == nil || rt.CreatedAt.Before(sb.Created) || (rt.CreatedAt.Equal(sb.Created) && id < sb.ID) {
-			sb = &Sandbox{ID: id, Created: rt.CreatedAt, PodIP: rt.PodIP}
+		if e, _ := analyze(p.procs[id]); e != nil && path.Base(e.filename) == "pause" {
+			add(&Sandbox{ID: id})
 		}
 	}
-	call := d.sandboxCall(sb)
-	if sb == nil && call != nil && call.PodSandboxID != "" {
-		sb = &Sandbox{ID: call.PodSandboxID}
-	}
-	if sb == nil {
-		// No word from the runtime: the pause process alone names it.
-		for _, id := range sortedKeys(p.procs) {
-			if _, isContainer := p.names[id]; isContainer || id == "" {
-				continue
+	for _, sb := range all {
+		if cp := p.procs[sb.ID]; cp != nil {
+			if e, _ := analyze(cp); e != nil {
+				sb.PauseStart, sb.Ended = e.exec, e.exit
 			}
-			if e, _ := analyze(p.procs[id]); e != nil && path.Base(e.filename) == "pause" {
-				sb = &Sandbox{ID: id}
+		}
+	}
+	// The RunPodSandbox calls: by the sandbox they returned, else by the
+	// sandbox that appeared inside them. A failed call that made none is
+	// no sandbox: it is kept as a failed call of the sandbox the kubelet
+	// was retrying for (below).
+	calls := map[*Sandbox]*event.CRICall{}
+	var failed []*event.CRICall
+	for _, c := range p.calls {
+		if c.Method != event.CRIRunPodSandbox || (c.PodUID != p.nodeUID && byID[c.PodSandboxID] == nil) {
+			continue
+		}
+		sb := byID[c.PodSandboxID]
+		if sb == nil && c.PodSandboxID == "" {
+			for _, cand := range all {
+				t := earliest(cand.Created, cand.PauseStart)
+				if calls[cand] == nil && !t.IsZero() && !c.Time.IsZero() && !t.Before(c.Time) && !t.After(c.End) {
+					sb = cand
+					break
+				}
+			}
+		}
+		if sb == nil && c.Err {
+			failed = append(failed, c)
+			continue
+		}
+		if sb == nil {
+			sb = add(&Sandbox{ID: c.PodSandboxID})
+		}
+		if calls[sb] == nil || c.End.After(calls[sb].End) {
+			calls[sb] = c
+		}
+	}
+	for _, sb := range all {
+		d.finishSandbox(sb, calls[sb])
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].Attempt != all[j].Attempt {
+			return all[i].Attempt < all[j].Attempt
+		}
+		bi, bj := ownBegin(all[i]), ownBegin(all[j])
+		if !bi.Equal(bj) {
+			return bi.Before(bj)
+		}
+		return all[i].ID < all[j].ID
+	})
+	// A failed call belongs to the first sandbox begun after it; those
+	// after every sandbox began are a sandbox not made (yet): the kubelet
+	// replacing one that died, or never getting one.
+	var pending *Sandbox
+	sort.SliceStable(failed, func(i, j int) bool { return failed[i].End.Before(failed[j].End) })
+	for _, c := range failed {
+		var to *Sandbox
+		for _, sb := range all {
+			if t := ownBegin(sb); !t.IsZero() && !t.Before(c.Time) {
+				to = sb
 				break
 			}
 		}
-	}
-	failed := d.failedSandboxCalls()
-	if sb == nil {
-		if len(failed) > 0 {
-			return &Sandbox{FailedCalls: failed} // no call succeeded
+		if to == nil {
+			if pending == nil {
+				pending = &Sandbox{}
+			}
+			to = pending
 		}
-		return nil
+		to.FailedCalls = append(to.FailedCalls, *criCall(c))
 	}
-	sb.FailedCalls = failed
-	if cp := p.procs[sb.ID]; cp != nil {
-		if e, _ := analyze(cp); e != nil {
-			sb.PauseStart = e.exec
+	if pending != nil {
+		// What was made before it did not last: the containers the
+		// kubelet ran in it were killed with it.
+		earlier := make([]Sandbox, len(all))
+		for i, sb := range all {
+			earlier[i] = *sb
+		}
+		return pending, earlier
+	}
+	if len(all) == 0 {
+		return nil, nil
+	}
+	// The final sandbox is the latest that exists (has an id).
+	fi := len(all) - 1
+	for i := len(all) - 1; i >= 0; i-- {
+		if all[i].ID != "" {
+			fi = i
+			break
 		}
 	}
+	var earlier []Sandbox
+	for i, sb := range all {
+		if i != fi {
+			earlier = append(earlier, *sb)
+		}
+	}
+	final := all[fi]
+	final.Ended = time.Time{}
+	return final, earlier
+}
+
+// ownBegin is when a sandbox's own making began (Sandbox.Begin without
+// the failed calls before it).
+func ownBegin(sb *Sandbox) time.Time {
+	own := *sb
+	own.FailedCalls = nil
+	return own.Begin()
+}
+
+// finishSandbox fills a sandbox's ready time, call and CNI.
+func (d *derivation) finishSandbox(sb *Sandbox, call *event.CRICall) {
 	sb.Ready = sb.PauseStart
 	if sb.Ready.IsZero() {
 		sb.Ready = sb.Created
@@ -56,10 +161,11 @@ func (d *derivation) sandbox() *Sandbox {
 	}
 	if call != nil {
 		sb.Call = criCall(call)
-		sb.Ready = call.End // RunPodSandbox returned: network and pause are up
+		if !call.Err {
+			sb.Ready = call.End // RunPodSandbox returned: network and pause are up
+		}
 	}
 	sb.CNI = d.cni(sb, call)
-	return sb
 }
 
 // cni finds the CNI plugins that set up the sandbox's network: those whose
@@ -67,7 +173,10 @@ func (d *derivation) sandbox() *Sandbox {
 // that ran inside its RunPodSandbox call and inside no other pod's.
 func (d *derivation) cni(sb *Sandbox, call *event.CRICall) []Process {
 	var procs []*procRecord
-	if procs = d.ctx.cni.forSandbox(sb.ID); len(procs) == 0 && call != nil && !call.Time.IsZero() {
+	if sb.ID != "" {
+		procs = d.ctx.cni.forSandbox(sb.ID)
+	}
+	if len(procs) == 0 && call != nil && !call.Time.IsZero() {
 		procs = d.cniWithin(call.Time, call.End)
 	}
 	out := make([]Process, 0, len(procs))
@@ -75,40 +184,6 @@ func (d *derivation) cni(sb *Sandbox, call *event.CRICall) []Process {
 		out = append(out, Process{PID: r.pid, Filename: r.filename, Argv: r.argv,
 			Exec: r.exec, Exit: r.exit, ExitCode: r.exitCode, Signal: r.signal})
 	}
-	return out
-}
-
-// sandboxCall finds the pod's RunPodSandbox call: the one that returned its
-// sandbox, else the last successful one that named its UID.
-func (d *derivation) sandboxCall(sb *Sandbox) *event.CRICall {
-	var found *event.CRICall
-	for _, c := range d.p.calls {
-		if c.Method != event.CRIRunPodSandbox || c.Err {
-			continue
-		}
-		if sb != nil && c.PodSandboxID == sb.ID {
-			return c
-		}
-		if c.PodUID == d.p.nodeUID {
-			found = c
-		}
-	}
-	return found
-}
-
-// failedSandboxCalls are the pod's RunPodSandbox calls that returned an
-// error, in time order. They reach the pod by its UID, read from the
-// request: a failed call returns no sandbox id. The kubelet retries them
-// on its pod worker's back-off (kuberuntime_manager.go SyncPod:
-// createPodSandbox fails the sync with CreatePodSandboxError).
-func (d *derivation) failedSandboxCalls() []CRICall {
-	var out []CRICall
-	for _, c := range d.p.calls {
-		if c.Method == event.CRIRunPodSandbox && c.Err && c.PodUID == d.p.uid {
-			out = append(out, *criCall(c))
-		}
-	}
-	sortCalls(out)
 	return out
 }
 

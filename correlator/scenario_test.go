@@ -31,6 +31,12 @@ type scenario struct {
 	pod    *corev1.Pod // current object; each update snapshots it
 	events []event.Event
 	added  bool
+	// pausePID is the pause process of the latest sandboxCallFor, and
+	// sandboxes the ids it made, in order; failedSandboxCalls counts the
+	// RunPodSandbox calls failed before them.
+	pausePID           uint32
+	sandboxes          []string
+	failedSandboxCalls int
 }
 
 func newScenario(t testing.TB, name string, spec corev1.PodSpec) *scenario {
@@ -283,6 +289,72 @@ func (sc *scenario) cniExec(start, end float64, pid uint32, plugin string) {
 	sc.events = append(sc.events,
 		&event.ProcessExec{Time: at(start), Process: p, Filename: "/usr/lib/cni/" + plugin, Argv: []string{plugin}},
 		&event.ProcessExit{Time: at(end), Process: p, Filename: "/usr/lib/cni/" + plugin})
+}
+
+// kill emits the exit of a process ended by signal sig (the kernel's exit
+// code is then 0 and meaningless).
+func (sc *scenario) kill(s float64, cid string, pid uint32, sig int) {
+	sc.events = append(sc.events, &event.ProcessExit{Time: at(s), Process: sc.proc(cid, pid, 0), Signal: sig})
+}
+
+// sandboxCall emits a RunPodSandbox call returning sandbox id (none when
+// id is ""), with one CNI plugin and the pause process inside it, and the
+// runtime's word on the sandbox (attempt).
+func (sc *scenario) sandboxCall(start, end float64, id string, attempt uint32, pausePID uint32) {
+	uid := sc.uid
+	sc.call(start, end, event.CRIRunPodSandbox, func(c *event.CRICall) { c.PodUID, c.PodSandboxID = uid, id })
+	sc.cniExec(start+0.05, start+0.15, 3000+pausePID, "bridge")
+	if id == "" {
+		return
+	}
+	sc.exec(end-0.05, id, pausePID, shimPID, "pause")
+	sc.runtime(end+0.05, id, "", attempt, end-0.1, 0, 0, 0)
+	sc.events[len(sc.events)-1].(*event.ContainerInfo).PodIP = podIP
+}
+
+// sandboxCallFor is sandboxCall remembering the pause process's pid.
+func (sc *scenario) sandboxCallFor(start, end float64, id string, attempt uint32, pausePID uint32) {
+	sc.pausePID = pausePID
+	sc.sandboxes = append(sc.sandboxes, id)
+	sc.sandboxCall(start, end, id, attempt, pausePID)
+}
+
+// runIn emits what the runtime says of a container attempt in sandbox sb.
+func (sc *scenario) runIn(s float64, sb, id, name string, attempt uint32, created, started, finished float64, code int32, reason string) {
+	sc.runtime(s, id, name, attempt, created, started, finished, code)
+	ci := sc.events[len(sc.events)-1].(*event.ContainerInfo)
+	ci.SandboxID = sb
+	if finished > 0 {
+		ci.Reason = reason
+	}
+}
+
+// notTrue sets a condition False.
+func (sc *scenario) notTrue(typ corev1.PodConditionType) {
+	for i := range sc.pod.Status.Conditions {
+		if sc.pod.Status.Conditions[i].Type == typ {
+			sc.pod.Status.Conditions[i].Status = corev1.ConditionFalse
+		}
+	}
+}
+
+// noNegativeLag fails for any condition whose cause is after its observation.
+func noNegativeLag(t *testing.T, tl *Timeline) {
+	t.Helper()
+	for _, c := range tl.Conditions {
+		if !c.Cause.IsZero() && c.Cause.After(c.Observed) {
+			t.Errorf("%s: cause %v (%s) after its observation %v", c.Type, c.Cause.Sub(t0), c.CauseEvent, c.Observed.Sub(t0))
+		}
+	}
+}
+
+func phaseOf(tl *Timeline, name string) (Phase, bool) {
+	for _, p := range tl.Phases {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Phase{}, false
 }
 
 // tcpProbe is a tcpSocket probe on port (a number, or a name of the

@@ -3,6 +3,7 @@ package correlator
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -141,21 +142,27 @@ func (p *podState) stuckDetail() string {
 }
 
 // sandboxFailures is "RunPodSandbox failed 3 times" when the pod's
-// RunPodSandbox calls all failed and the runtime reported no sandbox.
+// RunPodSandbox calls since its latest sandbox was made all failed (or
+// there was none: the runtime reported no sandbox and no call succeeded).
+// A sandbox that died and could not be replaced holds the start as one
+// never made does. These are the failed calls of the timeline's Sandbox
+// when it was not made.
 func (p *podState) sandboxFailures() string {
-	failed := 0
+	var made time.Time // the latest sandbox made: its call, or the runtime's word
 	for _, c := range p.calls {
-		if c.Method != event.CRIRunPodSandbox || c.PodUID != p.uid {
-			continue
+		if c.Method == event.CRIRunPodSandbox && c.PodUID == p.nodeUID && !c.Err && c.Time.After(made) {
+			made = c.Time
 		}
-		if !c.Err {
-			return ""
-		}
-		failed++
 	}
 	for _, rt := range p.runtime {
-		if rt.Sandbox {
-			return ""
+		if rt.Sandbox && rt.CreatedAt.After(made) {
+			made = rt.CreatedAt
+		}
+	}
+	failed := 0
+	for _, c := range p.calls {
+		if c.Method == event.CRIRunPodSandbox && c.PodUID == p.nodeUID && c.Err && (made.IsZero() || c.Time.After(made)) {
+			failed++
 		}
 	}
 	switch failed {

@@ -91,8 +91,16 @@ type Timeline struct {
 	Phases []Phase `json:"phases"`
 	// ImagePulls are the images the kubelet pulled for this pod.
 	ImagePulls []ImagePull `json:"image_pulls,omitempty"`
-	// Sandbox is the pod sandbox (pause container and network).
+	// Sandbox is the pod sandbox (pause container and network) the final
+	// container attempts ran in: the latest one. When the kubelet's
+	// RunPodSandbox calls since the latest sandbox made all failed, it is
+	// the sandbox not made: no ID, only its FailedCalls.
 	Sandbox *Sandbox `json:"sandbox,omitempty"`
+	// EarlierSandboxes are the sandboxes of this start that were replaced
+	// (died, lost their network), oldest first, each with its RunPodSandbox
+	// call, CNI plugins and failed calls. A new sandbox means the kubelet
+	// killed every container and started them all again (computePodActions).
+	EarlierSandboxes []Sandbox `json:"earlier_sandboxes,omitempty"`
 	// Containers in spec order: init containers (regular and sidecar), then
 	// the main containers.
 	Containers []Container `json:"containers"`
@@ -113,10 +121,18 @@ type Timeline struct {
 const (
 	// PhaseSchedule: creation -> PodScheduled (both 1 s precision).
 	PhaseSchedule = "pod.schedule"
-	// PhaseWaitSandbox: the pod seen on the node -> sandbox creation
-	// started: admission, volume mounts, the kubelet's pod worker.
+	// PhaseWaitSandbox: the pod seen on the node -> the first sandbox's
+	// creation started (its first RunPodSandbox call, failed ones
+	// included): admission, volume mounts, the kubelet's pod worker.
 	PhaseWaitSandbox = "pod.wait_sandbox"
-	// PhaseSandbox: sandbox creation -> sandbox ready (network, pause).
+	// PhaseSandboxReplaced: the first sandbox's creation started -> the
+	// final sandbox's, when the sandbox was replaced: the time spent in
+	// sandboxes (and their containers) that did not last.
+	PhaseSandboxReplaced = "pod.sandbox_replaced"
+	// PhaseSandbox: sandbox creation started (its first RunPodSandbox
+	// call, failed ones included: the retries are time spent getting it)
+	// -> sandbox ready (network, pause), of the final sandbox; none for a
+	// sandbox not made.
 	PhaseSandbox = "pod.sandbox"
 	// PhaseInit: first init container created -> Initialized's underlying
 	// event (the last init container done or started).
@@ -148,6 +164,8 @@ func span(a, b time.Time) time.Duration {
 // Sandbox is the pod sandbox as the runtime and the kernel saw it.
 type Sandbox struct {
 	ID string `json:"id"`
+	// Attempt is the runtime's sandbox attempt (0 for the first).
+	Attempt int `json:"attempt,omitempty"`
 	// Created is the runtime's creation time of the sandbox.
 	Created time.Time `json:"created"`
 	// PauseStart is the exec of the sandbox's pause process (kernel).
@@ -156,18 +174,43 @@ type Sandbox struct {
 	// observed, or the first container created, whichever came first.
 	Ready time.Time `json:"ready"`
 	PodIP string    `json:"pod_ip,omitempty"`
+	// Ended is when an earlier sandbox was seen gone (its pause process
+	// exited); zero for the final one or when not seen.
+	Ended time.Time `json:"ended,omitzero"`
 	// Call is the kubelet's RunPodSandbox call, when the kernel saw it: the
 	// sandbox phase is then exactly the call.
 	Call *CRICall `json:"call,omitempty"`
 	// CNI are the CNI plugin processes the runtime ran for the sandbox
 	// network (ADD), seen in the kernel inside the RunPodSandbox call.
 	CNI []Process `json:"cni,omitempty"`
-	// FailedCalls are the pod's RunPodSandbox calls that returned an error
-	// (a CNI plugin that failed, a runtime handler that does not exist), in
-	// time order; the kubelet retries them with back-off. A failed call
-	// returns no sandbox id: when no call succeeded, ID is empty and the
-	// sandbox is only these calls.
+	// FailedCalls are the RunPodSandbox calls that returned an error and
+	// made no sandbox (a CNI plugin that failed, a runtime handler that does
+	// not exist) while the kubelet was trying to make this one: those since
+	// the sandbox before it began, in time order; the kubelet retries them
+	// with back-off. A failed call is never a sandbox of its own (it
+	// returns no sandbox id). When the calls since the last sandbox made
+	// all failed, the timeline's Sandbox is one not made: ID empty, no
+	// Call, only these calls (and the sandboxes made, if any, are earlier:
+	// the kubelet is replacing one that died).
 	FailedCalls []CRICall `json:"failed_calls,omitempty"`
+}
+
+// Begin is when the kubelet began getting the sandbox: its first
+// RunPodSandbox call, failed ones included, else its creation as the
+// runtime or the kernel saw it; zero when nothing is known.
+func (sb *Sandbox) Begin() time.Time {
+	t := earliest(sb.Created, sb.PauseStart)
+	if sb.Call != nil {
+		if !sb.Call.Start.IsZero() {
+			t = sb.Call.Start
+		} else {
+			t = earliest(t, sb.Call.End)
+		}
+	}
+	for _, c := range sb.FailedCalls {
+		t = earliest(t, c.Start)
+	}
+	return t
 }
 
 // CRICall is one call of the kubelet's CRI client, timed in the kernel.
@@ -259,6 +302,20 @@ type ContainerAttempt struct {
 	// entrypoint's exit when the runtime has not said).
 	Finished time.Time `json:"finished,omitzero"`
 	ExitCode *int      `json:"exit_code,omitempty"`
+	// Reason is the runtime's (or else the API's) terminated reason: Error,
+	// OOMKilled, Completed, ...
+	Reason string `json:"reason,omitempty"`
+	// KilledBy is set when the kubelet killed the attempt for its probe:
+	// liveness or startup, failureThreshold failures in a row just before
+	// a signal (or 128+signal) ended it (kuberuntime_manager.go
+	// computePodActions: "failed liveness probe, will be restarted").
+	KilledBy ProbeKind `json:"killed_by,omitempty"`
+	// BackOff is the wait before this attempt: the previous attempt's exit
+	// to this one's creation (the kubelet's crash-loop back-off, doBackOff,
+	// plus its reaction); zero for the first attempt.
+	BackOff time.Duration `json:"back_off,omitempty"`
+	// SandboxID is the sandbox the attempt ran in, when known.
+	SandboxID string `json:"sandbox_id,omitempty"`
 	// StartedObserved is when the API first showed started=true (a sidecar
 	// lets the next container start then); ReadyObserved is ready=true.
 	StartedObserved time.Time `json:"started_observed,omitzero"`
@@ -388,9 +445,13 @@ const (
 	CondReady                     = "Ready"
 )
 
-// ConditionTransition is a condition becoming True.
+// ConditionTransition is a condition becoming True: the rise that held
+// until the start's outcome. A cause is never later than its observation
+// (when nothing below the API precedes it, the cause is left unknown).
 type ConditionTransition struct {
 	Type string `json:"type"`
+	// ReadinessGate is set for a condition named by spec.readinessGates.
+	ReadinessGate bool `json:"readiness_gate,omitempty"`
 	// Observed is when the watch first showed it True (ms precision); for a
 	// Coarse transition, its LastTransitionTime.
 	Observed time.Time `json:"observed"`
@@ -404,6 +465,9 @@ type ConditionTransition struct {
 	// readyline saw the pod, so its transition was not observed: Observed
 	// is then its LastTransitionTime (1 s precision) and it has no Lag.
 	Coarse bool `json:"coarse,omitempty"`
+	// EarlierObserved are earlier rises to True that did not hold (the
+	// condition went False again before this one).
+	EarlierObserved []time.Time `json:"earlier_observed,omitempty"`
 }
 
 // Lag is how long after its cause the condition was observed in the API;
@@ -436,6 +500,9 @@ const (
 	InsightSlowestPhase InsightKind = "slowest_phase"
 	// InsightRetries: a container needed several attempts.
 	InsightRetries InsightKind = "retries"
+	// InsightSandboxChanged: the sandbox was replaced, so every container
+	// was killed and started again.
+	InsightSandboxChanged InsightKind = "sandbox_changed"
 )
 
 // Insight is one finding about the start, with a sentence for humans.

@@ -43,6 +43,7 @@ func (b *spanBuilder) emitCompletion(ctx context.Context, tl *correlator.Timelin
 	}
 	attrs = append(attrs, rootAlertAttrs(alerts)...)
 	cctx, s := b.tracer.Start(ctx, SpanPodStartupCompleted, trace.WithTimestamp(tl.ReportedAt), trace.WithAttributes(attrs...))
+	cctx = withWindow(cctx, window{tl.ReportedAt, end}) // its children inside it, like the root's
 	if tl.Outcome == correlator.OutcomeFailed || tl.Outcome == correlator.OutcomeTimeout {
 		reason := tl.Reason
 		if reason == "" {

@@ -17,6 +17,9 @@ const rtService = "runtime.v1.RuntimeService/"
 func kernelTimeline() *correlator.Timeline {
 	tl := lifecycleDemo()
 	tl.Sandbox.Call = &correlator.CRICall{Method: rtService + "RunPodSandbox", Start: at(300), End: at(742)}
+	// With the call seen, the sandbox phase is the call (correlator phases.go).
+	tl.Phases[1].End = at(300)
+	tl.Phases[2].Start, tl.Phases[2].Source = at(300), "kernel"
 	tl.Sandbox.CNI = []correlator.Process{
 		{PID: 901, Filename: "/usr/lib/cni/bridge", Exec: at(400), Exit: at(520), ExitCode: intp(0)},
 		{PID: 902, Filename: "/usr/lib/cni/host-local", Exec: at(410), Exit: at(440), ExitCode: intp(0)},

@@ -43,16 +43,29 @@ const (
 	AttrProbeExitCode      = attribute.Key("readyline.probe.exit_code")
 	AttrInferred           = attribute.Key("readyline.inferred")
 	AttrIncomplete         = attribute.Key("readyline.incomplete")
-	AttrTCPResult          = attribute.Key("readyline.tcp.result")
-	AttrImageRef           = attribute.Key("readyline.image.ref")
-	AttrConditionType      = attribute.Key("readyline.condition.type")
-	AttrConditionLTT       = attribute.Key("readyline.condition.last_transition_time")
-	AttrConditionCause     = attribute.Key("readyline.condition.cause_time")
-	AttrConditionEvent     = attribute.Key("readyline.condition.cause_event")
-	AttrConditionLagMS     = attribute.Key("readyline.condition.lag_ms")
-	AttrInsightKind        = attribute.Key("readyline.insight.kind")
-	AttrInsightMessage     = attribute.Key("readyline.insight.message")
-	AttrInsightDurationMS  = attribute.Key("readyline.insight.duration_ms")
+	// AttrClipped marks a span cut to lie inside its parent (and so inside
+	// the root): what the timeline knew reached outside it, e.g. a probe
+	// attempt after Ready. Spans wholly outside their parent are not made;
+	// the root counts them in AttrOutside.
+	AttrClipped = attribute.Key("readyline.clipped")
+	AttrOutside = attribute.Key("readyline.spans_outside")
+	// AttrBackOffMS is an attempt's wait since the previous attempt's exit;
+	// AttrKilledBy the probe the kubelet killed it for; AttrTermReason the
+	// runtime's terminated reason.
+	AttrBackOffMS         = attribute.Key("readyline.container.back_off_ms")
+	AttrKilledBy          = attribute.Key("readyline.container.killed_by")
+	AttrTermReason        = attribute.Key("readyline.container.reason")
+	AttrSandboxAttempt    = attribute.Key("readyline.sandbox.attempt")
+	AttrTCPResult         = attribute.Key("readyline.tcp.result")
+	AttrImageRef          = attribute.Key("readyline.image.ref")
+	AttrConditionType     = attribute.Key("readyline.condition.type")
+	AttrConditionLTT      = attribute.Key("readyline.condition.last_transition_time")
+	AttrConditionCause    = attribute.Key("readyline.condition.cause_time")
+	AttrConditionEvent    = attribute.Key("readyline.condition.cause_event")
+	AttrConditionLagMS    = attribute.Key("readyline.condition.lag_ms")
+	AttrInsightKind       = attribute.Key("readyline.insight.kind")
+	AttrInsightMessage    = attribute.Key("readyline.insight.message")
+	AttrInsightDurationMS = attribute.Key("readyline.insight.duration_ms")
 	// AttrAlert names the alert rules a pod start broke (comma-separated on
 	// the root span when there are several), on the root span and on the
 	// span of each rule's measure; AttrAlertThresholdMS is the threshold
@@ -141,11 +154,52 @@ func ProcessSpanName(p *correlator.Process) string {
 
 // spanBuilder starts and ends the spans of one timeline on a tracer. It is
 // used by one goroutine at a time.
+//
+// Every span lies inside its parent, and so inside the root (creation ->
+// outcome): the builder clamps, it never extends. A parent's interval is
+// that of its own facts (a container attempt's includes its CRI calls,
+// process, hook and probes), the child is cut to it (AttrClipped), and a
+// child wholly outside is not made (counted on the root, AttrOutside).
+// The root is not extended because its length is the start's duration.
 type spanBuilder struct {
-	tracer trace.Tracer
-	node   string           // node name when the timeline does not carry one
-	spans  int              // spans ended so far
-	alerts map[string]Alert // the timeline's alerts by the span they mark
+	tracer  trace.Tracer
+	node    string           // node name when the timeline does not carry one
+	spans   int              // spans ended so far
+	outside int              // spans not made: wholly outside their parent
+	alerts  map[string]Alert // the timeline's alerts by the span they mark
+}
+
+// window is the interval of the span a context carries: its children must
+// lie inside it.
+type window struct{ start, end time.Time }
+
+type windowKey struct{}
+
+func withWindow(ctx context.Context, w window) context.Context {
+	return context.WithValue(ctx, windowKey{}, w)
+}
+
+// clamp cuts [start, end] to the window of ctx's span; ok is false when
+// nothing of it is inside.
+func clamp(ctx context.Context, start, end time.Time) (s, e time.Time, clipped, ok bool) {
+	if end.Before(start) {
+		end = start // sources with different clocks can disagree by a few ms
+	}
+	w, has := ctx.Value(windowKey{}).(window)
+	if !has {
+		return start, end, false, true
+	}
+	if end.Before(w.start) || start.After(w.end) {
+		return start, end, false, false
+	}
+	s, e = start, end
+	if s.Before(w.start) {
+		s, clipped = w.start, true
+	}
+	if e.After(w.end) {
+		e, clipped = w.end, true
+	}
+	return s, e, clipped, true
 }
 
 // emit starts and ends every span of tl, all with explicit timestamps, in the
@@ -204,8 +258,10 @@ func (b *spanBuilder) emit(ctx context.Context, tl *correlator.Timeline, alerts 
 	}
 	attrs = append(attrs, rootAlertAttrs(alerts)...)
 	ctx = withTraceID(ctx, TraceIDForPod(tl.Pod.UID))
+	b.outside = 0
 	rootCtx, root := b.tracer.Start(ctx, SpanPodStartup,
 		trace.WithNewRoot(), trace.WithTimestamp(start), trace.WithAttributes(attrs...))
+	rootCtx = withWindow(rootCtx, window{start, end})
 	if tl.Outcome == correlator.OutcomeFailed || tl.Outcome == correlator.OutcomeTimeout {
 		reason := tl.Reason
 		if reason == "" {
@@ -234,6 +290,9 @@ func (b *spanBuilder) emit(ctx context.Context, tl *correlator.Timeline, alerts 
 	}
 	for _, c := range last {
 		b.end(c.span, c.end)
+	}
+	if b.outside > 0 {
+		root.SetAttributes(AttrOutside.Int(b.outside))
 	}
 	b.end(root, end)
 	return b.spans
@@ -280,8 +339,21 @@ func (b *spanBuilder) alertAttrs(name string) []attribute.KeyValue {
 		AttrAlertDurationMS.Int64(a.Took.Milliseconds())}
 }
 
-func (b *spanBuilder) start(ctx context.Context, name string, at time.Time, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	return b.tracer.Start(ctx, name, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+// start starts a span over [start, end] cut to its parent's window, and
+// returns the context for its children, the end to end it at and false
+// (no span) when it lies wholly outside its parent.
+func (b *spanBuilder) start(ctx context.Context, name string, start, end time.Time, attrs []attribute.KeyValue, opts ...trace.SpanStartOption) (context.Context, trace.Span, time.Time, bool) {
+	s, e, clipped, ok := clamp(ctx, start, end)
+	if !ok {
+		b.outside++
+		return ctx, nil, time.Time{}, false
+	}
+	if clipped {
+		attrs = append(attrs, AttrClipped.Bool(true))
+	}
+	opts = append(opts, trace.WithTimestamp(s), trace.WithAttributes(attrs...))
+	cctx, span := b.tracer.Start(ctx, name, opts...)
+	return withWindow(cctx, window{s, e}), span, e, true
 }
 
 func (b *spanBuilder) end(s trace.Span, at time.Time) {
@@ -293,10 +365,10 @@ func (b *spanBuilder) end(s trace.Span, at time.Time) {
 // (sources with different clocks can disagree by a few ms). A non-empty
 // errDesc sets status Error.
 func (b *spanBuilder) leaf(ctx context.Context, name string, start, end time.Time, errDesc string, attrs ...attribute.KeyValue) {
-	if end.Before(start) {
-		end = start
+	_, s, end, ok := b.start(ctx, name, start, end, attrs)
+	if !ok {
+		return
 	}
-	_, s := b.start(ctx, name, start, attrs...)
 	if errDesc != "" {
 		s.SetStatus(codes.Error, errDesc)
 	}
@@ -304,7 +376,7 @@ func (b *spanBuilder) leaf(ctx context.Context, name string, start, end time.Tim
 }
 
 func (b *spanBuilder) phases(ctx context.Context, tl *correlator.Timeline, tlEnd time.Time) {
-	sandboxDone := false
+	sandboxDone, earlierDone := false, false
 	for _, p := range tl.Phases {
 		if p.Start.IsZero() {
 			continue
@@ -325,22 +397,72 @@ func (b *spanBuilder) phases(ctx context.Context, tl *correlator.Timeline, tlEnd
 			if tl.Sandbox.ID != "" {
 				attrs = append(attrs, AttrSandboxID.String(tl.Sandbox.ID))
 			}
-			pctx, s := b.start(ctx, p.Name, p.Start, attrs...)
-			b.sandboxChildren(pctx, tl.Sandbox)
-			b.end(s, end)
-			sandboxDone = true
+		}
+		pctx, s, end, ok := b.start(ctx, p.Name, p.Start, end, attrs)
+		if !ok {
 			continue
 		}
-		_, s := b.start(ctx, p.Name, p.Start, attrs...)
+		switch {
+		case p.Name == correlator.PhaseSandbox && tl.Sandbox != nil:
+			b.sandboxChildren(pctx, tl.Sandbox)
+			sandboxDone = true
+		case p.Name == correlator.PhaseSandboxReplaced:
+			b.earlierSandboxes(pctx, tl.EarlierSandboxes)
+			earlierDone = true
+		}
 		b.end(s, end)
 	}
 	if !sandboxDone && tl.Sandbox != nil {
 		b.sandboxChildren(ctx, tl.Sandbox)
 	}
+	if !earlierDone {
+		b.earlierSandboxes(ctx, tl.EarlierSandboxes)
+	}
 	b.imagePulls(ctx, tl.ImagePulls)
 }
 
-// sandboxChildren: the RunPodSandbox call, the CNI plugins inside it, the
+// earlierSandboxes: one "sandbox attempt N" span per replaced sandbox, from
+// its first RunPodSandbox call (failed ones included) or creation to its
+// end, with its calls, CNI plugins and pause process.
+func (b *spanBuilder) earlierSandboxes(ctx context.Context, sbs []correlator.Sandbox) {
+	for i := range sbs {
+		sb := &sbs[i]
+		start, end := sandboxStart(sb), sb.Ended
+		if start.IsZero() {
+			continue
+		}
+		attrs := []attribute.KeyValue{AttrSandboxAttempt.Int(sb.Attempt)}
+		if sb.ID != "" {
+			attrs = append(attrs, AttrSandboxID.String(sb.ID))
+		}
+		if end.IsZero() {
+			end = sb.Ready
+			if sb.Call != nil && sb.Call.End.After(end) {
+				end = sb.Call.End
+			}
+			attrs = append(attrs, AttrIncomplete.Bool(true))
+		}
+		sctx, s, end, ok := b.start(ctx, fmt.Sprintf("sandbox attempt %d", sb.Attempt), start, end, attrs)
+		if !ok {
+			continue
+		}
+		s.SetStatus(codes.Error, "sandbox replaced: all containers restarted")
+		b.sandboxChildren(sctx, sb)
+		b.end(s, end)
+	}
+}
+
+// sandboxStart is the earliest known of a sandbox: Begin, or its creation
+// when the runtime's clock put that first.
+func sandboxStart(sb *correlator.Sandbox) time.Time {
+	start := sb.Begin()
+	if !sb.Created.IsZero() && (start.IsZero() || sb.Created.Before(start)) {
+		start = sb.Created
+	}
+	return start
+}
+
+// sandboxChildren: the failed RunPodSandbox calls, the RunPodSandbox call, the CNI plugins inside it, the
 // pause process.
 func (b *spanBuilder) sandboxChildren(ctx context.Context, sb *correlator.Sandbox) {
 	for i := range sb.FailedCalls {
@@ -375,12 +497,14 @@ func (b *spanBuilder) criCall(ctx context.Context, c *correlator.CRICall, extra 
 		start = c.End
 		attrs = append(attrs, AttrIncomplete.Bool(true))
 	}
-	_, s := b.tracer.Start(ctx, string(c.Method), trace.WithTimestamp(start), trace.WithAttributes(attrs...),
-		trace.WithSpanKind(trace.SpanKindClient))
+	_, s, end, ok := b.start(ctx, string(c.Method), start, c.End, attrs, trace.WithSpanKind(trace.SpanKindClient))
+	if !ok {
+		return
+	}
 	if c.Err {
 		s.SetStatus(codes.Error, "the call returned an error")
 	}
-	b.end(s, c.End)
+	b.end(s, end)
 }
 
 // imagePulls: one image.pull span per PullImage call.
@@ -405,12 +529,15 @@ func (b *spanBuilder) imagePulls(ctx context.Context, pulls []correlator.ImagePu
 		if start.IsZero() {
 			start = ip.Call.End
 		}
-		pctx, s := b.start(ctx, "image.pull", start, attrs...)
+		pctx, s, end, ok := b.start(ctx, "image.pull", start, ip.Call.End, attrs)
+		if !ok {
+			continue
+		}
 		b.criCall(pctx, &ip.Call)
 		if ip.Call.Err {
 			s.SetStatus(codes.Error, "pulling "+ip.Image+" failed")
 		}
-		b.end(s, ip.Call.End)
+		b.end(s, end)
 	}
 }
 
@@ -449,14 +576,15 @@ func (b *spanBuilder) containers(ctx context.Context, tl *correlator.Timeline) m
 		if _, ok := last[c.Name]; !ok {
 			if start, end, ok := containerFactBounds(c); ok {
 				attrs := append(containerAttrs(c, &correlator.ContainerAttempt{}), AttrContainerNotCreated.Bool(true))
-				_, s := b.start(ctx, ContainerSpanName(c), start, attrs...)
-				if n := len(c.Waiting); n > 0 {
-					w := c.Waiting[n-1]
-					s.SetStatus(codes.Error, joinNonEmpty(": ", w.Reason, w.Message))
-				} else {
-					s.SetStatus(codes.Error, "not created: "+c.FailedCalls[len(c.FailedCalls)-1].Method.Short()+" failed")
+				if _, s, end, ok := b.start(ctx, ContainerSpanName(c), start, end, attrs); ok {
+					if n := len(c.Waiting); n > 0 {
+						w := c.Waiting[n-1]
+						s.SetStatus(codes.Error, joinNonEmpty(": ", w.Reason, w.Message))
+					} else {
+						s.SetStatus(codes.Error, "not created: "+c.FailedCalls[len(c.FailedCalls)-1].Method.Short()+" failed")
+					}
+					last[c.Name] = openSpan{span: s, end: end}
 				}
-				last[c.Name] = openSpan{span: s, end: end}
 			}
 		}
 		if open, ok := last[c.Name]; ok {
@@ -533,7 +661,10 @@ func (b *spanBuilder) containerAttempts(ctx context.Context, c *correlator.Conta
 		if !ok {
 			continue
 		}
-		actx, s := b.start(ctx, ContainerSpanName(c), start, containerAttrs(c, a)...)
+		actx, s, end, ok := b.start(ctx, ContainerSpanName(c), start, end, containerAttrs(c, a))
+		if !ok {
+			continue
+		}
 		b.annotateAttempt(s, a)
 		b.attemptChildren(actx, s, a, end)
 		if prev, ok := last[c.Name]; ok {
@@ -561,6 +692,15 @@ func containerAttrs(c *correlator.Container, a *correlator.ContainerAttempt) []a
 	}
 	if a.ExitCode != nil {
 		attrs = append(attrs, AttrContainerExitCode.Int(*a.ExitCode))
+	}
+	if a.Reason != "" {
+		attrs = append(attrs, AttrTermReason.String(a.Reason))
+	}
+	if a.KilledBy != "" {
+		attrs = append(attrs, AttrKilledBy.String(string(a.KilledBy)))
+	}
+	if a.BackOff > 0 {
+		attrs = append(attrs, AttrBackOffMS.Int64(a.BackOff.Milliseconds()))
 	}
 	if !a.NextCreated.IsZero() {
 		if exit := attemptExit(a); !exit.IsZero() {
@@ -641,7 +781,7 @@ func processAttrs(p *correlator.Process) []attribute.KeyValue {
 	if len(p.Argv) > 0 {
 		attrs = append(attrs, semconv.ProcessCommandArgs(p.Argv...))
 	}
-	if p.ExitCode != nil {
+	if p.ExitCode != nil && p.Signal == 0 {
 		attrs = append(attrs, semconv.ProcessExitCode(*p.ExitCode))
 	}
 	if p.Signal != 0 {
@@ -653,10 +793,10 @@ func processAttrs(p *correlator.Process) []attribute.KeyValue {
 // processErr describes a process that failed, "" otherwise.
 func processErr(p *correlator.Process) string {
 	switch {
+	case p.Signal != 0: // first: a killed process's exit code means nothing
+		return fmt.Sprintf("killed by signal %d", p.Signal)
 	case p.ExitCode != nil && *p.ExitCode != 0:
 		return fmt.Sprintf("exit code %d", *p.ExitCode)
-	case p.Signal != 0:
-		return fmt.Sprintf("killed by signal %d", p.Signal)
 	}
 	return ""
 }
@@ -844,6 +984,9 @@ func visitAttemptTimes(a *correlator.ContainerAttempt, g func(...time.Time)) {
 	}
 	for _, p := range a.Probes {
 		g(p.Start, p.End)
+	}
+	for _, c := range a.Calls {
+		g(c.Start, c.End)
 	}
 }
 

@@ -35,6 +35,7 @@ const (
 	glyphProbeGuess = '◇'
 	glyphCondition  = '◆'
 	glyphLag        = '─'
+	glyphBackOff    = '╌'
 	glyphWaiting    = '▒'
 )
 
@@ -222,7 +223,7 @@ type wrow struct {
 func (wf *waterfall) collect() {
 	tl := wf.tl
 	emitted := make(map[int]bool) // container indexes in tl.Containers
-	sandboxDone := false
+	sandboxDone, earlierDone := false, false
 	containersOf := func(kinds ...correlator.ContainerKind) {
 		for ci := range tl.Containers {
 			c := &tl.Containers[ci]
@@ -241,6 +242,9 @@ func (wf *waterfall) collect() {
 		}
 		wf.emit(wrow{p.Name, wf.offset(p.Start), dur, wf.bar(p.Start, end, glyphFull)})
 		switch p.Name {
+		case correlator.PhaseSandboxReplaced:
+			wf.earlierSandboxes()
+			earlierDone = true
 		case correlator.PhaseSandbox:
 			wf.pause()
 			sandboxDone = true
@@ -249,6 +253,9 @@ func (wf *waterfall) collect() {
 		case correlator.PhaseContainers:
 			containersOf(correlator.KindMain)
 		}
+	}
+	if !earlierDone {
+		wf.earlierSandboxes()
 	}
 	if !sandboxDone {
 		wf.pause()
@@ -262,11 +269,49 @@ func (wf *waterfall) collect() {
 			switch {
 			case c.Coarse:
 				lag = "coarse" // at its lastTransitionTime: no lag known
-			case !c.Cause.IsZero():
+			case !c.Cause.IsZero() && !c.Cause.After(c.Observed): // the correlator never gives a later cause
 				lag = "+" + fmtSeconds(c.Lag())
 			}
 			wf.emit(wrow{"  " + c.Type, wf.offset(c.Observed), lag, wf.condition(c)})
 		}
+	}
+}
+
+// earlierSandboxes shows the replaced sandboxes, each from its first
+// RunPodSandbox call (failed ones included) or creation to its end, with
+// its calls and CNI plugins.
+func (wf *waterfall) earlierSandboxes() {
+	for i := range wf.tl.EarlierSandboxes {
+		sb := &wf.tl.EarlierSandboxes[i]
+		start, end := sandboxStart(sb), sb.Ended
+		if start.IsZero() {
+			continue
+		}
+		dur := ""
+		if end.IsZero() {
+			end, dur = start, "?"
+		} else {
+			dur = fmtSeconds(end.Sub(start))
+		}
+		wf.emit(wrow{fmt.Sprintf("  sandbox attempt %d ✗ replaced", sb.Attempt), wf.offset(start), dur, wf.bar(start, end, glyphFull)})
+		for _, call := range sb.FailedCalls {
+			wf.call("    ", call)
+		}
+		if sb.Call != nil {
+			wf.call("    ", *sb.Call)
+		}
+		wf.cni("    ", sb)
+	}
+}
+
+func (wf *waterfall) cni(indent string, sb *correlator.Sandbox) {
+	for i := range sb.CNI {
+		p := &sb.CNI[i]
+		end, dur := p.Exit, fmtSeconds(p.Exit.Sub(p.Exec))
+		if end.IsZero() {
+			end, dur = p.Exec, "?"
+		}
+		wf.emit(wrow{indent + "cni " + path.Base(p.Filename), wf.offset(p.Exec), dur, wf.bar(p.Exec, end, glyphFull)})
 	}
 }
 
@@ -278,14 +323,7 @@ func (wf *waterfall) pause() {
 		for _, call := range sb.FailedCalls {
 			wf.call("  ", call)
 		}
-		for i := range sb.CNI {
-			p := &sb.CNI[i]
-			end, dur := p.Exit, fmtSeconds(p.Exit.Sub(p.Exec))
-			if end.IsZero() {
-				end, dur = p.Exec, "?"
-			}
-			wf.emit(wrow{"  cni " + path.Base(p.Filename), wf.offset(p.Exec), dur, wf.bar(p.Exec, end, glyphFull)})
-		}
+		wf.cni("  ", sb)
 		if !sb.PauseStart.IsZero() {
 			wf.emit(wrow{"  process pause", wf.offset(sb.PauseStart), "", wf.mark(sb.PauseStart, glyphInstant)})
 		}
@@ -315,8 +353,22 @@ func (wf *waterfall) container(c *correlator.Container, depth int) {
 		if a.Attempt > 0 {
 			label += fmt.Sprintf(" #%d", a.Attempt)
 		}
-		if a.ExitCode != nil && *a.ExitCode != 0 {
+		switch {
+		case a.KilledBy != "": // the exit code is the kill's 128+signal
+			label += fmt.Sprintf(" ✗ %s kill", a.KilledBy)
+		case a.ExitCode != nil && *a.ExitCode != 0:
 			label += fmt.Sprintf(" ✗ exit %d", *a.ExitCode)
+		}
+		if a.Reason != "" && a.Reason != "Error" && a.Reason != "Completed" {
+			label += " " + a.Reason
+		}
+		if a.BackOff > 0 && ai > 0 {
+			// The wait since the previous attempt's exit: the kubelet's back-off.
+			from := a.Created.Add(-a.BackOff)
+			if a.Created.IsZero() && a.Process != nil {
+				from = a.Process.Exec.Add(-a.BackOff)
+			}
+			wf.emit(wrow{indent + "back-off", wf.offset(from), fmtSeconds(a.BackOff), wf.bar(from, from.Add(a.BackOff), glyphBackOff)})
 		}
 		if !ok {
 			wf.emit(wrow{indent + label, "", "", "no times known"})
@@ -330,10 +382,10 @@ func (wf *waterfall) container(c *correlator.Container, depth int) {
 		if p := a.Process; p != nil && !p.Exec.IsZero() {
 			label := ProcessSpanName(p)
 			switch {
+			case p.Signal != 0: // before the exit code, which a signal leaves meaningless
+				label += fmt.Sprintf(" signal %d", p.Signal)
 			case p.ExitCode != nil:
 				label += fmt.Sprintf(" exit %d", *p.ExitCode)
-			case p.Signal != 0:
-				label += fmt.Sprintf(" signal %d", p.Signal)
 			}
 			pend, dur := p.Exit, fmtSeconds(p.Exit.Sub(p.Exec))
 			if pend.IsZero() {
@@ -537,10 +589,24 @@ func (wf *waterfall) footer(w *bufio.Writer) {
 		string(glyphCondition) + " condition observed",
 		string(glyphLag) + " its lag",
 	}
+	if hasBackOff(tl) {
+		legend = append(legend, string(glyphBackOff)+" back-off")
+	}
 	if slices.ContainsFunc(tl.Containers, func(c correlator.Container) bool { return len(c.Waiting) > 0 }) {
 		legend = append(legend, string(glyphWaiting)+" waiting (API)")
 	}
 	writeItems(w, "", legend, "  ", wf.width)
+}
+
+func hasBackOff(tl *correlator.Timeline) bool {
+	for _, c := range tl.Containers {
+		for _, a := range c.Attempts {
+			if a.BackOff > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // writeItems writes prefix and the items joined by sep, wrapped at width

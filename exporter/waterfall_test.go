@@ -26,6 +26,7 @@ func TestRenderWaterfallGolden(t *testing.T) {
 		{"init-failure-never", initFailureNever(), 100},
 		{"poststart-demo", postStartDemo(), 100},
 		{"probe-retries", probeRetries(), 100},
+		{"restarts", restarts(), 100},
 		{"stuck-crashloop", stuckCrashLoop(), 100},
 		{"stuck-crashloop-narrow", stuckCrashLoop(), 72},
 		{"late-seen", lateSeen(), 100},
@@ -80,6 +81,7 @@ func probeRetries() *correlator.Timeline {
 	first.ExitCode = intp(1)
 	first.NextCreated = at(4912)
 	retry.Attempt = 1
+	retry.BackOff = at(4912).Sub(at(2290))
 	tl.Phases[3].Start = at(1200)
 	initReg.Attempts = []correlator.ContainerAttempt{first, retry}
 	nginx := &tl.Containers[2].Attempts[0]
@@ -118,4 +120,43 @@ func TestWaterfallStaticPod(t *testing.T) {
 			t.Errorf("coarse Ready row %q: want \"coarse\" and no lag", line)
 		}
 	}
+}
+
+// restarts is probe-retries whose first sandbox died (the kubelet made a
+// second one and started everything again) and whose nginx was killed once
+// by its livenessProbe (SIGKILL: no exit code, signal 9).
+func restarts() *correlator.Timeline {
+	tl := probeRetries()
+	tl.Pod.Name = "restarts"
+	tl.EarlierSandboxes = []correlator.Sandbox{{ID: "0ld5andb0x", Created: at(100), Ready: at(180), Ended: at(250),
+		Call: &correlator.CRICall{Method: "runtime.v1.RuntimeService/RunPodSandbox", Start: at(60), End: at(180)},
+		CNI:  []correlator.Process{{PID: 880, Filename: "/usr/lib/cni/bridge", Exec: at(90), Exit: at(150), ExitCode: intp(0)}}}}
+	tl.Sandbox.Attempt = 1
+	tl.Phases[1].End = at(60)
+	tl.Phases = append(tl.Phases[:2], append([]correlator.Phase{{Name: correlator.PhaseSandboxReplaced, Start: at(60), End: at(310), Source: "kernel"}}, tl.Phases[2:]...)...)
+	nginx := &tl.Containers[2]
+	killed := nginx.Attempts[0]
+	killed.ContainerID = "k111ed"
+	killed.Created, killed.Started = at(21880), at(21990)
+	killed.Process = &correlator.Process{PID: 5000, Filename: "/bin/busybox", Exec: at(22004), Exit: at(24000), Signal: 9}
+	killed.Finished, killed.ExitCode, killed.Reason, killed.KilledBy = at(24000), intp(137), "Error", correlator.ProbeLiveness
+	killed.Probes, killed.ReadyObserved, killed.StartedObserved = []correlator.ProbeAttempt{
+		{Kind: correlator.ProbeLiveness, Handler: "exec", Start: at(22500), End: at(22510), Result: correlator.ProbeFailure, ExitCode: intp(1)},
+		{Kind: correlator.ProbeLiveness, Handler: "exec", Start: at(23000), End: at(23010), Result: correlator.ProbeFailure, ExitCode: intp(1)},
+		{Kind: correlator.ProbeLiveness, Handler: "exec", Start: at(23500), End: at(23510), Result: correlator.ProbeFailure, ExitCode: intp(1)},
+	}, time.Time{}, time.Time{}
+	again := nginx.Attempts[0]
+	again.Attempt, again.BackOff = 1, at(24500).Sub(at(24000))
+	again.Created, again.Started = at(24500), at(24600)
+	again.Process = &correlator.Process{PID: 5100, Filename: "/bin/busybox", Exec: at(24610)}
+	again.Probes = nil
+	for _, p := range nginx.Attempts[0].Probes {
+		if p.Start.After(again.Started) {
+			again.Probes = append(again.Probes, p)
+		}
+	}
+	nginx.Attempts = []correlator.ContainerAttempt{killed, again}
+	tl.Insights = append(tl.Insights, correlator.Insight{Kind: correlator.InsightSandboxChanged, Duration: 250 * time.Millisecond,
+		Message: "sandbox changed: all containers restarted (the first sandbox was replaced; 250ms from the first sandbox to the final one)"})
+	return tl
 }

@@ -1,0 +1,117 @@
+package exporter
+
+import (
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	rlevent "github.com/readyline/readyline/collector/event"
+	"github.com/readyline/readyline/correlator"
+)
+
+// TestSpansInsideParents: for the fixtures and every timeline of the
+// correlator's recording of the demo pods, each span lies inside its
+// parent and inside the root of its trace (the builder clamps, see
+// spanBuilder); at least one span had to be clipped, so the check bites.
+func TestSpansInsideParents(t *testing.T) {
+	// What lands within the grace after Ready (a liveness probe, the
+	// runtime's word), and a CNI plugin a few ms before the call (clocks).
+	late := kernelTimeline()
+	nginx := &late.Containers[2].Attempts[0]
+	nginx.Probes = append(nginx.Probes, correlator.ProbeAttempt{Kind: correlator.ProbeLiveness, Handler: "exec",
+		Start: at(29000), End: at(29010), Result: correlator.ProbeSuccess, ExitCode: intp(0)})
+	late.Sandbox.CNI[0].Exec = at(295)
+	tls := []*correlator.Timeline{lifecycleDemo(), kernelTimeline(), late, initFailureNever(), postStartDemo(), probeRetries(), restarts(), restartsFailedCalls(), stuckCrashLoop()}
+	tls = append(tls, replayRecording(t, "../correlator/testdata/recordings/demo-node.jsonl")...)
+	clipped := 0
+	for _, tl := range tls {
+		spans, _ := exportToMemory(t, TraceConfig{}, tl)
+		byID := map[trace.SpanID]tracetest.SpanStub{}
+		var root tracetest.SpanStub
+		for _, s := range spans {
+			byID[s.SpanContext.SpanID()] = s
+			if !s.Parent.IsValid() {
+				root = s
+			}
+		}
+		inside := func(s, p tracetest.SpanStub) bool {
+			return !s.StartTime.Before(p.StartTime) && !s.EndTime.After(p.EndTime) && !s.EndTime.Before(s.StartTime)
+		}
+		for _, s := range spans {
+			for _, kv := range s.Attributes {
+				if kv.Key == AttrClipped {
+					clipped++
+				}
+			}
+			if !s.Parent.IsValid() {
+				continue
+			}
+			p, ok := byID[s.Parent.SpanID()]
+			if !ok {
+				t.Errorf("%s: span %q has no exported parent", tl.Pod.Name, s.Name)
+				continue
+			}
+			if !inside(s, p) {
+				t.Errorf("%s: span %q %v..%v outside its parent %q %v..%v", tl.Pod.Name, s.Name,
+					s.StartTime.Sub(tl.Start), s.EndTime.Sub(tl.Start), p.Name, p.StartTime.Sub(tl.Start), p.EndTime.Sub(tl.Start))
+			}
+			if !inside(s, root) {
+				t.Errorf("%s: span %q outside the root", tl.Pod.Name, s.Name)
+			}
+		}
+	}
+	if clipped == 0 {
+		t.Error("no span was clipped: the inputs do not exercise the rule")
+	}
+}
+
+func replayRecording(t *testing.T, path string) []*correlator.Timeline {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c := correlator.New(correlator.Config{})
+	var out []*correlator.Timeline
+	r := rlevent.NewReader(f)
+	for {
+		ev, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, c.Handle(ev)...)
+	}
+	return append(out, c.Flush()...)
+}
+
+// TestKilledProcessIsNoExitZero: a process ended by a signal reads as
+// killed, even with a (meaningless) exit code 0 next to the signal.
+func TestKilledProcessIsNoExitZero(t *testing.T) {
+	p := &correlator.Process{PID: 1, Filename: "/bin/app", Exec: at(0), Exit: at(10), ExitCode: intp(0), Signal: 9}
+	if got := processErr(p); got != "killed by signal 9" {
+		t.Errorf("processErr = %q", got)
+	}
+	for _, kv := range processAttrs(p) {
+		if kv.Key == "process.exit.code" {
+			t.Errorf("a killed process carries %s=%v", kv.Key, kv.Value.Emit())
+		}
+	}
+	tl := lifecycleDemo()
+	tl.Containers[0].Attempts[0].Process = p
+	var buf strings.Builder
+	if err := RenderWaterfall(&buf, tl, 100); err != nil {
+		t.Fatal(err)
+	}
+	if out := buf.String(); strings.Contains(out, "process app exit 0") || !strings.Contains(out, "process app signal 9") {
+		t.Errorf("waterfall:\n%s", out)
+	}
+}
