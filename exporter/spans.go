@@ -124,6 +124,9 @@ const (
 	AttrPartial = attribute.Key("readyline.partial")
 	// AttrStartupMS is the whole start's duration on pod.startup.completed.
 	AttrStartupMS = attribute.Key("readyline.startup.duration_ms")
+	// AttrAmbiguousCandidates are the probes ("<container>#<attempt> <kind>")
+	// an "ambiguous probe" event's connection could have been.
+	AttrAmbiguousCandidates = attribute.Key("readyline.probe.candidates")
 )
 
 // ContainerSpanName is the name of the span of one container attempt:
@@ -273,6 +276,7 @@ func (b *spanBuilder) emit(ctx context.Context, tl *correlator.Timeline, alerts 
 	b.phases(rootCtx, tl, end)
 	last := b.containers(rootCtx, tl)
 	b.conditions(rootCtx, root, tl)
+	ambiguousProbes(root, tl)
 
 	for _, in := range tl.Insights {
 		ev := insightEvent(in)
@@ -759,6 +763,9 @@ func (b *spanBuilder) attemptChildren(ctx context.Context, parent trace.Span, a 
 		if h.Call != nil {
 			attrs = append(attrs, semconv.RPCSystemNameGRPC, semconv.RPCMethod(string(h.Call.Method)))
 		}
+		if c := h.Conn; c != nil { // an httpGet hook's request
+			attrs = append(attrs, connAttrs(c)...)
+		}
 		hend := h.End
 		if hend.IsZero() {
 			hend = end
@@ -845,7 +852,7 @@ func (b *spanBuilder) probes(ctx context.Context, parent trace.Span, probes []co
 			attrs = append(attrs, semconv.RPCSystemNameGRPC, semconv.RPCMethod(string(p.Call.Method)))
 		}
 		if c := p.Conn; c != nil {
-			attrs = append(attrs, semconv.ServerAddress(c.Daddr), semconv.ServerPort(int(c.Dport)), AttrTCPResult.String(c.Result))
+			attrs = append(attrs, connAttrs(c)...)
 		}
 		pend := p.End
 		if pend.IsZero() {
@@ -863,6 +870,28 @@ func (b *spanBuilder) probes(ctx context.Context, parent trace.Span, probes []co
 		if omitted := count[k] - maxProbeSpans; omitted > 0 {
 			parent.SetAttributes(attribute.Int(key+".omitted", omitted))
 		}
+	}
+}
+
+// connAttrs describe a kubelet connection to the pod.
+func connAttrs(c *correlator.Connection) []attribute.KeyValue {
+	return []attribute.KeyValue{semconv.ServerAddress(c.Daddr), semconv.ServerPort(int(c.Dport)), AttrTCPResult.String(c.Result)}
+}
+
+// ambiguousProbes marks on the root span the kubelet connections that the
+// probes or hooks of several containers could have made: they are on no
+// container's span.
+func ambiguousProbes(root trace.Span, tl *correlator.Timeline) {
+	for _, a := range tl.AmbiguousProbes {
+		var cands []string
+		for _, c := range a.Candidates {
+			cands = append(cands, fmt.Sprintf("%s#%d %s", c.Container, c.Attempt, c.Kind))
+		}
+		attrs := []attribute.KeyValue{AttrAmbiguousCandidates.StringSlice(cands)}
+		if a.Conn != nil {
+			attrs = append(attrs, connAttrs(a.Conn)...)
+		}
+		root.AddEvent("ambiguous probe", trace.WithTimestamp(a.Start), trace.WithAttributes(attrs...))
 	}
 }
 

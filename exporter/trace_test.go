@@ -480,3 +480,33 @@ func TestTraceStaticAndLateSeen(t *testing.T) {
 		t.Errorf("coarse PodReadyToStartContainers has a lag: %v", prtsc.Attributes)
 	}
 }
+
+// TestTraceAmbiguousProbesAndHookConnection: a connection the kubelet's
+// gating could not place is an event on the root naming its candidates, on
+// no container; an httpGet hook's request is on its postStart span.
+func TestTraceAmbiguousProbesAndHookConnection(t *testing.T) {
+	tl := postStartDemo()
+	h := tl.Containers[0].Attempts[0].PostStart
+	h.Handler, h.Command = "httpGet", nil
+	h.Conn = &correlator.Connection{Daddr: "10.244.0.9", Dport: 80, Established: h.Start, Result: "closed"}
+	tl.AmbiguousProbes = []correlator.AmbiguousProbe{{
+		Start: h.Start.Add(time.Second), End: h.Start.Add(time.Second + time.Millisecond),
+		Conn: &correlator.Connection{Daddr: "10.244.0.9", Dport: 15021, Result: "closed"},
+		Candidates: []correlator.ProbeTarget{
+			{Container: "app", Attempt: 0, Kind: "readiness"}, {Container: "mesh", Attempt: 0, Kind: "readiness"}},
+	}}
+	spans, _ := exportToMemory(t, TraceConfig{}, tl)
+	st := newSpanTree(t, spans)
+	var ev []string
+	for _, e := range st.root.Events {
+		if e.Name == "ambiguous probe" {
+			m := attrMap(e.Attributes)
+			ev = append(ev, m["readyline.probe.candidates"].Emit()+" port "+m["server.port"].Emit())
+		}
+	}
+	if len(ev) != 1 || ev[0] != `["app#0 readiness","mesh#0 readiness"] port 15021` {
+		t.Errorf("ambiguous probe events on the root: %q", ev)
+	}
+	ps := st.child(st.child(st.root, "container main"), "postStart")
+	wantAttrs(t, ps, map[string]string{"readyline.hook.handler": "httpGet", "server.port": "80", "readyline.tcp.result": "closed"})
+}
