@@ -577,6 +577,7 @@ func testRestartMidStart(t *testing.T, d *Deployment) {
 	if err != nil {
 		t.Fatalf("no new readyline pod Ready after deleting %s: %v", old, err)
 	}
+	d.Pod = next // its log is the artifact now
 	ready, err := rec.WaitFor(ctx, ConditionTrue(corev1.PodReady))
 	if err != nil {
 		t.Fatal(err)
@@ -634,5 +635,4 @@ func testRestartMidStart(t *testing.T, d *Deployment) {
 		}
 	}
 	t.Logf("readyline pod %s deleted mid-start, %s took over; it saw poststart-demo from %s", old, next.Name, since)
-	d.Pod = next
 }
