@@ -384,12 +384,25 @@ func newVethNetns(t *testing.T) vethNetns {
 	}
 	v := vethNetns{Name: ns, HostIP: ip(1), PodIP: ip(2)}
 
+	// ip netns add makes /run/netns a mount of its own (a bind mount onto
+	// itself, shared) and leaves it there: put the host back as it was.
+	_, statErr := os.Stat("/run/netns")
+	hadNetnsDir := statErr == nil
 	cleanup := func() {
 		exec.Command("ip", "link", "del", hostIf).Run() // takes the peer with it
 		exec.Command("ip", "netns", "del", ns).Run()
 	}
 	cleanup() // a previous run killed before its cleanup
-	t.Cleanup(cleanup)
+	t.Cleanup(func() {
+		cleanup()
+		if !hadNetnsDir {
+			// Fails, harmlessly, while others (a node's containerd) keep
+			// network namespaces there.
+			if exec.Command("umount", "-n", "/run/netns").Run() == nil { // -n: no /run/mount/utab left behind
+				os.Remove("/run/netns")
+			}
+		}
+	})
 	for _, args := range [][]string{
 		{"netns", "add", ns},
 		{"link", "add", hostIf, "type", "veth", "peer", "name", podIf},

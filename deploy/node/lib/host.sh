@@ -12,9 +12,11 @@
 # container log symlinks (/var/log/containers), libcni's result cache
 # (/var/lib/cni), libmount's utab (/run/mount, written by mount/umount). The
 # others are defaults of settings node.sh overrides, watched in case one slips.
+# /run/mount comes last, and the cleanup's own umounts pass -n: a umount
+# without it writes /run/mount again, even one that fails.
 HOST_PATHS=(
-	/var/lib/kubelet /var/lib/cni /var/log/containers /run/mount
-	/run/containerd /run/netns /run/nri /var/log/pods /usr/libexec/kubernetes /etc/kubernetes
+	/var/lib/kubelet /var/lib/cni /var/log/containers
+	/run/containerd /run/netns /run/nri /var/log/pods /usr/libexec/kubernetes /etc/kubernetes /run/mount
 )
 
 # Sysctls that kubelet (setupKernelTunables), kube-proxy or the CNI bridge may change.
@@ -197,9 +199,13 @@ cleanup_paths() {
 # unmount_new_mounts BASE DIR unmounts mount points below DIR not in the baseline
 # (network namespaces left in /run/netns).
 unmount_new_mounts() {
-	local base=$1 dir=$2 m
-	for m in $(mounts_under "$dir"); do
-		grep -qxF "$m" "$base/paths" 2>/dev/null || umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+	local base=$1 dir=$2 m self=()
+	# The directory itself may be a mount too: `ip netns add` (a test's, or
+	# anyone's while the node ran) bind-mounts /run/netns onto itself, and
+	# rm then fails with "Device or resource busy".
+	mountpoint -q "$dir" 2>/dev/null && self=("$dir")
+	for m in $(mounts_under "$dir") "${self[@]}"; do
+		grep -qxF "$m" "$base/paths" 2>/dev/null || umount -n "$m" 2>/dev/null || umount -n -l "$m" 2>/dev/null || true
 	done
 }
 
