@@ -378,6 +378,9 @@ func (d *daemon) deliver(ctx context.Context, tl *correlator.Timeline, alert boo
 	if tl.Partial {
 		attrs = append(attrs, "partial", true) // still starting at the deadline: a later "pod start" completes it
 	}
+	if !tl.ObservedSince.IsZero() {
+		attrs = append(attrs, "observed_since", tl.ObservedSince.Sub(tl.Start).Round(time.Millisecond).String())
+	}
 	if len(tl.Insights) > 0 {
 		attrs = append(attrs, "insight", tl.Insights[0].Message)
 	}
