@@ -554,6 +554,10 @@ func testRestartMidStart(t *testing.T, d *Deployment) {
 	if _, err := rec.WaitFor(ctx, ConditionTrue(corev1.PodReadyToStartContainers)); err != nil {
 		t.Fatal(err)
 	}
+	// Well into the hook: the DaemonSet's next pod runs within a second of
+	// the delete (it does not wait for the old one to end), and a daemon
+	// that sees the pod within 2 s of its start has seen it from the start.
+	time.Sleep(5 * time.Second)
 	old := d.Pod.Name
 	if err := env.Client.CoreV1().Pods(ReadylineNamespace).Delete(ctx, old, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
