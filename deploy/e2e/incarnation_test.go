@@ -64,6 +64,9 @@ spec:
     image: localhost/busybox:local
     imagePullPolicy: Never
     command: ["sh", "-c", "sleep 1; exit 3"]
+    readinessProbe: # never Ready: without it the container is Ready for its one second
+      exec: {command: ["false"]}
+      periodSeconds: 1
 `)
 	ev, err := rec.WaitFor(ctx, func(p *corev1.Pod) bool {
 		cs, ok := ContainerStatus(p, "app")
