@@ -17,8 +17,18 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 // goldenConfig is the configuration the recordings were captured with
-// (make demo: --start-timeout 40s).
+// (make demo: --start-timeout 40s). Recordings named e2e-* are the e2e
+// tests' daemon's (deploy/e2e, --start-timeout 60s), one pod each, cut out
+// of its recording by the pod's namespace.
 var goldenConfig = Config{Timeout: 40 * time.Second}
+
+// configFor is the Config a recording was made with.
+func configFor(name string) Config {
+	if strings.HasPrefix(name, "e2e-") {
+		return Config{Timeout: 60 * time.Second}
+	}
+	return goldenConfig
+}
 
 // TestGoldenRecordings replays recordings of real pod starts on the local
 // node (readyline run --record) and compares the timelines with the golden
@@ -31,7 +41,7 @@ func TestGoldenRecordings(t *testing.T) {
 	for _, rec := range recs {
 		name := strings.TrimSuffix(filepath.Base(rec), ".jsonl")
 		t.Run(name, func(t *testing.T) {
-			got, err := json.MarshalIndent(replayFile(t, rec), "", "  ")
+			got, err := json.MarshalIndent(replayFile(t, rec, configFor(name)), "", "  ")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,14 +62,14 @@ func TestGoldenRecordings(t *testing.T) {
 	}
 }
 
-func replayFile(t *testing.T, path string) []*Timeline {
+func replayFile(t *testing.T, path string, cfg Config) []*Timeline {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	c := New(goldenConfig)
+	c := New(cfg)
 	var out []*Timeline
 	r := event.NewReader(f)
 	for {
@@ -79,7 +89,7 @@ func replayFile(t *testing.T, path string) []*Timeline {
 // local node must show, independently of the golden file.
 func TestRecordedDemo(t *testing.T) {
 	tls := map[string]*Timeline{}
-	for _, tl := range replayFile(t, "testdata/recordings/demo-node.jsonl") {
+	for _, tl := range replayFile(t, "testdata/recordings/demo-node.jsonl", goldenConfig) {
 		tls[tl.Pod.Name] = tl
 	}
 	for name, want := range map[string]Outcome{
