@@ -1,7 +1,12 @@
 package correlator
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -72,5 +77,53 @@ func TestNoSecretsInTimeline(t *testing.T) {
 	}
 	if c := sc.pod.Spec.Containers[0]; c.Lifecycle.PostStart.Exec.Command[2] != hookCmd[2] {
 		t.Errorf("the pod spec was modified: %q", c.Lifecycle.PostStart.Exec.Command)
+	}
+}
+
+// TestReplayOfRedactedRecording: the demo recording, its pods given a
+// literal env value and re-recorded (event.Writer redacts them), replays to
+// the same timelines: the correlator needs no env value, and the spec's
+// commands it matches are redacted on both sides.
+func TestReplayOfRedactedRecording(t *testing.T) {
+	f, err := os.Open("testdata/recordings/demo-node.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	w := event.NewWriter(&buf)
+	r := event.NewReader(f)
+	for {
+		ev, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u, ok := ev.(*event.PodUpdate); ok {
+			for i := range u.Pod.Spec.Containers {
+				c := &u.Pod.Spec.Containers[i]
+				c.Env = append(c.Env, corev1.EnvVar{Name: "DB_PASSWORD", Value: hookPassword})
+			}
+		}
+		if err := w.Write(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), hookPassword) {
+		t.Fatal("the re-recording holds the env value")
+	}
+	redacted := filepath.Join(t.TempDir(), "redacted.jsonl")
+	if err := os.WriteFile(redacted, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(replayFile(t, "testdata/recordings/demo-node.jsonl"))
+	got, _ := json.Marshal(replayFile(t, redacted))
+	if !bytes.Equal(got, want) {
+		t.Error("the redacted recording replays to other timelines")
 	}
 }
