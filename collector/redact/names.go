@@ -14,9 +14,10 @@ var (
 	secretSuffixes = []string{"_key", "-key", ".key", "_pass", "-pass", ".pass", "_pwd", "-pwd", ".pwd"}
 	// secretNames are secret as a whole name only: --pass, not --bypass.
 	secretNames = []string{"pass", "pwd", "passin", "passout"}
-	// pathSuffixes end names whose values are paths, not secrets:
-	// --token-file, DB_PASSWORD_FILE.
-	pathSuffixes = []string{"-file", "_file", ".file", "-path", "_path", "-dir", "_dir"}
+	// pathSuffixes end names whose values are paths, not secrets
+	// (--token-file, DB_PASSWORD_FILE), or that take no value
+	// (docker login --password-stdin).
+	pathSuffixes = []string{"-file", "_file", ".file", "-path", "_path", "-dir", "_dir", "-stdin", "_stdin"}
 	// secretParams are query and connection-string parameters that are
 	// secret beyond isSecretName: ?key=, ?sig=, ;pwd=.
 	secretParams = []string{"key", "sig", "signature", "x-amz-signature", "x-goog-signature", "auth"}

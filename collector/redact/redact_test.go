@@ -19,6 +19,8 @@ var argvTests = []struct {
 	// A value may start with a dash: the word after a bare secret flag goes,
 	// even when it is the next flag.
 	{"bare flag then another flag", []string{"x", "--password", "--verbose"}, []string{"x", "--password", R}},
+	{"--password-stdin takes no value", []string{"docker", "login", "--password-stdin", "-u", "me", "reg.io"},
+		[]string{"docker", "login", "--password-stdin", "-u", "me", "reg.io"}},
 	{"bare flag then a dash-led value", []string{"x", "--token", "-xyz", "--verbose"}, []string{"x", "--token", R, "--verbose"}},
 	{"--client-secret", []string{"oidc", "--client-secret=s3cr3t"}, []string{"oidc", "--client-secret=" + R}},
 	{"--api-key", []string{"x", "--api-key=k"}, []string{"x", "--api-key=" + R}},
