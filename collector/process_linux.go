@@ -8,6 +8,7 @@ import (
 
 	"github.com/readyline/readyline/bpf"
 	"github.com/readyline/readyline/collector/event"
+	"github.com/readyline/readyline/collector/redact"
 )
 
 // ProcessConfig configures a ProcessSource. The zero value is usable.
@@ -173,7 +174,7 @@ func (s *ProcessSource) enrich(ev event.Event) bool {
 		if p.Scope == event.ScopeHost && !s.cfg.HostArgv {
 			e.Argv, e.ArgvTruncated = nil, false
 		} else {
-			e.Argv = RedactArgv(e.Argv)
+			e.Argv = redact.Argv(e.Argv)
 		}
 	case *event.ProcessFork:
 		p = &e.Process

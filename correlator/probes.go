@@ -180,10 +180,7 @@ func (g *probeGate) filter(cands []probeSpec, t time.Time) []probeSpec {
 // completeProbes adds what only the API's status flips show.
 func (d *derivation) classify(e specEntry, a *ContainerAttempt, sessions []*procRecord) {
 	spec := e.spec
-	var hookCmd []string
-	if spec.Lifecycle != nil && spec.Lifecycle.PostStart != nil && spec.Lifecycle.PostStart.Exec != nil {
-		hookCmd = spec.Lifecycle.PostStart.Exec.Command
-	}
+	hookCmd := hookCommand(spec)
 	g := d.gateOf(e, a)
 	d.gates[a.ContainerID] = g
 	probes := probesOf(spec)
@@ -196,7 +193,7 @@ func (d *derivation) classify(e specEntry, a *ContainerAttempt, sessions []*proc
 		}
 		var cands []probeSpec
 		for _, ps := range probes {
-			if commandMatches(it.argv, it.truncated, ps.command()) {
+			if commandMatches(it.argv, it.truncated, ps.cmd) {
 				cands = append(cands, ps)
 			}
 		}
@@ -259,10 +256,7 @@ func (d *derivation) completeProbes(e specEntry, a *ContainerAttempt) {
 	sort.SliceStable(a.Probes, func(i, j int) bool { return a.Probes[i].Start.Before(a.Probes[j].Start) })
 	spec := e.spec
 	if a.PostStart == nil && spec.Lifecycle != nil && spec.Lifecycle.PostStart != nil && (a.Process != nil || !a.Started.IsZero()) {
-		var cmd []string
-		if spec.Lifecycle.PostStart.Exec != nil {
-			cmd = spec.Lifecycle.PostStart.Exec.Command
-		}
+		cmd := hookCommand(spec)
 		start := a.Started
 		if a.Process != nil && (start.IsZero() || a.Process.Exec.Before(start)) {
 			start = a.Process.Exec

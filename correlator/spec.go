@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/readyline/readyline/collector/event"
+	"github.com/readyline/readyline/collector/redact"
 )
 
 // specEntry is a container of the pod spec in start order.
@@ -76,6 +76,9 @@ type probeSpec struct {
 	kind    ProbeKind
 	probe   *corev1.Probe
 	handler string
+	// cmd is the exec command, redacted as the kernel's argv and the
+	// ExecSync commands are.
+	cmd []string
 }
 
 func probesOf(c *corev1.Container) []probeSpec {
@@ -85,21 +88,28 @@ func probesOf(c *corev1.Container) []probeSpec {
 		probe *corev1.Probe
 	}{{ProbeStartup, c.StartupProbe}, {ProbeReadiness, c.ReadinessProbe}, {ProbeLiveness, c.LivenessProbe}} {
 		if ps.probe != nil {
-			out = append(out, probeSpec{ps.kind, ps.probe, handlerOf(&ps.probe.ProbeHandler)})
+			var cmd []string
+			if ps.probe.Exec != nil {
+				cmd = redact.Argv(ps.probe.Exec.Command)
+			}
+			out = append(out, probeSpec{ps.kind, ps.probe, handlerOf(&ps.probe.ProbeHandler), cmd})
 		}
 	}
 	return out
 }
 
-func (ps probeSpec) command() []string {
-	if ps.probe.Exec == nil {
+// hookCommand is the exec command of a container's postStart hook,
+// redacted, or nil.
+func hookCommand(c *corev1.Container) []string {
+	if c.Lifecycle == nil || c.Lifecycle.PostStart == nil || c.Lifecycle.PostStart.Exec == nil {
 		return nil
 	}
-	return ps.probe.Exec.Command
+	return redact.Argv(c.Lifecycle.PostStart.Exec.Command)
 }
 
 // commandMatches reports whether a process's argv, as the kernel reported
-// it (bounded, secrets redacted), is the command of a probe or hook.
+// it (bounded, secrets redacted), is cmd, a probe's or hook's command
+// redacted the same way.
 func commandMatches(argv []string, truncated bool, cmd []string) bool {
 	if len(cmd) == 0 || len(argv) == 0 || len(argv) > len(cmd) {
 		return false
@@ -112,27 +122,9 @@ func commandMatches(argv []string, truncated bool, cmd []string) bool {
 		switch {
 		case a == c:
 		case truncated && i == len(argv)-1 && strings.HasPrefix(c, a):
-		case strings.Contains(a, event.Redacted) && redactedMatches(a, c):
 		default:
 			return false
 		}
-	}
-	return true
-}
-
-// redactedMatches: a is c with some values replaced by event.Redacted.
-func redactedMatches(a, c string) bool {
-	parts := strings.Split(a, event.Redacted)
-	if !strings.HasPrefix(c, parts[0]) {
-		return false
-	}
-	rest := c[len(parts[0]):]
-	for _, part := range parts[1:] {
-		i := strings.Index(rest, part)
-		if i < 0 {
-			return false
-		}
-		rest = rest[i+len(part):]
 	}
 	return true
 }

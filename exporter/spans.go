@@ -12,6 +12,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/readyline/readyline/collector/redact"
 	"github.com/readyline/readyline/correlator"
 )
 
@@ -752,7 +753,9 @@ func (b *spanBuilder) attemptChildren(ctx context.Context, parent trace.Span, a 
 	if h := a.PostStart; h != nil && !h.Start.IsZero() {
 		attrs := []attribute.KeyValue{AttrHookHandler.String(h.Handler)}
 		if len(h.Command) > 0 {
-			attrs = append(attrs, AttrHookCommand.StringSlice(h.Command))
+			// Redacted by the correlator; again here for a Timeline from
+			// elsewhere (an old recording): idempotent, free without secrets.
+			attrs = append(attrs, AttrHookCommand.StringSlice(redact.Argv(h.Command)))
 		}
 		if h.ExitCode != nil {
 			attrs = append(attrs, AttrHookExitCode.Int(*h.ExitCode))
@@ -786,7 +789,7 @@ func processAttrs(p *correlator.Process) []attribute.KeyValue {
 		attrs = append(attrs, semconv.ProcessExecutablePath(p.Filename))
 	}
 	if len(p.Argv) > 0 {
-		attrs = append(attrs, semconv.ProcessCommandArgs(p.Argv...))
+		attrs = append(attrs, semconv.ProcessCommandArgs(redact.Argv(p.Argv)...)) // as the hook's command
 	}
 	if p.ExitCode != nil && p.Signal == 0 {
 		attrs = append(attrs, semconv.ProcessExitCode(*p.ExitCode))

@@ -2,8 +2,9 @@
 // correlator consumes, and their JSON lines encoding (one event per line, the
 // format of `readyline events` and of recordings).
 //
-// The package depends on the standard library and the Kubernetes API types
-// only, so the correlator can read recordings without eBPF, client-go or OTel.
+// The package depends on the standard library, the Kubernetes API types and
+// package redact only, so the correlator can read recordings without eBPF,
+// client-go or OTel.
 package event
 
 import (
@@ -11,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/readyline/readyline/collector/redact"
 )
 
 // Type names an event in its JSON encoding (the "type" field).
@@ -47,8 +50,9 @@ const (
 	ScopeHost Scope = "host"
 )
 
-// Redacted replaces the values in argv that look like secrets.
-const Redacted = "<redacted>"
+// Redacted replaces the secrets in argv, ExecSync commands and recorded
+// pods (see package redact).
+const Redacted = redact.Marker
 
 // Process identifies a process and the container it belongs to. PID and PPID
 // are thread group ids (what userspace calls process ids).

@@ -5,10 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/readyline/readyline/collector/redact"
 )
 
-// Writer writes events as JSON lines: a recording. Not safe for concurrent
-// use; call Flush (or Close on the underlying file after Flush) to persist.
+// Writer writes events as JSON lines: a recording. A recording leaves the
+// node's memory for a disk, so pods are written as redact.Pod makes them:
+// literal env values replaced by Redacted (names and valueFrom references
+// kept), commands, args and probe and hook commands redacted. Not safe for
+// concurrent use; call Flush (or Close on the underlying file after Flush)
+// to persist.
 type Writer struct {
 	w *bufio.Writer
 }
@@ -18,8 +24,13 @@ func NewWriter(w io.Writer) *Writer {
 	return &Writer{w: bufio.NewWriterSize(w, 256<<10)}
 }
 
-// Write appends one event line.
+// Write appends one event line. It does not modify e.
 func (w *Writer) Write(e Event) error {
+	if u, ok := e.(*PodUpdate); ok && u.Pod != nil {
+		red := *u
+		red.Pod = redact.Pod(u.Pod)
+		e = &red
+	}
 	line, err := Marshal(e)
 	if err != nil {
 		return err

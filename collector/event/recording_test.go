@@ -58,3 +58,54 @@ func TestRecordingBadLine(t *testing.T) {
 		t.Errorf("bad line: %v, want an error naming line 2", err)
 	}
 }
+
+// TestRecordingRedactsPods: a pod with a literal env value "hunter2", a
+// valueFrom reference and a probe that passes the password is recorded
+// without the secret, with the names, the reference and the rest of the
+// commands; the event handed to Write is not modified.
+func TestRecordingRedactsPods(t *testing.T) {
+	ref := &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "password"}}
+	probe := []string{"mysqladmin", "ping", "-phunter2"}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "u"},
+		Spec: corev1.PodSpec{
+			InitContainers: []corev1.Container{{Name: "init", Env: []corev1.EnvVar{{Name: "TOKEN", Value: "hunter2"}}}},
+			Containers: []corev1.Container{{Name: "db",
+				Env:     []corev1.EnvVar{{Name: "MYSQL_ROOT_PASSWORD", Value: "hunter2"}, {Name: "FROM_SECRET", ValueFrom: ref}},
+				Command: []string{"mysqld"}, Args: []string{"--password=hunter2"},
+				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: probe}}},
+			}},
+		}}
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	if err := w.Write(&PodUpdate{Action: PodAdded, Pod: pod}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "hunter2") {
+		t.Errorf("recording holds the secret:\n%s", buf.String())
+	}
+	if pod.Spec.Containers[0].Env[0].Value != "hunter2" || pod.Spec.Containers[0].ReadinessProbe.Exec.Command[2] != "-phunter2" {
+		t.Error("Write modified the pod it was given")
+	}
+	ev, err := NewReader(&buf).Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ev.(*PodUpdate).Pod
+	c := got.Spec.Containers[0]
+	if want := []corev1.EnvVar{{Name: "MYSQL_ROOT_PASSWORD", Value: Redacted}, {Name: "FROM_SECRET", ValueFrom: ref}}; !reflect.DeepEqual(c.Env, want) {
+		t.Errorf("env %+v, want %+v", c.Env, want)
+	}
+	if got.Spec.InitContainers[0].Env[0].Value != Redacted {
+		t.Errorf("init container env %+v", got.Spec.InitContainers[0].Env)
+	}
+	if want := []string{"mysqladmin", "ping", "-p" + Redacted}; !reflect.DeepEqual(c.ReadinessProbe.Exec.Command, want) {
+		t.Errorf("probe command %q, want %q", c.ReadinessProbe.Exec.Command, want)
+	}
+	if !reflect.DeepEqual(c.Command, []string{"mysqld"}) || !reflect.DeepEqual(c.Args, []string{"--password=" + Redacted}) {
+		t.Errorf("command %q args %q", c.Command, c.Args)
+	}
+}
