@@ -121,8 +121,8 @@ func TestReplayOfRedactedRecording(t *testing.T) {
 	if err := os.WriteFile(redacted, buf.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	want, _ := json.Marshal(replayFile(t, "testdata/recordings/demo-node.jsonl"))
-	got, _ := json.Marshal(replayFile(t, redacted))
+	want, _ := json.Marshal(replayFile(t, "testdata/recordings/demo-node.jsonl", goldenConfig))
+	got, _ := json.Marshal(replayFile(t, redacted, goldenConfig))
 	if !bytes.Equal(got, want) {
 		t.Error("the redacted recording replays to other timelines")
 	}
