@@ -409,7 +409,9 @@ func (b *spanBuilder) phases(ctx context.Context, tl *correlator.Timeline, tlEnd
 		}
 		switch {
 		case p.Name == correlator.PhaseSandbox && tl.Sandbox != nil:
-			b.sandboxChildren(pctx, tl.Sandbox)
+			if !b.sandboxChildren(pctx, tl.Sandbox) {
+				b.pause(ctx, tl.Sandbox) // after the call returned: under the root
+			}
 			sandboxDone = true
 		case p.Name == correlator.PhaseSandboxReplaced:
 			b.earlierSandboxes(pctx, tl.EarlierSandboxes)
@@ -469,7 +471,7 @@ func sandboxStart(sb *correlator.Sandbox) time.Time {
 
 // sandboxChildren: the failed RunPodSandbox calls, the RunPodSandbox call, the CNI plugins inside it, the
 // pause process.
-func (b *spanBuilder) sandboxChildren(ctx context.Context, sb *correlator.Sandbox) {
+func (b *spanBuilder) sandboxChildren(ctx context.Context, sb *correlator.Sandbox) (pauseDone bool) {
 	for i := range sb.FailedCalls {
 		b.criCall(ctx, &sb.FailedCalls[i])
 	}
@@ -487,7 +489,7 @@ func (b *spanBuilder) sandboxChildren(ctx context.Context, sb *correlator.Sandbo
 		}
 		b.leaf(ctx, name, p.Exec, end, processErr(p), attrs...)
 	}
-	b.pause(ctx, sb)
+	return b.pause(ctx, sb)
 }
 
 // criCall is a CRI call as a gRPC client span, named like the kubelet's own
@@ -546,15 +548,24 @@ func (b *spanBuilder) imagePulls(ctx context.Context, pulls []correlator.ImagePu
 	}
 }
 
-func (b *spanBuilder) pause(ctx context.Context, sb *correlator.Sandbox) {
+// pause emits the sandbox's pause process as an instant, and reports false
+// when it lies outside ctx's span: runc start returns once it has released
+// the container's init, which execs /pause a moment later, so under load the
+// exec can come after RunPodSandbox returned. The caller then puts it under
+// the root instead of losing it.
+func (b *spanBuilder) pause(ctx context.Context, sb *correlator.Sandbox) bool {
 	if sb.PauseStart.IsZero() {
-		return
+		return true
+	}
+	if _, _, _, ok := clamp(ctx, sb.PauseStart, sb.PauseStart); !ok {
+		return false
 	}
 	attrs := []attribute.KeyValue{}
 	if sb.ID != "" {
 		attrs = append(attrs, AttrSandboxID.String(sb.ID))
 	}
 	b.leaf(ctx, "process pause", sb.PauseStart, sb.PauseStart, "", attrs...)
+	return true
 }
 
 // openSpan is a container attempt span left open for the insights.

@@ -510,3 +510,23 @@ func TestTraceAmbiguousProbesAndHookConnection(t *testing.T) {
 	ps := st.child(st.child(st.root, "container main"), "postStart")
 	wantAttrs(t, ps, map[string]string{"readyline.hook.handler": "httpGet", "server.port": "80", "readyline.tcp.result": "closed"})
 }
+
+// TestTracePauseAfterTheSandboxCall: runc start returns once it released
+// the container's init, so the pause exec can come just after RunPodSandbox
+// returned: it is then drawn under the root, not dropped as outside
+// pod.sandbox.
+func TestTracePauseAfterTheSandboxCall(t *testing.T) {
+	tl := lifecycleDemo()
+	tl.Sandbox.Call = &correlator.CRICall{Method: "runtime.v1.RuntimeService/RunPodSandbox", Start: at(310), End: at(590)}
+	tl.Phases[2] = correlator.Phase{Name: correlator.PhaseSandbox, Start: at(310), End: at(590), Source: "kernel"}
+	tl.Sandbox.PauseStart = at(598)
+	spans, _ := exportToMemory(t, TraceConfig{}, tl)
+	st := newSpanTree(t, spans)
+	pause := st.child(st.root, "process pause")
+	wantInterval(t, pause, at(598), at(598))
+	for _, c := range st.children[st.child(st.root, correlator.PhaseSandbox).SpanContext.SpanID()] {
+		if c.Name == "process pause" {
+			t.Errorf("process pause under pod.sandbox although it came after the call")
+		}
+	}
+}

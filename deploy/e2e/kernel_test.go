@@ -118,7 +118,13 @@ func TestKernelCRICallsMatchKubeletTracing(t *testing.T) {
 	if !strings.Contains(strings.Join(cni, ","), "cni bridge") {
 		t.Errorf("CNI plugins in the sandbox span: %v, want the bridge plugin", cni)
 	}
-	st.child(sandbox, "process pause")
+	// The pause process: inside the call, or (runc start returns once it
+	// released the container's init, which then execs /pause) a moment after
+	// it, under the root.
+	if pause := st.one("process pause"); st.parent[pause.SpanID] != sandbox.SpanID &&
+		(start(pause).Before(end(run)) || start(pause).Sub(end(run)) > 100*time.Millisecond) {
+		t.Errorf("process pause at %v, not inside the RunPodSandbox call (%v..%v) nor just after it", start(pause), start(run), end(run))
+	}
 
 	// nginx's httpGet probes, each attempt a connection to the pod.
 	nginx := st.one("container nginx")
