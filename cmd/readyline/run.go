@@ -394,24 +394,15 @@ func (d *daemon) health() error {
 	return d.healthy
 }
 
-// serve runs an HTTP server on addr until ctx is done.
+// serve runs an HTTP server of h on addr, with defaultHTTPLimits, until ctx
+// is done.
 func (d *daemon) serve(addr string, h http.Handler) func(context.Context) error {
 	return func(ctx context.Context) error {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return err
 		}
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			<-ctx.Done()
-			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			srv.Shutdown(sctx)
-		}()
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
+		return serveHTTP(ctx, newHTTPServer(h, defaultHTTPLimits), ln, defaultHTTPLimits)
 	}
 }
 
