@@ -436,7 +436,7 @@ func (wf *waterfall) container(c *correlator.Container, depth int) {
 			}
 			wf.emit(wrow{sub + label, wf.offset(h.Start), dur, wf.bar(h.Start, hend, glyph)})
 		}
-		wf.probes(sub, a.Probes)
+		wf.probes(sub, a.Probes, a.ProbesOmitted)
 	}
 	wf.containerFacts(indent+"  ", c)
 }
@@ -515,8 +515,9 @@ func wrapWords(text string, width, rows int) []string {
 
 // probes draws one row per probe kind, its attempts as marks; the duration is
 // from the first attempt to the end of the first success (or of the last
-// attempt when none succeeded).
-func (wf *waterfall) probes(indent string, probes []correlator.ProbeAttempt) {
+// attempt when none succeeded). The counts include the attempts the
+// timeline left out (omitted), which have no mark.
+func (wf *waterfall) probes(indent string, probes []correlator.ProbeAttempt, omitted map[correlator.ProbeKind]correlator.OmittedProbes) {
 	var kinds []correlator.ProbeKind
 	for _, p := range probes {
 		if !slices.Contains(kinds, p.Kind) {
@@ -561,6 +562,7 @@ func (wf *waterfall) probes(indent string, probes []correlator.ProbeAttempt) {
 		if !success.IsZero() {
 			last = success
 		}
+		n, failed = n+omitted[k].Attempts, failed+omitted[k].Failed
 		label := fmt.Sprintf("%s ×%d", ProbeSpanName(k), n)
 		if failed > 0 {
 			label += fmt.Sprintf(" (%d✗)", failed)
