@@ -32,6 +32,7 @@ type runConfig struct {
 	apiAddr     string
 	record      string
 	keep        uint
+	keepBytes   int64
 	trace       exporter.TraceConfig
 	process     processFlags
 	correlator  correlator.Config
@@ -52,6 +53,7 @@ func parseRunConfig(args []string, stderr io.Writer) (runConfig, error) {
 	fs.String(&c.apiAddr, "api-addr", "127.0.0.1:9465", "serve the timeline API that 'readyline explain' reads here (empty: off)")
 	fs.String(&c.record, "record", "", "also write every event the correlator sees to this file (JSON lines, for 'readyline replay')")
 	fs.Uint(&c.keep, "keep", 256, "how many recent pod starts the timeline API keeps")
+	fs.Bytes(&c.keepBytes, "keep-bytes", 32<<20, "the most memory those pod starts may hold (the length of their JSON), the oldest dropped first: a `size` in bytes, or e.g. 32Mi")
 	c.process.register(fs)
 	registerCorrelatorFlags(fs, &c.correlator)
 	c.alerts.register(fs)
@@ -101,7 +103,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	d := &daemon{cfg: cfg, logger: logger, events: make(chan event.Event, 8192), store: exporter.NewStore(int(cfg.keep))}
+	d := &daemon{cfg: cfg, logger: logger, events: make(chan event.Event, 8192), store: exporter.NewStore(exporter.StoreLimits{Timelines: int(cfg.keep), Bytes: cfg.keepBytes})}
 	return d.run(ctx)
 }
 
