@@ -227,38 +227,6 @@ func (d *daemon) pipeline(ctx context.Context, cancel context.CancelFunc, source
 	return errors.Join(err, exporters.Wait())
 }
 
-// group runs goroutines and collects their errors; the first error cancels
-// the daemon. Go and Wait may be called from any goroutine.
-type group struct {
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	errs   []error
-}
-
-// Go runs run(ctx) in a goroutine; a non-nil error, prefixed with name, is
-// kept for Wait and cancels the daemon.
-func (g *group) Go(ctx context.Context, name string, run func(context.Context) error) {
-	g.wg.Add(1)
-	go func() {
-		defer g.wg.Done()
-		if err := run(ctx); err != nil {
-			g.mu.Lock()
-			g.errs = append(g.errs, fmt.Errorf("%s: %w", name, err))
-			g.mu.Unlock()
-			g.cancel()
-		}
-	}()
-}
-
-// Wait waits for every goroutine started by Go and returns their errors.
-func (g *group) Wait() error {
-	g.wg.Wait()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return errors.Join(g.errs...)
-}
-
 // followKubelet points the TCP tracer at the kubelet the CRI-call source
 // found (its probes' connections are the kubelet's).
 func (d *daemon) followKubelet(ctx context.Context, calls *collector.CRICallSource, tcp *collector.TCPSource) {
