@@ -107,7 +107,10 @@ type Timeline struct {
 	// AmbiguousProbes are the kubelet's connections that the probes (or
 	// hooks) of several containers could have made, and the kubelet's
 	// rules and timing could not tell which: they are on no container.
-	AmbiguousProbes []AmbiguousProbe `json:"ambiguous_probes,omitempty"`
+	// Like Probes, at most maxProbeAttempts: the first and the last half,
+	// AmbiguousOmitted counts the others.
+	AmbiguousProbes  []AmbiguousProbe `json:"ambiguous_probes,omitempty"`
+	AmbiguousOmitted int              `json:"ambiguous_omitted,omitempty"`
 	// Conditions are the five lifecycle conditions, in the order they became
 	// True (those never True are left out).
 	Conditions []ConditionTransition `json:"conditions"`
@@ -321,8 +324,13 @@ type ContainerAttempt struct {
 	StartedObserved time.Time `json:"started_observed,omitzero"`
 	ReadyObserved   time.Time `json:"ready_observed,omitzero"`
 	PostStart       *Hook     `json:"post_start,omitempty"`
-	// Probes are every probe attempt seen, in time order.
+	// Probes are the probe attempts seen, in time order: of each kind, all
+	// of them up to maxProbeAttempts (64), else the first 32 and the last
+	// 32, the others counted in ProbesOmitted. The derived facts (ready,
+	// kills, insights) are from every attempt.
 	Probes []ProbeAttempt `json:"probes,omitempty"`
+	// ProbesOmitted counts, by kind, the attempts left out of Probes.
+	ProbesOmitted map[ProbeKind]OmittedProbes `json:"probes_omitted,omitempty"`
 	// NextCreated is when the kubelet created the container that waited for
 	// this one (the next init container, or the first main container).
 	NextCreated time.Time `json:"next_created,omitzero"`
@@ -403,6 +411,13 @@ type ProbeAttempt struct {
 	// was refused, success for the last attempt before the API's status
 	// flip, and unknown otherwise (the kernel does not see HTTP statuses).
 	Conn *Connection `json:"conn,omitempty"`
+}
+
+// OmittedProbes are the probe attempts of one kind that a ContainerAttempt
+// does not list.
+type OmittedProbes struct {
+	Attempts int `json:"attempts"`
+	Failed   int `json:"failed,omitempty"`
 }
 
 // AmbiguousProbe is a kubelet connection to a port that the probes or

@@ -33,7 +33,7 @@ func Example() {
 		panic(err)
 	}
 	go traces.Run(ctx) // returns after flushing when ctx ends
-	store := exporter.NewStore(0)
+	store := exporter.NewStore(exporter.StoreLimits{})
 
 	finished := func(tl *correlator.Timeline) { // called by the correlator loop
 		metrics.Record(tl)

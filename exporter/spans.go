@@ -791,7 +791,7 @@ func (b *spanBuilder) attemptChildren(ctx context.Context, parent trace.Span, a 
 		}
 		b.leaf(ctx, "postStart", h.Start, hend, errDesc, attrs...)
 	}
-	b.probes(ctx, parent, a.Probes)
+	b.probes(ctx, parent, a.Probes, a.ProbesOmitted)
 }
 
 func processAttrs(p *correlator.Process) []attribute.KeyValue {
@@ -824,8 +824,9 @@ func processErr(p *correlator.Process) string {
 
 // probes emits one span per probe attempt, at most maxProbeSpans per kind,
 // and counts the attempts of each kind on the container span
-// ("readyline.probe.startup.attempts", and ".omitted" when some have no span).
-func (b *spanBuilder) probes(ctx context.Context, parent trace.Span, probes []correlator.ProbeAttempt) {
+// ("readyline.probe.startup.attempts", and ".omitted" when some have no span),
+// the ones the timeline itself left out (omitted) included.
+func (b *spanBuilder) probes(ctx context.Context, parent trace.Span, probes []correlator.ProbeAttempt, omitted map[correlator.ProbeKind]correlator.OmittedProbes) {
 	if len(probes) == 0 {
 		return
 	}
@@ -880,9 +881,10 @@ func (b *spanBuilder) probes(ctx context.Context, parent trace.Span, probes []co
 	}
 	for _, k := range kinds {
 		key := "readyline.probe." + string(k)
-		parent.SetAttributes(attribute.Int(key+".attempts", count[k]))
-		if omitted := count[k] - maxProbeSpans; omitted > 0 {
-			parent.SetAttributes(attribute.Int(key+".omitted", omitted))
+		all := count[k] + omitted[k].Attempts
+		parent.SetAttributes(attribute.Int(key+".attempts", all))
+		if n := all - min(count[k], maxProbeSpans); n > 0 {
+			parent.SetAttributes(attribute.Int(key+".omitted", n))
 		}
 	}
 }

@@ -20,59 +20,110 @@ import (
 // DefaultStoreSize is how many timelines a Store keeps when asked for <= 0.
 const DefaultStoreSize = 500
 
+// DefaultStoreBytes is the byte budget of a Store asked for <= 0.
+const DefaultStoreBytes = 32 << 20
+
+// unknownTimelineSize is the size counted for a timeline whose JSON cannot
+// be written (a time past year 9999, which no clock of the node gives).
+const unknownTimelineSize = 1 << 20
+
 // ErrNotFound is returned by FetchTimeline when the daemon has no timeline
 // for the pod.
 var ErrNotFound = errors.New("timeline not found")
 
-// Store keeps the last N timelines in memory, by UID and by
-// namespace/name, for 'readyline explain'. When a pod name has several
-// starts stored (a pod deleted and created again), the one that started
-// last wins. Store is safe for concurrent use; the timelines it holds must
-// not be modified.
+// StoreLimits bound what a Store keeps.
+type StoreLimits struct {
+	// Timelines is how many timelines it keeps (DefaultStoreSize when <= 0).
+	Timelines int
+	// Bytes bounds the size of the timelines it keeps, each estimated by
+	// the length of its JSON (what the API serves, and close to what it
+	// holds in memory), DefaultStoreBytes when <= 0. The latest timeline
+	// is kept even when it alone is larger.
+	Bytes int64
+}
+
+// Store keeps the last timelines in memory, within its StoreLimits, by UID
+// and by namespace/name, for 'readyline explain'. When a pod name has
+// several starts stored (a pod deleted and created again), the one that
+// started last wins. Store is safe for concurrent use; the timelines it
+// holds must not be modified.
 type Store struct {
 	mu     sync.RWMutex
-	max    int
-	order  *list.List               // of *correlator.Timeline, oldest first
+	limits StoreLimits
+	bytes  int64                    // sum of the stored entries' sizes
+	order  *list.List               // of *storeEntry, oldest first
 	byUID  map[string]*list.Element // pod UID -> element
 	byName map[string]string        // namespace/name -> UID of the latest start
 }
 
-// NewStore returns a Store keeping the last max timelines
-// (DefaultStoreSize when max <= 0).
-func NewStore(max int) *Store {
-	if max <= 0 {
-		max = DefaultStoreSize
+// storeEntry is a stored timeline and its estimated size.
+type storeEntry struct {
+	tl   *correlator.Timeline
+	size int64
+}
+
+// NewStore returns a Store that keeps timelines within l.
+func NewStore(l StoreLimits) *Store {
+	if l.Timelines <= 0 {
+		l.Timelines = DefaultStoreSize
 	}
-	return &Store{max: max, order: list.New(), byUID: map[string]*list.Element{}, byName: map[string]string{}}
+	if l.Bytes <= 0 {
+		l.Bytes = DefaultStoreBytes
+	}
+	return &Store{limits: l, order: list.New(), byUID: map[string]*list.Element{}, byName: map[string]string{}}
+}
+
+// timelineSize estimates the memory tl holds by the length of its JSON.
+func timelineSize(tl *correlator.Timeline) int64 {
+	var n byteCounter
+	if err := json.NewEncoder(&n).Encode(tl); err != nil {
+		return unknownTimelineSize
+	}
+	return int64(n)
+}
+
+// byteCounter is an io.Writer that counts what it is given.
+type byteCounter int64
+
+func (c *byteCounter) Write(p []byte) (int, error) {
+	*c += byteCounter(len(p))
+	return len(p), nil
 }
 
 // Add stores tl, replacing a timeline of the same pod UID (late data), and
-// evicts the oldest timelines beyond the bound. The store takes tl over: the
-// caller must not modify it afterwards.
+// evicts the oldest timelines beyond the limits. The store takes tl over:
+// the caller must not modify it afterwards. Add estimates tl's size before
+// it takes the lock.
 func (s *Store) Add(tl *correlator.Timeline) {
+	e := &storeEntry{tl: tl, size: timelineSize(tl)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.bytes += e.size
 	if el, ok := s.byUID[tl.Pod.UID]; ok {
-		old := el.Value.(*correlator.Timeline)
-		el.Value = tl
+		old := el.Value.(*storeEntry)
+		s.bytes -= old.size
+		el.Value = e
 		s.order.MoveToBack(el)
-		if old.Pod.String() != tl.Pod.String() {
-			s.forgetName(old)
+		if old.tl.Pod.String() != tl.Pod.String() {
+			s.forgetName(old.tl)
 		}
 	} else {
-		s.byUID[tl.Pod.UID] = s.order.PushBack(tl)
+		s.byUID[tl.Pod.UID] = s.order.PushBack(e)
 	}
 	key := tl.Pod.String()
-	if cur, ok := s.byUID[s.byName[key]]; !ok || cur.Value == tl || !cur.Value.(*correlator.Timeline).Start.After(tl.Start) {
+	if cur, ok := s.byUID[s.byName[key]]; !ok || cur.Value == e || !timelineAt(cur).Start.After(tl.Start) {
 		s.byName[key] = tl.Pod.UID
 	}
-	for s.order.Len() > s.max {
-		el := s.order.Front()
-		old := s.order.Remove(el).(*correlator.Timeline)
-		delete(s.byUID, old.Pod.UID)
-		s.forgetName(old)
+	for s.order.Len() > 1 && (s.order.Len() > s.limits.Timelines || s.bytes > s.limits.Bytes) {
+		old := s.order.Remove(s.order.Front()).(*storeEntry)
+		s.bytes -= old.size
+		delete(s.byUID, old.tl.Pod.UID)
+		s.forgetName(old.tl)
 	}
 }
+
+// timelineAt is the timeline of an element of s.order.
+func timelineAt(el *list.Element) *correlator.Timeline { return el.Value.(*storeEntry).tl }
 
 // forgetName points old's name at another stored start of the same pod
 // name, or removes it, when it pointed at old. s.mu must be held.
@@ -84,7 +135,7 @@ func (s *Store) forgetName(old *correlator.Timeline) {
 	delete(s.byName, key)
 	var best *correlator.Timeline
 	for el := s.order.Front(); el != nil; el = el.Next() {
-		tl := el.Value.(*correlator.Timeline)
+		tl := timelineAt(el)
 		if tl != old && tl.Pod.String() == key && (best == nil || !tl.Start.Before(best.Start)) {
 			best = tl
 		}
@@ -102,7 +153,7 @@ func (s *Store) Get(namespace, name string) (*correlator.Timeline, bool) {
 	if !ok {
 		return nil, false
 	}
-	return el.Value.(*correlator.Timeline), true
+	return timelineAt(el), true
 }
 
 // GetUID returns the timeline of the pod with this UID.
@@ -113,7 +164,7 @@ func (s *Store) GetUID(uid string) (*correlator.Timeline, bool) {
 	if !ok {
 		return nil, false
 	}
-	return el.Value.(*correlator.Timeline), true
+	return timelineAt(el), true
 }
 
 // Len is the number of timelines stored.
@@ -121,6 +172,13 @@ func (s *Store) Len() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.order.Len()
+}
+
+// Bytes is the estimated size of the timelines stored (see StoreLimits).
+func (s *Store) Bytes() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.bytes
 }
 
 // TimelineSummary is one line of the timeline list.
@@ -142,7 +200,7 @@ func (s *Store) List() []TimelineSummary {
 	defer s.mu.RUnlock()
 	out := make([]TimelineSummary, 0, s.order.Len())
 	for el := s.order.Back(); el != nil; el = el.Prev() {
-		tl := el.Value.(*correlator.Timeline)
+		tl := timelineAt(el)
 		d, _ := between(tl.Start, tl.End)
 		out = append(out, TimelineSummary{
 			Namespace: tl.Pod.Namespace, Name: tl.Pod.Name, UID: tl.Pod.UID,
@@ -177,7 +235,8 @@ func (s *Store) Handler(logger *slog.Logger) http.Handler {
 		tl, ok := s.Get(ns, name)
 		if !ok {
 			logger.Debug("no timeline for pod", "namespace", ns, "pod", name)
-			http.Error(w, fmt.Sprintf("no timeline for pod %s/%s (this daemon keeps the last %d pod starts on its node)", ns, name, s.max), http.StatusNotFound)
+			http.Error(w, fmt.Sprintf("no timeline for pod %s/%s (this daemon keeps the last %d pod starts on its node, at most %d MiB of them)",
+				ns, name, s.limits.Timelines, s.limits.Bytes>>20), http.StatusNotFound)
 			return
 		}
 		writeJSON(w, logger, tl)

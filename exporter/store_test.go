@@ -2,10 +2,12 @@ package exporter
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +16,7 @@ import (
 )
 
 func TestStoreAPIRoundTrip(t *testing.T) {
-	s := NewStore(10)
+	s := NewStore(StoreLimits{Timelines: 10})
 	s.Add(lifecycleDemo())
 	s.Add(initFailureNever())
 	srv := httptest.NewServer(s.Handler(nil))
@@ -46,7 +48,7 @@ func TestStoreAPIRoundTrip(t *testing.T) {
 }
 
 func TestStoreEvictionBound(t *testing.T) {
-	s := NewStore(3)
+	s := NewStore(StoreLimits{Timelines: 3})
 	for i := range 10 {
 		tl := lifecycleDemo()
 		tl.Pod.UID = fmt.Sprintf("uid-%d", i)
@@ -69,7 +71,7 @@ func TestStoreEvictionBound(t *testing.T) {
 }
 
 func TestStoreLatestStartWins(t *testing.T) {
-	s := NewStore(3)
+	s := NewStore(StoreLimits{Timelines: 3})
 	mk := func(uid string, start time.Time) *correlator.Timeline {
 		tl := lifecycleDemo()
 		tl.Pod.UID, tl.Start = uid, start
@@ -100,7 +102,7 @@ func TestStoreLatestStartWins(t *testing.T) {
 }
 
 func TestStoreConcurrent(t *testing.T) {
-	s := NewStore(50)
+	s := NewStore(StoreLimits{Timelines: 50})
 	srv := httptest.NewServer(s.Handler(nil))
 	defer srv.Close()
 	var wg sync.WaitGroup
@@ -126,5 +128,49 @@ func TestStoreConcurrent(t *testing.T) {
 	wg.Wait()
 	if s.Len() != 50 {
 		t.Errorf("len %d", s.Len())
+	}
+}
+
+// TestStoreByteBudget: timelines are evicted, oldest first, once their
+// estimated size passes the byte budget, whatever the count allows; the
+// latest is kept even when it alone is over.
+func TestStoreByteBudget(t *testing.T) {
+	one := timelineSize(lifecycleDemo())
+	if b, _ := json.Marshal(lifecycleDemo()); one < int64(len(b)) || one > int64(len(b))+1 {
+		t.Fatalf("estimated size %d, want the JSON's %d (+ newline)", one, len(b))
+	}
+	s := NewStore(StoreLimits{Timelines: 100, Bytes: 3*one + one/2})
+	for i := range 10 {
+		tl := lifecycleDemo()
+		tl.Pod.UID, tl.Pod.Name = fmt.Sprintf("uid-%d", i), fmt.Sprintf("pod-%d", i)
+		s.Add(tl)
+		if s.Bytes() > 3*one+one/2 {
+			t.Fatalf("after %d adds the store holds %d bytes, over its budget %d", i+1, s.Bytes(), 3*one+one/2)
+		}
+	}
+	if s.Len() != 3 {
+		t.Errorf("%d timelines of %d bytes in a budget of %d, want 3", s.Len(), one, 3*one+one/2)
+	}
+	for i := 7; i < 10; i++ {
+		if _, ok := s.GetUID(fmt.Sprintf("uid-%d", i)); !ok {
+			t.Errorf("uid-%d, one of the latest, evicted", i)
+		}
+	}
+	// Replacing a timeline (same UID) counts its new size, not both.
+	before := s.Bytes()
+	tl := lifecycleDemo()
+	tl.Pod.UID, tl.Pod.Name = "uid-9", "pod-9"
+	s.Add(tl)
+	if s.Len() != 3 || s.Bytes() != before {
+		t.Errorf("after replacing one: %d timelines, %d bytes; want 3 and %d", s.Len(), s.Bytes(), before)
+	}
+
+	// One timeline larger than the whole budget is still kept, alone.
+	big := lifecycleDemo()
+	big.Pod.UID, big.Pod.Name = "big", "big"
+	big.Reason = strings.Repeat("x", int(4*one))
+	s.Add(big)
+	if _, ok := s.GetUID("big"); !ok || s.Len() != 1 || s.Bytes() != timelineSize(big) {
+		t.Errorf("a timeline over the budget: stored %v, %d timelines, %d bytes; want it alone", ok, s.Len(), s.Bytes())
 	}
 }

@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"sort"
@@ -389,6 +390,63 @@ func TestTraceProbeSpansBounded(t *testing.T) {
 	wantAttrs(t, nginx, map[string]string{
 		"readyline.probe.startup.attempts": "100", "readyline.probe.startup.omitted": "68",
 	})
+}
+
+// TestProbesOmittedByTheTimeline: a timeline whose probes the correlator
+// cut (the first and last 32 kept, ProbesOmitted counting the rest) makes
+// the same probe spans and counts as the whole list, and the waterfall
+// counts every attempt.
+func TestProbesOmittedByTheTimeline(t *testing.T) {
+	whole := lifecycleDemo()
+	a := &whole.Containers[2].Attempts[0]
+	a.Probes = nil
+	for i := range 100 {
+		a.Probes = append(a.Probes, correlator.ProbeAttempt{
+			Kind: correlator.ProbeStartup, Handler: "exec", Start: at(22100 + 40*i), End: at(22110 + 40*i),
+			Result: correlator.ProbeFailure, ExitCode: intp(1),
+		})
+	}
+	a.Probes[99].Result, a.Probes[99].ExitCode = correlator.ProbeSuccess, intp(0)
+	cut := lifecycleDemo()
+	b := &cut.Containers[2].Attempts[0]
+	b.Probes = append(slices.Clone(a.Probes[:32]), a.Probes[68:]...)
+	b.ProbesOmitted = map[correlator.ProbeKind]correlator.OmittedProbes{correlator.ProbeStartup: {Attempts: 36, Failed: 36}}
+
+	probeSpans := func(tl *correlator.Timeline) ([]time.Time, map[string]string) {
+		spans, _ := exportToMemory(t, TraceConfig{}, tl)
+		st := newSpanTree(t, spans)
+		nginx := st.child(st.root, "container nginx")
+		var starts []time.Time
+		for _, c := range st.children[nginx.SpanContext.SpanID()] {
+			if c.Name == "startupProbe" {
+				starts = append(starts, c.StartTime)
+			}
+		}
+		attrs := map[string]string{}
+		for _, kv := range nginx.Attributes {
+			attrs[string(kv.Key)] = kv.Value.Emit()
+		}
+		return starts, attrs
+	}
+	wholeStarts, wholeAttrs := probeSpans(whole)
+	cutStarts, cutAttrs := probeSpans(cut)
+	if !slices.EqualFunc(wholeStarts, cutStarts, time.Time.Equal) {
+		t.Errorf("probe spans at %v from the cut timeline, want %v", cutStarts, wholeStarts)
+	}
+	for _, k := range []string{"readyline.probe.startup.attempts", "readyline.probe.startup.omitted"} {
+		if wholeAttrs[k] != cutAttrs[k] {
+			t.Errorf("%s = %q from the cut timeline, want %q", k, cutAttrs[k], wholeAttrs[k])
+		}
+	}
+	for _, tl := range []*correlator.Timeline{whole, cut} {
+		var buf bytes.Buffer
+		if err := RenderWaterfall(&buf, tl, 100); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), "startupProbe ×100 (99✗)") {
+			t.Errorf("waterfall does not count 100 attempts, 99 failed:\n%s", buf.String())
+		}
+	}
 }
 
 func TestTraceIDForPod(t *testing.T) {

@@ -20,8 +20,16 @@ const (
 	waterfallMinLabel = 20
 	waterfallNumWidth = 8
 	waterfallMinWidth = 64
+	// waterfallMaxWidth bounds the columns (and so the output) whatever
+	// width RenderWaterfall is asked for.
+	waterfallMaxWidth = 1000
 	// DefaultWaterfallWidth is used when RenderWaterfall is given width <= 0.
 	DefaultWaterfallWidth = 100
+	// waterfallMaxSpan bounds the time the bars cover: a pod start is
+	// minutes, a start timeout at most hours. A timeline whose times spread
+	// further (a clock jump, a corrupt recording) is drawn over its first
+	// waterfallMaxSpan, later times at the right edge, with a note.
+	waterfallMaxSpan = 24 * time.Hour
 )
 
 // Glyphs of the waterfall's bars and marks.
@@ -46,17 +54,19 @@ const maxWaitingMessageRows = 2
 var eighths = []rune{' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉', '█'}
 
 // RenderWaterfall writes tl as a text waterfall for a terminal of width
-// columns (DefaultWaterfallWidth when width <= 0): a header, one row per
+// columns (DefaultWaterfallWidth when width <= 0, at most 1000): a header, one row per
 // phase, container attempt, process, hook, probe kind (its attempts as
 // marks) and condition, each with its offset from the pod's creation, its
 // duration and a bar to scale, then the insights and the critical path. The
-// output depends only on tl and width (golden-testable). It assumes a
-// terminal that draws the box and block characters one column wide.
+// output depends only on tl and width (golden-testable), and its size on
+// the number of facts in tl and width, whatever its times: bars cover at
+// most 24 hours. It assumes a terminal that draws the box and block
+// characters one column wide.
 func RenderWaterfall(w io.Writer, tl *correlator.Timeline, width int) error {
 	if width <= 0 {
 		width = DefaultWaterfallWidth
 	}
-	width = max(width, waterfallMinWidth)
+	width = min(max(width, waterfallMinWidth), waterfallMaxWidth)
 	wf := newWaterfall(tl, width)
 	bw := bufio.NewWriter(w)
 	wf.header(bw)
@@ -77,6 +87,9 @@ type waterfall struct {
 	start  time.Time // offset zero: the pod's creation
 	end    time.Time // right edge of the bars
 	total  time.Duration
+	// span is end - start when that is over waterfallMaxSpan (total is
+	// then waterfallMaxSpan), zero otherwise.
+	span time.Duration
 }
 
 func newWaterfall(tl *correlator.Timeline, width int) *waterfall {
@@ -86,11 +99,15 @@ func newWaterfall(tl *correlator.Timeline, width int) *waterfall {
 			end = t
 		}
 	})
-	total := end.Sub(start)
-	if total <= 0 {
+	total, span := end.Sub(start), time.Duration(0) // Sub saturates: no overflow
+	switch {
+	case total <= 0:
 		total = time.Millisecond
+	case total > waterfallMaxSpan:
+		total, span = waterfallMaxSpan, total
+		end = start.Add(total)
 	}
-	wf := &waterfall{tl: tl, width: width, start: start, end: end, total: total}
+	wf := &waterfall{tl: tl, width: width, start: start, end: end, total: total, span: span}
 	// The label column fits the longest label, up to a third of the width;
 	// the bars get the rest. Labels are known before the bars are drawn.
 	wf.labelW = waterfallMinLabel
@@ -161,6 +178,10 @@ func (wf *waterfall) header(w *bufio.Writer) {
 			writeWrapped(w, "  missing: ", strings.Join(tl.Missing, "; "), wf.width)
 		}
 	}
+	if wf.span > 0 {
+		writeWrapped(w, "  ", "its times spread over "+fmtSeconds(wf.span)+" (a clock jump or a corrupt record?): "+
+			"the bars show the first "+fmtSeconds(wf.total)+", later times at the right edge", wf.width)
+	}
 	w.WriteString("\n")
 }
 
@@ -171,12 +192,14 @@ func (wf *waterfall) table(w *bufio.Writer) {
 	}
 }
 
-// axis labels the bar area with round offsets.
+// axis labels the bar area with round offsets, at most one per column.
 func (wf *waterfall) axis() string {
 	cells := []rune(strings.Repeat(" ", wf.barW))
 	step := tickStep(wf.total, wf.barW/9)
+	ticks := min(int64(wf.total/step), int64(wf.barW))
 	free := 0 // first column a label may use
-	for t := time.Duration(0); t <= wf.total; t += step {
+	for i := range ticks + 1 {
+		t := time.Duration(i) * step
 		col := int(math.Round(float64(t) / float64(wf.total) * float64(wf.barW)))
 		label := []rune(fmtTick(t, step))
 		if col < free || col+len(label) > wf.barW {
@@ -188,7 +211,8 @@ func (wf *waterfall) axis() string {
 	return string(cells)
 }
 
-// tickStep is the roundest step giving at most n ticks over total.
+// tickStep is the roundest step giving at most n ticks over total; it is
+// never below 10 ms.
 func tickStep(total time.Duration, n int) time.Duration {
 	n = max(n, 1)
 	for _, s := range []time.Duration{
@@ -196,12 +220,13 @@ func tickStep(total time.Duration, n int) time.Duration {
 		100 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond,
 		time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second,
 		30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute,
+		15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 3 * time.Hour, 6 * time.Hour,
 	} {
 		if total/s <= time.Duration(n) {
 			return s
 		}
 	}
-	return total / time.Duration(n)
+	return max(total/time.Duration(n), 10*time.Millisecond)
 }
 
 func fmtTick(t, step time.Duration) string {
@@ -411,7 +436,7 @@ func (wf *waterfall) container(c *correlator.Container, depth int) {
 			}
 			wf.emit(wrow{sub + label, wf.offset(h.Start), dur, wf.bar(h.Start, hend, glyph)})
 		}
-		wf.probes(sub, a.Probes)
+		wf.probes(sub, a.Probes, a.ProbesOmitted)
 	}
 	wf.containerFacts(indent+"  ", c)
 }
@@ -490,8 +515,9 @@ func wrapWords(text string, width, rows int) []string {
 
 // probes draws one row per probe kind, its attempts as marks; the duration is
 // from the first attempt to the end of the first success (or of the last
-// attempt when none succeeded).
-func (wf *waterfall) probes(indent string, probes []correlator.ProbeAttempt) {
+// attempt when none succeeded). The counts include the attempts the
+// timeline left out (omitted), which have no mark.
+func (wf *waterfall) probes(indent string, probes []correlator.ProbeAttempt, omitted map[correlator.ProbeKind]correlator.OmittedProbes) {
 	var kinds []correlator.ProbeKind
 	for _, p := range probes {
 		if !slices.Contains(kinds, p.Kind) {
@@ -536,6 +562,7 @@ func (wf *waterfall) probes(indent string, probes []correlator.ProbeAttempt) {
 		if !success.IsZero() {
 			last = success
 		}
+		n, failed = n+omitted[k].Attempts, failed+omitted[k].Failed
 		label := fmt.Sprintf("%s ×%d", ProbeSpanName(k), n)
 		if failed > 0 {
 			label += fmt.Sprintf(" (%d✗)", failed)
@@ -632,21 +659,30 @@ func writeItems(w *bufio.Writer, prefix string, items []string, sep string, widt
 }
 
 // writeWrapped writes prefix+text wrapped at width, continuation lines
-// indented like the prefix.
+// indented like the prefix; a word longer than a line is cut across lines.
 func writeWrapped(w *bufio.Writer, prefix, text string, width int) {
 	indent := strings.Repeat(" ", utf8.RuneCountInString(prefix))
 	line := prefix
 	lineLen := utf8.RuneCountInString(prefix)
 	empty := true
+	flush := func() {
+		w.WriteString(line + "\n")
+		line, lineLen, empty = indent, len(indent), true
+	}
 	for _, word := range strings.Fields(text) {
 		wl := utf8.RuneCountInString(word)
 		if !empty && lineLen+1+wl > width {
-			w.WriteString(line + "\n")
-			line, lineLen, empty = indent, len(indent), true
+			flush()
 		}
 		if !empty {
 			line += " "
 			lineLen++
+		}
+		for room := width - lineLen; wl > room && room > 0; room = width - lineLen {
+			r := []rune(word)
+			line += string(r[:room])
+			word, wl = string(r[room:]), wl-room
+			flush()
 		}
 		line += word
 		lineLen += wl
@@ -724,10 +760,14 @@ func (wf *waterfall) bar(start, end time.Time, glyph rune) string {
 }
 
 // fmtSeconds formats d in seconds with millisecond precision, shorter for
-// long durations: "0.045s", "27.097s", "123.4s".
+// long durations: "0.045s", "27.097s", "123.4s"; past 11 days (no pod start
+// takes that long: a clock jump or a corrupt record) in whole days, so that
+// any duration fits the waterfall's columns: "106752d".
 func fmtSeconds(d time.Duration) string {
 	s := d.Seconds()
 	switch a := math.Abs(s); {
+	case a >= 1e6:
+		return fmt.Sprintf("%.0fd", s/(24*60*60))
 	case a >= 1000:
 		return fmt.Sprintf("%.0fs", s)
 	case a >= 100:

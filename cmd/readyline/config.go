@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // errUsage marks an error already explained to the user with the usage.
@@ -75,6 +77,38 @@ func (fs *flagSet) Duration(p *time.Duration, name string, def time.Duration, he
 		def = d
 	}
 	fs.DurationVar(p, name, def, help+" ($"+envName(name)+")")
+}
+
+// Bytes registers a size flag: a number of bytes, or a Kubernetes quantity
+// such as 32Mi or 64M.
+func (fs *flagSet) Bytes(p *int64, name string, def int64, help string) {
+	*p = def
+	if v, ok := fs.env(name); ok {
+		if err := (*byteSize)(p).Set(v); err != nil {
+			fs.envErrs = append(fs.envErrs, fmt.Errorf("$%s: %w", envName(name), err))
+		}
+	}
+	fs.Var((*byteSize)(p), name, help+" ($"+envName(name)+")")
+}
+
+// byteSize is a flag.Value of a size in bytes.
+type byteSize int64
+
+func (b *byteSize) String() string {
+	return resource.NewQuantity(int64(*b), resource.BinarySI).String()
+}
+
+func (b *byteSize) Set(s string) error {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a size (bytes, or e.g. 32Mi): %w", s, err)
+	}
+	n, ok := q.AsInt64()
+	if !ok || n < 0 {
+		return fmt.Errorf("%q is not a size in bytes", s)
+	}
+	*b = byteSize(n)
+	return nil
 }
 
 // parse parses args, which must hold flags only, and reports bad

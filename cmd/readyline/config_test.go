@@ -61,3 +61,36 @@ func TestRunUnknownCommand(t *testing.T) {
 		t.Errorf("no command: exit code %d, want 2", code)
 	}
 }
+
+func TestRunKeepBytes(t *testing.T) {
+	for _, tc := range []struct {
+		env  string // READYLINE_KEEP_BYTES; "-" leaves it unset
+		args []string
+		want int64
+	}{
+		{"-", nil, 32 << 20},
+		{"64Mi", nil, 64 << 20},
+		{"64Mi", []string{"--keep-bytes", "1000000"}, 1000000},
+		{"-", []string{"--keep-bytes=1G"}, 1e9},
+	} {
+		if tc.env != "-" {
+			t.Setenv("READYLINE_KEEP_BYTES", tc.env)
+		}
+		c, err := parseRunConfig(append([]string{"--node-name", "n"}, tc.args...), io.Discard)
+		if err != nil {
+			t.Fatalf("env %q, args %q: %v", tc.env, tc.args, err)
+		}
+		if c.keepBytes != tc.want {
+			t.Errorf("env %q, args %q: keep-bytes %d, want %d", tc.env, tc.args, c.keepBytes, tc.want)
+		}
+	}
+	for _, bad := range []string{"lots", "-1Mi", "1.5"} {
+		if _, err := parseRunConfig([]string{"--node-name", "n", "--keep-bytes", bad}, io.Discard); !errors.Is(err, errUsage) {
+			t.Errorf("--keep-bytes %s: %v, want a usage error", bad, err)
+		}
+		t.Setenv("READYLINE_KEEP_BYTES", bad)
+		if _, err := parseRunConfig([]string{"--node-name", "n"}, io.Discard); !errors.Is(err, errUsage) {
+			t.Errorf("READYLINE_KEEP_BYTES=%s: %v, want a usage error", bad, err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -74,7 +75,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "POD\tOUTCOME\tDURATION\tCREATED")
 		for _, s := range list {
-			d := time.Duration(s.DurationSeconds * float64(time.Second)).Round(time.Millisecond)
+			d := secondsDuration(s.DurationSeconds).Round(time.Millisecond)
 			fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\n", s.Namespace, s.Name, s.Outcome, d, s.Start.Local().Format(time.DateTime))
 		}
 		return tw.Flush()
@@ -87,4 +88,20 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("asking the daemon at %s: %w", cfg.apiAddr, err)
 	}
 	return printWaterfall(stdout, tl, int(cfg.width))
+}
+
+// secondsDuration converts seconds to a Duration, saturating where the
+// conversion would overflow (a float64 out of int64's range converts to
+// anything).
+func secondsDuration(s float64) time.Duration {
+	const limit = float64(math.MaxInt64) / float64(time.Second)
+	switch {
+	case math.IsNaN(s):
+		return 0
+	case s >= limit:
+		return math.MaxInt64
+	case s <= -limit:
+		return math.MinInt64
+	}
+	return time.Duration(s * float64(time.Second))
 }

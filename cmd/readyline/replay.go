@@ -45,6 +45,9 @@ func registerCorrelatorFlags(fs *flagSet, c *correlator.Config) {
 }
 
 // runReplay feeds a recording to the correlator and prints each timeline.
+// It stops when ctx ends (SIGTERM, SIGINT), also while it waits for more of
+// a recording that is a pipe, and then returns an error wrapping ctx's
+// cause, without printing the starts still in progress.
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := parseReplayConfig(args, stderr)
 	if err != nil {
@@ -55,7 +58,15 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer f.Close()
+	// Closing the file ends a read that waits on a pipe or a FIFO.
+	defer context.AfterFunc(ctx, func() { f.Close() })()
+	stopped := func() error {
+		return fmt.Errorf("replay stopped: %w", context.Cause(ctx))
+	}
 	print := func(tl *correlator.Timeline) error {
+		if ctx.Err() != nil {
+			return stopped()
+		}
 		if cfg.json {
 			b, err := json.Marshal(tl)
 			if err != nil {
@@ -68,8 +79,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	c := correlator.New(cfg.correlator)
 	r := event.NewReader(f)
-	for ctx.Err() == nil {
+	for {
 		ev, err := r.Next()
+		if ctx.Err() != nil {
+			return stopped()
+		}
 		if errors.Is(err, io.EOF) {
 			break
 		}

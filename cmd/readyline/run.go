@@ -32,6 +32,7 @@ type runConfig struct {
 	apiAddr     string
 	record      string
 	keep        uint
+	keepBytes   int64
 	trace       exporter.TraceConfig
 	process     processFlags
 	correlator  correlator.Config
@@ -52,6 +53,7 @@ func parseRunConfig(args []string, stderr io.Writer) (runConfig, error) {
 	fs.String(&c.apiAddr, "api-addr", "127.0.0.1:9465", "serve the timeline API that 'readyline explain' reads here (empty: off)")
 	fs.String(&c.record, "record", "", "also write every event the correlator sees to this file (JSON lines, for 'readyline replay')")
 	fs.Uint(&c.keep, "keep", 256, "how many recent pod starts the timeline API keeps")
+	fs.Bytes(&c.keepBytes, "keep-bytes", 32<<20, "the most memory those pod starts may hold (the length of their JSON), the oldest dropped first: a `size` in bytes, or e.g. 32Mi")
 	c.process.register(fs)
 	registerCorrelatorFlags(fs, &c.correlator)
 	c.alerts.register(fs)
@@ -101,7 +103,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	d := &daemon{cfg: cfg, logger: logger, events: make(chan event.Event, 8192), store: exporter.NewStore(int(cfg.keep))}
+	d := &daemon{cfg: cfg, logger: logger, events: make(chan event.Event, 8192), store: exporter.NewStore(exporter.StoreLimits{Timelines: int(cfg.keep), Bytes: cfg.keepBytes})}
 	return d.run(ctx)
 }
 
@@ -223,38 +225,6 @@ func (d *daemon) pipeline(ctx context.Context, cancel context.CancelFunc, source
 	err := srcs.Wait()
 	stopExport()
 	return errors.Join(err, exporters.Wait())
-}
-
-// group runs goroutines and collects their errors; the first error cancels
-// the daemon. Go and Wait may be called from any goroutine.
-type group struct {
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	errs   []error
-}
-
-// Go runs run(ctx) in a goroutine; a non-nil error, prefixed with name, is
-// kept for Wait and cancels the daemon.
-func (g *group) Go(ctx context.Context, name string, run func(context.Context) error) {
-	g.wg.Add(1)
-	go func() {
-		defer g.wg.Done()
-		if err := run(ctx); err != nil {
-			g.mu.Lock()
-			g.errs = append(g.errs, fmt.Errorf("%s: %w", name, err))
-			g.mu.Unlock()
-			g.cancel()
-		}
-	}()
-}
-
-// Wait waits for every goroutine started by Go and returns their errors.
-func (g *group) Wait() error {
-	g.wg.Wait()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return errors.Join(g.errs...)
 }
 
 // followKubelet points the TCP tracer at the kubelet the CRI-call source
@@ -394,24 +364,15 @@ func (d *daemon) health() error {
 	return d.healthy
 }
 
-// serve runs an HTTP server on addr until ctx is done.
+// serve runs an HTTP server of h on addr, with defaultHTTPLimits, until ctx
+// is done.
 func (d *daemon) serve(addr string, h http.Handler) func(context.Context) error {
 	return func(ctx context.Context) error {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return err
 		}
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			<-ctx.Done()
-			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			srv.Shutdown(sctx)
-		}()
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
+		return serveHTTP(ctx, newHTTPServer(h, defaultHTTPLimits), ln, defaultHTTPLimits)
 	}
 }
 

@@ -37,7 +37,7 @@ func TestShutdownFlushesStartsInProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{logger: logger, events: make(chan event.Event, 16), metrics: metrics, traces: traces, store: exporter.NewStore(8)}
+	d := &daemon{logger: logger, events: make(chan event.Event, 16), metrics: metrics, traces: traces, store: exporter.NewStore(exporter.StoreLimits{Timelines: 8})}
 
 	const uid = "0b1c2d3e-4f5a-4b6c-8d7e-9f0a1b2c3d4e"
 	created := time.Now().Add(-3 * time.Second).UTC().Truncate(time.Second)

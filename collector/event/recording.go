@@ -49,38 +49,60 @@ func (w *Writer) Flush() error {
 	return nil
 }
 
+// MaxLineBytes bounds one line of a recording. The longest line is a
+// PodUpdate holding a pod object, which the API server stores in at most
+// 1.5 MiB (etcd's default request limit) and which JSON may make twice
+// that; a longer line is a corrupt or foreign file, not a recording.
+const MaxLineBytes = 4 << 20
+
+// ErrLineTooLong is wrapped by Reader.Next for a line over MaxLineBytes.
+var ErrLineTooLong = errors.New("line longer than 4 MiB")
+
 // Reader reads a recording written by Writer (or `readyline events`).
+// Not safe for concurrent use.
 type Reader struct {
-	r    *bufio.Reader
+	s    *bufio.Scanner
 	line int
+	err  error // sticky: the scanner's, once it failed
 }
 
-// NewReader returns a Reader on r. Lines of any length are accepted.
+// NewReader returns a Reader on r. It holds at most one line of
+// MaxLineBytes in memory.
 func NewReader(r io.Reader) *Reader {
-	return &Reader{r: bufio.NewReaderSize(r, 256<<10)}
+	s := bufio.NewScanner(r)
+	s.Buffer(make([]byte, 0, 256<<10), MaxLineBytes+1) // +1: the newline
+	return &Reader{s: s}
 }
 
 // Next returns the next event, or io.EOF at the end. Blank lines are
-// skipped; a bad line is an error naming its line number.
+// skipped; a bad line, or one over MaxLineBytes (ErrLineTooLong), is an
+// error naming its line number; after ErrLineTooLong or a read error, Next
+// returns the same error again.
 func (r *Reader) Next() (Event, error) {
-	for {
-		b, err := r.r.ReadBytes('\n')
-		if len(b) == 0 && err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil, io.EOF
-			}
-			return nil, fmt.Errorf("reading recording: %w", err)
-		}
+	if r.err != nil {
+		return nil, r.err
+	}
+	for r.s.Scan() {
 		r.line++
+		b := r.s.Bytes()
 		if len(trimSpace(b)) == 0 {
 			continue
 		}
-		e, uerr := Unmarshal(b)
-		if uerr != nil {
-			return nil, fmt.Errorf("recording line %d: %w", r.line, uerr)
+		e, err := Unmarshal(b)
+		if err != nil {
+			return nil, fmt.Errorf("recording line %d: %w", r.line, err)
 		}
 		return e, nil
 	}
+	switch err := r.s.Err(); {
+	case err == nil:
+		r.err = io.EOF
+	case errors.Is(err, bufio.ErrTooLong):
+		r.err = fmt.Errorf("recording line %d: %w", r.line+1, ErrLineTooLong)
+	default:
+		r.err = fmt.Errorf("reading recording: %w", err)
+	}
+	return nil, r.err
 }
 
 func trimSpace(b []byte) []byte {

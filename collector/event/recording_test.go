@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -108,4 +109,53 @@ func TestRecordingRedactsPods(t *testing.T) {
 	if !reflect.DeepEqual(c.Command, []string{"mysqld"}) || !reflect.DeepEqual(c.Args, []string{"--password=" + Redacted}) {
 		t.Errorf("command %q args %q", c.Command, c.Args)
 	}
+}
+
+// TestRecordingLineLimit: a line of MaxLineBytes is read; a longer one is an
+// error naming its line, read without holding more than the limit (the
+// reader does not grow its buffer past it).
+func TestRecordingLineLimit(t *testing.T) {
+	tick := `{"type":"tick","time":"2026-11-30T06:00:00Z"}`
+	// JSON allows the padding: the line is exactly MaxLineBytes long.
+	full := tick[:len(tick)-1] + strings.Repeat(" ", MaxLineBytes-len(tick)) + "}"
+	r := NewReader(strings.NewReader(tick + "\n" + full + "\n" + full + " \n" + tick + "\n"))
+	for i := 1; i <= 2; i++ {
+		if _, err := r.Next(); err != nil {
+			t.Fatalf("line %d (%d bytes): %v", i, MaxLineBytes, err)
+		}
+	}
+	_, err := r.Next()
+	if !errors.Is(err, ErrLineTooLong) || !strings.Contains(err.Error(), "line 3") {
+		t.Fatalf("a line of %d bytes: %v, want ErrLineTooLong naming line 3", MaxLineBytes+1, err)
+	}
+	if _, err2 := r.Next(); !errors.Is(err2, ErrLineTooLong) {
+		t.Errorf("after the error: %v, want it again", err2)
+	}
+}
+
+// TestRecordingEndlessLine: a "recording" that is one endless line (here
+// 64 MiB without a newline, made as it is read) stops at the limit.
+func TestRecordingEndlessLine(t *testing.T) {
+	endless := io.LimitReader(repeatReader('x'), 64<<20)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := NewReader(endless).Next()
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrLineTooLong) || !strings.Contains(err.Error(), "line 1") {
+		t.Fatalf("endless line: %v, want ErrLineTooLong naming line 1", err)
+	}
+	if grown := after.TotalAlloc - before.TotalAlloc; grown > 4*MaxLineBytes {
+		t.Errorf("reading it allocated %d bytes, want at most a few times MaxLineBytes", grown)
+	}
+}
+
+// repeatReader reads as an endless run of one byte.
+type repeatReader byte
+
+func (b repeatReader) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(b)
+	}
+	return len(p), nil
 }
