@@ -102,8 +102,12 @@ spec:
 			waited = append(waited, c.Name+":"+w.Reason)
 		}
 	}
-	if !slices.Contains(waited, "app:CrashLoopBackOff") || !strings.Contains(tl.Reason, "app: ") || !strings.Contains(tl.Reason, "last exit 3") {
-		t.Errorf("report reason %q, waiting %v: want app's CrashLoopBackOff and its last exit 3", tl.Reason, waited)
+	// At the deadline app is in its back-off ("CrashLoopBackOff (...), last
+	// exit 3"), running ("running, not ready, last exit 3") or just exited
+	// ("exited with code 3").
+	if !slices.Contains(waited, "app:CrashLoopBackOff") || !strings.Contains(tl.Reason, "app: ") ||
+		!(strings.Contains(tl.Reason, "last exit 3") || strings.Contains(tl.Reason, "exited with code 3")) {
+		t.Errorf("report reason %q, waiting %v: want app's CrashLoopBackOff and its exit code 3", tl.Reason, waited)
 	}
 	roots := rootSpans(ctx, t, TraceIDFromPodUID(uid))
 	if len(roots) != 1 {
