@@ -158,6 +158,8 @@ func (c *Correlator) Handle(ev event.Event) []*Timeline {
 	case *event.PodUpdate:
 		c.handlePod(e)
 	case *event.Tick:
+	case *event.SourceStatus:
+		// A source's blindness: marks the starts it overlaps (not yet).
 	default:
 		if isCNIProcess(ev) {
 			c.cni.record(ev, c.now)

@@ -155,6 +155,8 @@ func Unmarshal(data []byte) (Event, error) {
 		e = new(Tick)
 	case TypeTCP:
 		e = new(TCPConnection)
+	case TypeSource:
+		e = new(SourceStatus)
 	default:
 		return nil, fmt.Errorf("%w %q", ErrUnknownType, head.Type)
 	}
