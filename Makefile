@@ -60,6 +60,12 @@ test-unit: ## unit and privileged tests only (no local node)
 bench: ## Go benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
+bench-node: ## load on the local node: rounds of 100 pods at once; traced %, drops, CPU per start, RSS, Ready -> queryable
+	./deploy/node/node.sh jaeger-up
+	./deploy/node/node.sh up
+	READYLINE_E2E_TEARDOWN=$${READYLINE_E2E_TEARDOWN:-0} $(GO) test -count=1 -tags e2e -timeout 60m -run '^$$' \
+		-bench BenchmarkNodePodStarts -benchtime $${BENCH_ROUNDS:-3}x ./deploy/e2e/
+
 bench-overhead: build ## exec overhead of the process collector (ratio with/without)
 	./collector/bench-overhead.sh
 
@@ -139,4 +145,4 @@ kind-down: ## delete the kind cluster
 
 .PHONY: image node-image kind-up kind-demo jaeger-ui kind-down
 
-.PHONY: help build generate verify-generate lint test test-deps test-unit test-alerts bench bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down
+.PHONY: help build generate verify-generate lint test test-deps test-unit test-alerts bench bench-node bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down

@@ -387,7 +387,7 @@ func (e *slowEvents) wait(ctx context.Context, pod string, timeout time.Duration
 }
 
 // scrapeDaemon fetches and parses the daemon's /metrics.
-func scrapeDaemon(t *testing.T, d *Daemon) map[string]*dto.MetricFamily {
+func scrapeDaemon(t testing.TB, d *Daemon) map[string]*dto.MetricFamily {
 	t.Helper()
 	resp, err := http.Get(d.MetricsURL + "/metrics")
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 )
@@ -49,42 +51,69 @@ type PodRecorder struct {
 	changed chan struct{} // closed and replaced on every event
 	err     error
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	pods     typedcorev1.PodInterface
+	selector string
+	cancel   context.CancelFunc
+	done     chan struct{}
 }
 
 // RecordPod starts recording the pod namespace/name, which may not exist yet.
-// The watch survives API server disconnects (RetryWatcher). Stop ends it.
+// The watch survives API server disconnects (RetryWatcher) and restarts
+// (a watch from a resource version the new server has no longer ends in 410
+// Gone: the pod is listed again, as a Modified event, and watched from
+// there). Stop ends it.
 func RecordPod(ctx context.Context, client kubernetes.Interface, namespace, name string) (*PodRecorder, error) {
-	selector := fields.OneTermEqualSelector("metadata.name", name).String()
-	pods := client.CoreV1().Pods(namespace)
-	list, err := pods.List(ctx, metav1.ListOptions{FieldSelector: selector})
-	if err != nil {
-		return nil, fmt.Errorf("listing pod %s/%s: %w", namespace, name, err)
-	}
 	ctx, cancel := context.WithCancel(ctx)
-	r := &PodRecorder{namespace: namespace, name: name, changed: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
-	now := time.Now()
-	for i := range list.Items {
-		r.events = append(r.events, PodEvent{Type: watch.Added, ObservedAt: now, Pod: &list.Items[i]})
-	}
-	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.FieldSelector = selector
-			return pods.Watch(ctx, opts)
-		},
-	})
+	r := &PodRecorder{namespace: namespace, name: name, changed: make(chan struct{}), cancel: cancel, done: make(chan struct{}),
+		pods: client.CoreV1().Pods(namespace), selector: fields.OneTermEqualSelector("metadata.name", name).String()}
+	rv, err := r.list(ctx, watch.Added)
 	if err != nil {
 		cancel()
-		return nil, fmt.Errorf("watching pod %s/%s: %w", namespace, name, err)
+		return nil, err
+	}
+	w, err := r.watch(ctx, rv)
+	if err != nil {
+		cancel()
+		return nil, err
 	}
 	go r.run(ctx, w)
 	return r, nil
 }
 
+// list records the pod as it is now, as an event of type typ, and returns
+// the list's resource version.
+func (r *PodRecorder) list(ctx context.Context, typ watch.EventType) (string, error) {
+	list, err := r.pods.List(ctx, metav1.ListOptions{FieldSelector: r.selector})
+	if err != nil {
+		return "", fmt.Errorf("listing pod %s/%s: %w", r.namespace, r.name, err)
+	}
+	now := time.Now()
+	r.mu.Lock()
+	for i := range list.Items {
+		r.events = append(r.events, PodEvent{Type: typ, ObservedAt: now, Pod: &list.Items[i]})
+	}
+	close(r.changed)
+	r.changed = make(chan struct{})
+	r.mu.Unlock()
+	return list.ResourceVersion, nil
+}
+
+func (r *PodRecorder) watch(ctx context.Context, rv string) (*watchtools.RetryWatcher, error) {
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, rv, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.FieldSelector = r.selector
+			return r.pods.Watch(ctx, opts)
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watching pod %s/%s: %w", r.namespace, r.name, err)
+	}
+	return w, nil
+}
+
 func (r *PodRecorder) run(ctx context.Context, w *watchtools.RetryWatcher) {
 	defer close(r.done)
-	defer w.Stop()
+	defer func() { w.Stop() }()
 	for {
 		select {
 		case <-ctx.Done():
@@ -96,6 +125,18 @@ func (r *PodRecorder) run(ctx context.Context, w *watchtools.RetryWatcher) {
 				return
 			}
 			if ev.Type == watch.Error {
+				if st, isStatus := ev.Object.(*metav1.Status); isStatus && st.Code == http.StatusGone {
+					w.Stop()
+					rv, err := r.list(ctx, watch.Modified)
+					if err == nil {
+						w, err = r.watch(ctx, rv)
+					}
+					if err != nil {
+						r.fail(fmt.Errorf("watching again after %s: %w", st.Message, err))
+						return
+					}
+					continue
+				}
 				r.fail(fmt.Errorf("watch error: %v", ev.Object))
 				return
 			}

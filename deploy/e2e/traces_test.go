@@ -23,7 +23,7 @@ var (
 	daemonErr  error
 )
 
-func readyline(t *testing.T) *Daemon {
+func readyline(t testing.TB) *Daemon {
 	t.Helper()
 	daemonOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

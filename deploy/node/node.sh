@@ -9,6 +9,8 @@
 #   node.sh jaeger-down   stop Jaeger
 #   node.sh build         only build/cache the binaries (also builds Jaeger)
 #   node.sh restart-kubelet  stop and start the kubelet alone (its pods keep running)
+#   node.sh outage COMPONENT SECONDS  stop kube-apiserver or containerd, wait, start it
+#                         again (for fault tests: the pods keep running)
 #   node.sh import-image FILE  import an image archive into the node's containerd
 #   node.sh tool [--built] NAME  print the path of a binary node.sh builds (kubectl,
 #                         kubelet, crictl, jaeger, promtool, ...), building it first
@@ -149,6 +151,7 @@ main() {
 	jaeger-down) need_root && with_lock jaeger_down ;;
 	build) need_root && with_lock build_all ;;
 	restart-kubelet) need_root && with_lock restart_kubelet ;;
+	outage) need_root && with_lock outage "${@:2}" ;;
 	import-image) need_root && with_lock import_image_file "${2:-}" ;;
 	check-clean) host_check_clean "${@:2}" ;;
 	tool) tool "${@:2}" ;;

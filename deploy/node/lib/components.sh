@@ -180,6 +180,33 @@ restart_containerd() {
 	start_containerd
 }
 
+# outage COMPONENT SECONDS stops kube-apiserver or containerd, leaves it down
+# for SECONDS and starts it again, as a fault test needs: the pods (their
+# shims) keep running, the kubelet and the watches reconnect.
+outage() {
+	local component=${1:-} seconds=${2:-}
+	[[ $seconds =~ ^[0-9]+$ ]] || die "outage: SECONDS must be a whole number, got '$seconds'"
+	case $component in
+	kube-apiserver | containerd) ;;
+	*) die "outage: COMPONENT must be kube-apiserver or containerd, got '$component'" ;;
+	esac
+	is_running "$component" || die "$component is not running: use node.sh up"
+	# kube-apiserver stops listening at once on SIGTERM but lingers ~30 s
+	# after: its outage has begun, so 5 s are grace enough.
+	stop_process "$component" 5
+	log "$component down for ${seconds}s"
+	sleep "$seconds"
+	case $component in
+	kube-apiserver) start_apiserver ;;
+	containerd)
+		# shellcheck disable=SC2034 # template value
+		SHIM_SOCKET_DIR=$(shim_socket_dir)
+		start_containerd
+		;;
+	esac
+	log "$component is back"
+}
+
 start_kube_proxy() {
 	start_process kube-proxy "$K8S_DIR/bin/kube-proxy" --config="$CONF_DIR/kube-proxy.yaml" --v=1
 	wait_until 60 "kube-proxy /healthz" http_ok http://127.0.0.1:10256/healthz ||

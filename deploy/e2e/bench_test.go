@@ -1,0 +1,214 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// benchPods is how many pods each round of BenchmarkNodePodStarts creates at
+// once (the kubelet's default maxPods is 110).
+const benchPods = 100
+
+// BenchmarkNodePodStarts is `make bench-node`: each iteration (round)
+// creates benchPods pods at once on the local node (an init container, an
+// exec readiness probe), waits until all are Ready and their traces are in
+// Jaeger with their outcome, then deletes them. It reports, over all rounds:
+// pods traced per pod started (%), events readyline dropped, readyline's CPU
+// seconds per pod start, its peak and final RSS, and the time from a pod
+// observed Ready to its trace queryable in Jaeger (p50, p99).
+//
+//	make bench-node                       # 3 rounds
+//	BENCH_ROUNDS=5 make bench-node
+func BenchmarkNodePodStarts(b *testing.B) {
+	d := readyline(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	cpu0 := processCPU(b, d.PID)
+	drops0 := droppedTotal(b, d)
+	var latencies []time.Duration
+	started, traced := 0, 0
+	rounds := 0
+	b.ResetTimer()
+	for b.Loop() {
+		rounds++
+		s, tr, lat := benchRound(b, ctx, rounds)
+		started += s
+		traced += tr
+		latencies = append(latencies, lat...)
+	}
+	b.StopTimer()
+	cpu := processCPU(b, d.PID) - cpu0
+	drops := droppedTotal(b, d) - drops0
+	peak, rss := processMemory(b, d.PID)
+	slices.Sort(latencies)
+	p := func(q float64) time.Duration {
+		if len(latencies) == 0 {
+			return 0
+		}
+		return latencies[min(len(latencies)-1, int(q*float64(len(latencies))))]
+	}
+	b.ReportMetric(100*float64(traced)/float64(max(started, 1)), "%traced")
+	b.ReportMetric(drops, "drops")
+	b.ReportMetric(cpu.Seconds()/float64(max(started, 1)), "cpu-s/start")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MiB")
+	b.ReportMetric(float64(rss)/(1<<20), "RSS-MiB")
+	b.ReportMetric(p(0.5).Seconds(), "ready-to-queryable-p50-s")
+	b.ReportMetric(p(0.99).Seconds(), "ready-to-queryable-p99-s")
+	summary := fmt.Sprintf("bench-node: %d rounds of %d pods: %d started, %d traced (%.1f%%), %v events dropped, "+
+		"readyline CPU %.4f s per start (%.1f s in all), RSS peak %.1f MiB, now %.1f MiB, Ready -> queryable p50 %v p99 %v max %v",
+		rounds, benchPods, started, traced, 100*float64(traced)/float64(max(started, 1)), drops,
+		cpu.Seconds()/float64(max(started, 1)), cpu.Seconds(), float64(peak)/(1<<20), float64(rss)/(1<<20),
+		p(0.5).Round(time.Millisecond), p(0.99).Round(time.Millisecond), p(1).Round(time.Millisecond))
+	fmt.Println(summary)
+	if dir, err := env.ArtifactsDir(); err == nil {
+		os.WriteFile(dir+"/bench-node.txt", []byte(summary+"\n"), 0o644)
+	}
+}
+
+// benchRound runs one round and returns the pods started, the pods whose
+// trace reached Jaeger with their outcome, and each traced pod's Ready ->
+// queryable time.
+func benchRound(b *testing.B, ctx context.Context, round int) (int, int, []time.Duration) {
+	ns, err := env.CreateNamespace(ctx, fmt.Sprintf("bench-round-%d", round))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if err := env.DeleteNamespace(dctx, ns); err != nil {
+			b.Errorf("deleting %s: %v", ns, err)
+		}
+		// The next round starts on an empty node.
+		wait.PollUntilContextCancel(dctx, time.Second, true, func(ctx context.Context) (bool, error) {
+			_, err := env.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			return err != nil, nil
+		})
+	}()
+
+	// One watch for the round: when each pod was observed Ready.
+	w, err := env.Client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	var mu sync.Mutex
+	readyAt := map[string]time.Time{} // uid -> observed Ready
+	allReady := make(chan struct{})
+	go func() {
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok || ev.Type == watch.Deleted || ConditionStatus(pod, corev1.PodReady) != corev1.ConditionTrue {
+				continue
+			}
+			mu.Lock()
+			if _, seen := readyAt[string(pod.UID)]; !seen {
+				readyAt[string(pod.UID)] = time.Now()
+				if len(readyAt) == benchPods {
+					close(allReady)
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+
+	var manifest strings.Builder
+	for i := range benchPods {
+		fmt.Fprintf(&manifest, "---\n%s", faultPod(fmt.Sprintf("bench-%03d", i), 1))
+	}
+	if _, err := env.Apply(ctx, ns, []byte(manifest.String())); err != nil {
+		b.Fatal(err)
+	}
+	select {
+	case <-allReady:
+	case <-time.After(10 * time.Minute):
+		mu.Lock()
+		n := len(readyAt)
+		mu.Unlock()
+		b.Fatalf("round %d: %d of %d pods Ready after 10 minutes", round, n, benchPods)
+	}
+
+	// Each trace, polled until its root has the outcome.
+	mu.Lock()
+	pending := make(map[string]time.Time, len(readyAt))
+	for uid, at := range readyAt {
+		pending[uid] = at
+	}
+	mu.Unlock()
+	var lat []time.Duration
+	deadline := time.Now().Add(2 * time.Minute)
+	for len(pending) > 0 && time.Now().Before(deadline) {
+		for uid, at := range pending {
+			tr, err := GetTrace(ctx, JaegerQueryURL, TraceIDFromPodUID(uid))
+			if err != nil {
+				continue
+			}
+			if root, ok := tr.SpanByName("pod.startup"); ok && tagString(root, "readyline.outcome") == "ready" {
+				lat = append(lat, time.Since(at))
+				delete(pending, uid)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(pending) > 0 {
+		b.Logf("round %d: %d traces not in Jaeger 2 minutes after all pods were Ready", round, len(pending))
+	}
+	return benchPods, benchPods - len(pending), lat
+}
+
+// processCPU is a process's user+system CPU time so far.
+func processCPU(tb testing.TB, pid int) time.Duration {
+	tb.Helper()
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := string(stat)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+}
+
+// processMemory is a process's peak and current resident set size.
+func processMemory(tb testing.TB, pid int) (peak, rss uint64) {
+	tb.Helper()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseUint(f[1], 10, 64)
+		switch f[0] {
+		case "VmHWM:":
+			peak = kb << 10
+		case "VmRSS:":
+			rss = kb << 10
+		}
+	}
+	return peak, rss
+}
+
+// droppedTotal is the sum of readyline_events_dropped_total.
+func droppedTotal(tb testing.TB, d *Daemon) float64 {
+	tb.Helper()
+	return counterValue(scrapeDaemon(tb, d), "readyline_events_dropped_total", nil)
+}
