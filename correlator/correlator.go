@@ -69,19 +69,25 @@ type Stats struct {
 	// Forgotten counts ended pods forgotten before the API deleted them,
 	// because MaxPods of them were remembered.
 	Forgotten uint64
+	// ClockSteps counts the steps of the wall clock the ticks showed
+	// (clock.go); ClockStep is the latest one (negative: back).
+	ClockSteps uint64
+	ClockStep  time.Duration
 }
 
 // Correlator builds pod start timelines from events. It is deterministic:
-// its only clock is the latest event time it has seen (Tick events move it
-// when nothing else happens). Not safe for concurrent use.
+// its only clock is the one the events carry, the daemon's ticks' monotonic
+// reading (or, in recordings without one, the latest event time seen), so
+// that timeouts do not follow steps of the wall clock (clock.go). Not safe
+// for concurrent use.
 //
 // A pod has one start per incarnation (UID): once its start has ended, the
 // pod is remembered until the API reports its deletion, however long it
 // lives, so a readiness flap or a crash loop never opens a second start.
 type Correlator struct {
-	cfg  Config
-	now  time.Time
-	pods map[string]*podState
+	cfg   Config
+	clock clock
+	pods  map[string]*podState
 	// ended: pods whose start is over (completed here, or already started
 	// when first seen), until their deletion; their events are not orphans.
 	ended   map[string]endedPod
@@ -150,10 +156,16 @@ func (c *Correlator) Stats() Stats {
 // any (pod starts whose grace period or timeout the event's time passed).
 func (c *Correlator) Handle(ev event.Event) []*Timeline {
 	c.stats.Events++
-	if t := ev.When(); t.After(c.now) {
-		c.now = t
+	if t, ok := ev.(*event.Tick); ok {
+		if step, stepped := c.clock.tick(t); stepped {
+			c.stats.ClockSteps++
+			c.stats.ClockStep = step
+		}
+	} else {
+		ev = c.clock.normalize(ev)
+		c.clock.advance(ev.When())
 	}
-	learned := c.index.learnFrom(ev, c.now)
+	learned := c.index.learnFrom(ev, c.clock.now)
 	switch e := ev.(type) {
 	case *event.PodUpdate:
 		c.handlePod(e)
@@ -162,7 +174,7 @@ func (c *Correlator) Handle(ev event.Event) []*Timeline {
 		// A source's blindness: marks the starts it overlaps (not yet).
 	default:
 		if isCNIProcess(ev) {
-			c.cni.record(ev, c.now)
+			c.cni.record(ev, c.clock.now)
 			break
 		}
 		if call, ok := ev.(*event.CRICall); ok && call.Method == event.CRIRunPodSandbox {
@@ -171,7 +183,7 @@ func (c *Correlator) Handle(ev event.Event) []*Timeline {
 		uid := podUIDOf(ev)
 		if uid == "" {
 			var key string
-			if uid, key = c.index.lookup(ev, c.now); uid == "" {
+			if uid, key = c.index.lookup(ev, c.clock.now); uid == "" {
 				if key != "" {
 					c.park(key, ev)
 				}
@@ -200,7 +212,7 @@ func isCNIProcess(ev event.Event) bool {
 func (c *Correlator) noteSandboxCall(call *event.CRICall) {
 	c.sandboxCalls = append(c.sandboxCalls, sandboxCall{uid: call.PodUID, start: call.Time, end: call.End})
 	i := 0
-	for i < len(c.sandboxCalls) && c.now.Sub(c.sandboxCalls[i].end) > 10*time.Minute {
+	for i < len(c.sandboxCalls) && c.clock.now.Sub(c.sandboxCalls[i].end) > 10*time.Minute {
 		i++
 	}
 	c.sandboxCalls = c.sandboxCalls[i:]
@@ -214,7 +226,7 @@ func (c *Correlator) park(key string, ev event.Event) {
 			c.stats.Overflow++
 			return
 		}
-		o = &orphanEvents{first: c.now}
+		o = &orphanEvents{first: c.clock.now}
 		c.index.pending[key] = o
 	}
 	if len(o.events) >= c.cfg.MaxProcessesPerPod {
@@ -239,7 +251,7 @@ func (c *Correlator) unpark(key string) {
 	for _, ev := range o.events {
 		uid := c.index.owners[key].uid
 		if _, isConn := ev.(*event.TCPConnection); isConn {
-			uid, _ = c.index.lookup(ev, c.now)
+			uid, _ = c.index.lookup(ev, c.clock.now)
 		}
 		if uid == "" {
 			still = append(still, ev)
@@ -262,7 +274,7 @@ func (c *Correlator) Flush() []*Timeline {
 	for _, uid := range c.sortedUIDs() {
 		p := c.pods[uid]
 		if p.outcome == "" {
-			p.finish(OutcomeTimeout, c.now, p.withStuckDetail("still starting when readyline stopped"))
+			p.finish(OutcomeTimeout, c.clock.now, p.withStuckDetail("still starting when readyline stopped"))
 		}
 		out = append(out, c.complete(p))
 	}
@@ -275,9 +287,10 @@ func (c *Correlator) Flush() []*Timeline {
 // Ready (or failure, or deletion), when it comes, completes the start in a
 // timeline with ReportedAt set.
 func (c *Correlator) report(p *podState, reason string) *Timeline {
-	p.reportedAt = c.now
-	tl := p.timeline(&deriveContext{cni: &c.cni, sandboxCalls: c.sandboxCalls}, ending{OutcomeTimeout, c.now, reason})
+	p.reportedAt = c.clock.now
+	tl := p.timeline(&deriveContext{cni: &c.cni, sandboxCalls: c.sandboxCalls}, ending{OutcomeTimeout, c.clock.now, reason})
 	tl.Partial = true
+	c.clock.present(tl, tl.Start)
 	return tl
 }
 
@@ -322,7 +335,7 @@ func (c *Correlator) handlePod(e *event.PodUpdate) {
 		c.aliases[hash] = uid
 	}
 	if p, ok := c.pods[uid]; ok {
-		p.observe(e)
+		c.observe(p, e)
 		return
 	}
 	if ep, ok := c.ended[uid]; ok {
@@ -330,7 +343,7 @@ func (c *Correlator) handlePod(e *event.PodUpdate) {
 			c.stats.AfterStart++
 		}
 		if e.Action == event.PodDeleted && ep.deleted.IsZero() {
-			ep.deleted = c.now
+			ep.deleted = c.clock.now
 			c.ended[uid] = ep
 		}
 		return
@@ -355,9 +368,9 @@ func (c *Correlator) handlePod(e *event.PodUpdate) {
 	// already Ready (static.go), but the start itself happened in view.
 	started := alreadyStarted(e.Pod) && !(mirror && sawStartOnNode(early))
 	if e.Action == event.PodDeleted || started {
-		ep := endedPod{since: c.now, hash: hash}
+		ep := endedPod{since: c.clock.now, hash: hash}
 		if e.Action == event.PodDeleted {
-			ep.deleted = c.now
+			ep.deleted = c.clock.now
 		}
 		c.end(uid, ep)
 		for _, key := range keys {
@@ -370,13 +383,23 @@ func (c *Correlator) handlePod(e *event.PodUpdate) {
 		return
 	}
 	p := newPodState(e, nodeUID, c.cfg.MaxProcessesPerPod)
+	p.since = c.clock.stamp(e.Time)
 	c.pods[uid] = p
-	p.observe(e)
+	c.observe(p, e)
 	for _, key := range keys {
 		delete(c.orphans, key)
 	}
 	for _, ev := range early {
 		c.stats.Overflow += p.record(ev)
+	}
+}
+
+// observe has p take a pod update, and stamps the outcome it may reach on
+// the correlator's clock (its grace period runs from that stamp).
+func (c *Correlator) observe(p *podState, e *event.PodUpdate) {
+	p.observe(e)
+	if p.outcome != "" && p.doneStamp.IsZero() {
+		p.doneStamp = c.clock.stamp(p.doneAt)
 	}
 }
 
@@ -414,7 +437,7 @@ func (c *Correlator) route(uid string, ev event.Event) {
 			c.stats.Overflow++
 			return
 		}
-		o = &orphanEvents{first: c.now}
+		o = &orphanEvents{first: c.clock.now}
 		c.orphans[uid] = o
 	}
 	if len(o.events) >= c.cfg.MaxProcessesPerPod {
@@ -427,17 +450,17 @@ func (c *Correlator) route(uid string, ev event.Event) {
 // expire completes pod starts past their grace period or timeout and drops
 // stale orphans and bookkeeping.
 func (c *Correlator) expire() []*Timeline {
-	if c.now.Sub(c.lastExpire) < expireEvery {
+	if c.clock.now.Sub(c.lastExpire) < expireEvery {
 		return nil
 	}
-	c.lastExpire = c.now
+	c.lastExpire = c.clock.now
 	var out []*Timeline
 	for _, uid := range c.sortedUIDs() {
 		p := c.pods[uid]
-		if p.outcome == "" && p.reportedAt.IsZero() && c.now.Sub(p.firstSeen) >= c.cfg.Timeout {
+		if p.outcome == "" && p.reportedAt.IsZero() && c.clock.now.Sub(p.since) >= c.cfg.Timeout {
 			out = append(out, c.report(p, p.withStuckDetail("not Ready within "+c.cfg.Timeout.String())))
 		}
-		if p.outcome != "" && c.now.Sub(p.doneAt) >= c.cfg.Grace {
+		if p.outcome != "" && c.clock.now.Sub(p.doneStamp) >= c.cfg.Grace {
 			out = append(out, c.complete(p))
 		}
 	}
@@ -447,18 +470,18 @@ func (c *Correlator) expire() []*Timeline {
 			if looksLikeConfigHash(key) {
 				ttl = max(ttl, c.cfg.Timeout)
 			}
-			if c.now.Sub(o.first) >= ttl {
+			if c.clock.now.Sub(o.first) >= ttl {
 				c.stats.Orphaned += uint64(len(o.events))
 				delete(m, key)
 			}
 		}
 	}
 	for uid, ep := range c.ended {
-		if !ep.deleted.IsZero() && c.now.Sub(ep.deleted) >= c.cfg.OrphanTTL {
+		if !ep.deleted.IsZero() && c.clock.now.Sub(ep.deleted) >= c.cfg.OrphanTTL {
 			c.forget(uid)
 		}
 	}
-	c.index.forget(c.now, c.cfg.Timeout, c.knows)
+	c.index.forget(c.clock.now, c.cfg.Timeout, c.knows)
 	return out
 }
 
@@ -520,7 +543,7 @@ func (c *Correlator) forget(uid string) {
 
 func (c *Correlator) complete(p *podState) *Timeline {
 	delete(c.pods, p.uid)
-	ep := endedPod{since: c.now, traced: true, deleted: p.deletedAt}
+	ep := endedPod{since: c.clock.now, traced: true, deleted: p.deletedAt}
 	if p.nodeUID != p.uid {
 		ep.hash = p.nodeUID
 	}
@@ -528,5 +551,6 @@ func (c *Correlator) complete(p *podState) *Timeline {
 	c.stats.Timelines++
 	tl := p.timeline(&deriveContext{cni: &c.cni, sandboxCalls: c.sandboxCalls}, ending{p.outcome, p.doneAt, p.reason})
 	tl.ReportedAt = p.reportedAt
+	c.clock.present(tl, tl.Start)
 	return tl
 }

@@ -90,7 +90,7 @@ func (p *podState) timeline(ctx *deriveContext, end ending) *Timeline {
 	pod := p.pod
 	tl := &Timeline{
 		Pod:     PodRef{UID: p.uid, Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName},
-		Start:   pod.CreationTimestamp.Time,
+		Start:   p.firstPod.CreationTimestamp.Time, // as first read (clock.go)
 		End:     end.at,
 		Outcome: end.outcome,
 		Reason:  end.reason,
