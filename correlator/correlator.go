@@ -32,6 +32,11 @@ type Config struct {
 	// MaxProcessesPerPod bounds the processes remembered per pod start
 	// (a pod that forks wildly is cut off, not the daemon). Default 4096.
 	MaxProcessesPerPod int
+	// MaxOrphanBytes bounds the events kept for pods not (yet) seen in the
+	// API, and for ids and addresses no pod is known for, by their
+	// approximate size in memory: while the pod watch is down they are kept
+	// until it is back (outage.go), not OrphanTTL. Default 32 MiB.
+	MaxOrphanBytes int
 }
 
 func (c Config) withDefaults() Config {
@@ -50,6 +55,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxProcessesPerPod <= 0 {
 		c.MaxProcessesPerPod = 4096
 	}
+	if c.MaxOrphanBytes <= 0 {
+		c.MaxOrphanBytes = 32 << 20
+	}
 	return c
 }
 
@@ -64,8 +72,12 @@ type Stats struct {
 	// AfterStart counts events for pods whose start is already complete:
 	// their life goes on, but readyline traces only the start. Not a loss.
 	AfterStart uint64
-	// Overflow counts events dropped by the MaxPods / MaxProcessesPerPod bounds.
+	// Overflow counts events dropped by the MaxPods / MaxProcessesPerPod /
+	// MaxOrphanBytes bounds.
 	Overflow uint64
+	// Held is the number of events kept for pods not seen in the API yet
+	// (or ids no pod is known for), HeldBytes their approximate size.
+	Held, HeldBytes int
 	// Forgotten counts ended pods forgotten before the API deleted them,
 	// because MaxPods of them were remembered.
 	Forgotten uint64
@@ -102,7 +114,11 @@ type Correlator struct {
 	sandboxCalls []sandboxCall
 	// lastExpire: expiry runs at most every expireEvery of event time.
 	lastExpire time.Time
-	stats      Stats
+	// held: what orphans and index.pending hold (orphans.go); watch: the
+	// pod watch's outages (outage.go).
+	held  heldTotal
+	watch podWatch
+	stats Stats
 }
 
 // expireEvery is the resolution of grace periods and timeouts.
@@ -121,10 +137,6 @@ type endedPod struct {
 	hash string
 }
 
-type orphanEvents struct {
-	first  time.Time
-	events []event.Event
-}
 
 // New returns a Correlator.
 func New(cfg Config) *Correlator {
@@ -149,6 +161,7 @@ type sandboxCall struct {
 func (c *Correlator) Stats() Stats {
 	s := c.stats
 	s.Tracked = len(c.pods)
+	s.Held, s.HeldBytes = c.held.events, c.held.bytes
 	return s
 }
 
@@ -172,6 +185,7 @@ func (c *Correlator) Handle(ev event.Event) []*Timeline {
 	case *event.Tick:
 	case *event.SourceStatus:
 		// A source's blindness: marks the starts it overlaps (not yet).
+		c.noteSource(e) // the pod watch's outages keep held events (outage.go)
 	default:
 		if isCNIProcess(ev) {
 			c.cni.record(ev, c.clock.now)
@@ -219,22 +233,7 @@ func (c *Correlator) noteSandboxCall(call *event.CRICall) {
 }
 
 // park keeps an event naming an id or IP no pod is known for (yet).
-func (c *Correlator) park(key string, ev event.Event) {
-	o := c.index.pending[key]
-	if o == nil {
-		if len(c.index.pending) >= c.cfg.MaxPods {
-			c.stats.Overflow++
-			return
-		}
-		o = &orphanEvents{first: c.clock.now}
-		c.index.pending[key] = o
-	}
-	if len(o.events) >= c.cfg.MaxProcessesPerPod {
-		c.stats.Overflow++
-		return
-	}
-	o.events = append(o.events, ev)
-}
+func (c *Correlator) park(key string, ev event.Event) { c.hold(c.index.pending, key, ev) }
 
 // unpark routes the events that waited for key's owner. Connections wait
 // under their IP and are looked up again, by address and port: on the
@@ -242,11 +241,10 @@ func (c *Correlator) park(key string, ev event.Event) {
 // names nobody keeps waiting.
 func (c *Correlator) unpark(key string) {
 	key = pendingKey(key)
-	o, ok := c.index.pending[key]
+	o, ok := c.release(c.index.pending, key)
 	if !ok {
 		return
 	}
-	delete(c.index.pending, key)
 	var still []event.Event
 	for _, ev := range o.events {
 		uid := c.index.owners[key].uid
@@ -260,8 +258,7 @@ func (c *Correlator) unpark(key string) {
 		c.route(uid, ev)
 	}
 	if len(still) > 0 {
-		o.events = still
-		c.index.pending[key] = o
+		c.rehold(c.index.pending, key, o, still)
 	}
 }
 
@@ -363,10 +360,13 @@ func (c *Correlator) handlePod(e *event.PodUpdate) {
 		}
 	}
 	// A pod first seen Ready (or done) started before readyline saw it and
-	// is not traced, except a static pod whose node facts show its start
-	// from the sandbox on: its mirror pod came after the start, often
-	// already Ready (static.go), but the start itself happened in view.
-	started := alreadyStarted(e.Pod) && !(mirror && sawStartOnNode(early))
+	// is not traced, except when its node facts show its start from the
+	// sandbox on and the API could not show it earlier: a static pod's
+	// mirror pod comes after the start, often already Ready (static.go), a
+	// pod may start during an outage of the pod watch (outage.go); the
+	// start itself happened in view.
+	apiMissed := mirror || c.watchMissedStart(early, e.Time)
+	started := alreadyStarted(e.Pod) && !(apiMissed && sawStartOnNode(early))
 	if e.Action == event.PodDeleted || started {
 		ep := endedPod{since: c.clock.now, hash: hash}
 		if e.Action == event.PodDeleted {
@@ -374,7 +374,7 @@ func (c *Correlator) handlePod(e *event.PodUpdate) {
 		}
 		c.end(uid, ep)
 		for _, key := range keys {
-			delete(c.orphans, key)
+			c.release(c.orphans, key)
 		}
 		return
 	}
@@ -387,7 +387,7 @@ func (c *Correlator) handlePod(e *event.PodUpdate) {
 	c.pods[uid] = p
 	c.observe(p, e)
 	for _, key := range keys {
-		delete(c.orphans, key)
+		c.release(c.orphans, key)
 	}
 	for _, ev := range early {
 		c.stats.Overflow += p.record(ev)
@@ -431,20 +431,7 @@ func (c *Correlator) route(uid string, ev event.Event) {
 		}
 		return
 	}
-	o := c.orphans[uid]
-	if o == nil {
-		if len(c.orphans) >= c.cfg.MaxPods {
-			c.stats.Overflow++
-			return
-		}
-		o = &orphanEvents{first: c.clock.now}
-		c.orphans[uid] = o
-	}
-	if len(o.events) >= c.cfg.MaxProcessesPerPod {
-		c.stats.Overflow++
-		return
-	}
-	o.events = append(o.events, ev)
+	c.hold(c.orphans, uid, ev)
 }
 
 // expire completes pod starts past their grace period or timeout and drops
@@ -470,9 +457,9 @@ func (c *Correlator) expire() []*Timeline {
 			if looksLikeConfigHash(key) {
 				ttl = max(ttl, c.cfg.Timeout)
 			}
-			if c.clock.now.Sub(o.first) >= ttl {
+			if from, ok := c.orphanTTLFrom(o); ok && c.clock.now.Sub(from) >= ttl {
 				c.stats.Orphaned += uint64(len(o.events))
-				delete(m, key)
+				c.release(m, key)
 			}
 		}
 	}
