@@ -127,6 +127,7 @@ func (p *podState) timeline(ctx *deriveContext, end ending) *Timeline {
 		tl.ObservedSince = p.firstSight()
 		tl.Missing = d.missing(tl, tl.ObservedSince)
 	}
+	markAPILag(tl)
 	tl.Phases = d.phases(tl)
 	tl.Insights = d.insights(tl)
 	tl.CriticalPath = d.criticalPath(tl)
