@@ -137,7 +137,6 @@ type endedPod struct {
 	hash string
 }
 
-
 // New returns a Correlator.
 func New(cfg Config) *Correlator {
 	return &Correlator{
