@@ -366,6 +366,9 @@ func (d *daemon) deliver(ctx context.Context, tl *correlator.Timeline, alert boo
 	if !tl.ObservedSince.IsZero() {
 		attrs = append(attrs, "observed_since", tl.ObservedSince.Sub(tl.Start).Round(time.Millisecond).String())
 	}
+	if len(tl.Marks) > 0 {
+		attrs = append(attrs, "marks", tl.Marks) // api_lag, clock_step: less exact than its sources
+	}
 	if len(tl.Insights) > 0 {
 		attrs = append(attrs, "insight", tl.Insights[0].Message)
 	}
