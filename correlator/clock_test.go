@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand"
 	"reflect"
 	"testing"
 	"time"
@@ -61,6 +62,11 @@ func (w wallStep) stamp(ev event.Event) event.Event {
 // returns the timelines with the true time (seconds after t0) of the tick
 // or event that completed each. It also returns the stream it fed.
 func tickedRun(t *testing.T, cfg Config, evs []event.Event, w wallStep) ([]*Timeline, []float64, []event.Event) {
+	return tickedRunFor(t, cfg, evs, w, 10)
+}
+
+// tickedRunFor is tickedRun with tail seconds of ticks after the events.
+func tickedRunFor(t *testing.T, cfg Config, evs []event.Event, w wallStep, tail float64) ([]*Timeline, []float64, []event.Event) {
 	t.Helper()
 	c := New(cfg)
 	var out []*Timeline
@@ -92,7 +98,7 @@ func tickedRun(t *testing.T, cfg Config, evs []event.Event, w wallStep) ([]*Time
 		}
 		handle(w.stamp(ev), ev.When().Sub(t0).Seconds())
 	}
-	for end := next + 10; next < end; {
+	for end := next + tail; next < end; {
 		tick()
 	}
 	return out, when, fed
@@ -330,5 +336,57 @@ func TestMapTimesCopies(t *testing.T) {
 	}
 	if !a.Process.Exit.IsZero() || !a.Started.IsZero() {
 		t.Error("a zero time was moved")
+	}
+}
+
+// TestPropertyClockSteps: random pod starts (those of
+// TestPropertyRandomStarts), with the wall clock stepping by a random
+// amount at a random moment: each timeline holds what every timeline must
+// (checkTimeline), the ones across the step are marked, and for a step of
+// 45 s or more they are the timelines without the step, each on the clock
+// of when it was made. (A smaller step back leaves some times ambiguous: a
+// container's start reported 5 s late after a 5 s step back reads the
+// same on either clock.)
+func TestPropertyClockSteps(t *testing.T) {
+	seeds := 300
+	if testing.Short() {
+		seeds = 50
+	}
+	steps := []time.Duration{-2 * time.Hour, -time.Hour, -10 * time.Minute, -45 * time.Second, -5 * time.Second,
+		5 * time.Second, 45 * time.Second, 10 * time.Minute, time.Hour}
+	for seed := range seeds {
+		r := rand.New(rand.NewSource(int64(seed)))
+		var events []event.Event
+		for p := range 1 + r.Intn(3) {
+			events = append(events, randomStart(t, r, fmt.Sprintf("rand-%d-%d", seed, p), p).events...)
+		}
+		events = jumble(r, events)
+		last := events[len(events)-1].When().Sub(t0).Seconds()
+		w := wallStep{from: r.Float64() * last, step: steps[r.Intn(len(steps))], stale: time.Duration(r.Intn(6)) * time.Second}
+		plain, _, _ := tickedRunFor(t, Config{}, events, wallStep{from: 1e9}, 180)
+		got, when, _ := tickedRunFor(t, Config{}, events, w, 180)
+		what := fmt.Sprintf("seed %d, %v at %.1fs", seed, w.step, w.from)
+		if len(got) != len(plain) {
+			t.Errorf("%s: %d timelines, %d without the step", what, len(got), len(plain))
+			continue
+		}
+		for i, tl := range got {
+			want := plain[i]
+			if when[i] >= w.from {
+				want = shiftedBy(want, w.step)
+			}
+			spans := !plain[i].Start.After(at(w.from)) && !plain[i].End.Before(at(w.from))
+			if spans && len(tl.ClockSteps) == 0 {
+				t.Errorf("%s: %s spans the step, not marked", what, tl.Pod.Name)
+			}
+			checkTimeline(t, what+" "+tl.Pod.Name, shiftedBy(tl, -w.step))
+			want.Marks, want.ClockSteps = tl.Marks, tl.ClockSteps
+			if w.step.Abs() < 45*time.Second {
+				continue
+			}
+			if g, w := mustJSON(t, tl), mustJSON(t, want); g != w {
+				t.Errorf("%s: %s differs from the start without the step:\n got %s\nwant %s", what, tl.Pod.Name, g, w)
+			}
+		}
 	}
 }
