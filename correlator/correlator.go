@@ -21,6 +21,8 @@ type Config struct {
 	// OrphanTTL is how long events for a pod not (yet) seen in the API are
 	// kept in case the pod shows up, and how long a deleted pod's late events
 	// (the exits of its killed processes) are still recognised. Default 30 s.
+	// While the pod watch is down nothing waiting expires, and after its
+	// return it gets OrphanTTL from then (outage.go).
 	// Events of what looks like a static pod (a node-side UID of the form of
 	// a kubelet config hash) wait up to Timeout instead: its mirror pod may
 	// come much later (static.go).
