@@ -27,21 +27,21 @@ import (
 // starts a frame, the offset after the step, valid from the last moment
 // known to be before it. A time an event recalls (a creation, a transition:
 // the runtime, the kubelet and the API server read the wall clock as it
-// is) in the frame before is from before the step; the time it was stamped
-// with as it happened may be up to frameStale later, because the sources
-// convert the kernel's boot times with an offset they re-sample only every
-// few seconds (collector.BootClock): the frame of a time is not the frame
-// of its arrival. Every time an event carries is read
-// in a frame that puts it inside that frame's validity (a creation time
-// from before the step in the frame before, a time just stamped in the
-// current one) and, of those, the one that puts it latest without putting
-// it after the last tick plus tickReach (facts are reported soon after they
-// happen). Times so read are on one time line, the
-// base frame (the wall clock of the first tick with a monotonic reading),
-// on which the facts are kept and derived: a start that spans a step has no
-// duration the step invented. A timeline is written in the frame of the
-// wall clock when it is made (its times are the node's clock's then), and a
-// timeline whose window holds a step is marked (MarkClockStep, ClockSteps).
+// is) in the frame before is from before the step; a time an event was
+// stamped with as it happened may come in the frame before up to
+// frameStale after the step, because the sources convert the kernel's boot
+// times with an offset they re-sample only every few seconds
+// (collector.BootClock). Each time is read in a frame that puts it inside
+// that frame's validity and, of those, for a time just stamped the one
+// that puts it nearest the clock, for a recalled one the one that puts it
+// latest without putting it after the last tick plus tickReach (facts are
+// reported soon after they happen). Times so read are on one time line,
+// the base frame (the wall clock of the first tick with a monotonic
+// reading), on which the facts are kept and derived: a start that spans a
+// step has no duration the step invented. A timeline is written in the
+// frame of the wall clock when it is made (its times are the node's
+// clock's then), and a timeline whose window holds a step is marked
+// (MarkClockStep, ClockSteps).
 //
 // Some wall times are ambiguous: after a step back, those of the step's
 // length before it happen again after it; and within frameStale of a step
@@ -104,10 +104,12 @@ func (k *clock) tick(t *event.Tick) (step time.Duration, stepped bool) {
 		k.mono, k.anchor, k.frames = true, off, []clockFrame{{off: off}}
 	case t.Mono < k.lastMono:
 		// Another monotonic clock (a recording of another boot appended):
-		// its time 0 is re-anchored so that the clock goes on from now.
+		// its time 0 is re-anchored so that the clock goes on from now;
+		// the step is how far the written times move.
+		before := cur - k.anchor
 		k.anchor = k.now.UnixNano() - int64(t.Mono)
 		k.frames = []clockFrame{{off: off}}
-		step, stepped = time.Duration(off-cur), true
+		step, stepped = time.Duration(off-k.anchor-before), true
 	case off-cur > int64(stepThreshold) || cur-off > int64(stepThreshold):
 		// The step came after everything handled so far: the daemon ticks
 		// as soon as it sees the wall clock moved (collector.ClockWatch).

@@ -390,3 +390,31 @@ func TestPropertyClockSteps(t *testing.T) {
 		}
 	}
 }
+
+// TestClockAnotherBoot: a recording of another boot appended (its
+// monotonic readings start again near 0) does not stall the clock: the
+// start in it completes within its grace period, on its own times.
+func TestClockAnotherBoot(t *testing.T) {
+	c := New(Config{})
+	for s := 0.0; s < 5; s++ {
+		c.Handle(&event.Tick{Time: at(s).Add(-time.Hour), Mono: boot0 + time.Duration(s)*time.Second})
+	}
+	var got []*Timeline
+	next := 0.0
+	for _, ev := range lifecycleDemo(t).events {
+		for !at(next).After(ev.When()) {
+			got = append(got, c.Handle(&event.Tick{Time: at(next), Mono: 30*time.Second + at(next).Sub(t0)})...)
+			next++
+		}
+		got = append(got, c.Handle(ev)...)
+	}
+	for end := next + 3; next < end; next++ {
+		got = append(got, c.Handle(&event.Tick{Time: at(next), Mono: 30*time.Second + at(next).Sub(t0)})...)
+	}
+	if len(got) != 1 || got[0].Outcome != OutcomeReady || !got[0].Start.Equal(t0) || !got[0].End.Equal(at(20)) {
+		t.Fatalf("%d timelines: %s", len(got), mustJSON(t, got))
+	}
+	if st := c.Stats(); st.ClockSteps != 1 {
+		t.Errorf("stats %+v: want the new boot counted as a step", st)
+	}
+}
