@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/readyline/readyline/collector/event"
 )
 
 // BootClock converts CLOCK_BOOTTIME nanoseconds, the clock of
@@ -36,4 +38,62 @@ func NewBootClock() BootClock {
 // Time returns the wall-clock time (UTC) of a CLOCK_BOOTTIME reading.
 func (c BootClock) Time(bootNS uint64) time.Time {
 	return time.Unix(0, c.Offset+int64(bootNS)).UTC()
+}
+
+// ReadClocks reads the wall clock and CLOCK_BOOTTIME together: boot is
+// read between two wall-clock readings and wall is their middle, so that
+// wall - boot is the offset BootClock adds to kernel times at that moment.
+// The daemon's ticks carry both (event.Tick): the correlator keeps its
+// timeouts on boot, which no wall-clock step moves, and counts elapsed
+// suspend time as time passed, as the kernel's event times do.
+func ReadClocks() (wall time.Time, boot time.Duration) {
+	var r1, b, r2 unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_REALTIME, &r1)
+	_ = unix.ClockGettime(unix.CLOCK_BOOTTIME, &b)
+	_ = unix.ClockGettime(unix.CLOCK_REALTIME, &r2)
+	return time.Unix(0, r1.Nano()+(r2.Nano()-r1.Nano())/2).UTC(), time.Duration(b.Nano())
+}
+
+// stepWatch is how far the wall clock may move against CLOCK_BOOTTIME before
+// ClockWatch ticks at once: below the correlator's 1 s step threshold, far
+// above the microseconds reading the two clocks takes.
+const stepWatch = 500 * time.Millisecond
+
+// ClockWatch makes the daemon's ticks and tells a step of the wall clock as
+// soon as it happened: the daemon asks it before handing each event to the
+// correlator, so the correlator learns of a step before the first event
+// stamped on the stepped clock. The zero value reads the real clocks. Not
+// safe for concurrent use.
+type ClockWatch struct {
+	// Read reads the wall clock and CLOCK_BOOTTIME; nil is ReadClocks.
+	Read func() (time.Time, time.Duration)
+	off  int64
+	set  bool
+}
+
+// Tick reads the clocks.
+func (w *ClockWatch) Tick() *event.Tick {
+	read := w.Read
+	if read == nil {
+		read = ReadClocks
+	}
+	wall, boot := read()
+	w.off, w.set = wall.UnixNano()-int64(boot), true
+	return &event.Tick{Time: wall, Mono: boot}
+}
+
+// Stepped returns a tick when the wall clock moved by more than 500 ms
+// against CLOCK_BOOTTIME since the last tick (or when there was none), and
+// nil otherwise. It costs three clock reads (vDSO, no system call).
+func (w *ClockWatch) Stepped() *event.Tick {
+	read := w.Read
+	if read == nil {
+		read = ReadClocks
+	}
+	wall, boot := read()
+	if d := wall.UnixNano() - int64(boot) - w.off; w.set && d < int64(stepWatch) && d > -int64(stepWatch) {
+		return nil
+	}
+	w.off, w.set = wall.UnixNano()-int64(boot), true
+	return &event.Tick{Time: wall, Mono: boot}
 }

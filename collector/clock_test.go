@@ -27,3 +27,49 @@ func TestNewBootClockMatchesWallClock(t *testing.T) {
 		t.Fatalf("boot time now converts to %v, %v from time.Now()", got, d)
 	}
 }
+
+// TestReadClocks: the pair is the boot clock's offset (what the kernel
+// sources add to event times) and boot time moves forward.
+func TestReadClocks(t *testing.T) {
+	wall, boot := ReadClocks()
+	if boot <= 0 || wall.Location() != time.UTC {
+		t.Fatalf("ReadClocks = %v, %v", wall, boot)
+	}
+	off := NewBootClock().Offset
+	if d := time.Duration(wall.UnixNano() - int64(boot) - off); d < -5*time.Millisecond || d > 5*time.Millisecond {
+		t.Errorf("wall - boot is %v from the boot clock's offset", d)
+	}
+	if now := time.Now(); now.Sub(wall) < 0 || now.Sub(wall) > 50*time.Millisecond {
+		t.Errorf("wall %v, time.Now %v", wall, now)
+	}
+	time.Sleep(time.Millisecond)
+	if _, later := ReadClocks(); later <= boot {
+		t.Errorf("boot time went from %v to %v", boot, later)
+	}
+}
+
+// TestClockWatchStepped: a tick at once when the wall clock moved against
+// the boot clock, not while both run alike.
+func TestClockWatchStepped(t *testing.T) {
+	wall := time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
+	boot := time.Hour
+	w := &ClockWatch{Read: func() (time.Time, time.Duration) { return wall, boot }}
+	if w.Stepped() == nil {
+		t.Fatal("no tick before the first one: nothing to compare with")
+	}
+	if tk := w.Tick(); !tk.Time.Equal(wall) || tk.Mono != boot {
+		t.Fatalf("tick %+v", tk)
+	}
+	wall, boot = wall.Add(3*time.Second), boot+3*time.Second+100*time.Millisecond // slewed, not stepped
+	if tk := w.Stepped(); tk != nil {
+		t.Errorf("tick %+v without a step", tk)
+	}
+	wall = wall.Add(-time.Hour)
+	tk := w.Stepped()
+	if tk == nil || !tk.Time.Equal(wall) || tk.Mono != boot {
+		t.Fatalf("step back an hour: tick %+v", tk)
+	}
+	if w.Stepped() != nil {
+		t.Error("a second tick for the same step")
+	}
+}

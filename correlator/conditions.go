@@ -35,19 +35,24 @@ func (d *derivation) conditions(tl *Timeline) []ConditionTransition {
 		}
 		ct := ConditionTransition{Type: string(typ), ReadinessGate: gate[typ], Observed: f.observed,
 			LastTransitionTime: f.lastTransition, EarlierObserved: f.earlier}
-		if d.coarseAtFirstSight(f) && !f.lastTransition.IsZero() {
+		late := d.deliveredLate(typ, f) // apilag.go
+		if d.coarseAtFirstSight(f) && !f.lastTransition.IsZero() && !late {
 			// True before readyline saw the pod: its own time, no lag.
 			ct.Observed, ct.Coarse = f.lastTransition, true
 		}
+		bound := d.reportedBy(typ, f)
 		if ct.ReadinessGate {
 			ct.CauseEvent = "readiness gate set by its controller (API)"
 		} else {
-			ct.Cause, ct.CauseEvent = d.cause(typ, tl, f.observed)
+			ct.Cause, ct.CauseEvent = d.cause(typ, tl, bound)
 		}
-		if !ct.Cause.IsZero() && ct.Cause.After(f.observed) {
+		if !ct.Cause.IsZero() && ct.Cause.After(bound) {
 			// Defensive: every cause() branch bounds itself; a cause after
 			// its observation is not the cause.
 			ct.Cause, ct.CauseEvent = time.Time{}, "no cause seen before the observation"
+		}
+		if late {
+			lateTransition(&ct, f.observed)
 		}
 		out = append(out, ct)
 	}
@@ -141,9 +146,9 @@ func (d *derivation) containersReady(bound time.Time) (time.Time, string) {
 // Ready is ContainersReady and every gate's condition True).
 func (d *derivation) podReady(tl *Timeline, bound time.Time) (time.Time, string) {
 	t, by := d.containersReady(bound)
-	if f, ok := d.p.conds[corev1.ContainersReady]; ok && !bound.IsZero() && !f.observed.After(bound) {
+	if f, ok := d.p.conds[corev1.ContainersReady]; ok && !bound.IsZero() && !d.reportedBy(corev1.ContainersReady, f).After(bound) {
 		// The containers' readiness as ContainersReady reported it.
-		t, by = d.containersReady(f.observed)
+		t, by = d.containersReady(d.reportedBy(corev1.ContainersReady, f))
 	}
 	if t.IsZero() {
 		return t, by

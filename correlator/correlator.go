@@ -21,6 +21,8 @@ type Config struct {
 	// OrphanTTL is how long events for a pod not (yet) seen in the API are
 	// kept in case the pod shows up, and how long a deleted pod's late events
 	// (the exits of its killed processes) are still recognised. Default 30 s.
+	// While the pod watch is down nothing waiting expires, and after its
+	// return it gets OrphanTTL from then (outage.go).
 	// Events of what looks like a static pod (a node-side UID of the form of
 	// a kubelet config hash) wait up to Timeout instead: its mirror pod may
 	// come much later (static.go).
@@ -32,6 +34,11 @@ type Config struct {
 	// MaxProcessesPerPod bounds the processes remembered per pod start
 	// (a pod that forks wildly is cut off, not the daemon). Default 4096.
 	MaxProcessesPerPod int
+	// MaxOrphanBytes bounds the events kept for pods not (yet) seen in the
+	// API, and for ids and addresses no pod is known for, by their
+	// approximate size in memory: while the pod watch is down they are kept
+	// until it is back (outage.go), not OrphanTTL. Default 32 MiB.
+	MaxOrphanBytes int
 }
 
 func (c Config) withDefaults() Config {
@@ -50,6 +57,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxProcessesPerPod <= 0 {
 		c.MaxProcessesPerPod = 4096
 	}
+	if c.MaxOrphanBytes <= 0 {
+		c.MaxOrphanBytes = 32 << 20
+	}
 	return c
 }
 
@@ -64,24 +74,34 @@ type Stats struct {
 	// AfterStart counts events for pods whose start is already complete:
 	// their life goes on, but readyline traces only the start. Not a loss.
 	AfterStart uint64
-	// Overflow counts events dropped by the MaxPods / MaxProcessesPerPod bounds.
+	// Overflow counts events dropped by the MaxPods / MaxProcessesPerPod /
+	// MaxOrphanBytes bounds.
 	Overflow uint64
+	// Held is the number of events kept for pods not seen in the API yet
+	// (or ids no pod is known for), HeldBytes their approximate size.
+	Held, HeldBytes int
 	// Forgotten counts ended pods forgotten before the API deleted them,
 	// because MaxPods of them were remembered.
 	Forgotten uint64
+	// ClockSteps counts the steps of the wall clock the ticks showed
+	// (clock.go); ClockStep is the latest one (negative: back).
+	ClockSteps uint64
+	ClockStep  time.Duration
 }
 
 // Correlator builds pod start timelines from events. It is deterministic:
-// its only clock is the latest event time it has seen (Tick events move it
-// when nothing else happens). Not safe for concurrent use.
+// its only clock is the one the events carry, the daemon's ticks' monotonic
+// reading (or, in recordings without one, the latest event time seen), so
+// that timeouts do not follow steps of the wall clock (clock.go). Not safe
+// for concurrent use.
 //
 // A pod has one start per incarnation (UID): once its start has ended, the
 // pod is remembered until the API reports its deletion, however long it
 // lives, so a readiness flap or a crash loop never opens a second start.
 type Correlator struct {
-	cfg  Config
-	now  time.Time
-	pods map[string]*podState
+	cfg   Config
+	clock clock
+	pods  map[string]*podState
 	// ended: pods whose start is over (completed here, or already started
 	// when first seen), until their deletion; their events are not orphans.
 	ended   map[string]endedPod
@@ -96,7 +116,11 @@ type Correlator struct {
 	sandboxCalls []sandboxCall
 	// lastExpire: expiry runs at most every expireEvery of event time.
 	lastExpire time.Time
-	stats      Stats
+	// held: what orphans and index.pending hold (orphans.go); watch: the
+	// pod watch's outages (outage.go).
+	held  heldTotal
+	watch podWatch
+	stats Stats
 }
 
 // expireEvery is the resolution of grace periods and timeouts.
@@ -113,11 +137,6 @@ type endedPod struct {
 	deleted time.Time
 	// hash: a static pod's config hash, its alias until it is forgotten.
 	hash string
-}
-
-type orphanEvents struct {
-	first  time.Time
-	events []event.Event
 }
 
 // New returns a Correlator.
@@ -143,6 +162,7 @@ type sandboxCall struct {
 func (c *Correlator) Stats() Stats {
 	s := c.stats
 	s.Tracked = len(c.pods)
+	s.Held, s.HeldBytes = c.held.events, c.held.bytes
 	return s
 }
 
@@ -150,19 +170,26 @@ func (c *Correlator) Stats() Stats {
 // any (pod starts whose grace period or timeout the event's time passed).
 func (c *Correlator) Handle(ev event.Event) []*Timeline {
 	c.stats.Events++
-	if t := ev.When(); t.After(c.now) {
-		c.now = t
+	if t, ok := ev.(*event.Tick); ok {
+		if step, stepped := c.clock.tick(t); stepped {
+			c.stats.ClockSteps++
+			c.stats.ClockStep = step
+		}
+	} else {
+		ev = c.clock.normalize(ev)
+		c.clock.advance(ev.When())
 	}
-	learned := c.index.learnFrom(ev, c.now)
+	learned := c.index.learnFrom(ev, c.clock.now)
 	switch e := ev.(type) {
 	case *event.PodUpdate:
 		c.handlePod(e)
 	case *event.Tick:
 	case *event.SourceStatus:
 		// A source's blindness: marks the starts it overlaps (not yet).
+		c.noteSource(e) // the pod watch's outages keep held events (outage.go)
 	default:
 		if isCNIProcess(ev) {
-			c.cni.record(ev, c.now)
+			c.cni.record(ev, c.clock.now)
 			break
 		}
 		if call, ok := ev.(*event.CRICall); ok && call.Method == event.CRIRunPodSandbox {
@@ -171,7 +198,7 @@ func (c *Correlator) Handle(ev event.Event) []*Timeline {
 		uid := podUIDOf(ev)
 		if uid == "" {
 			var key string
-			if uid, key = c.index.lookup(ev, c.now); uid == "" {
+			if uid, key = c.index.lookup(ev, c.clock.now); uid == "" {
 				if key != "" {
 					c.park(key, ev)
 				}
@@ -200,29 +227,14 @@ func isCNIProcess(ev event.Event) bool {
 func (c *Correlator) noteSandboxCall(call *event.CRICall) {
 	c.sandboxCalls = append(c.sandboxCalls, sandboxCall{uid: call.PodUID, start: call.Time, end: call.End})
 	i := 0
-	for i < len(c.sandboxCalls) && c.now.Sub(c.sandboxCalls[i].end) > 10*time.Minute {
+	for i < len(c.sandboxCalls) && c.clock.now.Sub(c.sandboxCalls[i].end) > 10*time.Minute {
 		i++
 	}
 	c.sandboxCalls = c.sandboxCalls[i:]
 }
 
 // park keeps an event naming an id or IP no pod is known for (yet).
-func (c *Correlator) park(key string, ev event.Event) {
-	o := c.index.pending[key]
-	if o == nil {
-		if len(c.index.pending) >= c.cfg.MaxPods {
-			c.stats.Overflow++
-			return
-		}
-		o = &orphanEvents{first: c.now}
-		c.index.pending[key] = o
-	}
-	if len(o.events) >= c.cfg.MaxProcessesPerPod {
-		c.stats.Overflow++
-		return
-	}
-	o.events = append(o.events, ev)
-}
+func (c *Correlator) park(key string, ev event.Event) { c.hold(c.index.pending, key, ev) }
 
 // unpark routes the events that waited for key's owner. Connections wait
 // under their IP and are looked up again, by address and port: on the
@@ -230,16 +242,15 @@ func (c *Correlator) park(key string, ev event.Event) {
 // names nobody keeps waiting.
 func (c *Correlator) unpark(key string) {
 	key = pendingKey(key)
-	o, ok := c.index.pending[key]
+	o, ok := c.release(c.index.pending, key)
 	if !ok {
 		return
 	}
-	delete(c.index.pending, key)
 	var still []event.Event
 	for _, ev := range o.events {
 		uid := c.index.owners[key].uid
 		if _, isConn := ev.(*event.TCPConnection); isConn {
-			uid, _ = c.index.lookup(ev, c.now)
+			uid, _ = c.index.lookup(ev, c.clock.now)
 		}
 		if uid == "" {
 			still = append(still, ev)
@@ -248,8 +259,7 @@ func (c *Correlator) unpark(key string) {
 		c.route(uid, ev)
 	}
 	if len(still) > 0 {
-		o.events = still
-		c.index.pending[key] = o
+		c.rehold(c.index.pending, key, o, still)
 	}
 }
 
@@ -262,7 +272,7 @@ func (c *Correlator) Flush() []*Timeline {
 	for _, uid := range c.sortedUIDs() {
 		p := c.pods[uid]
 		if p.outcome == "" {
-			p.finish(OutcomeTimeout, c.now, p.withStuckDetail("still starting when readyline stopped"))
+			p.finish(OutcomeTimeout, c.clock.now, p.withStuckDetail("still starting when readyline stopped"))
 		}
 		out = append(out, c.complete(p))
 	}
@@ -275,9 +285,10 @@ func (c *Correlator) Flush() []*Timeline {
 // Ready (or failure, or deletion), when it comes, completes the start in a
 // timeline with ReportedAt set.
 func (c *Correlator) report(p *podState, reason string) *Timeline {
-	p.reportedAt = c.now
-	tl := p.timeline(&deriveContext{cni: &c.cni, sandboxCalls: c.sandboxCalls}, ending{OutcomeTimeout, c.now, reason})
+	p.reportedAt = c.clock.now
+	tl := p.timeline(&deriveContext{cni: &c.cni, sandboxCalls: c.sandboxCalls}, ending{OutcomeTimeout, c.clock.now, reason})
 	tl.Partial = true
+	c.clock.present(tl, tl.Start)
 	return tl
 }
 
@@ -322,7 +333,7 @@ func (c *Correlator) handlePod(e *event.PodUpdate) {
 		c.aliases[hash] = uid
 	}
 	if p, ok := c.pods[uid]; ok {
-		p.observe(e)
+		c.observe(p, e)
 		return
 	}
 	if ep, ok := c.ended[uid]; ok {
@@ -330,7 +341,7 @@ func (c *Correlator) handlePod(e *event.PodUpdate) {
 			c.stats.AfterStart++
 		}
 		if e.Action == event.PodDeleted && ep.deleted.IsZero() {
-			ep.deleted = c.now
+			ep.deleted = c.clock.now
 			c.ended[uid] = ep
 		}
 		return
@@ -350,18 +361,21 @@ func (c *Correlator) handlePod(e *event.PodUpdate) {
 		}
 	}
 	// A pod first seen Ready (or done) started before readyline saw it and
-	// is not traced, except a static pod whose node facts show its start
-	// from the sandbox on: its mirror pod came after the start, often
-	// already Ready (static.go), but the start itself happened in view.
-	started := alreadyStarted(e.Pod) && !(mirror && sawStartOnNode(early))
+	// is not traced, except when its node facts show its start from the
+	// sandbox on and the API could not show it earlier: a static pod's
+	// mirror pod comes after the start, often already Ready (static.go), a
+	// pod may start during an outage of the pod watch (outage.go); the
+	// start itself happened in view.
+	apiMissed := mirror || c.watchMissedStart(early, e.Time)
+	started := alreadyStarted(e.Pod) && !(apiMissed && sawStartOnNode(early))
 	if e.Action == event.PodDeleted || started {
-		ep := endedPod{since: c.now, hash: hash}
+		ep := endedPod{since: c.clock.now, hash: hash}
 		if e.Action == event.PodDeleted {
-			ep.deleted = c.now
+			ep.deleted = c.clock.now
 		}
 		c.end(uid, ep)
 		for _, key := range keys {
-			delete(c.orphans, key)
+			c.release(c.orphans, key)
 		}
 		return
 	}
@@ -370,13 +384,23 @@ func (c *Correlator) handlePod(e *event.PodUpdate) {
 		return
 	}
 	p := newPodState(e, nodeUID, c.cfg.MaxProcessesPerPod)
+	p.since = c.clock.stamp(e.Time)
 	c.pods[uid] = p
-	p.observe(e)
+	c.observe(p, e)
 	for _, key := range keys {
-		delete(c.orphans, key)
+		c.release(c.orphans, key)
 	}
 	for _, ev := range early {
 		c.stats.Overflow += p.record(ev)
+	}
+}
+
+// observe has p take a pod update, and stamps the outcome it may reach on
+// the correlator's clock (its grace period runs from that stamp).
+func (c *Correlator) observe(p *podState, e *event.PodUpdate) {
+	p.observe(e)
+	if p.outcome != "" && p.doneStamp.IsZero() {
+		p.doneStamp = c.clock.stamp(p.doneAt)
 	}
 }
 
@@ -408,36 +432,23 @@ func (c *Correlator) route(uid string, ev event.Event) {
 		}
 		return
 	}
-	o := c.orphans[uid]
-	if o == nil {
-		if len(c.orphans) >= c.cfg.MaxPods {
-			c.stats.Overflow++
-			return
-		}
-		o = &orphanEvents{first: c.now}
-		c.orphans[uid] = o
-	}
-	if len(o.events) >= c.cfg.MaxProcessesPerPod {
-		c.stats.Overflow++
-		return
-	}
-	o.events = append(o.events, ev)
+	c.hold(c.orphans, uid, ev)
 }
 
 // expire completes pod starts past their grace period or timeout and drops
 // stale orphans and bookkeeping.
 func (c *Correlator) expire() []*Timeline {
-	if c.now.Sub(c.lastExpire) < expireEvery {
+	if c.clock.now.Sub(c.lastExpire) < expireEvery {
 		return nil
 	}
-	c.lastExpire = c.now
+	c.lastExpire = c.clock.now
 	var out []*Timeline
 	for _, uid := range c.sortedUIDs() {
 		p := c.pods[uid]
-		if p.outcome == "" && p.reportedAt.IsZero() && c.now.Sub(p.firstSeen) >= c.cfg.Timeout {
+		if p.outcome == "" && p.reportedAt.IsZero() && c.clock.now.Sub(p.since) >= c.cfg.Timeout {
 			out = append(out, c.report(p, p.withStuckDetail("not Ready within "+c.cfg.Timeout.String())))
 		}
-		if p.outcome != "" && c.now.Sub(p.doneAt) >= c.cfg.Grace {
+		if p.outcome != "" && c.clock.now.Sub(p.doneStamp) >= c.cfg.Grace {
 			out = append(out, c.complete(p))
 		}
 	}
@@ -447,18 +458,18 @@ func (c *Correlator) expire() []*Timeline {
 			if looksLikeConfigHash(key) {
 				ttl = max(ttl, c.cfg.Timeout)
 			}
-			if c.now.Sub(o.first) >= ttl {
+			if from, ok := c.orphanTTLFrom(o); ok && c.clock.now.Sub(from) >= ttl {
 				c.stats.Orphaned += uint64(len(o.events))
-				delete(m, key)
+				c.release(m, key)
 			}
 		}
 	}
 	for uid, ep := range c.ended {
-		if !ep.deleted.IsZero() && c.now.Sub(ep.deleted) >= c.cfg.OrphanTTL {
+		if !ep.deleted.IsZero() && c.clock.now.Sub(ep.deleted) >= c.cfg.OrphanTTL {
 			c.forget(uid)
 		}
 	}
-	c.index.forget(c.now, c.cfg.Timeout, c.knows)
+	c.index.forget(c.clock.now, c.cfg.Timeout, c.knows)
 	return out
 }
 
@@ -520,7 +531,7 @@ func (c *Correlator) forget(uid string) {
 
 func (c *Correlator) complete(p *podState) *Timeline {
 	delete(c.pods, p.uid)
-	ep := endedPod{since: c.now, traced: true, deleted: p.deletedAt}
+	ep := endedPod{since: c.clock.now, traced: true, deleted: p.deletedAt}
 	if p.nodeUID != p.uid {
 		ep.hash = p.nodeUID
 	}
@@ -528,5 +539,6 @@ func (c *Correlator) complete(p *podState) *Timeline {
 	c.stats.Timelines++
 	tl := p.timeline(&deriveContext{cni: &c.cni, sandboxCalls: c.sandboxCalls}, ending{p.outcome, p.doneAt, p.reason})
 	tl.ReportedAt = p.reportedAt
+	c.clock.present(tl, tl.Start)
 	return tl
 }

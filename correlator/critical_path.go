@@ -69,7 +69,7 @@ func (d *derivation) criticalPath(tl *Timeline) []Step {
 			}
 			from, _ := d.containersReady(c.Observed)
 			if f, ok := d.p.conds[corev1.ContainersReady]; ok && from.IsZero() {
-				from = f.observed
+				from = d.observedAt(corev1.ContainersReady, f)
 			}
 			add("readinessGate/"+g.Type, from, g.Observed)
 			break

@@ -90,7 +90,7 @@ func (p *podState) timeline(ctx *deriveContext, end ending) *Timeline {
 	pod := p.pod
 	tl := &Timeline{
 		Pod:     PodRef{UID: p.uid, Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName},
-		Start:   pod.CreationTimestamp.Time,
+		Start:   p.firstPod.CreationTimestamp.Time, // as first read (clock.go)
 		End:     end.at,
 		Outcome: end.outcome,
 		Reason:  end.reason,
@@ -127,6 +127,7 @@ func (p *podState) timeline(ctx *deriveContext, end ending) *Timeline {
 		tl.ObservedSince = p.firstSight()
 		tl.Missing = d.missing(tl, tl.ObservedSince)
 	}
+	markAPILag(tl)
 	tl.Phases = d.phases(tl)
 	tl.Insights = d.insights(tl)
 	tl.CriticalPath = d.criticalPath(tl)

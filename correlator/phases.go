@@ -21,6 +21,12 @@ func (d *derivation) phases(tl *Timeline) []Phase {
 	// spent getting a sandbox, not waiting for the kubelet to try. The
 	// kubelet's wait ends when it began the first sandbox; the sandboxes
 	// that did not last fill the time up to the final one.
+	// The wait runs from the pod's first sight, or from status.startTime
+	// (1 s) when the API delivered the pod late (apilag.go).
+	waitFrom, waitSource := d.p.firstSeen, "api"
+	if st, late := d.firstSightLate(); late {
+		waitFrom, waitSource = st, "api-coarse"
+	}
 	if sb := tl.Sandbox; sb != nil {
 		start, source := sb.Begin(), "runtime"
 		if sb.Call != nil && !sb.Call.Start.IsZero() {
@@ -32,10 +38,10 @@ func (d *derivation) phases(tl *Timeline) []Phase {
 			if e.Call != nil && !e.Call.Start.IsZero() {
 				source0 = "kernel"
 			}
-			add(PhaseWaitSandbox, d.p.firstSeen, first, "api")
+			add(PhaseWaitSandbox, waitFrom, first, waitSource)
 			add(PhaseSandboxReplaced, first, start, source0)
 		} else {
-			add(PhaseWaitSandbox, d.p.firstSeen, start, "api")
+			add(PhaseWaitSandbox, waitFrom, start, waitSource)
 		}
 		end := sb.Ready
 		if sb.Call != nil {
@@ -57,7 +63,7 @@ func (d *derivation) phases(tl *Timeline) []Phase {
 	// condition's observation (or, not observed, before the outcome).
 	bound := func(typ corev1.PodConditionType) time.Time {
 		if f, ok := d.p.conds[typ]; ok {
-			return f.observed
+			return d.reportedBy(typ, f)
 		}
 		return tl.End
 	}
@@ -74,7 +80,7 @@ func (d *derivation) phases(tl *Timeline) []Phase {
 		t, _ := d.cause(corev1.ContainersReady, tl, bound(corev1.ContainersReady))
 		if t.IsZero() {
 			if f, ok := d.p.conds[corev1.ContainersReady]; ok {
-				t = f.observed
+				t = d.observedAt(corev1.ContainersReady, f)
 			}
 		}
 		add(PhaseContainers, firstMain.created, t, "kernel")

@@ -24,6 +24,9 @@ type podState struct {
 	firstSeen time.Time
 	nodeSight time.Time
 	observed  bool // an API update was taken
+	// since and doneStamp are firstSeen and doneAt on the correlator's
+	// clock, which timeouts and grace periods are measured on (clock.go).
+	since, doneStamp time.Time
 
 	outcome Outcome
 	doneAt  time.Time

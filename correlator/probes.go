@@ -404,7 +404,7 @@ func (d *derivation) attributeConnections() {
 		}
 	}
 	for _, tg := range targets {
-		tg.markFlips()
+		tg.markFlips(d.flipsBy())
 	}
 }
 
@@ -450,8 +450,9 @@ func (tg *netTarget) spec(kind ProbeKind) probeSpec {
 // markFlips marks as successes the connection attempts that flipped the
 // API's status: the last startup attempt before started=true, and the last
 // successThreshold readiness attempts before ready=true (a refused one
-// among them ends the run: the data missed an attempt).
-func (tg *netTarget) markFlips() {
+// among them ends the run: the data missed an attempt). A flip observed
+// after by (non-zero: the status was delivered late) happened by then.
+func (tg *netTarget) markFlips(by time.Time) {
 	a := tg.att
 	for _, flip := range []struct {
 		kind ProbeKind
@@ -460,6 +461,9 @@ func (tg *netTarget) markFlips() {
 	}{{ProbeStartup, a.StartedObserved, 1}, {ProbeReadiness, a.ReadyObserved, successThreshold(tg.spec(ProbeReadiness))}} {
 		if flip.at.IsZero() {
 			continue
+		}
+		if !by.IsZero() && flip.at.After(by) {
+			flip.at = by
 		}
 		left := flip.n
 		for i := len(a.Probes) - 1; i >= 0 && left > 0; i-- {

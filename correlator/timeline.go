@@ -84,8 +84,15 @@ type Timeline struct {
 	// the start was seen from its beginning.
 	ObservedSince time.Time `json:"observed_since,omitzero"`
 	// Missing names, for a pod seen late, the facts the timeline lacks
-	// because they happened before ObservedSince.
+	// because they happened before ObservedSince, and for a timeline with
+	// Marks what they leave less exact.
 	Missing []string `json:"missing,omitempty"`
+	// Marks name what makes parts of the timeline less exact than its
+	// sources' precision (see the Mark* values), at most once each.
+	Marks []Mark `json:"marks,omitempty"`
+	// ClockSteps are the steps of the node's wall clock while the start
+	// went on (MarkClockStep), oldest first.
+	ClockSteps []ClockStep `json:"clock_steps,omitempty"`
 
 	// Phases are the pod-level phases in order (see the Phase* names).
 	Phases []Phase `json:"phases"`
@@ -118,6 +125,32 @@ type Timeline struct {
 	// CriticalPath names, in order, the phases and containers whose time made
 	// up the start (each one waited for the previous).
 	CriticalPath []Step `json:"critical_path,omitempty"`
+}
+
+// Mark names a way in which a timeline is less exact than its sources.
+type Mark string
+
+// Marks of a timeline.
+const (
+	// MarkAPILag: the API server delivered some conditions more than 2 s
+	// after their lastTransitionTime (an outage of the pod watch, an API
+	// server that lagged): those conditions are Coarse, at their
+	// lastTransitionTime (1 s precision), Delivered says when they came,
+	// and no lag is measured from them.
+	MarkAPILag Mark = "api_lag"
+	// MarkClockStep: the node's wall clock stepped during the start
+	// (ClockSteps). The times before the step are moved onto the clock
+	// after it, so durations across it are what elapsed; a time stamped
+	// within a couple of seconds of a step may still be off by the step.
+	MarkClockStep Mark = "clock_step"
+)
+
+// ClockStep is a step of the node's wall clock: At is the first tick
+// after it (on the clock of the timeline), Step how far the wall clock
+// jumped (negative: back).
+type ClockStep struct {
+	At   time.Time     `json:"at"`
+	Step time.Duration `json:"step"`
 }
 
 // Names of pod-level phases.
@@ -477,9 +510,14 @@ type ConditionTransition struct {
 	Cause      time.Time `json:"cause,omitzero"`
 	CauseEvent string    `json:"cause_event,omitempty"`
 	// Coarse is set when the condition was already True the first time
-	// readyline saw the pod, so its transition was not observed: Observed
-	// is then its LastTransitionTime (1 s precision) and it has no Lag.
+	// readyline saw the pod, or was delivered late (Delivered), so its
+	// transition was not observed: Observed is then its LastTransitionTime
+	// (1 s precision; for a late delivery, its cause when that falls inside
+	// the same second) and it has no Lag.
 	Coarse bool `json:"coarse,omitempty"`
+	// Delivered is set when the watch delivered the condition more than
+	// 2 s after its LastTransitionTime (MarkAPILag): when it came.
+	Delivered time.Time `json:"delivered,omitzero"`
 	// EarlierObserved are earlier rises to True that did not hold (the
 	// condition went False again before this one).
 	EarlierObserved []time.Time `json:"earlier_observed,omitempty"`

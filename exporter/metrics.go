@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -139,7 +140,12 @@ func NewMetrics(logger *slog.Logger) (*Metrics, error) {
 }
 
 // Record adds a finished pod start to the histograms and counters. Moments
-// the timeline lacks leave their histograms untouched.
+// the timeline lacks leave their histograms untouched, and so do, in a
+// timeline marked api_lag (the API delivered its status late), the
+// measures that end at an observation of the API's: a container's ready
+// (and a startup probe known only from the status), and a start that did
+// not end Ready. The conditions the correlator corrected (Coarse, at their
+// lastTransitionTime) are measured as it gives them.
 func (m *Metrics) Record(tl *correlator.Timeline) {
 	ctx := context.Background()
 	ns := attribute.String(LabelNamespace, tl.Pod.Namespace)
@@ -158,9 +164,10 @@ func (m *Metrics) Record(tl *correlator.Timeline) {
 		return true
 	}
 
+	apiLag := slices.Contains(tl.Marks, correlator.MarkAPILag)
 	if !tl.Partial {
 		m.starts.Add(ctx, 1, metric.WithAttributes(ns, outcome))
-		if d, ok := between(tl.Start, tl.End); ok {
+		if d, ok := between(tl.Start, tl.End); ok && (!apiLag || tl.Outcome == correlator.OutcomeReady) {
 			m.podStartup.Record(ctx, d.Seconds(), metric.WithAttributes(ns, outcome))
 		}
 	}
@@ -176,7 +183,7 @@ func (m *Metrics) Record(tl *correlator.Timeline) {
 		c := &tl.Containers[ci]
 		kind := attribute.String(LabelContainerKind, string(c.Kind))
 		for ai := range c.Attempts {
-			for _, st := range containerSteps(&c.Attempts[ai]) {
+			for _, st := range containerSteps(&c.Attempts[ai], apiLag) {
 				if !now(st.end) {
 					continue
 				}
@@ -216,8 +223,9 @@ type containerStep struct {
 	end   time.Time
 }
 
-// containerSteps are the container_phase durations of one attempt.
-func containerSteps(a *correlator.ContainerAttempt) []containerStep {
+// containerSteps are the container_phase durations of one attempt; with
+// apiLag (the API's observations late) not those that end at one.
+func containerSteps(a *correlator.ContainerAttempt, apiLag bool) []containerStep {
 	var steps []containerStep
 	add := func(phase string, from, to time.Time) {
 		if d, ok := between(from, to); ok {
@@ -234,7 +242,7 @@ func containerSteps(a *correlator.ContainerAttempt) []containerStep {
 		add(ContainerPhasePostStart, h.Start, h.End)
 	}
 	for _, p := range a.Probes {
-		if p.Kind == correlator.ProbeStartup && p.Result == correlator.ProbeSuccess {
+		if p.Kind == correlator.ProbeStartup && p.Result == correlator.ProbeSuccess && !(apiLag && p.Inferred) {
 			end := p.End
 			if end.IsZero() {
 				end = p.Start
@@ -243,7 +251,9 @@ func containerSteps(a *correlator.ContainerAttempt) []containerStep {
 			break
 		}
 	}
-	add(ContainerPhaseReady, a.Started, a.ReadyObserved)
+	if !apiLag {
+		add(ContainerPhaseReady, a.Started, a.ReadyObserved)
+	}
 	add(ContainerPhaseKubeletReaction, attemptExit(a), a.NextCreated)
 	return steps
 }

@@ -103,13 +103,20 @@ const (
 	AttrConfigHash = attribute.Key("readyline.config_hash")
 	// AttrObservedSince (RFC 3339) is when readyline first saw a pod it saw
 	// only after its start began; AttrMissing lists what the trace lacks
-	// because of that. Both on the root span.
+	// because of that, or of its marks. Both on the root span.
 	AttrObservedSince = attribute.Key("readyline.observed_since")
 	AttrMissing       = attribute.Key("readyline.missing")
+	// AttrMarks lists, on the root span, what makes the trace less exact
+	// than its sources (correlator.Mark: api_lag, clock_step);
+	// AttrClockStepsMS the steps of the node's wall clock during the start.
+	AttrMarks        = attribute.Key("readyline.marks")
+	AttrClockStepsMS = attribute.Key("readyline.clock_steps_ms")
 	// AttrConditionCoarse (true) marks a condition already True when
-	// readyline first saw the pod: its time is its lastTransitionTime (1 s)
-	// and it has no lag.
-	AttrConditionCoarse = attribute.Key("readyline.condition.coarse")
+	// readyline first saw the pod, or delivered late: its time is its
+	// lastTransitionTime (1 s) and it has no lag. AttrConditionDelivered
+	// (RFC 3339) is when the watch delivered one late (api_lag).
+	AttrConditionCoarse    = attribute.Key("readyline.condition.coarse")
+	AttrConditionDelivered = attribute.Key("readyline.condition.delivered")
 )
 
 // maxProbeSpans bounds the probe attempt spans of one probe kind in one
@@ -244,9 +251,23 @@ func (b *spanBuilder) emit(ctx context.Context, tl *correlator.Timeline, alerts 
 	}
 	if !tl.ObservedSince.IsZero() {
 		attrs = append(attrs, AttrObservedSince.String(tl.ObservedSince.UTC().Format(time.RFC3339Nano)))
-		if len(tl.Missing) > 0 {
-			attrs = append(attrs, AttrMissing.StringSlice(tl.Missing))
+	}
+	if len(tl.Missing) > 0 {
+		attrs = append(attrs, AttrMissing.StringSlice(tl.Missing))
+	}
+	if len(tl.Marks) > 0 {
+		marks := make([]string, len(tl.Marks))
+		for i, m := range tl.Marks {
+			marks[i] = string(m)
 		}
+		attrs = append(attrs, AttrMarks.StringSlice(marks))
+	}
+	if len(tl.ClockSteps) > 0 {
+		steps := make([]int64, len(tl.ClockSteps))
+		for i, s := range tl.ClockSteps {
+			steps[i] = s.Step.Milliseconds()
+		}
+		attrs = append(attrs, AttrClockStepsMS.Int64Slice(steps))
 	}
 	if tl.Sandbox != nil && tl.Sandbox.PodIP != "" {
 		attrs = append(attrs, semconv.K8SPodIP(tl.Sandbox.PodIP))
@@ -942,6 +963,9 @@ func conditionAttrs(c correlator.ConditionTransition) []attribute.KeyValue {
 	}
 	if c.Coarse {
 		attrs = append(attrs, AttrConditionCoarse.Bool(true))
+	}
+	if !c.Delivered.IsZero() {
+		attrs = append(attrs, AttrConditionDelivered.String(c.Delivered.UTC().Format(time.RFC3339Nano)))
 	}
 	return attrs
 }

@@ -174,9 +174,26 @@ func (wf *waterfall) header(w *bufio.Writer) {
 	if !tl.ObservedSince.IsZero() {
 		writeWrapped(w, "  ", "readyline saw this pod from +"+fmtSeconds(tl.ObservedSince.Sub(wf.start))+
 			": earlier kernel and CRI facts are missing", wf.width)
-		if len(tl.Missing) > 0 {
-			writeWrapped(w, "  missing: ", strings.Join(tl.Missing, "; "), wf.width)
+	}
+	for _, m := range tl.Marks {
+		switch m {
+		case correlator.MarkAPILag:
+			writeWrapped(w, "  ", "the API delivered some conditions late (api_lag): they are at their lastTransitionTime, marked coarse", wf.width)
+		case correlator.MarkClockStep:
+			steps := make([]string, len(tl.ClockSteps))
+			for i, s := range tl.ClockSteps {
+				at := fmtSeconds(s.At.Sub(wf.start))
+				if !s.At.Before(wf.start) {
+					at = "+" + at
+				}
+				steps[i] = fmtOffset(s.Step) + " at " + at
+			}
+			writeWrapped(w, "  ", "the node's wall clock stepped (clock_step: "+strings.Join(steps, ", ")+
+				"): the times are on the clock after it", wf.width)
 		}
+	}
+	if len(tl.Missing) > 0 {
+		writeWrapped(w, "  missing: ", strings.Join(tl.Missing, "; "), wf.width)
 	}
 	if wf.span > 0 {
 		writeWrapped(w, "  ", "its times spread over "+fmtSeconds(wf.span)+" (a clock jump or a corrupt record?): "+

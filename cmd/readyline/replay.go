@@ -106,5 +106,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stderr, "replay: %d events, %d timelines; dropped %d for pods never seen in the API, %d over bounds\n",
 			st.Events, st.Timelines, st.Orphaned, st.Overflow)
 	}
+	if st.ClockSteps > 0 {
+		fmt.Fprintf(stderr, "replay: the wall clock stepped %d times (the last by %v); the starts across a step are marked %s\n",
+			st.ClockSteps, st.ClockStep, correlator.MarkClockStep)
+	}
 	return nil
 }

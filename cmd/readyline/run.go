@@ -267,7 +267,10 @@ func (d *daemon) emitter(ctx context.Context) func(event.Event) {
 }
 
 // correlate is the one goroutine that feeds the correlator, in arrival
-// order, with a Tick every second so timeouts fire on a quiet node. When ctx
+// order, with a Tick every second so timeouts fire on a quiet node (the
+// first one at once: the correlator's clock is the ticks' CLOCK_BOOTTIME,
+// which no step of the wall clock moves), and one before any event that
+// arrives after the wall clock stepped. When ctx
 // ends it takes the events the sources had already handed over, flushes the
 // pod starts in progress and delivers them (without alerts) before it
 // returns; the exporters must still be running then.
@@ -289,14 +292,23 @@ func (d *daemon) correlate(ctx context.Context) {
 		st := c.Stats()
 		d.metrics.AddDropped("correlator", "unknown_pod", int(st.Orphaned-last.Orphaned))
 		d.metrics.AddDropped("correlator", "overflow", int(st.Overflow-last.Overflow))
+		if st.ClockSteps > last.ClockSteps {
+			d.logger.Warn("the wall clock stepped: timeouts go on, times before the step are moved onto the clock after it and the pod starts across it are marked clock_step",
+				"step", st.ClockStep.String(), "steps", st.ClockSteps)
+		}
 		last = st
 	}
+	var clock collector.ClockWatch
+	handle(clock.Tick())
 	for {
 		select {
 		case ev := <-d.events:
+			if t := clock.Stepped(); t != nil {
+				handle(t)
+			}
 			handle(ev)
-		case t := <-tick.C:
-			handle(&event.Tick{Time: t.UTC()})
+		case <-tick.C:
+			handle(clock.Tick())
 			if d.rec != nil {
 				d.rec.Flush()
 			}
@@ -310,6 +322,9 @@ func (d *daemon) correlate(ctx context.Context) {
 			for range cap(d.events) {
 				select {
 				case ev := <-d.events:
+					if t := clock.Stepped(); t != nil {
+						handle(t)
+					}
 					handle(ev)
 				default:
 					break drain
@@ -350,6 +365,9 @@ func (d *daemon) deliver(ctx context.Context, tl *correlator.Timeline, alert boo
 	}
 	if !tl.ObservedSince.IsZero() {
 		attrs = append(attrs, "observed_since", tl.ObservedSince.Sub(tl.Start).Round(time.Millisecond).String())
+	}
+	if len(tl.Marks) > 0 {
+		attrs = append(attrs, "marks", tl.Marks) // api_lag, clock_step: less exact than its sources
 	}
 	if len(tl.Insights) > 0 {
 		attrs = append(attrs, "insight", tl.Insights[0].Message)

@@ -38,7 +38,16 @@ func (e *PodUpdate) When() time.Time { return e.Time }
 // It is recorded with the other events so a replay decides exactly as the
 // daemon did.
 type Tick struct {
+	// Time is the wall clock (CLOCK_REALTIME), which NTP or an operator may
+	// step.
 	Time time.Time `json:"time"`
+	// Mono is CLOCK_BOOTTIME read with Time: it never steps, and it is the
+	// clock the kernel's events are stamped with (bpf_ktime_get_boot_ns),
+	// so Time - Mono is the offset the kernel sources add to them. The
+	// correlator runs its timeouts on it and tells a step of the wall clock
+	// from a change of that offset. Zero in recordings made before it
+	// existed: their ticks' Time is then the only clock.
+	Mono time.Duration `json:"mono,omitempty"`
 }
 
 func (*Tick) Type() Type        { return TypeTick }
