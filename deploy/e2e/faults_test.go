@@ -254,8 +254,8 @@ func TestFaultAPIServerRestart(t *testing.T) {
 	if got := tl.End.Sub(tl.Start); got > real+2*time.Second {
 		t.Errorf("the start took %v in readyline, but the kubelet says Ready %v after creation: the outage was counted in", got, real)
 	}
-	if !missingMentions(tl, "api_lag") {
-		t.Errorf("Missing %q: want the API lag named", tl.Missing)
+	if !slices.Contains(tl.Marks, correlator.MarkAPILag) {
+		t.Errorf("marks %v, missing %q: want %s", tl.Marks, tl.Missing, correlator.MarkAPILag)
 	}
 	for _, c := range tl.Conditions {
 		if c.Type == correlatorCond && c.Lag() > 2*time.Second {
@@ -283,7 +283,7 @@ func TestFaultAPIServerRestart(t *testing.T) {
 // logTimelineSummary logs a timeline's outcome, conditions and marks.
 func logTimelineSummary(t *testing.T, tl *correlator.Timeline) {
 	t.Helper()
-	t.Logf("%s: %s after %v; missing %q", tl.Pod.Name, tl.Outcome, tl.End.Sub(tl.Start).Round(time.Millisecond), tl.Missing)
+	t.Logf("%s: %s after %v; marks %v; missing %q", tl.Pod.Name, tl.Outcome, tl.End.Sub(tl.Start).Round(time.Millisecond), tl.Marks, tl.Missing)
 	for _, c := range tl.Conditions {
 		t.Logf("  %-26s observed %s transition %s lag %v coarse %v", c.Type,
 			c.Observed.Format("15:04:05.000"), c.LastTransitionTime.Format("15:04:05"), c.Lag(), c.Coarse)

@@ -56,6 +56,9 @@ type DaemonOptions struct {
 	// and waits for it: e.g. nsenter into the node's PID namespace
 	// (Env.InNode). Stop then signals readyline, not the wrapper.
 	Wrap []string
+	// Args are more flags for `readyline run`, after the defaults (a flag
+	// given again wins).
+	Args []string
 }
 
 // StartDaemon builds readyline and runs `readyline run` against the local
@@ -102,6 +105,7 @@ func (e *Env) StartDaemonWith(ctx context.Context, name string, opts DaemonOptio
 		"--otlp-endpoint", OTLPGRPCEndpoint, "--otlp-insecure",
 		"--api-addr", apiAddr, "--metrics-addr", metricsAddr, "--record", d.Record, "--log-level", "debug",
 		"--start-timeout", StartTimeout.String())
+	args = append(args, opts.Args...)
 	d.cmd = exec.Command(args[0], args[1:]...)
 	d.cmd.Stdout, d.cmd.Stderr = logFile, logFile
 	if err := d.cmd.Start(); err != nil {
