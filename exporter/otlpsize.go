@@ -87,10 +87,9 @@ func sizeSpan(s sdktrace.ReadOnlySpan) int {
 			sizeAttrs(ev.Attributes) + sizeCount(ev.DroppedAttributeCount))
 	}
 	n += sizeCount(s.DroppedEvents())
-	for _, l := range s.Links() {
-		n += sizeMessage(len(trace.TraceID{})) + sizeMessage(len(trace.SpanID{})) +
-			sizeString(l.SpanContext.TraceState().String()) + sizeAttrs(l.Attributes) +
-			sizeCount(l.DroppedAttributeCount) + sizeTag + 4 // flags: field 6
+	for _, l := range s.Links() { // the OTLP exporter leaves out their trace state
+		n += sizeMessage(sizeMessage(len(trace.TraceID{})) + sizeMessage(len(trace.SpanID{})) +
+			sizeAttrs(l.Attributes) + sizeCount(l.DroppedAttributeCount) + sizeTag + 4) // flags: field 6
 	}
 	n += sizeCount(s.DroppedLinks())
 	// The status is always sent, its code only when set.
