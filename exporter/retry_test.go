@@ -89,20 +89,33 @@ func (o *outageExporter) acceptedSpans() (spans []sdktrace.ReadOnlySpan, request
 
 // backOffClock replaces time.After in the back-off: each wait the sender asks
 // for is handed to the test, which ends it when it wants.
-type backOffClock struct{ asked chan pendingWait }
+type backOffClock struct {
+	asked    chan pendingWait
+	released chan struct{} // closed when the test no longer takes waits
+	once     sync.Once
+}
 
 type pendingWait struct {
 	d    time.Duration
 	fire chan time.Time
 }
 
-func newFakeClock() *backOffClock { return &backOffClock{asked: make(chan pendingWait)} }
+func newFakeClock() *backOffClock {
+	return &backOffClock{asked: make(chan pendingWait), released: make(chan struct{})}
+}
 
+// after hands the wait to the test; once released, it returns a wait that
+// never ends (Run's shutdown ends it).
 func (c *backOffClock) after(d time.Duration) <-chan time.Time {
 	w := pendingWait{d: d, fire: make(chan time.Time, 1)}
-	c.asked <- w
+	select {
+	case c.asked <- w:
+	case <-c.released:
+	}
 	return w.fire
 }
+
+func (c *backOffClock) release() { c.once.Do(func() { close(c.released) }) }
 
 // next returns the wait the sender asks for next: it has ended a failed
 // request and is backing off.
@@ -137,6 +150,9 @@ func startExporter(t *testing.T, cfg TraceConfig, exp sdktrace.SpanExporter, clo
 	var runErr error
 	stop = func() error {
 		once.Do(func() {
+			if clock != nil {
+				clock.release()
+			}
 			cancel()
 			runErr = <-done
 		})
@@ -472,5 +488,27 @@ func TestRetryWait(t *testing.T) {
 		if got := retryWait(time.Second, 30*time.Second, tc.n, tc.r); got != tc.want {
 			t.Errorf("retryWait(1s, 30s, %d, %v) = %v, want %v", tc.n, tc.r, got, tc.want)
 		}
+	}
+}
+
+// TestShutdownTriesAtOnce: an endpoint back during a long back-off gets
+// the queue at shutdown, without waiting for the back-off to end.
+func TestShutdownTriesAtOnce(t *testing.T) {
+	out := &outageExporter{down: true}
+	clock := newFakeClock()
+	e, stop := startExporter(t, TraceConfig{}, out, clock, nil)
+	for _, tl := range podStarts(t, 3) {
+		if err := e.Export(context.Background(), tl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.next(t) // backing off, and the fake clock never ends it
+	waitBuilt(t, e, 3)
+	out.setDown(false)
+	if err := stop(); err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	if st := e.Stats(); st.ExportedTraces != 3 || st.DroppedTraces != 0 {
+		t.Errorf("stats %+v", st)
 	}
 }

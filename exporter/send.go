@@ -50,8 +50,11 @@ func (e *TraceExporter) send(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		wait := retryWait(e.cfg.RetryInitial, e.cfg.RetryMax, failures, e.jitter())
+		e.logger.Debug("trace export failed, the batch waits to be sent again", "endpoint", e.endpoint,
+			"traces", len(batch), "failures", failures, "retry_in", wait, "error", err)
 		select {
-		case <-e.after(retryWait(e.cfg.RetryInitial, e.cfg.RetryMax, failures, e.jitter())):
+		case <-e.after(wait):
 		case <-e.retryNow:
 		case <-ctx.Done():
 			return

@@ -377,6 +377,10 @@ func (e *TraceExporter) shutdown(stopSending context.CancelFunc, sent <-chan str
 	defer cancel()
 	e.buildQueued()
 	close(e.draining)
+	select { // one try at once: the endpoint may be back during a long back-off
+	case e.retryNow <- struct{}{}:
+	default:
+	}
 	select {
 	case <-sent:
 	case <-sctx.Done():
@@ -550,6 +554,10 @@ func (p *endedSpans) take() []sdktrace.ReadOnlySpan {
 func (p *endedSpans) Shutdown(context.Context) error   { return nil }
 func (p *endedSpans) ForceFlush(context.Context) error { return nil }
 
+// grpcReconnectMax is the longest wait between two attempts of the OTLP/gRPC
+// exporter to reconnect to an endpoint that is down.
+const grpcReconnectMax = 5 * time.Second
+
 // newOTLPExporter builds the OTLP/gRPC or OTLP/HTTP exporter cfg asks for
 // and describes its endpoint for logs.
 func newOTLPExporter(cfg TraceConfig) (sdktrace.SpanExporter, string, error) {
@@ -580,11 +588,13 @@ func newOTLPExporter(cfg TraceConfig) (sdktrace.SpanExporter, string, error) {
 			// The export queue retries, with the whole batch.
 			otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: false}),
 			// gRPC's reconnection back-off would otherwise reach 120 s in a
-			// long outage and hold the traces back as long after the
-			// endpoint is back: it follows the queue's instead.
+			// long outage, and a request while it waits fails at once:
+			// the traces would wait that long after the endpoint is back.
+			// A connection attempt is cheap; at most grpcReconnectMax apart
+			// the connection is up again by the queue's next try.
 			otlptracegrpc.WithDialOption(grpc.WithConnectParams(grpc.ConnectParams{
 				Backoff: backoff.Config{
-					BaseDelay: cfg.RetryInitial, Multiplier: 1.6, Jitter: 0.2, MaxDelay: cfg.RetryMax,
+					BaseDelay: cfg.RetryInitial, Multiplier: 1.6, Jitter: 0.2, MaxDelay: min(cfg.RetryMax, grpcReconnectMax),
 				},
 				MinConnectTimeout: cfg.ExportTimeout,
 			})),
