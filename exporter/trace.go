@@ -206,7 +206,7 @@ type TraceExporter struct {
 	closed   atomic.Bool
 	runOnce  sync.Once
 	draining chan struct{} // closed when Run stops building: send returns once the queue is empty
-	retryNow chan struct{} // Flush cuts a back-off short
+	retryNow chan struct{} // Flush and shutdown cut a back-off short
 
 	provider *sdktrace.TracerProvider
 	ended    *endedSpans
