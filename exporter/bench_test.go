@@ -65,3 +65,19 @@ func BenchmarkExportTimeline(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkOTLPSize measures sizing one lifecycle-demo trace for the export
+// queue, which build does once per trace.
+func BenchmarkOTLPSize(b *testing.B) {
+	ended := &endedSpans{}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithIDGenerator(podIDGenerator{}), sdktrace.WithSpanProcessor(ended))
+	sb := spanBuilder{tracer: tp.Tracer("bench")}
+	sb.emit(context.Background(), lifecycleDemo())
+	spans := ended.take()
+	b.ReportAllocs()
+	var n int64
+	for b.Loop() {
+		n = otlpSize(spans)
+	}
+	b.ReportMetric(float64(n), "bytes/trace")
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"strings"
@@ -71,8 +72,9 @@ func closedPort(t *testing.T) string {
 }
 
 // TestExportEndpointDown exports to a closed port: Export never blocks,
-// drops are counted once the queues are full, failed requests are counted
-// and logged once, and Run still returns promptly.
+// built traces wait in the export queue within its byte bound, the oldest
+// dropped and counted, failed requests are counted and logged once, and Run
+// still returns promptly, counting what it could not send.
 func TestExportEndpointDown(t *testing.T) {
 	for _, tc := range []struct{ name, protocol, scheme string }{
 		{"grpc", ProtocolGRPC, ""},
@@ -82,10 +84,11 @@ func TestExportEndpointDown(t *testing.T) {
 			var logs syncBuffer
 			logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 			obs := &fakeObserver{}
+			const budget = 64 << 10
 			e, err := NewTraceExporter(TraceConfig{
 				Endpoint: tc.scheme + closedPort(t), Protocol: tc.protocol, Insecure: true,
-				QueueSize: 8, MaxQueueSpans: 64, MaxBatchSpans: 32,
-				BatchTimeout: 20 * time.Millisecond, ExportTimeout: 300 * time.Millisecond,
+				QueueSize: 8, QueueBytes: budget, MaxBatchSpans: 32,
+				ExportTimeout: 300 * time.Millisecond, RetryInitial: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond,
 				ShutdownTimeout: 500 * time.Millisecond, Observer: obs,
 			}, logger)
 			if err != nil {
@@ -112,37 +115,55 @@ func TestExportEndpointDown(t *testing.T) {
 					t.Fatalf("export %d: %v", i, err)
 				}
 				if i%100 == 0 {
-					time.Sleep(5 * time.Millisecond) // let some batches go out and fail
+					time.Sleep(5 * time.Millisecond) // let some requests go out and fail
 				}
 			}
-			t.Logf("%d exports in %v, slowest %v, %d dropped (queue full)", n, time.Since(start), slowest, full)
+			t.Logf("%d exports in %v, slowest %v, %d dropped (timeline queue full)", n, time.Since(start), slowest, full)
 			if slowest > 50*time.Millisecond {
 				t.Errorf("an Export call took %v: it must not block", slowest)
 			}
-			if full == 0 || obs.droppedFor(DropSourceTraces+"/"+DropReasonQueue) != full || e.Stats().Dropped < uint64(full) {
-				t.Errorf("queue-full drops: returned %d, observer %v, stats %+v", full, obs.dropped, e.Stats())
+			if obs.droppedFor(DropSourceTraces+"/"+DropReasonQueue) != full || e.Stats().Dropped != uint64(full) {
+				t.Errorf("timeline-queue drops: returned %d, observer %v, stats %+v", full, obs.dropped, e.Stats())
 			}
 
 			deadline := time.Now().Add(10 * time.Second)
-			for obs.failures.Load() < 2 && time.Now().Before(deadline) {
+			for (obs.failures.Load() < 2 || e.Stats().Timelines+e.Stats().Dropped < n) && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
 			}
-			if obs.failures.Load() < 2 || e.Stats().FailedExports < 2 || e.Stats().ExportedSpans != 0 {
-				t.Fatalf("failures: observer %d, stats %+v", obs.failures.Load(), e.Stats())
+			st := e.Stats()
+			if obs.failures.Load() < 2 || st.FailedExports < 2 || st.ExportedSpans != 0 {
+				t.Fatalf("failures: observer %d, stats %+v", obs.failures.Load(), st)
+			}
+			if st.QueuedBytes > budget || st.QueuedTraces == 0 {
+				t.Errorf("queue holds %d traces, %d bytes: want some, within %d", st.QueuedTraces, st.QueuedBytes, budget)
+			}
+			bytesDrops := obs.droppedFor(DropSourceTraces + "/" + DropReasonQueueBytes)
+			if bytesDrops == 0 || uint64(bytesDrops) != st.DroppedTraces {
+				t.Errorf("queue_bytes drops: observer %d, stats %+v", bytesDrops, st)
 			}
 
-			t.Logf("%d failed exports after %v", obs.failures.Load(), time.Since(start))
+			t.Logf("%d failed exports after %v; stats %+v", obs.failures.Load(), time.Since(start), st)
 			stopping := time.Now()
 			cancel()
-			defer func() { t.Logf("Run returned %v after cancel", time.Since(stopping)) }()
+			var runErr error
 			select {
-			case <-done:
+			case runErr = <-done:
 			case <-time.After(1500 * time.Millisecond):
 				t.Fatal("Run did not return within ShutdownTimeout (500 ms) + 1 s of cancellation")
 			}
-			// Every timeline was either turned into spans or counted as dropped.
-			if st := e.Stats(); st.Timelines+st.Dropped != n {
-				t.Errorf("stats %+v: built + dropped = %d, want %d", st, st.Timelines+st.Dropped, n)
+			t.Logf("Run returned after %v of cancel: %v", time.Since(stopping), runErr)
+			st = e.Stats()
+			// Every timeline was built or dropped, and every trace built
+			// was dropped: the endpoint never answered.
+			if st.Timelines+st.Dropped != n || st.DroppedTraces != st.Timelines || st.QueuedTraces != 0 {
+				t.Errorf("stats %+v: want built + dropped = %d, every trace built dropped", st, n)
+			}
+			lost := obs.droppedFor(DropSourceTraces + "/" + DropReasonShutdown)
+			if lost == 0 || uint64(lost+bytesDrops) != st.DroppedTraces {
+				t.Errorf("shutdown drops %d + queue_bytes %d, stats %+v", lost, bytesDrops, st)
+			}
+			if runErr == nil || !strings.Contains(runErr.Error(), "traces not sent") {
+				t.Errorf("Run: %v, want it to say traces were not sent", runErr)
 			}
 			if err := e.Export(context.Background(), lifecycleDemo()); !errors.Is(err, ErrClosed) {
 				t.Errorf("Export after Run: %v, want ErrClosed", err)
@@ -152,8 +173,8 @@ func TestExportEndpointDown(t *testing.T) {
 			if c := strings.Count(out, "trace export failing"); c != 1 {
 				t.Errorf("%d 'trace export failing' warnings for one outage, want 1:\n%s", c, out)
 			}
-			if c := strings.Count(out, "dropping pod start traces"); c < 1 {
-				t.Errorf("no warning about dropped traces:\n%s", out)
+			if c := strings.Count(out, "export queue full: dropping the oldest"); c != 1 {
+				t.Errorf("%d warnings about queue_bytes drops for one outage, want 1:\n%s", c, out)
 			}
 			if strings.Count(out, "level=WARN") > 10 {
 				t.Errorf("too many warnings:\n%s", out)
@@ -162,7 +183,8 @@ func TestExportEndpointDown(t *testing.T) {
 	}
 }
 
-// TestExportRecovers: failures, then a working exporter: one Warn, one Info.
+// TestExportRecovers: failures, then a working exporter: the traces that
+// waited are sent, each once, with one Warn and one Info.
 func TestExportRecovers(t *testing.T) {
 	var logs syncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
@@ -176,27 +198,38 @@ func TestExportRecovers(t *testing.T) {
 	defer cancel()
 	go e.Run(ctx)
 	for range 3 {
-		if err := e.Export(ctx, lifecycleDemo()); err != nil {
+		tl := lifecycleDemo()
+		tl.Pod.UID = newUUID(t)
+		if err := e.Export(ctx, tl); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
+	}
+	for e.Stats().FailedExports == 0 || e.Stats().Timelines < 3 {
+		time.Sleep(time.Millisecond)
 	}
 	flaky.fail.Store(false)
 	if err := e.Export(ctx, lifecycleDemo()); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Flush(ctx); err != nil {
+	fctx, fcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer fcancel()
+	if err := e.Flush(fctx); err != nil { // cuts the back-off short
 		t.Fatal(err)
 	}
 	st := e.Stats()
-	if st.FailedExports != 3 || st.FailedSpans != 63 || st.ExportedSpans != 21 {
+	if st.ExportedTraces != 4 || st.ExportedSpans != 84 || st.FailedExports == 0 || st.FailedSpans%21 != 0 || st.QueuedTraces != 0 {
 		t.Errorf("stats %+v", st)
+	}
+	ids := map[string]int{}
+	for _, s := range flaky.GetSpans() {
+		ids[s.SpanContext.SpanID().String()]++
+	}
+	if len(ids) != 84 || len(flaky.GetSpans()) != 84 {
+		t.Errorf("%d spans, %d distinct span ids: want 84 each, every span once", len(flaky.GetSpans()), len(ids))
 	}
 	out := logs.String()
 	if strings.Count(out, "trace export failing") != 1 || strings.Count(out, "trace export recovered") != 1 ||
-		!strings.Contains(out, "failed_exports=3") {
+		!strings.Contains(out, fmt.Sprintf("failed_exports=%d", st.FailedExports)) {
 		t.Errorf("logs:\n%s", out)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -79,6 +80,8 @@ type Metrics struct {
 	dropped        metric.Int64Counter
 	exportFailures metric.Int64Counter
 	alerts         metric.Int64Counter
+
+	exportQueue atomic.Pointer[func() (traces int, bytes int64)] // see WatchExportQueue
 }
 
 // NewMetrics creates the instruments on a registry of their own, which also
@@ -131,12 +134,40 @@ func NewMetrics(logger *slog.Logger) (*Metrics, error) {
 		"Duration of a container's steps during a pod start (create_to_start, run, post_start, startup_probe, ready, kubelet_reaction), by container kind.")
 	counter(&m.starts, "readyline.pod.starts", "Pod starts observed, by outcome.")
 	counter(&m.dropped, "readyline.events.dropped", "Events dropped before they reached a timeline or an export, by source and reason.")
-	counter(&m.exportFailures, "readyline.export.failures", "Trace export requests that failed after retries.")
+	counter(&m.exportFailures, "readyline.export.failures", "Trace export requests that failed; a batch sent again after a failure counts once per request.")
 	counter(&m.alerts, "readyline.alerts", "Pod starts that took longer than an --alert threshold, by alert (one per pod and alert).")
+	// readyline_export_queue_bytes and readyline_export_queue_traces.
+	var queueBytes, queueTraces metric.Int64ObservableGauge
+	if err == nil {
+		queueBytes, err = meter.Int64ObservableGauge("readyline.export.queue", metric.WithUnit("By"),
+			metric.WithDescription("Pod start traces waiting for the OTLP endpoint: their size as OTLP requests, bounded by --export-queue-bytes."))
+	}
+	if err == nil {
+		queueTraces, err = meter.Int64ObservableGauge("readyline.export.queue.traces", metric.WithUnit("{trace}"),
+			metric.WithDescription("Pod start traces waiting for the OTLP endpoint."))
+	}
+	if err == nil {
+		_, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			if queued := m.exportQueue.Load(); queued != nil {
+				traces, bytes := (*queued)()
+				o.ObserveInt64(queueBytes, bytes)
+				o.ObserveInt64(queueTraces, int64(traces))
+			}
+			return nil
+		}, queueBytes, queueTraces)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("creating instruments: %w", err)
 	}
 	return m, nil
+}
+
+// WatchExportQueue makes readyline_export_queue_bytes and
+// readyline_export_queue_traces report what queued returns at each scrape
+// (TraceExporter.Queued); until it is called they have no series. queued
+// must be safe for concurrent use.
+func (m *Metrics) WatchExportQueue(queued func() (traces int, bytes int64)) {
+	m.exportQueue.Store(&queued)
 }
 
 // Record adds a finished pod start to the histograms and counters. Moments

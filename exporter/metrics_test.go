@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"context"
 	"errors"
 	"io"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -235,5 +237,57 @@ func TestHealthz(t *testing.T) {
 	healthErr = errors.New("pod watch not synced")
 	if code, body := get(); code != http.StatusServiceUnavailable || !strings.Contains(body, "pod watch not synced") {
 		t.Errorf("unhealthy: %d %q", code, body)
+	}
+}
+
+// TestMetricsExportQueue: the queue gauges follow a TraceExporter through an
+// outage, and its failed requests and queue_bytes drops are counted.
+func TestMetricsExportQueue(t *testing.T) {
+	m, err := NewMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := scrape(t, m.Handler(nil))["readyline_export_queue_bytes"]; ok {
+		t.Error("queue gauges before WatchExportQueue")
+	}
+	size := traceBytes(t)
+	out := &outageExporter{down: true}
+	clock := newFakeClock()
+	e, stop := startExporter(t, TraceConfig{QueueBytes: 3 * size, Observer: m}, out, clock, nil)
+	m.WatchExportQueue(e.Queued)
+	var w pendingWait
+	for i := range 5 {
+		tl := lifecycleDemo()
+		tl.Pod.UID = newUUID(t)
+		if err := e.Export(context.Background(), tl); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			w = clock.next(t) // the first request failed
+		}
+	}
+	waitBuilt(t, e, 5)
+	mfs := scrape(t, m.Handler(nil))
+	gauge := func(mfs map[string]*dto.MetricFamily, name string) float64 {
+		return series(t, mfs, name, map[string]string{}).GetGauge().GetValue()
+	}
+	if b, n := gauge(mfs, "readyline_export_queue_bytes"), gauge(mfs, "readyline_export_queue_traces"); b != float64(3*size) || n != 3 {
+		t.Errorf("queue gauges in the outage: %v bytes, %v traces; want %d, 3", b, n, 3*size)
+	}
+	if v := series(t, mfs, "readyline_events_dropped_total", map[string]string{"source": DropSourceTraces, "reason": DropReasonQueueBytes}).GetCounter().GetValue(); v != 2 {
+		t.Errorf("queue_bytes drops = %v, want 2", v)
+	}
+	if v := series(t, mfs, "readyline_export_failures_total", map[string]string{}).GetCounter().GetValue(); v != 1 {
+		t.Errorf("export failures = %v, want 1", v)
+	}
+	out.setDown(false)
+	w.fire <- time.Time{}
+	flush(t, e)
+	mfs = scrape(t, m.Handler(nil))
+	if b, n := gauge(mfs, "readyline_export_queue_bytes"), gauge(mfs, "readyline_export_queue_traces"); b != 0 || n != 0 {
+		t.Errorf("queue gauges after the outage: %v bytes, %v traces; want 0", b, n)
+	}
+	if err := stop(); err != nil {
+		t.Error(err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"os"
@@ -19,6 +20,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	"github.com/readyline/readyline/correlator"
 )
@@ -34,27 +37,40 @@ const ServiceName = "readyline"
 
 // Sentinel errors of TraceExporter.Export.
 var (
-	// ErrQueueFull: the timeline was dropped because the export queue is full
-	// (the endpoint is slow or down); it was counted.
+	// ErrQueueFull: the timeline was dropped because the timelines waiting
+	// to become spans filled their queue (QueueSize); it was counted.
 	ErrQueueFull = errors.New("trace export queue full")
 	// ErrClosed: the timeline was dropped because Run has returned.
 	ErrClosed = errors.New("trace exporter closed")
 )
 
 // Sources and reasons of the drops a TraceExporter reports to its
-// ExportObserver (readyline_events_dropped_total{source,reason}).
+// ExportObserver (readyline_events_dropped_total{source,reason}). Each drop
+// is one pod start's trace (or the completion of one).
 const (
-	DropSourceTraces   = "trace_exporter"
-	DropReasonQueue    = "queue_full"
-	DropReasonClosed   = "closed"
+	DropSourceTraces = "trace_exporter"
+	// DropReasonQueue: the timeline queue (QueueSize) was full.
+	DropReasonQueue = "queue_full"
+	// DropReasonClosed: Export was called after Run returned.
+	DropReasonClosed = "closed"
+	// DropReasonShutdown: the trace was not sent within ShutdownTimeout
+	// once Run's context ended.
 	DropReasonShutdown = "shutdown_timeout"
+	// DropReasonQueueBytes: the trace was built but dropped, the oldest
+	// first, to keep the traces waiting for the endpoint within QueueBytes
+	// (the endpoint was down or slow for that long).
+	DropReasonQueueBytes = "queue_bytes"
+	// DropReasonRejected: the endpoint refused the request that carried the
+	// trace as invalid; sending it again would not help.
+	DropReasonRejected = "rejected"
 )
 
 // ExportObserver is told what the trace exporter loses, so that it shows in
 // the metrics; *Metrics implements it. Implementations must be safe for
 // concurrent use and must not block.
 type ExportObserver interface {
-	// ExportFailed counts one export request that failed (after retries).
+	// ExportFailed counts one export request that failed. A batch sent
+	// again after a failure counts once per request.
 	ExportFailed()
 	// AddDropped counts n items dropped by source for reason.
 	AddDropped(source, reason string, n int)
@@ -90,23 +106,32 @@ type TraceConfig struct {
 
 	// QueueSize bounds the timelines waiting to become spans (default 256).
 	QueueSize int
-	// MaxQueueSpans bounds the spans waiting for export (default 8192);
-	// MaxBatchSpans is the most spans per request (default 512).
-	MaxQueueSpans int
+	// QueueBytes bounds the traces built and waiting for the endpoint
+	// (--export-queue-bytes, default 16 MiB), by their size as OTLP
+	// requests of their own (otlpSize, about 8 KB for a pod with three
+	// containers); the heap they hold is about 2.3 times that
+	// (TestQueueHeapPerByte). Beyond it the oldest are dropped and counted
+	// (DropReasonQueueBytes).
+	QueueBytes int64
+	// MaxBatchSpans is the most spans per request (default 512); a trace
+	// with more goes in a request of its own.
 	MaxBatchSpans int
-	// BatchTimeout is the longest a span waits for its batch to fill
-	// (default 500 ms): what it adds at most to "Ready -> visible in Jaeger".
-	BatchTimeout time.Duration
-	// ExportTimeout bounds one export request, retries included
-	// (default 10 s).
+	// ExportTimeout bounds one export request (default 10 s).
 	ExportTimeout time.Duration
+	// RetryInitial and RetryMax shape the back-off after a failed request:
+	// after the n-th failure in a row the batch is sent again in
+	// RetryInitial·2^(n-1), at most RetryMax, less up to half of it at
+	// random (defaults 1 s and 30 s).
+	RetryInitial time.Duration
+	RetryMax     time.Duration
 	// ShutdownTimeout bounds the final flush when Run's context ends
 	// (default 5 s).
 	ShutdownTimeout time.Duration
 
 	// Exporter, when set, receives the spans instead of an OTLP exporter
 	// (tests use tracetest.NewInMemoryExporter). The endpoint fields are
-	// then ignored.
+	// then ignored. Its ExportSpans must be all-or-nothing, like an OTLP
+	// request: an error means nothing was taken.
 	Exporter sdktrace.SpanExporter
 	// Observer, when set, counts export failures and drops.
 	Observer ExportObserver
@@ -124,55 +149,89 @@ func (c TraceConfig) withDefaults() TraceConfig {
 		}
 	}
 	def(&c.QueueSize, 256)
-	def(&c.MaxQueueSpans, 8192)
-	def(&c.MaxBatchSpans, 512)
-	if c.MaxBatchSpans > c.MaxQueueSpans {
-		c.MaxBatchSpans = c.MaxQueueSpans
+	if c.QueueBytes <= 0 {
+		c.QueueBytes = 16 << 20
 	}
-	defDur(&c.BatchTimeout, 500*time.Millisecond)
+	def(&c.MaxBatchSpans, 512)
 	defDur(&c.ExportTimeout, 10*time.Second)
+	defDur(&c.RetryInitial, time.Second)
+	defDur(&c.RetryMax, 30*time.Second)
+	c.RetryMax = max(c.RetryMax, c.RetryInitial)
 	defDur(&c.ShutdownTimeout, 5*time.Second)
 	return c
 }
 
-// TraceStats are a TraceExporter's counters since it was created.
+// TraceStats are a TraceExporter's counters since it was created, and what
+// its export queue holds now.
 type TraceStats struct {
-	Timelines     uint64 // timelines turned into spans
-	Spans         uint64 // spans made from them
-	Dropped       uint64 // timelines dropped before becoming spans
-	ExportedSpans uint64 // spans the endpoint accepted
-	FailedExports uint64 // export requests that failed
-	FailedSpans   uint64 // spans in those requests
+	Timelines      uint64 // timelines turned into spans: traces built
+	Spans          uint64 // spans made from them
+	Dropped        uint64 // timelines dropped before becoming spans
+	ExportedTraces uint64 // traces the endpoint accepted
+	ExportedSpans  uint64 // spans the endpoint accepted
+	FailedExports  uint64 // export requests that failed (each try of a batch counts)
+	FailedSpans    uint64 // spans in those requests
+	DroppedTraces  uint64 // traces built and then dropped unsent: QueueBytes, rejected, shutdown
+	DroppedSpans   uint64 // spans in those traces
+	QueuedTraces   int    // traces waiting for the endpoint now
+	QueuedBytes    int64  // their size (see QueueBytes)
 }
 
 // TraceExporter turns timelines into one OTLP trace per pod start. Export
-// only enqueues; Run builds the spans and hands them to a batching span
-// processor whose export runs in the background. Memory is bounded by
-// QueueSize timelines plus MaxQueueSpans spans: when the endpoint is down or
-// slow the queues fill and further timelines are dropped and counted, never
-// blocking the caller. Export failures are counted and logged once per
-// outage.
+// only enqueues the timeline; Run builds its spans at once into a trace
+// that waits in the export queue until a request that carries it succeeds.
+// A request starts as soon as a trace is built unless one is in flight;
+// the traces built meanwhile go together in the next one, so an endpoint
+// that is up sees a trace one round trip after Export.
+//
+// When the endpoint is down the batch at the head of the queue is sent
+// again, the same batch, with a capped exponential back-off, and the
+// queue keeps the traces in order until the endpoint is back. It is
+// bounded by QueueBytes: beyond it the oldest traces are dropped, counted
+// and logged once per outage. Export never blocks the caller: when Run
+// falls behind, the QueueSize timelines waiting for it fill and further
+// ones are dropped and counted. Export failures are counted and logged
+// once per outage.
 //
 // TraceExporter is safe for concurrent use. Run must be called once.
 type TraceExporter struct {
 	cfg      TraceConfig
 	logger   *slog.Logger
 	endpoint string // for logs
+	spanExp  sdktrace.SpanExporter
 
-	queue   chan exportJob
-	flushes chan chan struct{}
-	done    chan struct{} // closed when Run returns
-	closed  atomic.Bool
-	runOnce sync.Once
+	jobs     chan exportJob
+	flushes  chan chan uint64
+	done     chan struct{} // closed when Run returns
+	closed   atomic.Bool
+	runOnce  sync.Once
+	draining chan struct{} // closed when Run stops building: send returns once the queue is empty
+	retryNow chan struct{} // Flush and shutdown cut a back-off short
 
 	provider *sdktrace.TracerProvider
+	ended    *endedSpans
 	builder  spanBuilder // used by Run's goroutine only
-	exporter *observedExporter
+	queue    *exportQueue
 
-	lastDropWarn atomic.Int64 // unix ns of the last drop warning
-	timelines    atomic.Uint64
-	spans        atomic.Uint64
-	dropped      atomic.Uint64
+	// after and jitter drive the back-off; tests replace them before Run.
+	after  func(time.Duration) <-chan time.Time
+	jitter func() float64 // in [0, 1)
+
+	lastDropWarn atomic.Int64 // unix ns of the last warning about a dropped timeline
+	bytesWarned  atomic.Int64 // unix ns of the warning about queue_bytes drops in this outage, or 0
+	partialWarn  atomic.Bool
+	down         atomic.Bool // the last request failed
+	outageFails  atomic.Uint64
+
+	timelines      atomic.Uint64
+	spans          atomic.Uint64
+	dropped        atomic.Uint64
+	exportedTraces atomic.Uint64
+	exportedSpans  atomic.Uint64
+	failures       atomic.Uint64
+	failedSpans    atomic.Uint64
+	droppedTraces  atomic.Uint64
+	droppedSpans   atomic.Uint64
 }
 
 // NewTraceExporter builds the OTLP exporter and the tracer provider. It does
@@ -201,25 +260,22 @@ func NewTraceExporter(cfg TraceConfig, logger *slog.Logger) (*TraceExporter, err
 		cfg:      cfg,
 		logger:   logger,
 		endpoint: endpoint,
-		queue:    make(chan exportJob, cfg.QueueSize),
-		flushes:  make(chan chan struct{}),
+		spanExp:  spanExp,
+		jobs:     make(chan exportJob, cfg.QueueSize),
+		flushes:  make(chan chan uint64),
 		done:     make(chan struct{}),
+		draining: make(chan struct{}),
+		retryNow: make(chan struct{}, 1),
+		ended:    &endedSpans{},
+		queue:    newExportQueue(cfg.QueueBytes),
+		after:    time.After,
+		jitter:   rand.Float64,
 	}
-	e.exporter = &observedExporter{next: spanExp, logger: logger, endpoint: endpoint, observer: cfg.Observer,
-		progress: make(chan struct{}, 1)}
-	// Run keeps the processor's span queue from overflowing (see
-	// buildWhenRoom), so its silent drop-when-full never happens.
-	bsp := sdktrace.NewBatchSpanProcessor(e.exporter,
-		sdktrace.WithMaxQueueSize(cfg.MaxQueueSpans),
-		sdktrace.WithMaxExportBatchSize(cfg.MaxBatchSpans),
-		sdktrace.WithBatchTimeout(cfg.BatchTimeout),
-		sdktrace.WithExportTimeout(cfg.ExportTimeout),
-	)
 	e.provider = sdktrace.NewTracerProvider(
 		sdktrace.WithResource(res),
 		sdktrace.WithIDGenerator(podIDGenerator{}),
 		sdktrace.WithSampler(sdktrace.AlwaysSample()),
-		sdktrace.WithSpanProcessor(bsp),
+		sdktrace.WithSpanProcessor(e.ended),
 	)
 	e.builder = spanBuilder{
 		tracer: e.provider.Tracer("github.com/readyline/readyline/exporter"),
@@ -253,7 +309,7 @@ func (e *TraceExporter) Export(ctx context.Context, tl *correlator.Timeline, ale
 		return ErrClosed
 	}
 	select {
-	case e.queue <- exportJob{tl: tl, alerts: alerts}:
+	case e.jobs <- exportJob{tl: tl, alerts: alerts}:
 		return nil
 	default:
 		e.drop(DropReasonQueue, tl)
@@ -265,6 +321,7 @@ func (e *TraceExporter) Export(ctx context.Context, tl *correlator.Timeline, ale
 // queue that is full tends to flap between full and not full.
 const dropWarnInterval = time.Minute
 
+// drop counts a timeline dropped before it became spans.
 func (e *TraceExporter) drop(reason string, tl *correlator.Timeline) {
 	total := e.dropped.Add(1)
 	if e.cfg.Observer != nil {
@@ -278,10 +335,12 @@ func (e *TraceExporter) drop(reason string, tl *correlator.Timeline) {
 	}
 }
 
-// Run turns queued timelines into spans until ctx ends, then builds what is
-// still queued and flushes the exporter, both within ShutdownTimeout, and
-// shuts it down. It returns nil on cancellation, or the shutdown error. Run
-// must be called once; Export after Run returned drops.
+// Run builds the queued timelines into traces, and sends them from a
+// goroutine of its own, until ctx ends. Then it builds what is still
+// queued and sends what it can within ShutdownTimeout; what is left is
+// counted as dropped (DropReasonShutdown). It returns nil on cancellation,
+// or an error saying what shutting down lost. Run must be called once;
+// Export after Run returned drops.
 func (e *TraceExporter) Run(ctx context.Context) error {
 	first := false
 	e.runOnce.Do(func() { first = true })
@@ -289,75 +348,85 @@ func (e *TraceExporter) Run(ctx context.Context) error {
 		return errors.New("exporting traces: Run called twice")
 	}
 	defer close(e.done)
+	sendCtx, stopSending := context.WithCancel(context.Background())
+	defer stopSending()
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		e.send(sendCtx)
+	}()
 	for {
 		select {
-		case job := <-e.queue:
-			if !e.buildWhenRoom(job, ctx.Done()) {
-				return e.shutdown(&job)
-			}
-		case flushed := <-e.flushes:
-			if job, ok := e.drain(ctx.Done()); !ok {
-				close(flushed)
-				return e.shutdown(job)
-			}
-			fctx, cancel := context.WithTimeout(ctx, e.cfg.ExportTimeout)
-			if err := e.provider.ForceFlush(fctx); err != nil {
-				e.logger.Debug("flushing traces", "error", err)
-			}
-			cancel()
-			close(flushed)
+		case job := <-e.jobs:
+			e.build(job)
+		case reply := <-e.flushes:
+			e.buildQueued()
+			reply <- e.queue.last()
 		case <-ctx.Done():
-			return e.shutdown(nil)
+			return e.shutdown(stopSending, sent)
 		}
 	}
 }
 
-// shutdown builds pending (if not nil) and the queued timelines while the
-// span processor has room, flushes, and shuts the provider down, all within
-// ShutdownTimeout. What cannot be built or sent in time is counted as
-// dropped.
-func (e *TraceExporter) shutdown(pending *exportJob) error {
+// shutdown builds the queued timelines, lets send empty the export queue
+// until ShutdownTimeout, stops it, counts what is left and shuts the span
+// exporter down.
+func (e *TraceExporter) shutdown(stopSending context.CancelFunc, sent <-chan struct{}) error {
 	e.closed.Store(true)
 	sctx, cancel := context.WithTimeout(context.Background(), e.cfg.ShutdownTimeout)
 	defer cancel()
-	if pending != nil && !e.buildWhenRoom(*pending, sctx.Done()) {
-		e.drop(DropReasonShutdown, pending.tl)
+	e.buildQueued()
+	close(e.draining)
+	select { // one try at once: the endpoint may be back during a long back-off
+	case e.retryNow <- struct{}{}:
+	default:
 	}
-	if job, ok := e.drain(sctx.Done()); !ok {
-		e.drop(DropReasonShutdown, job.tl)
-		e.dropQueued(DropReasonShutdown)
+	select {
+	case <-sent:
+	case <-sctx.Done():
+		stopSending() // ends the request in flight
+		<-sent
 	}
-	err := e.provider.Shutdown(sctx)
-	e.dropQueued(DropReasonClosed) // raced with closing
-	if err != nil {
-		if lost := e.outstanding(); lost > 0 && e.cfg.Observer != nil {
-			e.cfg.Observer.AddDropped(DropSourceTraces, DropReasonShutdown+"_spans", int(lost))
-		}
+	e.dropQueued(DropReasonClosed) // Exports that raced with closing
+	var errs []error
+	if left := e.queue.drain(); len(left) > 0 {
+		e.lose(DropReasonShutdown, left)
+		e.logger.Warn("pod start traces not exported: the endpoint did not take them before the shutdown timeout",
+			"endpoint", e.endpoint, "traces", len(left), "shutdown_timeout", e.cfg.ShutdownTimeout)
+		errs = append(errs, fmt.Errorf("%d traces not sent within %v", len(left), e.cfg.ShutdownTimeout))
+	}
+	// The provider's only processor is endedSpans: nothing to wait for.
+	if err := e.provider.Shutdown(context.Background()); err != nil {
+		errs = append(errs, err)
+	}
+	// An exporter closes its connection even when sctx has expired; that
+	// expiry is already told by the traces left.
+	if err := e.spanExp.Shutdown(sctx); err != nil && sctx.Err() == nil {
+		errs = append(errs, fmt.Errorf("shutting down span exporter: %w", err))
+	}
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("shutting down trace export: %w", err)
 	}
 	return nil
 }
 
-// drain builds every timeline queued so far. When done closes while it
-// waits for room it returns the timeline in hand and false.
-func (e *TraceExporter) drain(done <-chan struct{}) (*exportJob, bool) {
+// buildQueued builds every timeline queued so far.
+func (e *TraceExporter) buildQueued() {
 	for {
 		select {
-		case job := <-e.queue:
-			if !e.buildWhenRoom(job, done) {
-				return &job, false
-			}
+		case job := <-e.jobs:
+			e.build(job)
 		default:
-			return nil, true
+			return
 		}
 	}
 }
 
-// dropQueued counts what is left in the queue as dropped.
+// dropQueued counts the timelines left in the queue as dropped.
 func (e *TraceExporter) dropQueued(reason string) {
 	for {
 		select {
-		case job := <-e.queue:
+		case job := <-e.jobs:
 			e.drop(reason, job.tl)
 		default:
 			return
@@ -365,145 +434,129 @@ func (e *TraceExporter) dropQueued(reason string) {
 	}
 }
 
-// outstanding is the number of spans built but not yet exported or failed:
-// those in the span processor's queue or in an export request.
-func (e *TraceExporter) outstanding() uint64 {
-	done := e.exporter.exported.Load() + e.exporter.failedSpans.Load()
-	built := e.spans.Load() // after done: spans are counted once emit returns
-	if done > built {
-		return 0
-	}
-	return built - done
-}
-
-// buildWhenRoom waits until the span processor's queue can take tl's spans,
-// then builds them; it returns false, without building, if done closes
-// first. Keeping the processor's queue from overflowing this way means it
-// never drops spans silently: the only drops are the counted ones of the
-// timeline queue, and waiting here never blocks Export's callers.
-func (e *TraceExporter) buildWhenRoom(job exportJob, done <-chan struct{}) bool {
-	need := min(uint64(maxSpans(job.tl)), uint64(e.cfg.MaxQueueSpans))
-	for {
-		out := e.outstanding()
-		if out == 0 || out+need <= uint64(e.cfg.MaxQueueSpans) {
-			break
-		}
-		select {
-		case <-done:
-			return false
-		case <-e.exporter.progress:
-		}
-	}
-	e.build(job)
-	return true
-}
-
-// maxSpans is an upper bound of the spans spanBuilder.emit makes from tl.
-func maxSpans(tl *correlator.Timeline) int {
-	n := 2 + len(tl.Phases) + len(tl.Conditions) // root, pause
-	for ci := range tl.Containers {
-		for _, a := range tl.Containers[ci].Attempts {
-			n += 3 + len(a.Probes) // attempt, process, postStart
-		}
-	}
-	return n
-}
-
+// build makes job's spans into a trace on the export queue, which drops
+// its oldest traces if this one needs their room.
 func (e *TraceExporter) build(job exportJob) {
 	tl := job.tl
 	n := e.builder.emit(context.Background(), tl, job.alerts...)
+	spans := e.ended.take()
 	e.timelines.Add(1)
 	e.spans.Add(uint64(n))
+	t := &queuedTrace{id: TraceIDForPod(tl.Pod.UID), pod: tl.Pod.Namespace + "/" + tl.Pod.Name, spans: spans, bytes: otlpSize(spans)}
 	e.logger.Debug("pod start trace built", "pod", tl.Pod.Name, "namespace", tl.Pod.Namespace,
-		"trace_id", TraceIDForPod(tl.Pod.UID).String(), "spans", n)
+		"trace_id", t.id.String(), "spans", n, "bytes", t.bytes)
+	if dropped := e.queue.push(t); len(dropped) > 0 {
+		e.lose(DropReasonQueueBytes, dropped)
+	}
+}
+
+// lose counts built traces dropped unsent. The first queue_bytes drop of an
+// outage is logged (and at most one a minute when the endpoint is slow
+// rather than down).
+func (e *TraceExporter) lose(reason string, traces []*queuedTrace) {
+	spans := 0
+	for _, t := range traces {
+		spans += len(t.spans)
+	}
+	e.droppedTraces.Add(uint64(len(traces)))
+	e.droppedSpans.Add(uint64(spans))
+	if e.cfg.Observer != nil {
+		e.cfg.Observer.AddDropped(DropSourceTraces, reason, len(traces))
+	}
+	if reason != DropReasonQueueBytes {
+		return
+	}
+	now := time.Now().UnixNano()
+	if last := e.bytesWarned.Load(); last == 0 && e.bytesWarned.CompareAndSwap(0, now) {
+		queued, bytes := e.queue.len()
+		e.logger.Warn("export queue full: dropping the oldest pod start traces to stay within --export-queue-bytes; further drops until the endpoint takes traces again are only counted",
+			"endpoint", e.endpoint, "queue_bytes_limit", e.cfg.QueueBytes, "queued_bytes", bytes, "queued_traces", queued,
+			"dropped", len(traces), "oldest_dropped", traces[0].pod, "trace_id", traces[0].id.String())
+	}
 }
 
 // Flush waits until every timeline exported before the call has been built
-// and handed to the endpoint (successfully or not), or ctx ends. It needs
-// Run to be running.
+// and its trace has left the export queue, accepted by the endpoint or
+// dropped, or ctx ends. It cuts a back-off short: a failed batch is sent
+// again at once. It needs Run to be running.
 func (e *TraceExporter) Flush(ctx context.Context) error {
-	flushed := make(chan struct{})
+	reply := make(chan uint64, 1)
 	select {
-	case e.flushes <- flushed:
+	case e.flushes <- reply:
 	case <-e.done:
 		return ErrClosed
 	case <-ctx.Done():
 		return fmt.Errorf("flushing traces: %w", ctx.Err())
 	}
+	var seq uint64
 	select {
-	case <-flushed:
-		return nil
+	case seq = <-reply:
 	case <-ctx.Done():
 		return fmt.Errorf("flushing traces: %w", ctx.Err())
 	}
+	select {
+	case e.retryNow <- struct{}{}:
+	default:
+	}
+	if err := e.queue.waitLeft(ctx, seq); err != nil {
+		return fmt.Errorf("flushing traces: %w", err)
+	}
+	return nil
 }
+
+// Queued returns the traces waiting for the endpoint and their size (see
+// TraceConfig.QueueBytes), for the readyline_export_queue_* gauges.
+func (e *TraceExporter) Queued() (traces int, bytes int64) { return e.queue.len() }
 
 // Stats returns the exporter's counters.
 func (e *TraceExporter) Stats() TraceStats {
+	queued, bytes := e.queue.len()
 	return TraceStats{
-		Timelines:     e.timelines.Load(),
-		Spans:         e.spans.Load(),
-		Dropped:       e.dropped.Load(),
-		ExportedSpans: e.exporter.exported.Load(),
-		FailedExports: e.exporter.failures.Load(),
-		FailedSpans:   e.exporter.failedSpans.Load(),
+		Timelines:      e.timelines.Load(),
+		Spans:          e.spans.Load(),
+		Dropped:        e.dropped.Load(),
+		ExportedTraces: e.exportedTraces.Load(),
+		ExportedSpans:  e.exportedSpans.Load(),
+		FailedExports:  e.failures.Load(),
+		FailedSpans:    e.failedSpans.Load(),
+		DroppedTraces:  e.droppedTraces.Load(),
+		DroppedSpans:   e.droppedSpans.Load(),
+		QueuedTraces:   queued,
+		QueuedBytes:    bytes,
 	}
 }
 
-// observedExporter counts what its SpanExporter exports and fails to, and
-// logs one Warn when exports start failing and one Info when they recover.
-// It reports success to the span processor in any case: the failure is
-// accounted for here, and the OTel global error handler would otherwise log
-// every failed batch.
-type observedExporter struct {
-	next     sdktrace.SpanExporter
-	logger   *slog.Logger
-	endpoint string
-	observer ExportObserver
-	progress chan struct{} // gets a value after each export request
-
-	down        atomic.Bool
-	exported    atomic.Uint64
-	failures    atomic.Uint64
-	failedSpans atomic.Uint64
-	outageFails atomic.Uint64
+// endedSpans is the span processor of a TraceExporter's provider: it keeps
+// the spans ended since the last take, which build makes into one trace
+// once a timeline's spans are made. It is safe for concurrent use.
+type endedSpans struct {
+	mu    sync.Mutex
+	spans []sdktrace.ReadOnlySpan
 }
 
-func (o *observedExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
-	err := o.next.ExportSpans(ctx, spans)
-	defer func() {
-		select {
-		case o.progress <- struct{}{}:
-		default:
-		}
-	}()
-	if err == nil {
-		o.exported.Add(uint64(len(spans)))
-		if o.down.CompareAndSwap(true, false) {
-			o.logger.Info("trace export recovered", "endpoint", o.endpoint,
-				"failed_exports", o.outageFails.Swap(0))
-		}
-		return nil
-	}
-	o.failures.Add(1)
-	o.failedSpans.Add(uint64(len(spans)))
-	o.outageFails.Add(1)
-	if o.observer != nil {
-		o.observer.ExportFailed()
-	}
-	if o.down.CompareAndSwap(false, true) {
-		o.logger.Warn("trace export failing, spans are lost until the endpoint is back; further failures are only counted",
-			"endpoint", o.endpoint, "spans", len(spans), "error", err)
-	}
-	return nil
+func (p *endedSpans) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+
+// OnEnd keeps s, an immutable snapshot of the span.
+func (p *endedSpans) OnEnd(s sdktrace.ReadOnlySpan) {
+	p.mu.Lock()
+	p.spans = append(p.spans, s)
+	p.mu.Unlock()
 }
 
-func (o *observedExporter) Shutdown(ctx context.Context) error {
-	if err := o.next.Shutdown(ctx); err != nil {
-		return fmt.Errorf("shutting down span exporter: %w", err)
-	}
-	return nil
+func (p *endedSpans) take() []sdktrace.ReadOnlySpan {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.spans
+	p.spans = nil
+	return s
 }
+
+func (p *endedSpans) Shutdown(context.Context) error   { return nil }
+func (p *endedSpans) ForceFlush(context.Context) error { return nil }
+
+// grpcReconnectMax is the longest wait between two attempts of the OTLP/gRPC
+// exporter to reconnect to an endpoint that is down.
+const grpcReconnectMax = 5 * time.Second
 
 // newOTLPExporter builds the OTLP/gRPC or OTLP/HTTP exporter cfg asks for
 // and describes its endpoint for logs.
@@ -530,7 +583,22 @@ func newOTLPExporter(cfg TraceConfig) (sdktrace.SpanExporter, string, error) {
 	ctx := context.Background()
 	switch protocol {
 	case ProtocolGRPC:
-		opts := []otlptracegrpc.Option{otlptracegrpc.WithTimeout(cfg.ExportTimeout)}
+		opts := []otlptracegrpc.Option{
+			otlptracegrpc.WithTimeout(cfg.ExportTimeout),
+			// The export queue retries, with the whole batch.
+			otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: false}),
+			// gRPC's reconnection back-off would otherwise reach 120 s in a
+			// long outage, and a request while it waits fails at once:
+			// the traces would wait that long after the endpoint is back.
+			// A connection attempt is cheap; at most grpcReconnectMax apart
+			// the connection is up again by the queue's next try.
+			otlptracegrpc.WithDialOption(grpc.WithConnectParams(grpc.ConnectParams{
+				Backoff: backoff.Config{
+					BaseDelay: cfg.RetryInitial, Multiplier: 1.6, Jitter: 0.2, MaxDelay: min(cfg.RetryMax, grpcReconnectMax),
+				},
+				MinConnectTimeout: cfg.ExportTimeout,
+			})),
+		}
 		if cfg.Endpoint != "" {
 			if hasScheme(cfg.Endpoint) {
 				opts = append(opts, otlptracegrpc.WithEndpointURL(cfg.Endpoint))
@@ -550,7 +618,10 @@ func newOTLPExporter(cfg TraceConfig) (sdktrace.SpanExporter, string, error) {
 		}
 		return exp, desc, nil
 	case ProtocolHTTP:
-		opts := []otlptracehttp.Option{otlptracehttp.WithTimeout(cfg.ExportTimeout)}
+		opts := []otlptracehttp.Option{
+			otlptracehttp.WithTimeout(cfg.ExportTimeout),
+			otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}), // the export queue retries
+		}
 		if cfg.Endpoint != "" {
 			if hasScheme(cfg.Endpoint) {
 				u, err := url.Parse(cfg.Endpoint)

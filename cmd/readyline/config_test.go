@@ -94,3 +94,29 @@ func TestRunKeepBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestRunExportQueueBytes(t *testing.T) {
+	for _, tc := range []struct {
+		env  string // READYLINE_EXPORT_QUEUE_BYTES; "-" leaves it unset
+		args []string
+		want int64
+	}{
+		{"-", nil, 16 << 20},
+		{"4Mi", nil, 4 << 20},
+		{"4Mi", []string{"--export-queue-bytes", "100000"}, 100000},
+	} {
+		if tc.env != "-" {
+			t.Setenv("READYLINE_EXPORT_QUEUE_BYTES", tc.env)
+		}
+		c, err := parseRunConfig(append([]string{"--node-name", "n"}, tc.args...), io.Discard)
+		if err != nil {
+			t.Fatalf("env %q, args %q: %v", tc.env, tc.args, err)
+		}
+		if c.trace.QueueBytes != tc.want {
+			t.Errorf("env %q, args %q: export-queue-bytes %d, want %d", tc.env, tc.args, c.trace.QueueBytes, tc.want)
+		}
+	}
+	if _, err := parseRunConfig([]string{"--node-name", "n", "--export-queue-bytes", "lots"}, io.Discard); !errors.Is(err, errUsage) {
+		t.Errorf("--export-queue-bytes lots: %v, want a usage error", err)
+	}
+}

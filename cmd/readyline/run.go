@@ -49,6 +49,7 @@ func parseRunConfig(args []string, stderr io.Writer) (runConfig, error) {
 	fs.String(&c.trace.Endpoint, "otlp-endpoint", "", "where traces go: host:port (OTLP gRPC) or http://host:4318 (OTLP HTTP) (default: the OTEL_EXPORTER_OTLP_* variables, else localhost:4317)")
 	fs.String(&c.trace.Protocol, "otlp-protocol", "", "grpc or http/protobuf (default: from the endpoint)")
 	fs.Bool(&c.trace.Insecure, "otlp-insecure", false, "no TLS for a host:port endpoint")
+	fs.Bytes(&c.trace.QueueBytes, "export-queue-bytes", 16<<20, "the most pod start traces waiting for the OTLP endpoint may take while it is down or slow, by their size as OTLP requests (about 8Ki a pod; the heap they hold is ~2.3 times that), the oldest dropped first: a `size` in bytes, or e.g. 16Mi")
 	fs.String(&c.metricsAddr, "metrics-addr", ":9464", "serve Prometheus /metrics and /healthz here (empty: off)")
 	fs.String(&c.apiAddr, "api-addr", "127.0.0.1:9465", "serve the timeline API that 'readyline explain' reads here (empty: off)")
 	fs.String(&c.record, "record", "", "also write every event the correlator sees to this file (JSON lines, for 'readyline replay')")
@@ -118,6 +119,7 @@ func (d *daemon) run(ctx context.Context) error {
 	if d.traces, err = exporter.NewTraceExporter(d.cfg.trace, d.logger); err != nil {
 		return err
 	}
+	d.metrics.WatchExportQueue(d.traces.Queued)
 	if d.cfg.record != "" {
 		if d.recFile, err = os.Create(d.cfg.record); err != nil {
 			return fmt.Errorf("creating recording: %w", err)
