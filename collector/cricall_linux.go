@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
@@ -77,19 +76,29 @@ type CRICallStats struct {
 
 // CRICallSource reports the kubelet's CRI calls, timed in the kernel by
 // uprobes on its CRI client (stripped release binaries included). It finds
-// the kubelet by scanning /proc and follows its restarts. Not safe for
-// concurrent use, but for Stats.
+// the kubelet by scanning /proc every Rescan: among the processes named
+// kubelet it takes the oldest that runs a file named kubelet, in the node's
+// PID namespace, outside any pod's cgroup and not forked from another
+// such process. It keeps probing that one while it lives (another
+// kubelet-like process is warned about once, and ignored) and follows it
+// when it restarts. Not safe for concurrent use, but for Stats.
 type CRICallSource struct {
 	cfg    CRICallConfig
 	logger *slog.Logger
 	prog   *bpf.GoProbeProgram
 
+	// attachTo probes a process: s.attach, but in tests.
+	attachTo func(p *kubeletProcess) error
+
 	// current attachment
-	pid     int
-	start   string // the process's start time (field 22 of stat), against pid reuse
+	cur     *kubeletProcess // the process probed, nil if none
 	links   []link.Link
 	methods map[uint32]*criMethod
 	warned  string // the last degradation warned about, to warn once
+	// ignored are the other kubelet-like processes warned about while cur
+	// runs; failed the processes that could not be probed, not retried.
+	ignored, failed map[procKey]bool
+	nsWarned        bool
 
 	clockOff                                  atomic.Int64
 	calls, decodeErrors, attaches, threadHops atomic.Uint64
@@ -116,6 +125,7 @@ func NewCRICallSource(cfg CRICallConfig, logger *slog.Logger) (*CRICallSource, e
 		return nil, err
 	}
 	s := &CRICallSource{cfg: cfg, logger: logger, prog: prog}
+	s.attachTo = s.attach
 	s.clockOff.Store(NewBootClock().Offset)
 	return s, nil
 }
@@ -197,29 +207,92 @@ func (s *CRICallSource) toEvent(r *GoCallRecord) event.Event {
 
 // rescan finds the kubelet and (re)attaches when it changed.
 func (s *CRICallSource) rescan() {
-	pid, start, err := findProcess(s.cfg.ProcRoot, s.cfg.target.process)
+	name := s.cfg.target.process
+	scan, err := findKubelets(s.cfg.ProcRoot, name, s.cur)
 	if err != nil {
-		s.warnOnce("no "+s.cfg.target.process+" process found: CRI calls are not traced until one starts", "error", err)
-		if s.pid != 0 {
-			s.detach()
+		s.warnOnce("cannot look for the kubelet: CRI calls are not traced", "error", err)
+	}
+	if scan.nsErr != nil && !s.nsWarned {
+		s.nsWarned = true
+		s.logger.Warn("cannot read the node's PID namespace: a process named "+name+" in another PID namespace could be taken for the kubelet",
+			"error", scan.nsErr)
+	}
+	if s.cur != nil {
+		if scan.has(s.cur) {
+			s.ignoreOthers(scan.found)
+			return
 		}
+		s.logger.Info("the kubelet is gone: detaching CRI probes", "pid", s.cur.pid)
+		old := s.cur.pid
+		s.detach()
+		if len(scan.found) > 0 {
+			s.logger.Info("kubelet restarted: re-attaching CRI probes", "old_pid", old, "pid", scan.found[0].pid)
+		}
+	}
+	s.pruneFailed(scan.found)
+	for _, p := range scan.found {
+		if s.failed[p.key()] {
+			continue
+		}
+		if err := s.attachTo(p); err != nil {
+			s.warnOnce("cannot probe the kubelet's CRI client: CRI calls are not traced (pod starts keep their other sources)",
+				"pid", p.pid, "exe", p.exe, "error", err)
+			s.failed[p.key()] = true // not retried every rescan
+			continue
+		}
+		s.cur = p
+		s.kubeletPID.Store(int64(p.pid))
+		s.warned = ""
+		s.ignored = nil
+		s.ignoreOthers(scan.found)
 		return
 	}
-	if pid == s.pid && start == s.start {
-		return
+	if len(scan.found) == 0 && err == nil {
+		s.warnOnce("no "+name+" process found: CRI calls are not traced until one starts", "rejected", rejectedList(scan.rejected))
 	}
-	if s.pid != 0 {
-		s.logger.Info("kubelet restarted: re-attaching CRI probes", "old_pid", s.pid, "pid", pid)
+}
+
+// ignoreOthers warns, once each, about the kubelet-like processes found
+// besides the one probed.
+func (s *CRICallSource) ignoreOthers(found []*kubeletProcess) {
+	seen := make(map[procKey]bool, len(s.ignored))
+	for _, p := range found {
+		if p.sameProcess(s.cur) {
+			continue
+		}
+		k := p.key()
+		seen[k] = true
+		if !s.ignored[k] {
+			s.logger.Warn("a second kubelet-like process is ignored: the kubelet probed now still runs",
+				"pid", p.pid, "exe", p.exe, "probed_pid", s.cur.pid)
+		}
 	}
-	s.detach()
-	if err := s.attach(pid); err != nil {
-		s.warnOnce("cannot probe the kubelet's CRI client: CRI calls are not traced (pod starts keep their other sources)",
-			"pid", pid, "error", err)
-		s.pid, s.start = pid, start // do not retry this same process every rescan
-		return
+	s.ignored = seen
+}
+
+// pruneFailed forgets the failed processes that are gone.
+func (s *CRICallSource) pruneFailed(found []*kubeletProcess) {
+	if s.failed == nil {
+		s.failed = make(map[procKey]bool)
 	}
-	s.pid, s.start = pid, start
-	s.warned = ""
+	live := make(map[procKey]bool, len(found))
+	for _, p := range found {
+		live[p.key()] = true
+	}
+	for k := range s.failed {
+		if !live[k] {
+			delete(s.failed, k)
+		}
+	}
+}
+
+// rejectedList is the start of a list of rejected processes, for a log.
+func rejectedList(rejected []string) string {
+	const most = 8
+	if len(rejected) > most {
+		return strings.Join(rejected[:most], "; ") + fmt.Sprintf("; and %d more", len(rejected)-most)
+	}
+	return strings.Join(rejected, "; ")
 }
 
 func (s *CRICallSource) warnOnce(msg string, args ...any) {
@@ -234,13 +307,14 @@ func (s *CRICallSource) detach() {
 	for _, l := range s.links {
 		l.Close()
 	}
-	s.links, s.methods, s.pid, s.start = nil, nil, 0, ""
+	s.links, s.methods, s.cur = nil, nil, nil
 	s.kubeletPID.Store(0)
 }
 
 // attach locates the CRI client methods in the kubelet binary and probes
 // their entries and every RET.
-func (s *CRICallSource) attach(pid int) error {
+func (s *CRICallSource) attach(p *kubeletProcess) error {
+	pid := p.pid
 	exe := filepath.Join(s.cfg.ProcRoot, strconv.Itoa(pid), "exe")
 	bin, err := gofunc.Open(exe)
 	if err != nil {
@@ -306,40 +380,8 @@ func (s *CRICallSource) attach(pid int) error {
 	}
 	s.methods = methods
 	s.attaches.Add(1)
-	s.kubeletPID.Store(int64(pid))
 	s.logger.Info("probing the kubelet's CRI client", "pid", pid, "methods", len(methods), "probes", len(probes))
 	return nil
-}
-
-// findProcess returns the pid and start time of the process named name
-// (comm) with the lowest pid.
-func findProcess(procRoot, name string) (int, string, error) {
-	entries, err := os.ReadDir(procRoot)
-	if err != nil {
-		return 0, "", err
-	}
-	best := 0
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		comm, err := os.ReadFile(filepath.Join(procRoot, e.Name(), "comm"))
-		if err != nil || strings.TrimSpace(string(comm)) != name {
-			continue
-		}
-		if best == 0 || pid < best {
-			best = pid
-		}
-	}
-	if best == 0 {
-		return 0, "", fmt.Errorf("no process named %s", name)
-	}
-	stat, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(best), "stat"))
-	if err != nil {
-		return 0, "", err
-	}
-	return best, procStartTime(string(stat)), nil
 }
 
 // procStartTime is field 22 of /proc/<pid>/stat (after the parenthesised comm).

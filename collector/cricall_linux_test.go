@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"os/exec"
 	"path/filepath"
@@ -237,4 +238,81 @@ func checkCRICalls(t *testing.T, printed []crilikeCall, events []*event.CRICall,
 		t.Errorf("median gap between crilike's and the kernel's duration %v, want < 1 ms", median)
 	}
 	t.Logf("%d calls matched; %d events; median gap %v, p99 %v; stats %+v", matched, len(events), median, gaps[len(gaps)*99/100], st)
+}
+
+// TestIntegrationCRICallsOfTheNodesTargetOnly runs, before the real
+// target, two copies of it that must not be taken for it although they are
+// older: one in a pod's cgroup, one in a PID namespace of its own (the
+// target here is crilike, not a binary named kubelet, so that a kubelet
+// running on this machine cannot enter the test).
+func TestIntegrationCRICallsOfTheNodesTargetOnly(t *testing.T) {
+	testenv.RequirePrivileged(t)
+	bin := filepath.Join(t.TempDir(), "crilike")
+	if out, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "./gofunc/testdata/crilike").CombinedOutput(); err != nil {
+		t.Fatalf("building crilike: %v\n%s", err, out)
+	}
+	start := func(cmd *exec.Cmd) (*exec.Cmd, io.WriteCloser) {
+		t.Helper()
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd, stdin
+	}
+	pod := testenv.NewCgroup(t, "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1b2c3d4e_0000_1111_2222_333344445555.slice/cri-containerd-"+hex64+".scope")
+	inPod, _ := start(pod.Command(t, bin, "-calls", "1", "-wait-stdin"))
+	start(exec.Command("unshare", "--pid", "--fork", "--kill-child", bin, "-calls", "1", "-wait-stdin"))
+	time.Sleep(50 * time.Millisecond) // older by more than a clock tick
+	target, stdin := start(exec.Command(bin, "-calls", "3", "-sleep", "1ms", "-wait-stdin"))
+
+	logs := &logRecorder{}
+	src, err := NewCRICallSource(CRICallConfig{Rescan: 20 * time.Millisecond, target: crilikeTarget()}, slog.New(logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var calls []*event.CRICall
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- src.Run(ctx, func(ev event.Event) {
+			if c, ok := ev.(*event.CRICall); ok {
+				mu.Lock()
+				calls = append(calls, c)
+				mu.Unlock()
+			}
+		})
+	}()
+	waitFor(t, 10*time.Second, "the probes to attach", func() bool { return src.Stats().Attaches > 0 })
+	stdin.Close()
+	if err := target.Wait(); err != nil {
+		t.Fatalf("crilike: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	st := src.Stats()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if st.Attaches != 1 {
+		t.Errorf("%d attaches, want 1 (to crilike %d)", st.Attaches, target.Process.Pid)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(calls) == 0 {
+		t.Fatalf("no call seen (stats %+v)", st)
+	}
+	for _, c := range calls {
+		if int(c.PID) != target.Process.Pid {
+			t.Fatalf("a call of pid %d, want the target's %d (the pod's copy is %d)", c.PID, target.Process.Pid, inPod.Process.Pid)
+		}
+	}
+	if w := logs.matching(slog.LevelWarn, "second"); len(w) > 0 {
+		t.Errorf("warned %q: the copies are no candidates", w)
+	}
+	t.Logf("%d calls, all of crilike %d; stats %+v", len(calls), target.Process.Pid, st)
 }

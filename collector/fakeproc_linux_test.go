@@ -130,15 +130,16 @@ func BenchmarkFindKubelet(b *testing.B) {
 		root := busyProcfs(b, 2000)
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, _, err := findProcess(root, "kubelet"); err != nil {
-				b.Fatal(err)
+			scan, err := findKubelets(root, "kubelet", nil)
+			if err != nil || len(scan.found) != 1 || scan.found[0].pid != 30245 {
+				b.Fatalf("found %+v, %v; want the kubelet 30245 alone", scan.found, err)
 			}
 		}
 	})
 	b.Run("proc", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			findProcess("/proc", "kubelet")
+			findKubelets("/proc", "kubelet", nil)
 		}
 	})
 }
