@@ -92,6 +92,7 @@ type CRICallSource struct {
 
 	// current attachment
 	cur     *kubeletProcess // the process probed, nil if none
+	curSeen time.Time       // when cur was last seen running
 	links   []link.Link
 	methods map[uint32]*criMethod
 	warned  string // the last degradation warned about, to warn once
@@ -99,6 +100,10 @@ type CRICallSource struct {
 	// runs; failed the processes that could not be probed, not retried.
 	ignored, failed map[procKey]bool
 	nsWarned        bool
+
+	// emit is Run's; status what the source last said of itself.
+	emit   func(event.Event)
+	status sourceState
 
 	clockOff                                  atomic.Int64
 	calls, decodeErrors, attaches, threadHops atomic.Uint64
@@ -141,7 +146,17 @@ func (s *CRICallSource) Stats() CRICallStats {
 // Run probes the kubelet (and its successors, when it restarts) until ctx
 // is done, handing each call to emit from one goroutine. It returns nil on
 // cancellation, with the probes detached.
+//
+// Around the calls it emits an event.SourceStatus of source
+// event.SourceCRICalls each time it starts or stops seeing them: Up once
+// probes are attached (first at start), Down when none are, with the
+// reason "no_kubelet" (none found), "kubelet_restarted" (the kubelet probed
+// is gone and another is there: Since its start, or since the one probed
+// was last seen if they ran together, until it is probed) or
+// "attach_failed" (the kubelet cannot be probed). A Down that follows a
+// Down, with another reason, has the first one's start as Since.
 func (s *CRICallSource) Run(ctx context.Context, emit func(event.Event)) error {
+	s.emit = emit
 	defer s.prog.Close()
 	defer s.detach()
 	// Records are decoded on their own goroutine: attaching (reading the
@@ -219,14 +234,24 @@ func (s *CRICallSource) rescan() {
 	}
 	if s.cur != nil {
 		if scan.has(s.cur) {
+			s.curSeen = s.now()
 			s.ignoreOthers(scan.found)
 			return
 		}
 		s.logger.Info("the kubelet is gone: detaching CRI probes", "pid", s.cur.pid)
-		old := s.cur.pid
+		old, seen := s.cur.pid, s.curSeen
 		s.detach()
 		if len(scan.found) > 0 {
 			s.logger.Info("kubelet restarted: re-attaching CRI probes", "old_pid", old, "pid", scan.found[0].pid)
+			// Its calls are lost from its start, or from when the one
+			// probed was last seen if it ran alongside.
+			since := s.startTime(scan.found[0])
+			if since.Before(seen) {
+				since = seen
+			}
+			s.setStatus(false, "kubelet_restarted", since)
+		} else {
+			s.setStatus(false, "no_kubelet", time.Time{})
 		}
 	}
 	s.pruneFailed(scan.found)
@@ -240,17 +265,72 @@ func (s *CRICallSource) rescan() {
 			s.failed[p.key()] = true // not retried every rescan
 			continue
 		}
-		s.cur = p
+		s.cur, s.curSeen = p, s.now()
 		s.kubeletPID.Store(int64(p.pid))
 		s.warned = ""
 		s.ignored = nil
+		s.setStatus(true, "", time.Time{})
 		s.ignoreOthers(scan.found)
 		return
 	}
-	if len(scan.found) == 0 && err == nil {
+	if len(scan.found) > 0 {
+		s.setStatus(false, "attach_failed", time.Time{})
+		return
+	}
+	if err == nil {
 		s.warnOnce("no "+name+" process found: CRI calls are not traced until one starts", "rejected", rejectedList(scan.rejected))
 	}
+	s.setStatus(false, "no_kubelet", time.Time{})
 }
+
+// sourceState is what a source last said of itself.
+type sourceState struct {
+	sent   bool
+	up     bool
+	reason string
+	// downSince is where the loss of the current Down began.
+	downSince time.Time
+}
+
+// setStatus emits a SourceStatus when up or reason changed; since, on a
+// Down, is where the loss began when that is before now.
+func (s *CRICallSource) setStatus(up bool, reason string, since time.Time) {
+	st := &s.status
+	if st.sent && st.up == up && st.reason == reason {
+		return
+	}
+	ev := &event.SourceStatus{Time: s.now(), Source: event.SourceCRICalls, Up: up, Reason: reason}
+	if !up {
+		switch {
+		case st.sent && !st.up:
+			ev.Since = st.downSince
+		case !since.IsZero() && since.Before(ev.Time):
+			ev.Since = since
+		}
+		st.downSince = ev.Since
+		if st.downSince.IsZero() {
+			st.downSince = ev.Time
+		}
+	}
+	st.sent, st.up, st.reason = true, up, reason
+	if s.emit != nil {
+		s.emit(ev)
+	}
+}
+
+// now is the time on the clock of the source's records.
+func (s *CRICallSource) now() time.Time {
+	return BootClock{Offset: s.clockOff.Load()}.Time(bootTimeNS())
+}
+
+// startTime is when p started, on the clock of the source's records.
+func (s *CRICallSource) startTime(p *kubeletProcess) time.Time {
+	return BootClock{Offset: s.clockOff.Load()}.Time(p.start * (1e9 / clockTicksPerSecond))
+}
+
+// clockTicksPerSecond is the unit of /proc/<pid>/stat's times (USER_HZ,
+// 100 on every Linux architecture readyline runs on).
+const clockTicksPerSecond = 100
 
 // ignoreOthers warns, once each, about the kubelet-like processes found
 // besides the one probed.

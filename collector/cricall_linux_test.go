@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os/exec"
@@ -125,9 +126,11 @@ func TestIntegrationCRICallsOfAStrippedBinary(t *testing.T) {
 			done := make(chan error, 1)
 			go func() {
 				done <- src.Run(ctx, func(ev event.Event) {
-					mu.Lock()
-					events = append(events, ev.(*event.CRICall))
-					mu.Unlock()
+					if c, ok := ev.(*event.CRICall); ok {
+						mu.Lock()
+						events = append(events, c)
+						mu.Unlock()
+					}
 				})
 			}()
 
@@ -276,14 +279,18 @@ func TestIntegrationCRICallsOfTheNodesTargetOnly(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var calls []*event.CRICall
+	var statuses []string // and the number of calls before each
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- src.Run(ctx, func(ev event.Event) {
-			if c, ok := ev.(*event.CRICall); ok {
-				mu.Lock()
-				calls = append(calls, c)
-				mu.Unlock()
+			mu.Lock()
+			defer mu.Unlock()
+			switch e := ev.(type) {
+			case *event.CRICall:
+				calls = append(calls, e)
+			case *event.SourceStatus:
+				statuses = append(statuses, fmt.Sprintf("%d calls, up %v %s", len(calls), e.Up, e.Reason))
 			}
 		})
 	}()
@@ -313,6 +320,11 @@ func TestIntegrationCRICallsOfTheNodesTargetOnly(t *testing.T) {
 	}
 	if w := logs.matching(slog.LevelWarn, "second"); len(w) > 0 {
 		t.Errorf("warned %q: the copies are no candidates", w)
+	}
+	// Up before the first call; once the target exits, the copies left do
+	// not count.
+	if want := []string{"0 calls, up true ", fmt.Sprintf("%d calls, up false no_kubelet", len(calls))}; !slices.Equal(statuses, want) {
+		t.Errorf("statuses %q, want %q", statuses, want)
 	}
 	t.Logf("%d calls, all of crilike %d; stats %+v", len(calls), target.Process.Pid, st)
 }

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -10,6 +11,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/readyline/readyline/collector/event"
 )
 
 const podCgroup = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1b2c3d4e_0000_1111_2222_333344445555.slice/cri-containerd-" + hex64 + ".scope"
@@ -158,11 +162,56 @@ func (f *fakeAttach) attach(p *kubeletProcess) error {
 }
 
 // newFakeCRICallSource is a CRICallSource over the tree at root, with the
-// probes' attach faked: no kernel involved.
-func newFakeCRICallSource(root string, f *fakeAttach, logs *logRecorder) *CRICallSource {
+// probes' attach faked (no kernel involved), that emits into statuses.
+func newFakeCRICallSource(root string, f *fakeAttach, logs *logRecorder, statuses *[]*event.SourceStatus) *CRICallSource {
 	s := &CRICallSource{cfg: CRICallConfig{ProcRoot: root, target: &kubeletTarget}, logger: slog.New(logs)}
 	s.attachTo = f.attach
+	s.clockOff.Store(NewBootClock().Offset)
+	s.emit = func(ev event.Event) { *statuses = append(*statuses, ev.(*event.SourceStatus)) }
 	return s
+}
+
+// wantStatus is a SourceStatus as a test expects it.
+type wantStatus struct {
+	up     bool
+	reason string
+	since  time.Time // zero: none
+	// sinceBy, when set, makes [since, sinceBy] the range Since must be in.
+	sinceBy time.Time
+}
+
+func (w wantStatus) String() string {
+	if !w.sinceBy.IsZero() {
+		return fmt.Sprintf("{up %v %q since %v-%v}", w.up, w.reason, w.since.Format(time.StampMicro), w.sinceBy.Format(time.StampMicro))
+	}
+	return fmt.Sprintf("{up %v %q since %v}", w.up, w.reason, w.since.Format(time.StampMicro))
+}
+
+func (w wantStatus) matches(st *event.SourceStatus) bool {
+	if st.Up != w.up || st.Reason != w.reason {
+		return false
+	}
+	if !w.sinceBy.IsZero() {
+		return !st.Since.Before(w.since) && !st.Since.After(w.sinceBy)
+	}
+	return st.Since.Equal(w.since)
+}
+
+// checkStatuses compares what a source emitted with want: the cri_calls
+// source, each at the time it was emitted (on the boot clock, so within a
+// second of now), with the Since expected.
+func checkStatuses(t *testing.T, got []*event.SourceStatus, want []wantStatus) {
+	t.Helper()
+	var gotW []wantStatus
+	for _, st := range got {
+		gotW = append(gotW, wantStatus{up: st.Up, reason: st.Reason, since: st.Since})
+		if st.Source != event.SourceCRICalls || st.Time.Sub(time.Now()).Abs() > time.Second || !st.Since.IsZero() && !st.Since.Before(st.Time) {
+			t.Errorf("status %+v: want source %q, time now, since before it", *st, event.SourceCRICalls)
+		}
+	}
+	if !slices.EqualFunc(got, want, func(st *event.SourceStatus, w wantStatus) bool { return w.matches(st) }) {
+		t.Errorf("statuses\n%v\nwant\n%v", gotW, want)
+	}
 }
 
 func removeFakeProc(t *testing.T, root string, pid int) {
@@ -185,7 +234,20 @@ func TestCRICallSourceFollowsTheKubelet(t *testing.T) {
 	})
 	f := &fakeAttach{fail: map[int]bool{}}
 	logs := &logRecorder{}
-	s := newFakeCRICallSource(root, f, logs)
+	var statuses []*event.SourceStatus
+	s := newFakeCRICallSource(root, f, logs, &statuses)
+	started := func(ticks uint64) time.Time { return s.startTime(&kubeletProcess{start: ticks}) }
+	// rescan rescans and returns the times around it, on the source's clock.
+	rescan := func() (before, after time.Time) {
+		before = s.now()
+		s.rescan()
+		return before, s.now()
+	}
+	// nowTicks is a start time after the last rescan.
+	nowTicks := func() uint64 {
+		time.Sleep(30 * time.Millisecond)
+		return bootTimeNS() / (1e9 / clockTicksPerSecond)
+	}
 	check := func(step string, attached []int, probed int) {
 		t.Helper()
 		if !slices.Equal(f.attached, attached) || int(s.kubeletPID.Load()) != probed {
@@ -201,41 +263,92 @@ func TestCRICallSourceFollowsTheKubelet(t *testing.T) {
 	// A second kubelet while the first runs: warned about once, ignored.
 	writeFakeProc(t, dir, root, fakeProc{pid: 41000, ppid: 1, comm: "kubelet", start: 12000, exe: "opt/kubelet"})
 	s.rescan()
-	s.rescan()
+	seen, seenBy := rescan()
 	check("a second kubelet", []int{30245}, 30245)
 	if n := len(logs.matching(slog.LevelWarn, "a second kubelet-like process is ignored")); n != 1 {
 		t.Errorf("%d warnings of the second kubelet, want 1: %q", n, logs.messages(slog.LevelWarn))
 	}
 
-	// The kubelet restarts: the one left is taken.
+	// The kubelet restarts: the one left, which ran alongside, is taken.
 	removeFakeProc(t, root, 30245)
 	removeFakeProc(t, root, 11046)
-	writeFakeProc(t, dir, root, fakeProc{pid: 30246, ppid: 1, comm: "kubelet", start: 15000, exe: "usr/bin/kubelet"})
 	s.rescan()
 	check("restart", []int{30245, 41000}, 41000)
 	s.rescan()
 	check("restart, rescan", []int{30245, 41000}, 41000)
 
-	// The probed pid is reused by a later process: the probed one is
-	// gone, the oldest of the others is taken.
-	removeFakeProc(t, root, 41000)
-	writeFakeProc(t, dir, root, fakeProc{pid: 41000, ppid: 1, comm: "kubelet", start: 16000, exe: "opt/kubelet"})
-	s.rescan()
-	check("pid reused", []int{30245, 41000, 30246}, 30246)
-
-	// A process that cannot be probed is tried once, not every rescan.
+	// The probed pid is reused by a later process, which cannot be probed
+	// (tried once), and another kubelet starts: the probed one is gone,
+	// the oldest of the others that can be probed is taken.
 	f.fail[41000] = true
+	removeFakeProc(t, root, 41000)
+	start41000 := nowTicks()
+	writeFakeProc(t, dir, root, fakeProc{pid: 41000, ppid: 1, comm: "kubelet", start: start41000, exe: "opt/kubelet"})
+	writeFakeProc(t, dir, root, fakeProc{pid: 30246, ppid: 1, comm: "kubelet", start: nowTicks(), exe: "usr/bin/kubelet"})
+	s.rescan()
+	check("pid reused", []int{30245, 41000, 41000, 30246}, 30246)
+
+	// Gone, with only the one that cannot be probed left: not retried.
+	seen2, seenBy2 := rescan()
 	removeFakeProc(t, root, 30246)
-	f.attached = nil
 	s.rescan()
 	s.rescan()
-	check("gone, the one left cannot be probed", []int{41000}, 0)
+	check("gone, the one left cannot be probed", []int{30245, 41000, 41000, 30246}, 0)
 	removeFakeProc(t, root, 41000)
 	s.rescan()
 	s.rescan()
-	check("none", []int{41000}, 0)
+	check("none", []int{30245, 41000, 41000, 30246}, 0)
 	if n := len(logs.matching(slog.LevelWarn, "no kubelet process found")); n != 1 {
 		t.Errorf("%d warnings of no kubelet, want 1: %q", n, logs.messages(slog.LevelWarn))
+	}
+
+	// Blind from when the calls of the next kubelet are lost (its start,
+	// or when the one probed was last seen if they ran together) to the
+	// probes on it; a Down after a Down keeps the first's start.
+	checkStatuses(t, statuses, []wantStatus{
+		{up: true},
+		{up: false, reason: "kubelet_restarted", since: seen, sinceBy: seenBy}, // 41000 ran alongside
+		{up: true},
+		{up: false, reason: "kubelet_restarted", since: started(start41000)}, // started after
+		{up: true}, // 30246
+		{up: false, reason: "kubelet_restarted", since: seen2, sinceBy: seenBy2}, // 41000 ran alongside
+		{up: false, reason: "attach_failed", since: seen2, sinceBy: seenBy2},
+		{up: false, reason: "no_kubelet", since: seen2, sinceBy: seenBy2},
+	})
+}
+
+// TestCRICallSourceStatusAtStart: the first rescan says whether the
+// source sees, and why not.
+func TestCRICallSourceStatusAtStart(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		procs []fakeProc
+		fail  bool
+		want  []wantStatus
+	}{
+		{"a kubelet", []fakeProc{kubelet}, false, []wantStatus{{up: true}}},
+		{"a kubelet that cannot be probed", []fakeProc{kubelet}, true, []wantStatus{{up: false, reason: "attach_failed"}}},
+		{"none", nil, false, []wantStatus{{up: false, reason: "no_kubelet"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			root := fakeProcfs(t, dir, tc.procs)
+			f := &fakeAttach{fail: map[int]bool{kubelet.pid: tc.fail}}
+			var statuses []*event.SourceStatus
+			s := newFakeCRICallSource(root, f, &logRecorder{}, &statuses)
+			s.rescan()
+			s.rescan()
+			checkStatuses(t, statuses, tc.want)
+			if tc.want[0].up {
+				return
+			}
+			// The kubelet comes (back): Up, Since-less, once.
+			removeFakeProc(t, root, kubelet.pid)
+			writeFakeProc(t, dir, root, fakeProc{pid: 500, ppid: 1, comm: "kubelet", start: 700, exe: "usr/bin/kubelet"})
+			s.rescan()
+			s.rescan()
+			checkStatuses(t, statuses, append(tc.want, wantStatus{up: true}))
+		})
 	}
 }
 

@@ -148,7 +148,13 @@ func pidnsChild(t *testing.T) {
 	cctx, ccancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- src.Run(cctx, func(event.Event) { mu.Lock(); calls++; mu.Unlock() })
+		done <- src.Run(cctx, func(ev event.Event) {
+			if _, ok := ev.(*event.CRICall); ok {
+				mu.Lock()
+				calls++
+				mu.Unlock()
+			}
+		})
 	}()
 	crilike := exec.Command(os.Getenv("CRILIKE"), "-calls", "3", "-sleep", "1ms", "-wait-stdin")
 	stdin, _ := crilike.StdinPipe()
