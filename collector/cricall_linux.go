@@ -2,11 +2,9 @@ package collector
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -66,7 +64,10 @@ type CRICallStats struct {
 	Calls        uint64 // CRICall events emitted
 	DecodeErrors uint64
 	Attaches     uint64 // times probes were attached to a kubelet
-	KubeletPID   int    // the kubelet probed now, 0 if none
+	// BinaryReads counts the kubelet executables read; an attach to a
+	// file read before, or refused before, takes what was found then.
+	BinaryReads uint64
+	KubeletPID  int // the kubelet probed now, 0 if none
 	// ThreadHops counts calls that returned on another thread than they
 	// entered: goroutines move between threads, the probes key by goroutine.
 	ThreadHops uint64
@@ -100,14 +101,15 @@ type CRICallSource struct {
 	// runs; failed the processes that could not be probed, not retried.
 	ignored, failed map[procKey]bool
 	nsWarned        bool
+	binaries        binaryCache
 
 	// emit is Run's; status what the source last said of itself.
 	emit   func(event.Event)
 	status sourceState
 
-	clockOff                                  atomic.Int64
-	calls, decodeErrors, attaches, threadHops atomic.Uint64
-	kubeletPID                                atomic.Int64
+	clockOff                                               atomic.Int64
+	calls, decodeErrors, attaches, threadHops, binaryReads atomic.Uint64
+	kubeletPID                                             atomic.Int64
 }
 
 // NewCRICallSource loads the uprobe programs. A kernel that refuses them is
@@ -137,8 +139,8 @@ func NewCRICallSource(cfg CRICallConfig, logger *slog.Logger) (*CRICallSource, e
 
 // Stats returns the counters so far. Safe for concurrent use.
 func (s *CRICallSource) Stats() CRICallStats {
-	st := CRICallStats{Calls: s.calls.Load(), DecodeErrors: s.decodeErrors.Load(),
-		Attaches: s.attaches.Load(), KubeletPID: int(s.kubeletPID.Load()), ThreadHops: s.threadHops.Load()}
+	st := CRICallStats{Calls: s.calls.Load(), DecodeErrors: s.decodeErrors.Load(), Attaches: s.attaches.Load(),
+		BinaryReads: s.binaryReads.Load(), KubeletPID: int(s.kubeletPID.Load()), ThreadHops: s.threadHops.Load()}
 	st.Kernel, _ = s.prog.Counters()
 	return st
 }
@@ -391,30 +393,17 @@ func (s *CRICallSource) detach() {
 	s.kubeletPID.Store(0)
 }
 
-// attach locates the CRI client methods in the kubelet binary and probes
-// their entries and every RET.
+// attach locates the CRI client methods in the kubelet binary (or takes
+// them from the cache) and probes their entries and every RET.
 func (s *CRICallSource) attach(p *kubeletProcess) error {
 	pid := p.pid
 	exe := filepath.Join(s.cfg.ProcRoot, strconv.Itoa(pid), "exe")
-	bin, err := gofunc.Open(exe)
+	bin, err := s.readBinary(exe)
 	if err != nil {
-		return fmt.Errorf("reading the kubelet binary: %w", err)
+		return err
 	}
-	defer func() {
-		// Reading the kubelet's function table took ~65 MiB of heap, garbage
-		// from here on: give it back now rather than at the 2-minute forced
-		// GC (a DaemonSet's memory limit sees the peak).
-		bin.Close()
-		debug.FreeOSMemory()
-	}()
-
-	offsets := s.cfg.target.offsets(bin, s.logger)
+	funcs, offsets := bin.funcs, bin.offsets
 	methodsTable := s.cfg.target.methods
-	symbols := make([]string, len(methodsTable))
-	for i, m := range methodsTable {
-		symbols[i] = m.Symbol
-	}
-	funcs, errs := bin.Lookup(symbols...)
 	var probes []bpf.Probe
 	methods := make(map[uint32]*criMethod)
 	var missing []string
@@ -435,12 +424,9 @@ func (s *CRICallSource) attach(p *kubeletProcess) error {
 			probes = append(probes, bpf.Probe{Offset: off, Func: id, Return: true})
 		}
 	}
-	if len(methods) == 0 {
-		return fmt.Errorf("none of the CRI client methods found: %w", errors.Join(errs...))
-	}
 	if len(missing) > 0 {
 		s.logger.Warn("some CRI client methods are not in this kubelet: their calls are not traced",
-			"missing", strings.Join(missing, ","), "error", errors.Join(errs...))
+			"missing", strings.Join(missing, ","), "error", bin.lookupErr)
 	}
 
 	if !s.cfg.PerAddress {

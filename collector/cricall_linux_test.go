@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -327,4 +328,97 @@ func TestIntegrationCRICallsOfTheNodesTargetOnly(t *testing.T) {
 		t.Errorf("statuses %q, want %q", statuses, want)
 	}
 	t.Logf("%d calls, all of crilike %d; stats %+v", len(calls), target.Process.Pid, st)
+}
+
+// TestIntegrationCRICallsReadEachBinaryOnce restarts the target from the
+// same file and runs, twice, a program of its name that is not a Go
+// program: each file is read once, the restart probed from what was found
+// then, the other refused from what was found then.
+func TestIntegrationCRICallsReadEachBinaryOnce(t *testing.T) {
+	testenv.RequirePrivileged(t)
+	bin := filepath.Join(t.TempDir(), "crilike")
+	if out, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "./gofunc/testdata/crilike").CombinedOutput(); err != nil {
+		t.Fatalf("building crilike: %v\n%s", err, out)
+	}
+	impostor := filepath.Join(t.TempDir(), "crilike")
+	sleep, err := os.ReadFile("/bin/sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(impostor, sleep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	src, err := NewCRICallSource(CRICallConfig{Rescan: 20 * time.Millisecond, target: crilikeTarget()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var statuses []string
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- src.Run(ctx, func(ev event.Event) {
+			if e, ok := ev.(*event.SourceStatus); ok {
+				mu.Lock()
+				statuses = append(statuses, fmt.Sprintf("up %v %s", e.Up, e.Reason))
+				mu.Unlock()
+			}
+		})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	lastStatus := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(statuses) == 0 {
+			return ""
+		}
+		return statuses[len(statuses)-1]
+	}
+	run := func(path string, args ...string) (*exec.Cmd, io.WriteCloser) {
+		t.Helper()
+		cmd := exec.Command(path, args...)
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd, stdin
+	}
+
+	for i := range 2 {
+		cmd, stdin := run(bin, "-calls", "1", "-sleep", "1ms", "-wait-stdin")
+		waitFor(t, 10*time.Second, "the probes to attach", func() bool { return src.Stats().Attaches == uint64(i+1) })
+		stdin.Close()
+		cmd.Wait()
+		waitFor(t, 5*time.Second, "the target's exit to be seen", func() bool { return lastStatus() == "up false no_kubelet" })
+	}
+	if st := src.Stats(); st.BinaryReads != 1 {
+		t.Errorf("%d executables read for two runs of one, want 1", st.BinaryReads)
+	}
+
+	a, _ := run(impostor, "30")
+	b, _ := run(impostor, "30")
+	waitFor(t, 10*time.Second, "the copies of sleep to be refused", func() bool { return lastStatus() == "up false attach_failed" })
+	a.Process.Kill()
+	a.Wait()
+	b.Process.Kill()
+	b.Wait()
+	waitFor(t, 10*time.Second, "the copies' exit to be seen", func() bool { return lastStatus() == "up false no_kubelet" })
+	run(impostor, "30")
+	waitFor(t, 10*time.Second, "the third copy to be refused", func() bool { return lastStatus() == "up false attach_failed" })
+	if st := src.Stats(); st.BinaryReads != 2 || st.Attaches != 2 {
+		t.Errorf("%d executables read, %d attaches; want 2 (crilike, sleep) and 2", st.BinaryReads, st.Attaches)
+	}
+	mu.Lock()
+	t.Logf("statuses %q; stats %+v", statuses, src.Stats())
+	mu.Unlock()
 }

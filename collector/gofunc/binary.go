@@ -76,6 +76,13 @@ func Open(path string) (*Binary, error) {
 	return b, nil
 }
 
+// NewBinary reads the headers of the ELF executable r holds, size bytes, as
+// Open does of a file, for a caller that keeps the file open itself (to
+// fstat the very file it reads). Close does not close r.
+func NewBinary(r io.ReaderAt, size int64) (*Binary, error) {
+	return newBinary(r, size)
+}
+
 // newBinary reads the ELF headers from r, which holds size bytes.
 func newBinary(r io.ReaderAt, size int64) (*Binary, error) {
 	if err := checkELFHeaders(r, size); err != nil {
