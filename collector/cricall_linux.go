@@ -32,7 +32,8 @@ type CRICallConfig struct {
 	target *probeTarget
 }
 
-// probeTarget is a process to find by name and the methods to probe in it.
+// probeTarget is a process to find by name (its comm and its executable's,
+// see findKubelets) and the methods to probe in it.
 type probeTarget struct {
 	process string
 	methods []criMethod
@@ -275,14 +276,20 @@ func (s *CRICallSource) rescan() {
 		s.ignoreOthers(scan.found)
 		return
 	}
-	if len(scan.found) > 0 {
+	switch {
+	case len(scan.found) > 0:
 		s.setStatus(false, "attach_failed", time.Time{})
-		return
+	case scan.denied > 0:
+		// The kubelet is most likely there, out of readyline's reach.
+		s.warnOnce("cannot look into the processes named "+name+" (readyline needs CAP_SYS_PTRACE): CRI calls are not traced",
+			"rejected", rejectedList(scan.rejected))
+		s.setStatus(false, "attach_failed", time.Time{})
+	default:
+		if err == nil {
+			s.warnOnce("no "+name+" process found: CRI calls are not traced until one starts", "rejected", rejectedList(scan.rejected))
+		}
+		s.setStatus(false, "no_kubelet", time.Time{})
 	}
-	if err == nil {
-		s.warnOnce("no "+name+" process found: CRI calls are not traced until one starts", "rejected", rejectedList(scan.rejected))
-	}
-	s.setStatus(false, "no_kubelet", time.Time{})
 }
 
 // sourceState is what a source last said of itself.

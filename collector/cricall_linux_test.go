@@ -22,8 +22,27 @@ import (
 	"github.com/readyline/readyline/collector/testenv"
 )
 
-// crilikeTarget probes gofunc/testdata/crilike: the kubelet's method table
-// with crilike's symbols (package main) and its plain-struct layouts.
+// crilikeName is what this test binary names its builds of crilike, and its
+// CRI-call sources look for: its own name, so that tests run at the same
+// time on one machine (other worktrees, other packages) never take each
+// other's crilike for their target.
+var crilikeName = fmt.Sprintf("crilike%d", os.Getpid())
+
+// buildCrilike builds gofunc/testdata/crilike, named crilikeName, with the
+// go build flags given.
+func buildCrilike(tb testing.TB, flags ...string) string {
+	tb.Helper()
+	bin := filepath.Join(tb.TempDir(), crilikeName)
+	args := append(append([]string{"build", "-o", bin}, flags...), "./gofunc/testdata/crilike")
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		tb.Fatalf("building crilike: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// crilikeTarget probes gofunc/testdata/crilike, built by buildCrilike: the
+// kubelet's method table with crilike's symbols (package main) and its
+// plain-struct layouts.
 func crilikeTarget() *probeTarget {
 	methods := slices.Clone(criMethods)
 	for i := range methods {
@@ -63,7 +82,7 @@ func crilikeTarget() *probeTarget {
 			}
 		}
 	}
-	return &probeTarget{process: "crilike", methods: methods,
+	return &probeTarget{process: crilikeName, methods: methods,
 		offsets: func(*gofunc.Binary, *slog.Logger) *criOffsets { return &criOffsets{} }}
 }
 
@@ -112,11 +131,7 @@ func TestIntegrationCRICallsOfAStrippedBinary(t *testing.T) {
 		{"stripped PIE, new goroutine per call (morestack)", []string{"-buildmode=pie", "-ldflags=-s -w"}, []string{"-fresh"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bin := filepath.Join(t.TempDir(), "crilike")
-			args := append([]string{"build", "-o", bin}, tc.build...)
-			if out, err := exec.Command("go", append(args, "./gofunc/testdata/crilike")...).CombinedOutput(); err != nil {
-				t.Fatalf("building crilike: %v\n%s", err, out)
-			}
+			bin := buildCrilike(t, tc.build...)
 			src, err := NewCRICallSource(CRICallConfig{Rescan: 50 * time.Millisecond, target: crilikeTarget()}, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -247,14 +262,11 @@ func checkCRICalls(t *testing.T, printed []crilikeCall, events []*event.CRICall,
 // TestIntegrationCRICallsOfTheNodesTargetOnly runs, before the real
 // target, two copies of it that must not be taken for it although they are
 // older: one in a pod's cgroup, one in a PID namespace of its own (the
-// target here is crilike, not a binary named kubelet, so that a kubelet
-// running on this machine cannot enter the test).
+// target here is crilike, named crilikeName, not a binary named kubelet,
+// so that a kubelet running on this machine cannot enter the test).
 func TestIntegrationCRICallsOfTheNodesTargetOnly(t *testing.T) {
 	testenv.RequirePrivileged(t)
-	bin := filepath.Join(t.TempDir(), "crilike")
-	if out, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "./gofunc/testdata/crilike").CombinedOutput(); err != nil {
-		t.Fatalf("building crilike: %v\n%s", err, out)
-	}
+	bin := buildCrilike(t, "-ldflags=-s -w")
 	start := func(cmd *exec.Cmd) (*exec.Cmd, io.WriteCloser) {
 		t.Helper()
 		stdin, err := cmd.StdinPipe()
@@ -336,11 +348,8 @@ func TestIntegrationCRICallsOfTheNodesTargetOnly(t *testing.T) {
 // then, the other refused from what was found then.
 func TestIntegrationCRICallsReadEachBinaryOnce(t *testing.T) {
 	testenv.RequirePrivileged(t)
-	bin := filepath.Join(t.TempDir(), "crilike")
-	if out, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "./gofunc/testdata/crilike").CombinedOutput(); err != nil {
-		t.Fatalf("building crilike: %v\n%s", err, out)
-	}
-	impostor := filepath.Join(t.TempDir(), "crilike")
+	bin := buildCrilike(t, "-ldflags=-s -w")
+	impostor := filepath.Join(t.TempDir(), crilikeName)
 	sleep, err := os.ReadFile("/bin/sleep")
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -67,6 +68,9 @@ type kubeletScan struct {
 	// nsErr says why the node's PID namespace could not be read: the
 	// processes of other namespaces are then not told apart.
 	nsErr error
+	// denied counts the processes rejected because readyline may not
+	// look into them (no CAP_SYS_PTRACE).
+	denied int
 }
 
 // has reports whether p is among the processes found.
@@ -107,9 +111,12 @@ func findKubelets(procRoot, name string, attached *kubeletProcess) (kubeletScan,
 		if err != nil {
 			continue
 		}
-		p, why := inspectProcess(procRoot, pid, name, nodeNS, attached)
+		p, why, err := inspectProcess(procRoot, pid, name, nodeNS, attached)
 		if why != "" {
 			scan.rejected = append(scan.rejected, e+": "+why)
+			if errors.Is(err, fs.ErrPermission) {
+				scan.denied++
+			}
 			continue
 		}
 		scan.found = append(scan.found, p)
@@ -164,66 +171,69 @@ func commIs(dirFD int, pid, name string, buf []byte) bool {
 }
 
 // inspectProcess reads what tells whether the process pid, named name, is
-// the kubelet; why says why not.
-func inspectProcess(procRoot string, pid int, name, nodeNS string, attached *kubeletProcess) (p *kubeletProcess, why string) {
+// the kubelet; why says why not, err what could not be read if that is why.
+func inspectProcess(procRoot string, pid int, name, nodeNS string, attached *kubeletProcess) (p *kubeletProcess, why string, err error) {
+	unreadable := func(what string, err error) (*kubeletProcess, string, error) {
+		return nil, what + ": " + errText(err), err
+	}
 	dir := filepath.Join(procRoot, strconv.Itoa(pid))
 	status, err := os.ReadFile(filepath.Join(dir, "status"))
 	if err != nil {
-		return nil, "status: " + errText(err)
+		return unreadable("status", err)
 	}
 	tgid, ppid := statusField(status, "Tgid"), statusField(status, "PPid")
 	if tgid != pid {
-		return nil, fmt.Sprintf("a thread of %d", tgid)
+		return nil, fmt.Sprintf("a thread of %d", tgid), nil
 	}
 	stat, err := os.ReadFile(filepath.Join(dir, "stat"))
 	if err != nil {
-		return nil, "stat: " + errText(err)
+		return unreadable("stat", err)
 	}
 	start, err := strconv.ParseUint(procStartTime(string(stat)), 10, 64)
 	if err != nil {
-		return nil, "stat: no start time"
+		return nil, "stat: no start time", nil
 	}
 	p = &kubeletProcess{pid: pid, ppid: ppid, start: start}
 
 	exe, err := os.Readlink(filepath.Join(dir, "exe"))
 	if err != nil {
-		return nil, "exe: " + errText(err)
+		return unreadable("exe", err)
 	}
 	var st syscall.Stat_t
 	if err := syscall.Stat(filepath.Join(dir, "exe"), &st); err != nil {
-		return nil, "exe: " + errText(err)
+		return unreadable("exe", err)
 	}
 	p.exeID = fileIDOf(&st)
 	exe, deleted := strings.CutSuffix(exe, " (deleted)")
 	p.exe = exe
 	if path.Base(exe) != name {
-		return nil, "runs " + exe
+		return nil, "runs " + exe, nil
 	}
 	if deleted && (attached == nil || !attached.sameProcess(p)) {
 		// The kubelet probed now keeps running a binary replaced on
 		// disk; a new process of a deleted file is not a kubelet a
 		// service manager started.
-		return nil, "runs a deleted " + exe
+		return nil, "runs a deleted " + exe, nil
 	}
 
 	if nodeNS != "" {
 		ns, err := os.Readlink(filepath.Join(dir, "ns", "pid"))
 		if err != nil {
-			return nil, "PID namespace: " + errText(err)
+			return unreadable("PID namespace", err)
 		}
 		if ns != nodeNS {
-			return nil, "in another PID namespace (" + ns + ")"
+			return nil, "in another PID namespace (" + ns + ")", nil
 		}
 	}
 
 	cgroups, err := os.ReadFile(filepath.Join(dir, "cgroup"))
 	if err != nil {
-		return nil, "cgroup: " + errText(err)
+		return unreadable("cgroup", err)
 	}
 	if uid := podOfCgroups(string(cgroups)); uid != "" {
-		return nil, "in pod " + uid + "'s cgroup"
+		return nil, "in pod " + uid + "'s cgroup", nil
 	}
-	return p, ""
+	return p, "", nil
 }
 
 // podOfCgroups returns the UID of the pod whose cgroup a /proc/<pid>/cgroup

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/readyline/readyline/collector/event"
+	"github.com/readyline/readyline/collector/testenv"
 )
 
 const podCgroup = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1b2c3d4e_0000_1111_2222_333344445555.slice/cri-containerd-" + hex64 + ".scope"
@@ -130,7 +132,7 @@ func TestFindKubeletsDeletedWhileAttached(t *testing.T) {
 // found it, for a test to say it is attached.
 func attachedAs(t *testing.T, root string, p fakeProc) *kubeletProcess {
 	t.Helper()
-	got, why := inspectProcess(root, p.pid, p.comm, "", &kubeletProcess{pid: p.pid, start: p.start, exeID: exeID(t, root, p.pid)})
+	got, why, _ := inspectProcess(root, p.pid, p.comm, "", &kubeletProcess{pid: p.pid, start: p.start, exeID: exeID(t, root, p.pid)})
 	if why != "" {
 		t.Fatalf("%d: %s", p.pid, why)
 	}
@@ -374,5 +376,92 @@ func TestFindKubeletsNodeNamespace(t *testing.T) {
 	scan, err = findKubelets(root, "kubelet", nil)
 	if err != nil || scan.nsErr != nil || len(scan.found) != 1 || scan.found[0].pid != kubelet.pid {
 		t.Errorf("with readyline's namespace: found %v, nsErr %v, %v; want the kubelet alone", scan.found, scan.nsErr, err)
+	}
+}
+
+// deniedChildEnv marks the test binary re-run as an unprivileged user.
+const deniedChildEnv = "READYLINE_TEST_PTRACE_DENIED_CHILD"
+
+// TestIntegrationKubeletOutOfReach looks, as a user that may not look into
+// other users' processes (as readyline without CAP_SYS_PTRACE), at a
+// process of the target's name: it is rejected as out of reach, and the
+// source says it cannot look, not that there is no kubelet.
+func TestIntegrationKubeletOutOfReach(t *testing.T) {
+	if os.Getenv(deniedChildEnv) == "1" {
+		deniedChild(t)
+		return
+	}
+	testenv.RequirePrivileged(t)
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sleep, err := os.ReadFile("/bin/sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(dir, crilikeName)
+	if err := os.WriteFile(target, sleep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(target, "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	test, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "collector.test")
+	if err := os.WriteFile(bin, test, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	child := exec.Command(bin, "-test.run", "^TestIntegrationKubeletOutOfReach$", "-test.v", "-test.count=1")
+	child.Env = append(os.Environ(), deniedChildEnv+"=1", deniedChildEnv+"_NAME="+crilikeName)
+	child.Dir = dir
+	child.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := child.CombinedOutput()
+	t.Logf("as nobody:\n%s", out)
+	if err != nil {
+		t.Fatalf("the child failed: %v", err)
+	}
+	if !strings.Contains(string(out), fmt.Sprintf("REJECTED %d: exe: permission denied\n", cmd.Process.Pid)) {
+		t.Errorf("the child did not report pid %d out of reach", cmd.Process.Pid)
+	}
+}
+
+// deniedChild runs as nobody, next to root's process named as its parent's
+// crilike.
+func deniedChild(t *testing.T) {
+	name := filepath.Base(os.Getenv(deniedChildEnv + "_NAME"))
+	scan, err := findKubelets("/proc", name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Others of the name may linger, exiting, from earlier tests: all are
+	// out of reach.
+	if len(scan.found) != 0 || scan.denied == 0 || scan.denied != len(scan.rejected) {
+		t.Fatalf("found %v, rejected %q (%d denied); want all rejected, denied", scan.found, scan.rejected, scan.denied)
+	}
+	logs := &logRecorder{}
+	var statuses []*event.SourceStatus
+	s := newFakeCRICallSource("/proc", &fakeAttach{}, logs, &statuses)
+	s.cfg.target = &probeTarget{process: name}
+	s.rescan()
+	checkStatuses(t, statuses, []wantStatus{{up: false, reason: "attach_failed"}})
+	if w := logs.matching(slog.LevelWarn, "needs CAP_SYS_PTRACE"); len(w) != 1 {
+		t.Errorf("warnings %q, want one saying CAP_SYS_PTRACE is needed", logs.messages(slog.LevelWarn))
+	}
+	for _, r := range scan.rejected {
+		fmt.Printf("REJECTED %s\n", r)
 	}
 }

@@ -32,10 +32,7 @@ func TestIntegrationPIDNamespace(t *testing.T) {
 		return
 	}
 	testenv.RequirePrivileged(t)
-	bin := filepath.Join(t.TempDir(), "crilike")
-	if out, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "./gofunc/testdata/crilike").CombinedOutput(); err != nil {
-		t.Fatalf("building crilike: %v\n%s", err, out)
-	}
+	bin := buildCrilike(t, "-ldflags=-s -w")
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +136,10 @@ func pidnsChild(t *testing.T) {
 	}
 
 	// CRI calls: found through this namespace's /proc and probed.
-	src, err := NewCRICallSource(CRICallConfig{Rescan: 20 * time.Millisecond, target: crilikeTarget()}, nil)
+	// The parent named crilike (crilikeName is this process's).
+	target := crilikeTarget()
+	target.process = filepath.Base(os.Getenv("CRILIKE"))
+	src, err := NewCRICallSource(CRICallConfig{Rescan: 20 * time.Millisecond, target: target}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
