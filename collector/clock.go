@@ -35,6 +35,14 @@ func NewBootClock() BootClock {
 	return BootClock{Offset: best}
 }
 
+// bootTimeNS reads CLOCK_BOOTTIME, the clock of bpf_ktime_get_boot_ns and
+// of /proc's process start times, in ns.
+func bootTimeNS() uint64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts)
+	return uint64(ts.Nano())
+}
+
 // Time returns the wall-clock time (UTC) of a CLOCK_BOOTTIME reading.
 func (c BootClock) Time(bootNS uint64) time.Time {
 	return time.Unix(0, c.Offset+int64(bootNS)).UTC()

@@ -3,7 +3,6 @@ package collector
 import (
 	"context"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -21,10 +20,7 @@ import (
 // kubelet's calls would pay.
 func BenchmarkProbedCRICall(b *testing.B) {
 	testenv.RequirePrivileged(b)
-	bin := filepath.Join(b.TempDir(), "crilike")
-	if out, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "./gofunc/testdata/crilike").CombinedOutput(); err != nil {
-		b.Fatalf("building crilike: %v\n%s", err, out)
-	}
+	bin := buildCrilike(b, "-ldflags=-s -w")
 	for _, sleep := range []time.Duration{0, time.Millisecond} {
 		b.Run("sleep="+sleep.String(), func(b *testing.B) {
 			const rounds = 50 // 9 probed calls (of 12) per round

@@ -2,12 +2,9 @@ package collector
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -35,7 +32,8 @@ type CRICallConfig struct {
 	target *probeTarget
 }
 
-// probeTarget is a process to find by name and the methods to probe in it.
+// probeTarget is a process to find by name (its comm and its executable's,
+// see findKubelets) and the methods to probe in it.
 type probeTarget struct {
 	process string
 	methods []criMethod
@@ -67,7 +65,10 @@ type CRICallStats struct {
 	Calls        uint64 // CRICall events emitted
 	DecodeErrors uint64
 	Attaches     uint64 // times probes were attached to a kubelet
-	KubeletPID   int    // the kubelet probed now, 0 if none
+	// BinaryReads counts the kubelet executables read; an attach to a
+	// file read before, or refused before, takes what was found then.
+	BinaryReads uint64
+	KubeletPID  int // the kubelet probed now, 0 if none
 	// ThreadHops counts calls that returned on another thread than they
 	// entered: goroutines move between threads, the probes key by goroutine.
 	ThreadHops uint64
@@ -77,23 +78,39 @@ type CRICallStats struct {
 
 // CRICallSource reports the kubelet's CRI calls, timed in the kernel by
 // uprobes on its CRI client (stripped release binaries included). It finds
-// the kubelet by scanning /proc and follows its restarts. Not safe for
-// concurrent use, but for Stats.
+// the kubelet by scanning /proc every Rescan: among the processes named
+// kubelet it takes the oldest that runs a file named kubelet, in the node's
+// PID namespace, outside any pod's cgroup and not forked from another
+// such process. It keeps probing that one while it lives (another
+// kubelet-like process is warned about once, and ignored) and follows it
+// when it restarts. Not safe for concurrent use, but for Stats.
 type CRICallSource struct {
 	cfg    CRICallConfig
 	logger *slog.Logger
 	prog   *bpf.GoProbeProgram
 
+	// attachTo probes a process: s.attach, but in tests.
+	attachTo func(p *kubeletProcess) error
+
 	// current attachment
-	pid     int
-	start   string // the process's start time (field 22 of stat), against pid reuse
+	cur     *kubeletProcess // the process probed, nil if none
+	curSeen time.Time       // when cur was last seen running
 	links   []link.Link
 	methods map[uint32]*criMethod
 	warned  string // the last degradation warned about, to warn once
+	// ignored are the other kubelet-like processes warned about while cur
+	// runs; failed the processes that could not be probed, not retried.
+	ignored, failed map[procKey]bool
+	nsWarned        bool
+	binaries        binaryCache
 
-	clockOff                                  atomic.Int64
-	calls, decodeErrors, attaches, threadHops atomic.Uint64
-	kubeletPID                                atomic.Int64
+	// emit is Run's; status what the source last said of itself.
+	emit   func(event.Event)
+	status sourceState
+
+	clockOff                                               atomic.Int64
+	calls, decodeErrors, attaches, threadHops, binaryReads atomic.Uint64
+	kubeletPID                                             atomic.Int64
 }
 
 // NewCRICallSource loads the uprobe programs. A kernel that refuses them is
@@ -116,14 +133,15 @@ func NewCRICallSource(cfg CRICallConfig, logger *slog.Logger) (*CRICallSource, e
 		return nil, err
 	}
 	s := &CRICallSource{cfg: cfg, logger: logger, prog: prog}
+	s.attachTo = s.attach
 	s.clockOff.Store(NewBootClock().Offset)
 	return s, nil
 }
 
 // Stats returns the counters so far. Safe for concurrent use.
 func (s *CRICallSource) Stats() CRICallStats {
-	st := CRICallStats{Calls: s.calls.Load(), DecodeErrors: s.decodeErrors.Load(),
-		Attaches: s.attaches.Load(), KubeletPID: int(s.kubeletPID.Load()), ThreadHops: s.threadHops.Load()}
+	st := CRICallStats{Calls: s.calls.Load(), DecodeErrors: s.decodeErrors.Load(), Attaches: s.attaches.Load(),
+		BinaryReads: s.binaryReads.Load(), KubeletPID: int(s.kubeletPID.Load()), ThreadHops: s.threadHops.Load()}
 	st.Kernel, _ = s.prog.Counters()
 	return st
 }
@@ -131,7 +149,17 @@ func (s *CRICallSource) Stats() CRICallStats {
 // Run probes the kubelet (and its successors, when it restarts) until ctx
 // is done, handing each call to emit from one goroutine. It returns nil on
 // cancellation, with the probes detached.
+//
+// Around the calls it emits an event.SourceStatus of source
+// event.SourceCRICalls each time it starts or stops seeing them: Up once
+// probes are attached (first at start), Down when none are, with the
+// reason "no_kubelet" (none found), "kubelet_restarted" (the kubelet probed
+// is gone and another is there: Since its start, or since the one probed
+// was last seen if they ran together, until it is probed) or
+// "attach_failed" (the kubelet cannot be probed). A Down that follows a
+// Down, with another reason, has the first one's start as Since.
 func (s *CRICallSource) Run(ctx context.Context, emit func(event.Event)) error {
+	s.emit = emit
 	defer s.prog.Close()
 	defer s.detach()
 	// Records are decoded on their own goroutine: attaching (reading the
@@ -197,29 +225,163 @@ func (s *CRICallSource) toEvent(r *GoCallRecord) event.Event {
 
 // rescan finds the kubelet and (re)attaches when it changed.
 func (s *CRICallSource) rescan() {
-	pid, start, err := findProcess(s.cfg.ProcRoot, s.cfg.target.process)
+	name := s.cfg.target.process
+	scan, err := findKubelets(s.cfg.ProcRoot, name, s.cur)
 	if err != nil {
-		s.warnOnce("no "+s.cfg.target.process+" process found: CRI calls are not traced until one starts", "error", err)
-		if s.pid != 0 {
-			s.detach()
+		s.warnOnce("cannot look for the kubelet: CRI calls are not traced", "error", err)
+	}
+	if scan.nsErr != nil && !s.nsWarned {
+		s.nsWarned = true
+		s.logger.Warn("cannot read the node's PID namespace: a process named "+name+" in another PID namespace could be taken for the kubelet",
+			"error", scan.nsErr)
+	}
+	if s.cur != nil {
+		if scan.has(s.cur) {
+			s.curSeen = s.now()
+			s.ignoreOthers(scan.found)
+			return
 		}
+		s.logger.Info("the kubelet is gone: detaching CRI probes", "pid", s.cur.pid)
+		old, seen := s.cur.pid, s.curSeen
+		s.detach()
+		if len(scan.found) > 0 {
+			s.logger.Info("kubelet restarted: re-attaching CRI probes", "old_pid", old, "pid", scan.found[0].pid)
+			// Its calls are lost from its start, or from when the one
+			// probed was last seen if it ran alongside.
+			since := s.startTime(scan.found[0])
+			if since.Before(seen) {
+				since = seen
+			}
+			s.setStatus(false, "kubelet_restarted", since)
+		} else {
+			s.setStatus(false, "no_kubelet", time.Time{})
+		}
+	}
+	s.pruneFailed(scan.found)
+	for _, p := range scan.found {
+		if s.failed[p.key()] {
+			continue
+		}
+		if err := s.attachTo(p); err != nil {
+			s.warnOnce("cannot probe the kubelet's CRI client: CRI calls are not traced (pod starts keep their other sources)",
+				"pid", p.pid, "exe", p.exe, "error", err)
+			s.failed[p.key()] = true // not retried every rescan
+			continue
+		}
+		s.cur, s.curSeen = p, s.now()
+		s.kubeletPID.Store(int64(p.pid))
+		s.warned = ""
+		s.ignored = nil
+		s.setStatus(true, "", time.Time{})
+		s.ignoreOthers(scan.found)
 		return
 	}
-	if pid == s.pid && start == s.start {
+	switch {
+	case len(scan.found) > 0:
+		s.setStatus(false, "attach_failed", time.Time{})
+	case scan.denied > 0:
+		// The kubelet is most likely there, out of readyline's reach.
+		s.warnOnce("cannot look into the processes named "+name+" (readyline needs CAP_SYS_PTRACE): CRI calls are not traced",
+			"rejected", rejectedList(scan.rejected))
+		s.setStatus(false, "attach_failed", time.Time{})
+	default:
+		if err == nil {
+			s.warnOnce("no "+name+" process found: CRI calls are not traced until one starts", "rejected", rejectedList(scan.rejected))
+		}
+		s.setStatus(false, "no_kubelet", time.Time{})
+	}
+}
+
+// sourceState is what a source last said of itself.
+type sourceState struct {
+	sent   bool
+	up     bool
+	reason string
+	// downSince is where the loss of the current Down began.
+	downSince time.Time
+}
+
+// setStatus emits a SourceStatus when up or reason changed; since, on a
+// Down, is where the loss began when that is before now.
+func (s *CRICallSource) setStatus(up bool, reason string, since time.Time) {
+	st := &s.status
+	if st.sent && st.up == up && st.reason == reason {
 		return
 	}
-	if s.pid != 0 {
-		s.logger.Info("kubelet restarted: re-attaching CRI probes", "old_pid", s.pid, "pid", pid)
+	ev := &event.SourceStatus{Time: s.now(), Source: event.SourceCRICalls, Up: up, Reason: reason}
+	if !up {
+		switch {
+		case st.sent && !st.up:
+			ev.Since = st.downSince
+		case !since.IsZero() && since.Before(ev.Time):
+			ev.Since = since
+		}
+		st.downSince = ev.Since
+		if st.downSince.IsZero() {
+			st.downSince = ev.Time
+		}
 	}
-	s.detach()
-	if err := s.attach(pid); err != nil {
-		s.warnOnce("cannot probe the kubelet's CRI client: CRI calls are not traced (pod starts keep their other sources)",
-			"pid", pid, "error", err)
-		s.pid, s.start = pid, start // do not retry this same process every rescan
-		return
+	st.sent, st.up, st.reason = true, up, reason
+	if s.emit != nil {
+		s.emit(ev)
 	}
-	s.pid, s.start = pid, start
-	s.warned = ""
+}
+
+// now is the time on the clock of the source's records.
+func (s *CRICallSource) now() time.Time {
+	return BootClock{Offset: s.clockOff.Load()}.Time(bootTimeNS())
+}
+
+// startTime is when p started, on the clock of the source's records.
+func (s *CRICallSource) startTime(p *kubeletProcess) time.Time {
+	return BootClock{Offset: s.clockOff.Load()}.Time(p.start * (1e9 / clockTicksPerSecond))
+}
+
+// clockTicksPerSecond is the unit of /proc/<pid>/stat's times (USER_HZ,
+// 100 on every Linux architecture readyline runs on).
+const clockTicksPerSecond = 100
+
+// ignoreOthers warns, once each, about the kubelet-like processes found
+// besides the one probed.
+func (s *CRICallSource) ignoreOthers(found []*kubeletProcess) {
+	seen := make(map[procKey]bool, len(s.ignored))
+	for _, p := range found {
+		if p.sameProcess(s.cur) {
+			continue
+		}
+		k := p.key()
+		seen[k] = true
+		if !s.ignored[k] {
+			s.logger.Warn("a second kubelet-like process is ignored: the kubelet probed now still runs",
+				"pid", p.pid, "exe", p.exe, "probed_pid", s.cur.pid)
+		}
+	}
+	s.ignored = seen
+}
+
+// pruneFailed forgets the failed processes that are gone.
+func (s *CRICallSource) pruneFailed(found []*kubeletProcess) {
+	if s.failed == nil {
+		s.failed = make(map[procKey]bool)
+	}
+	live := make(map[procKey]bool, len(found))
+	for _, p := range found {
+		live[p.key()] = true
+	}
+	for k := range s.failed {
+		if !live[k] {
+			delete(s.failed, k)
+		}
+	}
+}
+
+// rejectedList is the start of a list of rejected processes, for a log.
+func rejectedList(rejected []string) string {
+	const most = 8
+	if len(rejected) > most {
+		return strings.Join(rejected[:most], "; ") + fmt.Sprintf("; and %d more", len(rejected)-most)
+	}
+	return strings.Join(rejected, "; ")
 }
 
 func (s *CRICallSource) warnOnce(msg string, args ...any) {
@@ -234,33 +396,21 @@ func (s *CRICallSource) detach() {
 	for _, l := range s.links {
 		l.Close()
 	}
-	s.links, s.methods, s.pid, s.start = nil, nil, 0, ""
+	s.links, s.methods, s.cur = nil, nil, nil
 	s.kubeletPID.Store(0)
 }
 
-// attach locates the CRI client methods in the kubelet binary and probes
-// their entries and every RET.
-func (s *CRICallSource) attach(pid int) error {
+// attach locates the CRI client methods in the kubelet binary (or takes
+// them from the cache) and probes their entries and every RET.
+func (s *CRICallSource) attach(p *kubeletProcess) error {
+	pid := p.pid
 	exe := filepath.Join(s.cfg.ProcRoot, strconv.Itoa(pid), "exe")
-	bin, err := gofunc.Open(exe)
+	bin, err := s.readBinary(exe)
 	if err != nil {
-		return fmt.Errorf("reading the kubelet binary: %w", err)
+		return err
 	}
-	defer func() {
-		// Reading the kubelet's function table took ~65 MiB of heap, garbage
-		// from here on: give it back now rather than at the 2-minute forced
-		// GC (a DaemonSet's memory limit sees the peak).
-		bin.Close()
-		debug.FreeOSMemory()
-	}()
-
-	offsets := s.cfg.target.offsets(bin, s.logger)
+	funcs, offsets := bin.funcs, bin.offsets
 	methodsTable := s.cfg.target.methods
-	symbols := make([]string, len(methodsTable))
-	for i, m := range methodsTable {
-		symbols[i] = m.Symbol
-	}
-	funcs, errs := bin.Lookup(symbols...)
 	var probes []bpf.Probe
 	methods := make(map[uint32]*criMethod)
 	var missing []string
@@ -281,12 +431,9 @@ func (s *CRICallSource) attach(pid int) error {
 			probes = append(probes, bpf.Probe{Offset: off, Func: id, Return: true})
 		}
 	}
-	if len(methods) == 0 {
-		return fmt.Errorf("none of the CRI client methods found: %w", errors.Join(errs...))
-	}
 	if len(missing) > 0 {
 		s.logger.Warn("some CRI client methods are not in this kubelet: their calls are not traced",
-			"missing", strings.Join(missing, ","), "error", errors.Join(errs...))
+			"missing", strings.Join(missing, ","), "error", bin.lookupErr)
 	}
 
 	if !s.cfg.PerAddress {
@@ -306,40 +453,8 @@ func (s *CRICallSource) attach(pid int) error {
 	}
 	s.methods = methods
 	s.attaches.Add(1)
-	s.kubeletPID.Store(int64(pid))
 	s.logger.Info("probing the kubelet's CRI client", "pid", pid, "methods", len(methods), "probes", len(probes))
 	return nil
-}
-
-// findProcess returns the pid and start time of the process named name
-// (comm) with the lowest pid.
-func findProcess(procRoot, name string) (int, string, error) {
-	entries, err := os.ReadDir(procRoot)
-	if err != nil {
-		return 0, "", err
-	}
-	best := 0
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		comm, err := os.ReadFile(filepath.Join(procRoot, e.Name(), "comm"))
-		if err != nil || strings.TrimSpace(string(comm)) != name {
-			continue
-		}
-		if best == 0 || pid < best {
-			best = pid
-		}
-	}
-	if best == 0 {
-		return 0, "", fmt.Errorf("no process named %s", name)
-	}
-	stat, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(best), "stat"))
-	if err != nil {
-		return 0, "", err
-	}
-	return best, procStartTime(string(stat)), nil
 }
 
 // procStartTime is field 22 of /proc/<pid>/stat (after the parenthesised comm).

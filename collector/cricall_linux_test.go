@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -19,8 +22,27 @@ import (
 	"github.com/readyline/readyline/collector/testenv"
 )
 
-// crilikeTarget probes gofunc/testdata/crilike: the kubelet's method table
-// with crilike's symbols (package main) and its plain-struct layouts.
+// crilikeName is what this test binary names its builds of crilike, and its
+// CRI-call sources look for: its own name, so that tests run at the same
+// time on one machine (other worktrees, other packages) never take each
+// other's crilike for their target.
+var crilikeName = fmt.Sprintf("crilike%d", os.Getpid())
+
+// buildCrilike builds gofunc/testdata/crilike, named crilikeName, with the
+// go build flags given.
+func buildCrilike(tb testing.TB, flags ...string) string {
+	tb.Helper()
+	bin := filepath.Join(tb.TempDir(), crilikeName)
+	args := append(append([]string{"build", "-o", bin}, flags...), "./gofunc/testdata/crilike")
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		tb.Fatalf("building crilike: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// crilikeTarget probes gofunc/testdata/crilike, built by buildCrilike: the
+// kubelet's method table with crilike's symbols (package main) and its
+// plain-struct layouts.
 func crilikeTarget() *probeTarget {
 	methods := slices.Clone(criMethods)
 	for i := range methods {
@@ -60,7 +82,7 @@ func crilikeTarget() *probeTarget {
 			}
 		}
 	}
-	return &probeTarget{process: "crilike", methods: methods,
+	return &probeTarget{process: crilikeName, methods: methods,
 		offsets: func(*gofunc.Binary, *slog.Logger) *criOffsets { return &criOffsets{} }}
 }
 
@@ -109,11 +131,7 @@ func TestIntegrationCRICallsOfAStrippedBinary(t *testing.T) {
 		{"stripped PIE, new goroutine per call (morestack)", []string{"-buildmode=pie", "-ldflags=-s -w"}, []string{"-fresh"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bin := filepath.Join(t.TempDir(), "crilike")
-			args := append([]string{"build", "-o", bin}, tc.build...)
-			if out, err := exec.Command("go", append(args, "./gofunc/testdata/crilike")...).CombinedOutput(); err != nil {
-				t.Fatalf("building crilike: %v\n%s", err, out)
-			}
+			bin := buildCrilike(t, tc.build...)
 			src, err := NewCRICallSource(CRICallConfig{Rescan: 50 * time.Millisecond, target: crilikeTarget()}, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -124,9 +142,11 @@ func TestIntegrationCRICallsOfAStrippedBinary(t *testing.T) {
 			done := make(chan error, 1)
 			go func() {
 				done <- src.Run(ctx, func(ev event.Event) {
-					mu.Lock()
-					events = append(events, ev.(*event.CRICall))
-					mu.Unlock()
+					if c, ok := ev.(*event.CRICall); ok {
+						mu.Lock()
+						events = append(events, c)
+						mu.Unlock()
+					}
 				})
 			}()
 
@@ -237,4 +257,177 @@ func checkCRICalls(t *testing.T, printed []crilikeCall, events []*event.CRICall,
 		t.Errorf("median gap between crilike's and the kernel's duration %v, want < 1 ms", median)
 	}
 	t.Logf("%d calls matched; %d events; median gap %v, p99 %v; stats %+v", matched, len(events), median, gaps[len(gaps)*99/100], st)
+}
+
+// TestIntegrationCRICallsOfTheNodesTargetOnly runs, before the real
+// target, two copies of it that must not be taken for it although they are
+// older: one in a pod's cgroup, one in a PID namespace of its own (the
+// target here is crilike, named crilikeName, not a binary named kubelet,
+// so that a kubelet running on this machine cannot enter the test).
+func TestIntegrationCRICallsOfTheNodesTargetOnly(t *testing.T) {
+	testenv.RequirePrivileged(t)
+	bin := buildCrilike(t, "-ldflags=-s -w")
+	start := func(cmd *exec.Cmd) (*exec.Cmd, io.WriteCloser) {
+		t.Helper()
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd, stdin
+	}
+	pod := testenv.NewCgroup(t, "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1b2c3d4e_0000_1111_2222_333344445555.slice/cri-containerd-"+hex64+".scope")
+	inPod, _ := start(pod.Command(t, bin, "-calls", "1", "-wait-stdin"))
+	start(exec.Command("unshare", "--pid", "--fork", "--kill-child", bin, "-calls", "1", "-wait-stdin"))
+	time.Sleep(50 * time.Millisecond) // older by more than a clock tick
+	target, stdin := start(exec.Command(bin, "-calls", "3", "-sleep", "1ms", "-wait-stdin"))
+
+	logs := &logRecorder{}
+	src, err := NewCRICallSource(CRICallConfig{Rescan: 20 * time.Millisecond, target: crilikeTarget()}, slog.New(logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var calls []*event.CRICall
+	var statuses []string // and the number of calls before each
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- src.Run(ctx, func(ev event.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch e := ev.(type) {
+			case *event.CRICall:
+				calls = append(calls, e)
+			case *event.SourceStatus:
+				statuses = append(statuses, fmt.Sprintf("%d calls, up %v %s", len(calls), e.Up, e.Reason))
+			}
+		})
+	}()
+	waitFor(t, 10*time.Second, "the probes to attach", func() bool { return src.Stats().Attaches > 0 })
+	stdin.Close()
+	if err := target.Wait(); err != nil {
+		t.Fatalf("crilike: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	st := src.Stats()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if st.Attaches != 1 {
+		t.Errorf("%d attaches, want 1 (to crilike %d)", st.Attaches, target.Process.Pid)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(calls) == 0 {
+		t.Fatalf("no call seen (stats %+v)", st)
+	}
+	for _, c := range calls {
+		if int(c.PID) != target.Process.Pid {
+			t.Fatalf("a call of pid %d, want the target's %d (the pod's copy is %d)", c.PID, target.Process.Pid, inPod.Process.Pid)
+		}
+	}
+	if w := logs.matching(slog.LevelWarn, "second"); len(w) > 0 {
+		t.Errorf("warned %q: the copies are no candidates", w)
+	}
+	// Up before the first call; once the target exits, the copies left do
+	// not count.
+	if want := []string{"0 calls, up true ", fmt.Sprintf("%d calls, up false no_kubelet", len(calls))}; !slices.Equal(statuses, want) {
+		t.Errorf("statuses %q, want %q", statuses, want)
+	}
+	t.Logf("%d calls, all of crilike %d; stats %+v", len(calls), target.Process.Pid, st)
+}
+
+// TestIntegrationCRICallsReadEachBinaryOnce restarts the target from the
+// same file and runs, twice, a program of its name that is not a Go
+// program: each file is read once, the restart probed from what was found
+// then, the other refused from what was found then.
+func TestIntegrationCRICallsReadEachBinaryOnce(t *testing.T) {
+	testenv.RequirePrivileged(t)
+	bin := buildCrilike(t, "-ldflags=-s -w")
+	impostor := filepath.Join(t.TempDir(), crilikeName)
+	sleep, err := os.ReadFile("/bin/sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(impostor, sleep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	src, err := NewCRICallSource(CRICallConfig{Rescan: 20 * time.Millisecond, target: crilikeTarget()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var statuses []string
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- src.Run(ctx, func(ev event.Event) {
+			if e, ok := ev.(*event.SourceStatus); ok {
+				mu.Lock()
+				statuses = append(statuses, fmt.Sprintf("up %v %s", e.Up, e.Reason))
+				mu.Unlock()
+			}
+		})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	lastStatus := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(statuses) == 0 {
+			return ""
+		}
+		return statuses[len(statuses)-1]
+	}
+	run := func(path string, args ...string) (*exec.Cmd, io.WriteCloser) {
+		t.Helper()
+		cmd := exec.Command(path, args...)
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd, stdin
+	}
+
+	for i := range 2 {
+		cmd, stdin := run(bin, "-calls", "1", "-sleep", "1ms", "-wait-stdin")
+		waitFor(t, 10*time.Second, "the probes to attach", func() bool { return src.Stats().Attaches == uint64(i+1) })
+		stdin.Close()
+		cmd.Wait()
+		waitFor(t, 5*time.Second, "the target's exit to be seen", func() bool { return lastStatus() == "up false no_kubelet" })
+	}
+	if st := src.Stats(); st.BinaryReads != 1 {
+		t.Errorf("%d executables read for two runs of one, want 1", st.BinaryReads)
+	}
+
+	a, _ := run(impostor, "30")
+	b, _ := run(impostor, "30")
+	waitFor(t, 10*time.Second, "the copies of sleep to be refused", func() bool { return lastStatus() == "up false attach_failed" })
+	a.Process.Kill()
+	a.Wait()
+	b.Process.Kill()
+	b.Wait()
+	waitFor(t, 10*time.Second, "the copies' exit to be seen", func() bool { return lastStatus() == "up false no_kubelet" })
+	run(impostor, "30")
+	waitFor(t, 10*time.Second, "the third copy to be refused", func() bool { return lastStatus() == "up false attach_failed" })
+	if st := src.Stats(); st.BinaryReads != 2 || st.Attaches != 2 {
+		t.Errorf("%d executables read, %d attaches; want 2 (crilike, sleep) and 2", st.BinaryReads, st.Attaches)
+	}
+	mu.Lock()
+	t.Logf("statuses %q; stats %+v", statuses, src.Stats())
+	mu.Unlock()
 }

@@ -32,10 +32,7 @@ func TestIntegrationPIDNamespace(t *testing.T) {
 		return
 	}
 	testenv.RequirePrivileged(t)
-	bin := filepath.Join(t.TempDir(), "crilike")
-	if out, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "./gofunc/testdata/crilike").CombinedOutput(); err != nil {
-		t.Fatalf("building crilike: %v\n%s", err, out)
-	}
+	bin := buildCrilike(t, "-ldflags=-s -w")
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +136,10 @@ func pidnsChild(t *testing.T) {
 	}
 
 	// CRI calls: found through this namespace's /proc and probed.
-	src, err := NewCRICallSource(CRICallConfig{Rescan: 20 * time.Millisecond, target: crilikeTarget()}, nil)
+	// The parent named crilike (crilikeName is this process's).
+	target := crilikeTarget()
+	target.process = filepath.Base(os.Getenv("CRILIKE"))
+	src, err := NewCRICallSource(CRICallConfig{Rescan: 20 * time.Millisecond, target: target}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,13 @@ func pidnsChild(t *testing.T) {
 	cctx, ccancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- src.Run(cctx, func(event.Event) { mu.Lock(); calls++; mu.Unlock() })
+		done <- src.Run(cctx, func(ev event.Event) {
+			if _, ok := ev.(*event.CRICall); ok {
+				mu.Lock()
+				calls++
+				mu.Unlock()
+			}
+		})
 	}()
 	crilike := exec.Command(os.Getenv("CRILIKE"), "-calls", "3", "-sleep", "1ms", "-wait-stdin")
 	stdin, _ := crilike.StdinPipe()

@@ -439,3 +439,14 @@ func TestRESTConfigPrecedence(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 }
+
+// matching returns the messages logged at level that contain text.
+func (r *logRecorder) matching(level slog.Level, text string) []string {
+	var out []string
+	for _, m := range r.messages(level) {
+		if strings.Contains(m, text) {
+			out = append(out, m)
+		}
+	}
+	return out
+}

@@ -3,7 +3,6 @@ package gofunc
 import (
 	"bytes"
 	"debug/elf"
-	"debug/gosym"
 	"errors"
 	"fmt"
 	"maps"
@@ -373,11 +372,7 @@ func TestTextStart(t *testing.T) {
 			if !ok || md.text != want.Value || md.pcHeader != addr || md.funcnametab != addr+h.funcnameOf {
 				t.Errorf("module data: %+v, %v; %s is %#x, .gopclntab %#x", md, ok, symText, want.Value, addr)
 			}
-			tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, 0))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, ok := b.entryText(tab)
+			got, ok := b.entryText(newPclnTable(data, h, 0))
 			external := bd.cgo
 			switch {
 			case external && ok:
@@ -451,10 +446,13 @@ func TestLookupErrors(t *testing.T) {
 }
 
 // TestSynthetic reads hand-made executables: the default one, where the ELF
-// entry point tells where Go text starts, and one laid out as lld links,
-// where only the module data leads to the table and to Go text.
+// entry point tells where Go text starts, in each .gopclntab format, and
+// one laid out as lld links, where only the module data leads to the table
+// and to Go text.
 func TestSynthetic(t *testing.T) {
-	for name, s := range map[string]synthELF{"default": defaultSynth(), "merged": mergedSynth()} {
+	execs := synthFormats()
+	execs["merged"] = mergedSynth()
+	for name, s := range execs {
 		t.Run(name, func(t *testing.T) {
 			data := s.bytes()
 			b, err := newBinary(bytes.NewReader(data), int64(len(data)))
@@ -552,19 +550,39 @@ func TestBuildInfo(t *testing.T) {
 }
 
 // FuzzOpen feeds garbage to the ELF and .gopclntab parsers: they must never
-// panic, and what they return must be consistent with the file.
+// panic, what they return must be consistent with the file, and what they
+// allocate is bounded by the file's size, whatever its headers declare.
 func FuzzOpen(f *testing.F) {
 	f.Add(defaultSynth().bytes())
 	f.Add(mergedSynth().bytes())
 	noPcln := defaultSynth()
 	noPcln.noPclntab = true
 	f.Add(noPcln.bytes())
+	for _, s := range synthFormats() {
+		f.Add(s.bytes())
+	}
+	// The binary: a .gopclntab header claiming 600 MiB.
+	huge := defaultSynth().bytes()
+	patchSection(f, huge, ".gopclntab", 600*mib)
+	f.Add(huge)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		b, err := newBinary(bytes.NewReader(data), int64(len(data)))
-		if err != nil {
-			return
+		var fns map[string]*Func
+		n := allocated(func() {
+			b, err := newBinary(bytes.NewReader(data), int64(len(data)))
+			if err != nil {
+				return
+			}
+			fns, _ = b.Lookup("main.f", "main.g", "main.loop", "")
+			b.BuildInfo()
+			b.FileOffset(synthBase + synthTextOff)
+			b.Close()
+		})
+		// Each table is read once, each function's code at most a few
+		// times per name looked up (abiInternal); the constant is
+		// debug/buildinfo's and the module data search's 1 MiB buffers.
+		if limit := 32*uint64(len(data)) + 4*mib; n > limit {
+			t.Errorf("allocated %d bytes for a %d-byte file, want at most %d", n, len(data), limit)
 		}
-		fns, _ := b.Lookup("main.f", "main.g", "main.loop", "")
 		for _, fn := range fns {
 			if fn.End <= fn.Entry || len(fn.RetOffsets) == 0 || fn.EntryOffset+fn.Size() > uint64(len(data)) {
 				t.Errorf("inconsistent %+v in a %d-byte file", fn, len(data))
@@ -579,8 +597,5 @@ func FuzzOpen(f *testing.F) {
 				}
 			}
 		}
-		b.BuildInfo()
-		b.FileOffset(synthBase + synthTextOff)
-		b.Close()
 	})
 }

@@ -1,7 +1,10 @@
 package gofunc
 
 import (
+	"bytes"
 	"debug/elf"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 
@@ -67,19 +70,25 @@ func (b *Binary) lookup(names []string, pclntabOnly bool) (map[string]*Func, []e
 	}
 	var pcln *pclnTable
 	var pclnErr error
+	ambiguous := map[string]bool{}
 	if len(spans) < len(order) {
 		pcln, pclnErr = b.pclntab(sym)
 		if pclnErr == nil {
-			same := map[string][]int{} // name -> indexes in pcln.tab.Funcs
-			for i := range pcln.tab.Funcs {
-				f := &pcln.tab.Funcs[i]
-				if _, done := spans[f.Name]; want[f.Name] && !done {
-					same[f.Name] = append(same[f.Name], i)
+			same := map[string][]int{} // name -> indexes in pcln, up to one too many
+			for i := range pcln.nfunc() {
+				name := pcln.name(i)
+				if _, done := spans[string(name)]; want[string(name)] && !done && len(same[string(name)]) <= maxSameName {
+					same[string(name)] = append(same[string(name)], i)
 				}
 			}
 			for name, idx := range same {
-				f := &pcln.tab.Funcs[b.abiInternal(pcln, idx)]
-				spans[name] = span{entry: pcln.base + f.Entry, end: pcln.base + f.End, padded: true, source: ".gopclntab"}
+				if len(idx) > maxSameName {
+					// Two in a real binary (see abiInternal).
+					ambiguous[name] = true
+					continue
+				}
+				i := b.abiInternal(pcln, idx)
+				spans[name] = span{entry: pcln.entry(i), end: pcln.end(i), padded: true, source: ".gopclntab"}
 			}
 		}
 	}
@@ -97,6 +106,8 @@ func (b *Binary) lookup(names []string, pclntabOnly bool) (map[string]*Func, []e
 		case pclnErr != nil && symErr != nil:
 			// Neither table could be read: say why.
 			fail(n, pclnErr)
+		case ambiguous[n]:
+			fail(n, fmt.Errorf("more than %d functions of that name in .gopclntab", maxSameName))
 		case pcln != nil && pcln.inlinedOnly(n):
 			fail(n, fmt.Errorf("%w: every call to it was inlined", ErrNotFound))
 		default:
@@ -128,11 +139,10 @@ func (b *Binary) abiInternal(t *pclnTable, idx []int) int {
 	}
 	entries := make(map[uint64]bool, len(idx))
 	for _, i := range idx {
-		entries[t.base+t.tab.Funcs[i].Entry] = true
+		entries[t.entry(i)] = true
 	}
 	for _, i := range goFuncs {
-		f := &t.tab.Funcs[i]
-		if !b.callsAny(t.base+f.Entry, t.base+f.End, entries) {
+		if !b.callsAny(t.entry(i), t.end(i), entries) {
 			return i
 		}
 	}
@@ -172,25 +182,76 @@ func (b *Binary) callsAny(entry, end uint64, targets map[uint64]bool) bool {
 // symbols returns the symbol table entries for the wanted names and for the
 // runtime's linker-defined symbols; the error is elf.ErrNoSymbols for a
 // stripped binary. The symbol table is read anew each time: unlike
-// .gopclntab it is cheap to scan and only unstripped binaries have one.
+// .gopclntab it is cheap to scan and only unstripped binaries have one. It
+// is read in chunks and its string table whole, both within maxTableSize;
+// nothing is allocated per symbol (debug/elf's Symbols makes a Symbol and a
+// name of each).
 func (b *Binary) symbols(want map[string]bool) (map[string]elf.Symbol, error) {
-	syms, err := b.elf.Symbols()
-	if err != nil {
-		return nil, err
+	symtab := b.elf.SectionByType(elf.SHT_SYMTAB)
+	if symtab == nil {
+		return nil, elf.ErrNoSymbols
 	}
-	out := make(map[string]elf.Symbol)
-	for _, s := range syms {
+	if symtab.Link == 0 || int(symtab.Link) >= len(b.elf.Sections) {
+		return nil, errors.New("reading .symtab: no string table")
+	}
+	strtab := b.elf.Sections[symtab.Link]
+	for _, sec := range []*elf.Section{symtab, strtab} {
 		switch {
-		case s.Name == symText || s.Name == symPclntab || s.Name == symEpclntab:
-		case want[s.Name] && elf.ST_TYPE(s.Info) == elf.STT_FUNC:
-		default:
-			continue
+		case sec.Type == elf.SHT_NOBITS || sec.Flags&elf.SHF_COMPRESSED != 0:
+			return nil, fmt.Errorf("reading %s: compressed or not in the file", sec.Name)
+		case sec.Size > maxTableSize:
+			return nil, fmt.Errorf("reading %s: %w: %d bytes, more than %d MiB", sec.Name, ErrTooLarge, sec.Size, maxTableSize>>20)
 		}
-		if _, dup := out[s.Name]; !dup {
-			out[s.Name] = s
+	}
+	const symSize = 24 // Elf64_Sym
+	if symtab.Size%symSize != 0 {
+		return nil, fmt.Errorf("reading .symtab: %d bytes, not a whole number of symbols", symtab.Size)
+	}
+	strs, err := b.readAt(strtab.Offset, strtab.Size)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", strtab.Name, err)
+	}
+	le := binary.LittleEndian
+	out := make(map[string]elf.Symbol)
+	chunk := make([]byte, min(symtab.Size, 2048*symSize))
+	for at := uint64(0); at < symtab.Size; at += uint64(len(chunk)) {
+		buf := chunk[:min(uint64(len(chunk)), symtab.Size-at)]
+		if err := b.readInto(buf, symtab.Offset+at); err != nil {
+			return nil, fmt.Errorf("reading .symtab: %w", err)
+		}
+		for e := 0; e+symSize <= len(buf); e += symSize {
+			if at == 0 && e == 0 {
+				continue // the null symbol
+			}
+			sym := buf[e : e+symSize]
+			name := cString(strs, le.Uint32(sym))
+			info := sym[4]
+			switch {
+			case string(name) == symText || string(name) == symPclntab || string(name) == symEpclntab:
+			case want[string(name)] && elf.ST_TYPE(info) == elf.STT_FUNC:
+			default:
+				continue
+			}
+			if _, dup := out[string(name)]; !dup {
+				out[string(name)] = elf.Symbol{Name: string(name), Info: info, Other: sym[5],
+					Section: elf.SectionIndex(le.Uint16(sym[6:])), Value: le.Uint64(sym[8:]), Size: le.Uint64(sym[16:])}
+			}
 		}
 	}
 	return out, nil
+}
+
+// cString returns the NUL-terminated string at off in strs, nil if there is
+// none.
+func cString(strs []byte, off uint32) []byte {
+	if uint64(off) >= uint64(len(strs)) {
+		return nil
+	}
+	n := bytes.IndexByte(strs[off:], 0)
+	if n < 0 {
+		return nil
+	}
+	return strs[off : int(off)+n]
 }
 
 // function reads the code of the function in s and finds its RETs.

@@ -3,7 +3,6 @@ package gofunc
 import (
 	"bytes"
 	"debug/elf"
-	"debug/gosym"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -27,9 +26,13 @@ const (
 	symEpclntab = "runtime.epclntab"
 )
 
-// pclnTable is a parsed .gopclntab.
+// pclnTable is a .gopclntab, read in place: the function table (functab:
+// nfunc entries of an entry address and a function record offset, then the
+// end of the last function) and the records' names. Unlike debug/gosym,
+// which makes a Func and a Sym of every function (the kubelet's 133,000
+// took 47 MB on top of the 36 MB table), it allocates nothing per
+// function, whatever the table claims.
 type pclnTable struct {
-	tab *gosym.Table
 	// base is added to the table's entries to make addresses: the start
 	// of Go text (runtime.text) for Go 1.18+ tables, 0 before.
 	base uint64
@@ -38,6 +41,86 @@ type pclnTable struct {
 	// funcnames holds the names of every function, out-of-line or only
 	// inlined (Go 1.16+; nil before), to tell "inlined" from "absent".
 	funcnames []byte
+	// names is what a record's name offset counts from: the function name
+	// table (Go 1.16+) or the whole table (Go 1.2).
+	names []byte
+	// field is the size of a functab field: 4 bytes (Go 1.18+) or a
+	// pointer.
+	field uint64
+	// records is what a functab record offset counts from: the function
+	// table (Go 1.16+) or the whole table (Go 1.2).
+	records uint64
+	// nameOff is the offset of the name field in a record: after a
+	// 4-byte entry offset (Go 1.18+) or an entry address.
+	nameOff uint64
+}
+
+// newPclnTable returns the table in data, whose header parsePclnHeader
+// accepted, with entries relative to base.
+func newPclnTable(data []byte, h pclnHeader, base uint64) *pclnTable {
+	t := &pclnTable{base: base, data: data, hdr: h, field: 8, nameOff: 8, records: h.functabOf, names: data}
+	switch h.magic {
+	case magicGo12:
+		t.records = 0
+	case magicGo116:
+		t.names = data[h.funcnameOf:]
+	default:
+		t.field, t.nameOff = 4, 4
+		t.names = data[h.funcnameOf:]
+	}
+	if h.magic != magicGo12 {
+		t.funcnames = data[h.funcnameOf:h.cuOf]
+	}
+	return t
+}
+
+// nfunc is the number of functions in the table.
+func (t *pclnTable) nfunc() int { return int(t.hdr.nfunc) }
+
+// functab returns the j-th field of the function table, which
+// parsePclnHeader checked is inside the table (j <= 2*nfunc).
+func (t *pclnTable) functab(j int) uint64 {
+	at := t.hdr.functabOf + uint64(j)*t.field
+	if t.field == 4 {
+		return uint64(binary.LittleEndian.Uint32(t.data[at:]))
+	}
+	return binary.LittleEndian.Uint64(t.data[at:])
+}
+
+// entry returns the address of the i-th function; entry(nfunc) is the end
+// of the last one.
+func (t *pclnTable) entry(i int) uint64 { return t.base + t.functab(2*i) }
+
+// end returns the address after the i-th function, padding included: the
+// next one's entry.
+func (t *pclnTable) end(i int) uint64 { return t.entry(i + 1) }
+
+// name returns the name of the i-th function, nil when its record or name
+// is not inside the table. It does not allocate.
+func (t *pclnTable) name(i int) []byte {
+	rec := t.records + t.functab(2*i+1)
+	if rec < t.records || rec+t.nameOff+4 < rec || rec+t.nameOff+4 > uint64(len(t.data)) {
+		return nil
+	}
+	off := uint64(binary.LittleEndian.Uint32(t.data[rec+t.nameOff:]))
+	if off >= uint64(len(t.names)) {
+		return nil
+	}
+	n := bytes.IndexByte(t.names[off:], 0)
+	if n < 0 {
+		return nil
+	}
+	return t.names[off : off+uint64(n)]
+}
+
+// find returns the index of the first function named name, -1 if none.
+func (t *pclnTable) find(name string) int {
+	for i := range t.nfunc() {
+		if string(t.name(i)) == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // pclnHeader is what the reader checks of the .gopclntab header before
@@ -122,23 +205,13 @@ func (b *Binary) readPclntab(sym map[string]elf.Symbol) (*pclnTable, error) {
 		return nil, fmt.Errorf("reading .gopclntab: %w", err)
 	}
 	// Go 1.18+ entries are offsets from the start of Go text, found below
-	// (a table parsed with text 0 holds the offsets).
-	tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, 0))
-	if err != nil {
-		return nil, fmt.Errorf("reading .gopclntab: %w", err)
-	}
-	if len(tab.Funcs) == 0 {
-		// debug/gosym recovers from malformed tables by reading nothing.
-		return nil, errors.New("reading .gopclntab: malformed function table")
-	}
-	base, err := b.textStart(sym, addr, h, md, tab)
+	// (a table read with base 0 gives the offsets).
+	t := newPclnTable(data, h, 0)
+	base, err := b.textStart(sym, addr, h, md, t)
 	if err != nil {
 		return nil, fmt.Errorf("finding the start of Go text: %w", err)
 	}
-	t := &pclnTable{tab: tab, base: base, data: data, hdr: h}
-	if h.magic != magicGo12 {
-		t.funcnames = data[h.funcnameOf:h.cuOf]
-	}
+	t.base = base
 	return t, nil
 }
 
@@ -150,8 +223,11 @@ func (b *Binary) readPclntab(sym map[string]elf.Symbol) (*pclnTable, error) {
 // the runtime's module data describes, which it also returns.
 func (b *Binary) findPclntab(sym map[string]elf.Symbol) (uint64, []byte, *moduleData, error) {
 	if s := b.elf.Section(".gopclntab"); s != nil && s.Type == elf.SHT_PROGBITS {
-		if s.Flags&elf.SHF_COMPRESSED != 0 || s.Size > maxTableSize {
-			return 0, nil, nil, fmt.Errorf("reading .gopclntab: compressed or too large (%d bytes)", s.Size)
+		if s.Flags&elf.SHF_COMPRESSED != 0 {
+			return 0, nil, nil, errors.New("reading .gopclntab: compressed")
+		}
+		if err := checkPclntabSize(s.Size); err != nil {
+			return 0, nil, nil, err
 		}
 		data, err := b.readAt(s.Offset, s.Size)
 		if err != nil {
@@ -162,8 +238,11 @@ func (b *Binary) findPclntab(sym map[string]elf.Symbol) (uint64, []byte, *module
 	start, ok1 := sym[symPclntab]
 	end, ok2 := sym[symEpclntab]
 	if ok1 && ok2 {
-		if end.Value <= start.Value || end.Value-start.Value > maxTableSize {
+		if end.Value <= start.Value {
 			return 0, nil, nil, fmt.Errorf("reading .gopclntab: %s..%s is not a valid range", symPclntab, symEpclntab)
+		}
+		if err := checkPclntabSize(end.Value - start.Value); err != nil {
+			return 0, nil, nil, err
 		}
 		data, err := b.readVirt(start.Value, end.Value-start.Value, false)
 		if err != nil {
@@ -175,6 +254,9 @@ func (b *Binary) findPclntab(sym map[string]elf.Symbol) (uint64, []byte, *module
 	if !ok {
 		return 0, nil, nil, ErrNoPclntab
 	}
+	if err := checkPclntabSize(md.pclntable + md.pclntableLen - md.pcHeader); err != nil {
+		return 0, nil, nil, err
+	}
 	data, err := b.readVirt(md.pcHeader, md.pclntable+md.pclntableLen-md.pcHeader, false)
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("reading .gopclntab: %w", err)
@@ -182,13 +264,20 @@ func (b *Binary) findPclntab(sym map[string]elf.Symbol) (uint64, []byte, *module
 	return md.pcHeader, data, &md, nil
 }
 
+// checkPclntabSize refuses a .gopclntab of n bytes, as its section header,
+// its symbols or the module data declare it, over maxTableSize.
+func checkPclntabSize(n uint64) error {
+	if n > maxTableSize {
+		return fmt.Errorf("reading .gopclntab: %w: %d bytes declared, more than %d MiB", ErrTooLarge, n, maxTableSize>>20)
+	}
+	return nil
+}
+
 // describesPclntab reports whether md points at a .gopclntab header whose
 // offsets agree with md's own pointers into the table: true only of the
-// real module data, whatever else a data segment holds.
+// real module data, whatever else a data segment holds. (parseModuleData
+// checked that the table does not wrap around.)
 func (b *Binary) describesPclntab(md moduleData) bool {
-	if md.pclntable+md.pclntableLen-md.pcHeader > maxTableSize {
-		return false
-	}
 	hdr, err := b.readVirt(md.pcHeader, 8+8*8, false)
 	if err != nil {
 		return false
@@ -215,7 +304,7 @@ const (
 // the symbol table, else from the runtime's module data, else from the ELF
 // entry point when that is the Go runtime's. A wrong guess would put
 // uprobes in the middle of instructions, so without any of these it fails.
-func (b *Binary) textStart(sym map[string]elf.Symbol, pclnAddr uint64, h pclnHeader, md *moduleData, tab *gosym.Table) (uint64, error) {
+func (b *Binary) textStart(sym map[string]elf.Symbol, pclnAddr uint64, h pclnHeader, md *moduleData, tab *pclnTable) (uint64, error) {
 	if h.magic == magicGo12 || h.magic == magicGo116 {
 		return 0, nil // entries are absolute addresses
 	}
@@ -239,14 +328,14 @@ func (b *Binary) textStart(sym map[string]elf.Symbol, pclnAddr uint64, h pclnHea
 
 // entryText derives the start of Go text from the ELF entry point, taking it
 // to be rt0, and checks that: the instruction there must jump to rt0Arch.
-// tab holds entries relative to the start of Go text.
-func (b *Binary) entryText(tab *gosym.Table) (uint64, bool) {
-	start, arch := tab.LookupFunc(rt0), tab.LookupFunc(rt0Arch)
-	if start == nil || arch == nil || b.elf.Entry < start.Entry {
+// tab holds entries relative to the start of Go text (base 0).
+func (b *Binary) entryText(tab *pclnTable) (uint64, bool) {
+	start, arch := tab.find(rt0), tab.find(rt0Arch)
+	if start < 0 || arch < 0 || b.elf.Entry < tab.entry(start) || tab.end(start) <= tab.entry(start) {
 		return 0, false
 	}
-	text := b.elf.Entry - start.Entry
-	code, err := b.readVirt(b.elf.Entry, min(16, start.End-start.Entry), true)
+	text := b.elf.Entry - tab.entry(start)
+	code, err := b.readVirt(b.elf.Entry, min(16, tab.end(start)-tab.entry(start)), true)
 	if err != nil {
 		return 0, false
 	}
@@ -255,7 +344,7 @@ func (b *Binary) entryText(tab *gosym.Table) (uint64, bool) {
 		return 0, false
 	}
 	rel, ok := inst.Args[0].(x86asm.Rel)
-	if !ok || b.elf.Entry+uint64(int64(inst.Len)+int64(rel)) != text+arch.Entry {
+	if !ok || b.elf.Entry+uint64(int64(inst.Len)+int64(rel)) != text+tab.entry(arch) {
 		return 0, false
 	}
 	return text, true
@@ -326,6 +415,7 @@ func (b *Binary) findModuleData(match func(moduleData) bool) (moduleData, bool) 
 	}
 	const chunk = 1 << 20
 	const recLen = 8 * mdWords
+	var chunkBuf []byte
 	for _, p := range b.elf.Progs {
 		if p.Type != elf.PT_LOAD || p.Flags&elf.PF_W == 0 {
 			continue
@@ -339,8 +429,11 @@ func (b *Binary) findModuleData(match func(moduleData) bool) (moduleData, bool) 
 		// record starting at its last word.
 		for at := start; at+recLen <= end; at += chunk {
 			n := min(chunk+recLen, end-at)
-			buf, err := b.readAt(at-p.Vaddr+p.Off, n)
-			if err != nil {
+			if chunkBuf == nil {
+				chunkBuf = make([]byte, chunk+recLen)
+			}
+			buf := chunkBuf[:n]
+			if err := b.readInto(buf, at-p.Vaddr+p.Off); err != nil {
 				break
 			}
 			for i := 0; i < chunk && i+recLen <= len(buf); i += 8 {

@@ -13,8 +13,9 @@ type synthFunc struct {
 
 // synthELF describes a small, valid linux/amd64 Go-like executable: a
 // read+execute PT_LOAD segment mapping the file from its start through a
-// .text section with the functions and, unless noPclntab, a Go 1.20 pclntab
-// naming them, in a section named pclnName (default .gopclntab). With
+// .text section with the functions and, unless noPclntab, a pclntab of the
+// format magic (default Go 1.20) naming them, in a section named pclnName
+// (default .gopclntab). With
 // moduleData, a read+write PT_LOAD segment follows, holding the runtime's
 // module data that points at the pclntab.
 type synthELF struct {
@@ -24,6 +25,8 @@ type synthELF struct {
 	noPclntab  bool
 	pclnName   string
 	moduleData bool
+	magic      uint32
+	rawPcln    []byte // the table to write instead of the one built
 }
 
 const (
@@ -76,7 +79,10 @@ func (s synthELF) bytes() []byte {
 	var pcln []byte
 	var funcnameOff, pclnOff uint64
 	if !s.noPclntab {
-		pcln, funcnameOff, pclnOff = synthPclntab(s.funcs, entries, uint32(len(text)))
+		pcln, funcnameOff, pclnOff = synthPclntab(s.magic, s.funcs, entries, uint32(len(text)))
+		if s.rawPcln != nil {
+			pcln = s.rawPcln
+		}
 	}
 
 	file := make([]byte, synthTextOff)
@@ -190,12 +196,33 @@ func (s synthELF) bytes() []byte {
 	return file
 }
 
-// synthPclntab builds a Go 1.20 .gopclntab for funcs at the given offsets
-// from the start of text, ending at textLen, and returns it with the offsets
-// of its function name table and function table.
-func synthPclntab(funcs []synthFunc, entries []uint32, textLen uint32) (pcln []byte, funcnameOff, pclnOff uint64) {
+// synthPclntab builds a .gopclntab of the format magic (0: Go 1.20) for
+// funcs at the given offsets from the start of text (at synthBase +
+// synthTextOff), ending at textLen, and returns it with the offsets of its
+// function name table and function table (0 for Go 1.2, whose offsets
+// count from the table's start).
+func synthPclntab(magic uint32, funcs []synthFunc, entries []uint32, textLen uint32) (pcln []byte, funcnameOff, pclnOff uint64) {
 	le := binary.LittleEndian
-	const hdrLen = 8 + 8*8
+	if magic == 0 {
+		magic = magicGo120
+	}
+	n := len(funcs)
+	text := uint64(synthBase + synthTextOff)
+	// Go 1.18+ tables hold 4-byte offsets from the start of text and
+	// records that start with one; older ones addresses.
+	field, recLen, nameAt := 8, 48, 8
+	addr := func(off uint32) uint64 { return text + uint64(off) }
+	if magic == magicGo118 || magic == magicGo120 {
+		field, recLen, nameAt = 4, 44, 4
+		addr = func(off uint32) uint64 { return uint64(off) }
+	}
+	put := func(b []byte, v uint64) {
+		if field == 4 {
+			le.PutUint32(b, uint32(v))
+		} else {
+			le.PutUint64(b, v)
+		}
+	}
 	var names []byte
 	var nameOffs []uint32
 	for _, f := range funcs {
@@ -203,30 +230,71 @@ func synthPclntab(funcs []synthFunc, entries []uint32, textLen uint32) (pcln []b
 		names = append(names, f.name...)
 		names = append(names, 0)
 	}
-	funcnameOff = uint64(hdrLen)
-	pclnOff = funcnameOff + uint64(len(names)) // cutab, filetab, pctab empty
 
-	n := len(funcs)
-	functab := make([]byte, (2*n+1)*4)
-	const funcLen = 44 // runtime._func without pcdata/funcdata
+	var hdr []byte
+	var functabAt int // where the function table starts in the table
+	switch magic {
+	case magicGo12:
+		// magic, quantum, pointer size, nfunc; the function table; the
+		// offset of the file table (one entry: the count, 1); names.
+		hdr = make([]byte, 16)
+		le.PutUint64(hdr[8:], uint64(n))
+		functabAt = 16
+	case magicGo116:
+		hdr = make([]byte, 8+7*8) // nfunc nfiles funcname cu filetab pctab pcln
+		functabAt = len(hdr) + len(names)
+	default:
+		hdr = make([]byte, 8+8*8) // nfunc nfiles text funcname cu filetab pctab pcln
+		functabAt = len(hdr) + len(names)
+	}
+	le.PutUint32(hdr[0:], magic)
+	hdr[6], hdr[7] = 1, 8
+
+	functab := make([]byte, (2*n+1)*field)
+	var tail []byte      // what follows the function table
+	recBase := functabAt // what record offsets count from
+	namesAt := len(hdr)  // where the names are, in the table
+	if magic == magicGo12 {
+		// fileoff (u32), the file table (nfiletab = 1), then the names.
+		fileoff := functabAt + len(functab)
+		tail = le.AppendUint32(nil, uint32(fileoff+4))
+		tail = le.AppendUint32(tail, 1)
+		namesAt = fileoff + len(tail)
+		tail = append(tail, names...)
+		recBase = 0
+	}
+	recordsAt := functabAt + len(functab) + len(tail)
 	var records []byte
 	for i := range funcs {
-		funcOff := uint32(len(functab) + len(records))
-		le.PutUint32(functab[8*i:], entries[i])
-		le.PutUint32(functab[8*i+4:], funcOff)
-		rec := make([]byte, funcLen)
-		le.PutUint32(rec[0:], entries[i])
-		le.PutUint32(rec[4:], nameOffs[i])
+		put(functab[2*i*field:], addr(entries[i]))
+		put(functab[(2*i+1)*field:], uint64(recordsAt-recBase+len(records)))
+		rec := make([]byte, recLen)
+		put(rec, addr(entries[i]))
+		nameOff := uint64(nameOffs[i])
+		if magic == magicGo12 {
+			nameOff += uint64(namesAt)
+		}
+		le.PutUint32(rec[nameAt:], uint32(nameOff))
 		records = append(records, rec...)
 	}
-	le.PutUint32(functab[8*n:], textLen)
+	put(functab[2*n*field:], addr(textLen))
 
-	hdr := make([]byte, hdrLen)
-	le.PutUint32(hdr[0:], magicGo120)
-	hdr[6], hdr[7] = 1, 8
-	words := []uint64{uint64(n), 0, 0, funcnameOff, pclnOff, pclnOff, pclnOff, pclnOff}
-	for i, w := range words {
-		le.PutUint64(hdr[8+8*i:], w)
+	switch magic {
+	case magicGo12:
+		pcln = append(append(append(hdr, functab...), tail...), records...)
+		return pcln, 0, 0
+	case magicGo116:
+		funcnameOff, pclnOff = uint64(len(hdr)), uint64(functabAt)
+		words := []uint64{uint64(n), 0, funcnameOff, pclnOff, pclnOff, pclnOff, pclnOff}
+		for i, w := range words {
+			le.PutUint64(hdr[8+8*i:], w)
+		}
+	default:
+		funcnameOff, pclnOff = uint64(len(hdr)), uint64(functabAt) // cutab, filetab, pctab empty
+		words := []uint64{uint64(n), 0, 0, funcnameOff, pclnOff, pclnOff, pclnOff, pclnOff}
+		for i, w := range words {
+			le.PutUint64(hdr[8+8*i:], w)
+		}
 	}
 	pcln = append(hdr, names...)
 	pcln = append(pcln, functab...)
