@@ -96,7 +96,9 @@ type Correlator struct {
 	sandboxCalls []sandboxCall
 	// lastExpire: expiry runs at most every expireEvery of event time.
 	lastExpire time.Time
-	stats      Stats
+	// blind: each source's recent blind windows, oldest first (gaps.go).
+	blind map[string][]BlindWindow
+	stats Stats
 }
 
 // expireEvery is the resolution of grace periods and timeouts.
@@ -129,6 +131,7 @@ func New(cfg Config) *Correlator {
 		orphans: make(map[string]*orphanEvents),
 		aliases: make(map[string]string),
 		index:   newOwnerIndex(),
+		blind:   make(map[string][]BlindWindow),
 	}
 }
 
@@ -159,7 +162,7 @@ func (c *Correlator) Handle(ev event.Event) []*Timeline {
 		c.handlePod(e)
 	case *event.Tick:
 	case *event.SourceStatus:
-		// A source's blindness: marks the starts it overlaps (not yet).
+		c.noteSourceStatus(e)
 	default:
 		if isCNIProcess(ev) {
 			c.cni.record(ev, c.now)
@@ -278,6 +281,7 @@ func (c *Correlator) report(p *podState, reason string) *Timeline {
 	p.reportedAt = c.now
 	tl := p.timeline(&deriveContext{cni: &c.cni, sandboxCalls: c.sandboxCalls}, ending{OutcomeTimeout, c.now, reason})
 	tl.Partial = true
+	tl.Gaps = c.gaps(p, tl)
 	return tl
 }
 
@@ -528,5 +532,6 @@ func (c *Correlator) complete(p *podState) *Timeline {
 	c.stats.Timelines++
 	tl := p.timeline(&deriveContext{cni: &c.cni, sandboxCalls: c.sandboxCalls}, ending{p.outcome, p.doneAt, p.reason})
 	tl.ReportedAt = p.reportedAt
+	tl.Gaps = c.gaps(p, tl)
 	return tl
 }
