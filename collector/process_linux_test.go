@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/readyline/readyline/bpf"
 	"github.com/readyline/readyline/collector/event"
 	"github.com/readyline/readyline/collector/testenv"
 )
@@ -226,9 +227,15 @@ func TestIntegrationRapidExecsNoDrops(t *testing.T) {
 	if got := len(rec.matching(execOf(cg, "/bin/true"))); got != n {
 		t.Errorf("%d execs of /bin/true, want exactly %d", got, n)
 	}
-	rec.src.pollDrops()
+	// Run reads the kernel's drop counter every ringLossEvery; a ring_full
+	// status would say it lost some.
+	time.Sleep(ringLossEvery + 2*bpf.ProcessPollInterval)
 	if st := rec.src.Stats(); st.KernelDrops != 0 || st.DecodeErrors != 0 {
 		t.Errorf("stats %+v: want no drops or decode errors", st)
+	}
+	lost := rec.matching(func(ev event.Event) bool { st, ok := ev.(*event.SourceStatus); return ok && !st.Up })
+	if len(lost) != 0 {
+		t.Errorf("statuses %v: want no ring_full", lost)
 	}
 	t.Logf("%d execs in %v (%.0f/s)", n, elapsed.Round(time.Millisecond), n/elapsed.Seconds())
 }
