@@ -118,6 +118,11 @@ type CRISource struct {
 
 	emitted, events, eventsDropped, resyncs, lookups, observeDropped atomic.Uint64
 	streaming, needResync                                            atomic.Bool
+	// behindSince: when the event stream's reader first dropped an event
+	// since the last resync (Unix ns), 0 when it did not; behindReported:
+	// the drops already told in a stream_behind status (Run's own).
+	behindSince    atomic.Int64
+	behindReported uint64
 }
 
 // criConn is one connection to the runtime.
@@ -257,10 +262,19 @@ func (s *CRISource) signal() {
 // every ResyncInterval; a runtime
 // without the stream is listed every PollInterval. A runtime that is missing
 // or goes away costs one Warn per outage; Run retries quietly with back-off.
+//
+// The source's statuses come in the same stream: Up once a connection has
+// listed everything; Down "disconnected" when the runtime stops answering
+// (or does not answer at first), once per outage, and Up after the list
+// that follows its return; and when the event stream outran Run, a Down
+// "stream_behind" (Since the first dropped event, Lost how many) before
+// the list that catches up and an Up after it.
+//
 // Run returns nil on cancellation after closing its connection. Call it once.
 func (s *CRISource) Run(ctx context.Context, emit func(event.Event)) error {
 	delay := s.cfg.RetryInterval
 	warned, connected := false, false
+	blind := false // a Down was emitted, no Up since
 	for {
 		conn, err := s.connect(ctx)
 		established := false
@@ -275,13 +289,18 @@ func (s *CRISource) Run(ctx context.Context, emit func(event.Event)) error {
 				default:
 					s.logger.Debug("container runtime reconnected", "endpoint", conn.endpoint)
 				}
-				warned, connected = false, true
+				warned, connected, blind = false, true, false
+				emit(&event.SourceStatus{Time: s.now(), Source: event.SourceCRI, Up: true})
 			}
 			established, err = s.serve(ctx, conn, up, emit)
 			conn.close()
 		}
 		if ctx.Err() != nil {
 			return nil
+		}
+		if !blind {
+			blind = true
+			emit(&event.SourceStatus{Time: s.now(), Source: event.SourceCRI, Reason: event.ReasonDisconnected})
 		}
 		switch {
 		case established:
@@ -429,13 +448,31 @@ func (s *CRISource) serve(ctx context.Context, conn *criConn, up func(), emit fu
 			s.observed(ctx, conn.client, id)
 		case <-s.dirty:
 			if s.needResync.Swap(false) {
+				emit(s.behind())
 				if err := s.resync(ctx, conn.client); err != nil {
 					return true, err
 				}
+				emit(&event.SourceStatus{Time: s.now(), Source: event.SourceCRI, Up: true})
 			}
 		}
 		s.flush(emit)
 	}
+}
+
+// behind is the Down status of events the stream's reader dropped since
+// the last resync: from the first of them, how many.
+func (s *CRISource) behind() *event.SourceStatus {
+	now := s.now()
+	st := &event.SourceStatus{Time: now, Source: event.SourceCRI, Reason: event.ReasonStreamBehind}
+	if ns := s.behindSince.Swap(0); ns != 0 {
+		if since := time.Unix(0, ns).UTC(); since.Before(now) {
+			st.Since = since
+		}
+	}
+	dropped := s.eventsDropped.Load()
+	st.Lost = dropped - s.behindReported
+	s.behindReported = dropped
+	return st
 }
 
 // eventBuffer is how many runtime events wait for Run before the reader
@@ -455,6 +492,7 @@ func (s *CRISource) readEvents(ctx context.Context, c RuntimeClient, out chan<- 
 			select {
 			case out <- streamItem{resp: resp}:
 			default:
+				s.behindSince.CompareAndSwap(0, s.now().UnixNano())
 				s.eventsDropped.Add(1)
 				s.needResync.Store(true)
 				s.signal()

@@ -537,6 +537,54 @@ func BenchmarkCRILookupCacheHit(b *testing.B) {
 // operations while a subscriber does not read its events (the fake does the
 // same). With emit stuck, the runtime must still make progress; the events
 // that did not fit are dropped and a resync reports the final states.
+// TestCRIStatuses: the source says when it stops and starts seeing the
+// runtime, once per outage: Down "disconnected" while nothing answers (from
+// the start, and when the runtime goes away), Up once it has listed
+// everything again.
+func TestCRIStatuses(t *testing.T) {
+	rt := newFakeRuntime()
+	rt.addSandbox("sb1", "web", "ns", "uid-1")
+	path := socketPath(t)
+	src, err := NewCRISource(CRIConfig{Endpoint: path, RetryInterval: 10 * time.Millisecond, ResyncInterval: time.Hour}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := runSource[*event.SourceStatus](t, src.Run, 100)
+	next := func(want string) *event.SourceStatus {
+		t.Helper()
+		select {
+		case st := <-out:
+			got := "up"
+			if !st.Up {
+				got = "down " + st.Reason
+			}
+			if st.Source != event.SourceCRI || got != want {
+				t.Fatalf("status %+v, want %s of %s", *st, want, event.SourceCRI)
+			}
+			return st
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no status within 5 s, want %s", want)
+			return nil
+		}
+	}
+	next("down disconnected")
+	srv := serveCRI(t, path, rt)
+	next("up")
+	waitFor(t, 5*time.Second, "event subscription", func() bool { return rt.count("GetContainerEvents") == 1 })
+	srv.stop()
+	down := next("down disconnected")
+	time.Sleep(100 * time.Millisecond) // retries: no more statuses
+	select {
+	case st := <-out:
+		t.Fatalf("status %+v during one outage, want one Down", *st)
+	default:
+	}
+	serveCRI(t, path, rt)
+	if up := next("up"); !up.Time.After(down.Time) {
+		t.Errorf("Up at %v, not after the Down at %v", up.Time, down.Time)
+	}
+}
+
 func TestCRISlowConsumerNeverBlocksRuntime(t *testing.T) {
 	rt := newFakeRuntime()
 	path := socketPath(t)
@@ -547,11 +595,19 @@ func TestCRISlowConsumerNeverBlocksRuntime(t *testing.T) {
 	}
 	unblock := make(chan struct{})
 	out := make(chan *event.ContainerInfo, 10000)
+	var mu sync.Mutex
+	var statuses []*event.SourceStatus
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- src.Run(ctx, func(e event.Event) {
 			<-unblock
+			if st, ok := e.(*event.SourceStatus); ok {
+				mu.Lock()
+				statuses = append(statuses, st)
+				mu.Unlock()
+				return
+			}
 			out <- e.(*event.ContainerInfo)
 		})
 	}()
@@ -600,7 +656,34 @@ func TestCRISlowConsumerNeverBlocksRuntime(t *testing.T) {
 	if st.Resyncs < 2 {
 		t.Errorf("no resync after drops: %+v", st)
 	}
-	t.Logf("%d runtime events in %v with emit blocked; %+v", rt.sent(), time.Since(start).Round(time.Millisecond), st)
+	// The source said it fell behind: each stream_behind Down, with the
+	// events dropped, is followed by an Up once the list caught up.
+	waitFor(t, 5*time.Second, "the source to catch up", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(statuses) > 0 && statuses[len(statuses)-1].Up
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	var lost uint64
+	behind := 0
+	for i, s := range statuses {
+		if s.Up || s.Reason != event.ReasonStreamBehind {
+			continue
+		}
+		behind++
+		lost += s.Lost
+		if s.Since.IsZero() || s.Since.After(s.Time) {
+			t.Errorf("stream_behind %+v: want Since its first dropped event", *s)
+		}
+		if i+1 >= len(statuses) || !statuses[i+1].Up {
+			t.Errorf("stream_behind %+v not followed by Up", *s)
+		}
+	}
+	if behind == 0 || lost > st.EventsDropped {
+		t.Errorf("%d stream_behind statuses, %d events said lost of %d dropped", behind, lost, st.EventsDropped)
+	}
+	t.Logf("%d runtime events in %v with emit blocked; %+v; %d stream_behind statuses", rt.sent(), time.Since(start).Round(time.Millisecond), st, behind)
 }
 
 // TestCRIRuntimeAnswersButCannotList: Version alone does not make a

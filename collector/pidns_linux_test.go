@@ -106,7 +106,11 @@ func pidnsChild(t *testing.T) {
 	}
 	conns := make(chan *event.TCPConnection, 16)
 	tctx, tcancel := context.WithCancel(ctx)
-	go tcp.Run(tctx, func(ev event.Event) { conns <- ev.(*event.TCPConnection) })
+	go tcp.Run(tctx, func(ev event.Event) {
+		if c, ok := ev.(*event.TCPConnection); ok {
+			conns <- c
+		}
+	})
 	defer tcancel()
 	if err := tcp.Watch(uint32(os.Getpid())); err != nil {
 		t.Fatal(err)

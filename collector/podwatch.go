@@ -110,8 +110,12 @@ type PodWatch struct {
 	// now is time.Now; tests replace it.
 	now func() time.Time
 
+	// queue carries the updates and statuses to Run's goroutine; set by Run.
+	queue chan event.Event
+
 	healthMu sync.Mutex
 	down     bool // a Warn was logged and the API server did not answer since
+	up       bool // an Up status was sent and no Down since
 }
 
 // PodWatchStats counts what a PodWatch did. Safe to read while it runs.
@@ -166,9 +170,17 @@ func NodeSelector(node string) fields.Selector {
 // is unreachable Run logs one Warn and keeps retrying with back-off; it
 // returns nil on cancellation after the informer stopped, and never calls
 // emit after returning. Call it once.
+//
+// The source's statuses come in the same stream: Up once the initial list
+// is delivered; Down "disconnected" at the first failed list or watch of
+// an outage, and Up when the API server answers a list or watch again
+// (the updates that follow catch up with what the outage hid, stamped when
+// they arrive).
 func (w *PodWatch) Run(ctx context.Context, emit func(event.Event)) error {
 	ctx, cancel := context.WithCancel(klog.NewContext(ctx, logr.FromSlogHandler(w.logger.Handler())))
 	defer cancel()
+	queue := make(chan event.Event, w.qlen)
+	w.queue = queue
 
 	informer := cache.NewSharedIndexInformerWithOptions(w.listWatch(), &corev1.Pod{},
 		cache.SharedIndexInformerOptions{ObjectDescription: "pods on node " + w.node})
@@ -178,14 +190,8 @@ func (w *PodWatch) Run(ctx context.Context, emit func(event.Event)) error {
 	if err := informer.SetWatchErrorHandlerWithContext(w.watchError); err != nil {
 		return fmt.Errorf("setting watch error handler: %w", err)
 	}
-	queue := make(chan *event.PodUpdate, w.qlen)
 	h := &podHandler{node: w.node, now: w.now, logger: w.logger, skipped: &w.skipped,
-		out: func(u *event.PodUpdate) {
-			select {
-			case queue <- u:
-			case <-ctx.Done():
-			}
-		}}
+		out: func(u *event.PodUpdate) { w.send(ctx, u) }}
 	reg, err := informer.AddEventHandler(h)
 	if err != nil {
 		return fmt.Errorf("adding pod event handler: %w", err)
@@ -205,11 +211,36 @@ func (w *PodWatch) Run(ctx context.Context, emit func(event.Event)) error {
 			synced = nil
 			w.synced.Store(true)
 			w.logger.Info("pod watch synced", "node", w.node, "pods", len(informer.GetStore().ListKeys()))
-		case u := <-queue:
-			w.updates.Add(1)
-			emit(u)
+			if st := w.syncedStatus(); st != nil {
+				emit(st)
+			}
+		case ev := <-queue:
+			if _, ok := ev.(*event.PodUpdate); ok {
+				w.updates.Add(1)
+			}
+			emit(ev)
 		}
 	}
+}
+
+// send queues ev for Run's goroutine, unless ctx is done.
+func (w *PodWatch) send(ctx context.Context, ev event.Event) {
+	select {
+	case w.queue <- ev:
+	case <-ctx.Done():
+	}
+}
+
+// syncedStatus is the Up of the initial list's delivery, nil when the API
+// server is down again or an Up was sent already.
+func (w *PodWatch) syncedStatus() *event.SourceStatus {
+	w.healthMu.Lock()
+	defer w.healthMu.Unlock()
+	if w.up || w.down {
+		return nil
+	}
+	w.up = true
+	return &event.SourceStatus{Time: w.now(), Source: event.SourcePodWatch, Up: true}
 }
 
 // listWatch lists and watches this node's pods and tells the health
@@ -246,32 +277,48 @@ func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
 func (w *PodWatch) result(ctx context.Context, err error) {
 	switch {
 	case err == nil:
-		w.answered()
+		w.answered(ctx)
 	case ctx.Err() == nil:
-		w.failed(err)
+		w.failed(ctx, err)
 	}
 }
 
-func (w *PodWatch) answered() {
+// answered ends an outage: an Info, and an Up once the watch had synced
+// (before, the initial list's delivery sends it).
+func (w *PodWatch) answered(ctx context.Context) {
 	w.healthMu.Lock()
-	defer w.healthMu.Unlock()
-	if w.down {
-		w.down = false
-		w.logger.Info("API server reachable again: pod updates resume", "node", w.node)
+	if !w.down {
+		w.healthMu.Unlock()
+		return
+	}
+	w.down = false
+	w.logger.Info("API server reachable again: pod updates resume", "node", w.node)
+	var st *event.SourceStatus
+	if w.synced.Load() {
+		w.up = true
+		st = &event.SourceStatus{Time: w.now(), Source: event.SourcePodWatch, Up: true}
+	}
+	w.healthMu.Unlock()
+	if st != nil { // not under healthMu: Run, which drains the queue, takes it
+		w.send(ctx, st)
 	}
 }
 
-// failed logs the first failure of an outage as a Warn, retries at Debug.
-func (w *PodWatch) failed(err error) {
+// failed logs the first failure of an outage as a Warn, and says Down;
+// retries are logged at Debug.
+func (w *PodWatch) failed(ctx context.Context, err error) {
 	w.healthMu.Lock()
-	defer w.healthMu.Unlock()
 	if w.down {
+		w.healthMu.Unlock()
 		w.logger.Debug("API server still unreachable", "error", err)
 		return
 	}
-	w.down = true
+	w.down, w.up = true, false
 	w.logger.Warn("API server unreachable: pod updates (conditions, container statuses) are lost until it answers; retrying with back-off",
 		"node", w.node, "error", err)
+	st := &event.SourceStatus{Time: w.now(), Source: event.SourcePodWatch, Reason: event.ReasonDisconnected}
+	w.healthMu.Unlock()
+	w.send(ctx, st)
 }
 
 // watchError replaces client-go's default handler, which logs every failure
@@ -283,7 +330,7 @@ func (w *PodWatch) watchError(ctx context.Context, _ *cache.Reflector, err error
 		w.logger.Debug("pod watch restarts", "error", err)
 		return
 	}
-	w.failed(err)
+	w.failed(ctx, err)
 }
 
 // podHandler turns informer notifications into PodUpdates. The informer

@@ -342,8 +342,19 @@ func TestPodWatchUnreachable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3500*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	if err := w.Run(ctx, func(e event.Event) { t.Errorf("emitted %v", e) }); err != nil {
+	var statuses []*event.SourceStatus
+	if err := w.Run(ctx, func(e event.Event) {
+		st, ok := e.(*event.SourceStatus)
+		if !ok {
+			t.Errorf("emitted %v", e)
+			return
+		}
+		statuses = append(statuses, st)
+	}); err != nil {
 		t.Fatalf("Run: %v", err)
+	}
+	if len(statuses) != 1 || statuses[0].Up || statuses[0].Reason != event.ReasonDisconnected || statuses[0].Source != event.SourcePodWatch {
+		t.Errorf("statuses %+v, want one Down disconnected", statuses)
 	}
 	if d := time.Since(start); d > 4500*time.Millisecond {
 		t.Errorf("Run took %v to return after cancellation", d)
@@ -395,6 +406,80 @@ func TestPodWatchRecovers(t *testing.T) {
 	if !contains(rec.messages(slog.LevelInfo), "API server reachable again: pod updates resume") {
 		t.Errorf("no recovery message: %q", rec.messages(slog.LevelInfo))
 	}
+}
+
+// TestPodWatchStatuses: the watch says when it stops and starts seeing the
+// API server: Up when the initial list is delivered (after a Down when the
+// first list failed), Down at the first failure of an outage, Up when a
+// list or watch is answered again; routine watch ends say nothing.
+func TestPodWatchStatuses(t *testing.T) {
+	next := func(t *testing.T, out <-chan *event.SourceStatus, want string) {
+		t.Helper()
+		select {
+		case st := <-out:
+			got := "up"
+			if !st.Up {
+				got = "down " + st.Reason
+			}
+			if st.Source != event.SourcePodWatch || got != want {
+				t.Fatalf("status %+v, want %s", *st, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no status within 10 s, want %s", want)
+		}
+	}
+	noMoreStatus := func(t *testing.T, out <-chan *event.SourceStatus) {
+		t.Helper()
+		select {
+		case st := <-out:
+			t.Errorf("extra status %+v", *st)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	t.Run("first list fails", func(t *testing.T) {
+		client := fake.NewClientset(testPod("p", "node1"))
+		var lists atomic.Int32
+		client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+			if lists.Add(1) == 1 {
+				return true, nil, fmt.Errorf("dial tcp 10.96.0.1:443: connect: connection refused")
+			}
+			return false, nil, nil
+		})
+		w, err := NewPodWatch(PodWatchConfig{NodeName: "node1", Client: client}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := runSource[*event.SourceStatus](t, w.Run, 10)
+		next(t, out, "down disconnected")
+		next(t, out, "up")
+		noMoreStatus(t, out)
+	})
+	t.Run("watch fails later", func(t *testing.T) {
+		client := fake.NewClientset(testPod("p", "node1"))
+		watchers := make(chan *watch.FakeWatcher, 4)
+		var failWatch atomic.Bool
+		client.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
+			if failWatch.CompareAndSwap(true, false) {
+				return true, nil, fmt.Errorf("an internal error")
+			}
+			fw := watch.NewFake()
+			watchers <- fw
+			return true, fw, nil
+		})
+		w, err := NewPodWatch(PodWatchConfig{NodeName: "node1", Client: client}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := runSource[*event.SourceStatus](t, w.Run, 10)
+		next(t, out, "up")
+		// The watch ends, which is routine, but watching again fails: an
+		// outage, until the API server answers again.
+		failWatch.Store(true)
+		(<-watchers).Stop()
+		next(t, out, "down disconnected")
+		next(t, out, "up")
+		noMoreStatus(t, out)
+	})
 }
 
 func writeKubeconfig(t *testing.T, name, server string) string {

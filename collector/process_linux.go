@@ -48,6 +48,7 @@ type ProcessSource struct {
 	cgroups  *cgroupResolver // nil without a cgroup2 hierarchy
 	procs    processTable
 	clockOff atomic.Int64
+	attached time.Time // when the tracer was attached: records are buffered from then on
 
 	records, decodeErrors, kernelDrops, unattributed atomic.Uint64
 }
@@ -90,7 +91,7 @@ func NewProcessSource(cfg ProcessConfig, logger *slog.Logger) (*ProcessSource, e
 		s.close()
 		return nil, err
 	}
-	s.prog = prog
+	s.prog, s.attached = prog, time.Now().UTC()
 	logger.Info("process tracer attached", "cgroup2", mount)
 	return s, nil
 }
@@ -116,12 +117,27 @@ func (s *ProcessSource) Stats() ProcessStats {
 
 // Run reads events until ctx is done and hands each to emit, in kernel
 // order, from one goroutine. A slow emit backs up into the kernel ring
-// buffer, which then drops and counts. Run detaches the tracer on return
-// and returns nil on cancellation. Call it once.
+// buffer, which then drops and counts. The source's statuses come in the
+// same stream: Up first, then for each second in which the kernel dropped
+// records a Down (reason ring_full, Since the previous second, Lost the
+// records) and at once an Up. Run detaches the tracer on return and returns
+// nil on cancellation. Call it once.
 func (s *ProcessSource) Run(ctx context.Context, emit func(event.Event)) error {
 	defer s.close()
 	go s.housekeeping(ctx)
-	err := readRing(ctx, s.prog.Events(), bpf.ProcessPollInterval, func(b []byte) {
+	loss := ringLoss{source: event.SourceProcess}
+	drops, _ := s.pollDrops()
+	for _, st := range loss.start(s.attached, time.Now().UTC(), drops) {
+		emit(st)
+	}
+	tick := func(now time.Time) {
+		if n, ok := s.pollDrops(); ok {
+			for _, st := range loss.check(now.UTC(), n) {
+				emit(st)
+			}
+		}
+	}
+	err := readRingTicking(ctx, s.prog.Events(), bpf.ProcessPollInterval, func(b []byte) {
 		s.records.Add(1)
 		ev, err := DecodeProcessEvent(b, BootClock{Offset: s.clockOff.Load()})
 		if err != nil {
@@ -138,27 +154,33 @@ func (s *ProcessSource) Run(ctx context.Context, emit func(event.Event)) error {
 		if s.enrich(ev) {
 			emit(ev)
 		}
-	})
+	}, ringLossEvery, tick)
 	s.pollDrops()
 	return err
 }
 
-// housekeeping resyncs the clock and reports kernel drops.
+// housekeeping resyncs the clock and logs kernel drops (every 5 s at most:
+// the statuses tell each second's).
 func (s *ProcessSource) housekeeping(ctx context.Context) {
+	var logged uint64
 	every(ctx, 5*time.Second, func() {
 		s.clockOff.Store(NewBootClock().Offset)
-		s.pollDrops()
+		if n := s.kernelDrops.Load(); n > logged {
+			s.logger.Warn("kernel ring buffer full: process events lost", "lost", n-logged, "total", n)
+			logged = n
+		}
 	})
 }
 
-func (s *ProcessSource) pollDrops() {
+// pollDrops reads the kernel's drop counter into the stats and returns
+// it; ok is false when it could not be read.
+func (s *ProcessSource) pollDrops() (n uint64, ok bool) {
 	n, err := s.prog.Drops()
 	if err != nil {
-		return
+		return 0, false
 	}
-	if old := s.kernelDrops.Swap(n); n > old {
-		s.logger.Warn("kernel ring buffer full: process events lost", "lost", n-old, "total", n)
-	}
+	s.kernelDrops.Store(n)
+	return n, true
 }
 
 // enrich attributes the event to its container, applies the argv policy and

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/readyline/readyline/bpf"
 	"github.com/readyline/readyline/collector/event"
 	"github.com/readyline/readyline/collector/testenv"
 )
@@ -226,11 +227,64 @@ func TestIntegrationRapidExecsNoDrops(t *testing.T) {
 	if got := len(rec.matching(execOf(cg, "/bin/true"))); got != n {
 		t.Errorf("%d execs of /bin/true, want exactly %d", got, n)
 	}
-	rec.src.pollDrops()
+	// Run reads the kernel's drop counter every ringLossEvery; a ring_full
+	// status would say it lost some.
+	time.Sleep(ringLossEvery + 2*bpf.ProcessPollInterval)
 	if st := rec.src.Stats(); st.KernelDrops != 0 || st.DecodeErrors != 0 {
 		t.Errorf("stats %+v: want no drops or decode errors", st)
 	}
+	lost := rec.matching(func(ev event.Event) bool { st, ok := ev.(*event.SourceStatus); return ok && !st.Up })
+	if len(lost) != 0 {
+		t.Errorf("statuses %v: want no ring_full", lost)
+	}
 	t.Logf("%d execs in %v (%.0f/s)", n, elapsed.Round(time.Millisecond), n/elapsed.Seconds())
+}
+
+// TestIntegrationRingLossStatus: records the kernel could not fit in a full
+// ring buffer are counted, and the source says so in its stream: a Down
+// ring_full with how many, from when the tracer was attached, then Up.
+func TestIntegrationRingLossStatus(t *testing.T) {
+	testenv.RequirePrivileged(t)
+	// One page of ring buffer and no reader yet: a few hundred execs
+	// cannot fit.
+	src, err := NewProcessSource(ProcessConfig{RingBufferBytes: uint32(os.Getpagesize())}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("sh", "-c", "i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done").CombinedOutput(); err != nil {
+		t.Fatalf("spawning: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	var statuses []*event.SourceStatus
+	if err := src.Run(ctx, func(ev event.Event) {
+		if st, ok := ev.(*event.SourceStatus); ok {
+			statuses = append(statuses, st)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st := src.Stats()
+	if st.KernelDrops == 0 {
+		t.Fatalf("stats %+v: want drops", st)
+	}
+	if len(statuses) < 2 {
+		t.Fatalf("statuses %+v, want a ring_full Down and an Up", statuses)
+	}
+	down, up := statuses[0], statuses[1]
+	if down.Up || down.Source != event.SourceProcess || down.Reason != event.ReasonRingFull || down.Lost == 0 ||
+		down.Since.IsZero() || !down.Since.Before(down.Time) || !up.Up || !up.Time.Equal(down.Time) {
+		t.Errorf("statuses %+v %+v, want Down ring_full since the attach, then Up", *down, *up)
+	}
+	var lost uint64
+	for _, s := range statuses {
+		lost += s.Lost
+	}
+	// Other processes of the host may lose records after the last status.
+	if lost > st.KernelDrops || lost < 300 {
+		t.Errorf("statuses say %d lost, the kernel counted %d of 300 execs' and exits' records", lost, st.KernelDrops)
+	}
+	t.Logf("%d records read, %d dropped; %d statuses", st.Records, st.KernelDrops, len(statuses))
 }
 
 // TestIntegrationShortLivedContainer: a container whose cgroup is removed

@@ -17,6 +17,15 @@ import (
 // need it to look every poll too; 0 waits for wakeups alone. It returns
 // nil on cancellation.
 func readRing(ctx context.Context, m *ebpf.Map, poll time.Duration, handle func([]byte)) error {
+	return readRingTicking(ctx, m, poll, handle, 0, nil)
+}
+
+// readRingTicking is readRing that also calls tick from the same goroutine,
+// between records, once every period has passed (within about poll of it
+// when no record comes, so poll must be set): the source's periodic work
+// that must be ordered with its records, such as reporting the buffer's
+// losses.
+func readRingTicking(ctx context.Context, m *ebpf.Map, poll time.Duration, handle func([]byte), period time.Duration, tick func(time.Time)) error {
 	rd, err := ringbuf.NewReader(m)
 	if err != nil {
 		return fmt.Errorf("opening ring buffer reader: %w", err)
@@ -36,12 +45,23 @@ func readRing(ctx context.Context, m *ebpf.Map, poll time.Duration, handle func(
 		}
 	}
 	deadline()
+	next := time.Now().Add(period)
+	ticked := func() {
+		if tick == nil {
+			return
+		}
+		if now := time.Now(); !now.Before(next) {
+			next = now.Add(period)
+			tick(now)
+		}
+	}
 	var rec ringbuf.Record
 	for {
 		if err := rd.ReadInto(&rec); err != nil {
 			switch {
 			case errors.Is(err, os.ErrDeadlineExceeded):
 				deadline()
+				ticked()
 				continue
 			case errors.Is(err, ringbuf.ErrClosed):
 				return nil
@@ -49,6 +69,7 @@ func readRing(ctx context.Context, m *ebpf.Map, poll time.Duration, handle func(
 			return fmt.Errorf("reading ring buffer: %w", err)
 		}
 		handle(rec.RawSample)
+		ticked()
 	}
 }
 

@@ -49,6 +49,7 @@ type TCPSource struct {
 	logger   *slog.Logger
 	table    *tcpConnTable // owned by Run
 	clockOff atomic.Int64
+	attached time.Time // when the tracer was attached: records are buffered from then on
 
 	mu   sync.Mutex // guards prog against use after close
 	prog *bpf.TCPProgram
@@ -73,7 +74,7 @@ func NewTCPSource(cfg TCPConfig, logger *slog.Logger) (*TCPSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &TCPSource{logger: logger, table: newTCPConnTable(cfg.MaxConnections), prog: prog}
+	s := &TCPSource{logger: logger, table: newTCPConnTable(cfg.MaxConnections), prog: prog, attached: time.Now().UTC()}
 	s.clockOff.Store(NewBootClock().Offset)
 	logger.Info("tcp tracer attached")
 	return s, nil
@@ -125,12 +126,27 @@ func (s *TCPSource) close() {
 // connection to emit, in the order they closed, from one goroutine. A
 // connection is emitted at most about bpf.TCPPollInterval after its CLOSE.
 // A slow emit backs up into the kernel ring buffer, which then drops and
-// counts. Run detaches the tracer on return and returns nil on
-// cancellation. Call it once.
+// counts. The source's statuses come in the same stream: Up first, then
+// for each second in which the kernel dropped records a Down (reason
+// ring_full, Since the previous second, Lost the records) and at once an
+// Up. Run detaches the tracer on return and returns nil on cancellation.
+// Call it once.
 func (s *TCPSource) Run(ctx context.Context, emit func(event.Event)) error {
 	defer s.close()
 	go s.housekeeping(ctx)
-	err := readRing(ctx, s.prog.Events(), bpf.TCPPollInterval, func(b []byte) {
+	loss := ringLoss{source: event.SourceTCP}
+	drops, _ := s.pollDrops()
+	for _, st := range loss.start(s.attached, time.Now().UTC(), drops) {
+		emit(st)
+	}
+	tick := func(now time.Time) {
+		if n, ok := s.pollDrops(); ok {
+			for _, st := range loss.check(now.UTC(), n) {
+				emit(st)
+			}
+		}
+	}
+	err := readRingTicking(ctx, s.prog.Events(), bpf.TCPPollInterval, func(b []byte) {
 		s.records.Add(1)
 		ch, err := DecodeTCPStateChange(b, BootClock{Offset: s.clockOff.Load()})
 		if err != nil {
@@ -144,32 +160,37 @@ func (s *TCPSource) Run(ctx context.Context, emit func(event.Event)) error {
 			s.connections.Add(1)
 			emit(conn)
 		}
-	})
+	}, ringLossEvery, tick)
 	s.pollDrops()
 	return err
 }
 
-// housekeeping resyncs the clock and reports kernel drops.
+// housekeeping resyncs the clock and logs kernel drops (every 5 s at most:
+// the statuses tell each second's).
 func (s *TCPSource) housekeeping(ctx context.Context) {
+	var logged uint64
 	every(ctx, 5*time.Second, func() {
 		s.clockOff.Store(NewBootClock().Offset)
-		s.pollDrops()
+		if n := s.kernelDrops.Load(); n > logged {
+			s.logger.Warn("kernel ring buffer full: tcp connection records lost", "lost", n-logged, "total", n)
+			logged = n
+		}
 	})
 }
 
-func (s *TCPSource) pollDrops() {
+// pollDrops reads the kernel's drop counter into the stats and returns
+// it; ok is false when it could not be read (or the tracer is closed).
+func (s *TCPSource) pollDrops() (n uint64, ok bool) {
 	s.mu.Lock()
 	prog := s.prog
-	var n uint64
 	var err error
 	if prog != nil {
 		n, err = prog.Drops()
 	}
 	s.mu.Unlock()
 	if prog == nil || err != nil {
-		return
+		return 0, false
 	}
-	if old := s.kernelDrops.Swap(n); n > old {
-		s.logger.Warn("kernel ring buffer full: tcp connection records lost", "lost", n-old, "total", n)
-	}
+	s.kernelDrops.Store(n)
+	return n, true
 }

@@ -32,11 +32,12 @@ import (
 // tcpRecorder collects what a running TCPSource emits, with the wall time
 // each connection was emitted.
 type tcpRecorder struct {
-	src     *TCPSource
-	mu      sync.Mutex
-	conns   []*event.TCPConnection
-	emitted []time.Time
-	stop    func() TCPStats
+	src      *TCPSource
+	mu       sync.Mutex
+	conns    []*event.TCPConnection
+	emitted  []time.Time
+	statuses []*event.SourceStatus
+	stop     func() TCPStats
 }
 
 // startTCPSource runs a TCPSource watching this test process until stop is
@@ -58,9 +59,13 @@ func startTCPSource(t *testing.T, cfg TCPConfig) *tcpRecorder {
 		done <- src.Run(ctx, func(ev event.Event) {
 			now := time.Now()
 			r.mu.Lock()
+			defer r.mu.Unlock()
+			if st, ok := ev.(*event.SourceStatus); ok {
+				r.statuses = append(r.statuses, st)
+				return
+			}
 			r.conns = append(r.conns, ev.(*event.TCPConnection))
 			r.emitted = append(r.emitted, now)
-			r.mu.Unlock()
 		})
 	}()
 	var once sync.Once
@@ -543,12 +548,27 @@ func TestIntegrationTCPDropsCounted(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*bpf.TCPPollInterval)
 	defer cancel()
-	if err := src.Run(ctx, func(event.Event) {}); err != nil {
+	var statuses []*event.SourceStatus
+	if err := src.Run(ctx, func(ev event.Event) {
+		if st, ok := ev.(*event.SourceStatus); ok {
+			statuses = append(statuses, st)
+		}
+	}); err != nil {
 		t.Fatal(err)
 	}
 	st := src.Stats()
 	if st.KernelDrops == 0 || st.Records+st.KernelDrops < 5*n {
 		t.Errorf("stats %+v: want the %d records of %d connections read or counted as dropped", st, 5*n, n)
+	}
+	// The loss happened before Run: its first statuses say so, from when
+	// the tracer was attached.
+	if len(statuses) != 2 {
+		t.Fatalf("statuses %+v, want a ring_full Down and an Up", statuses)
+	}
+	down, up := statuses[0], statuses[1]
+	if down.Up || down.Source != event.SourceTCP || down.Reason != event.ReasonRingFull || down.Lost != st.KernelDrops ||
+		down.Since.IsZero() || !down.Since.Before(down.Time) || !up.Up || !up.Time.Equal(down.Time) {
+		t.Errorf("statuses %+v %+v, want Down ring_full since the attach, %d lost, then Up", *down, *up, st.KernelDrops)
 	}
 	t.Logf("%d records read, %d dropped, %d connections emitted", st.Records, st.KernelDrops, st.Connections)
 }

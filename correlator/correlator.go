@@ -120,6 +120,8 @@ type Correlator struct {
 	// pod watch's outages (outage.go).
 	held  heldTotal
 	watch podWatch
+	// blind: each source's recent blind windows, oldest first (gaps.go).
+	blind map[string][]BlindWindow
 	stats Stats
 }
 
@@ -148,6 +150,7 @@ func New(cfg Config) *Correlator {
 		orphans: make(map[string]*orphanEvents),
 		aliases: make(map[string]string),
 		index:   newOwnerIndex(),
+		blind:   make(map[string][]BlindWindow),
 	}
 }
 
@@ -185,8 +188,8 @@ func (c *Correlator) Handle(ev event.Event) []*Timeline {
 		c.handlePod(e)
 	case *event.Tick:
 	case *event.SourceStatus:
-		// A source's blindness: marks the starts it overlaps (not yet).
-		c.noteSource(e) // the pod watch's outages keep held events (outage.go)
+		c.noteSource(e)       // the pod watch's outages keep held events (outage.go)
+		c.noteSourceStatus(e) // blind windows mark the starts they overlap (gaps.go)
 	default:
 		if isCNIProcess(ev) {
 			c.cni.record(ev, c.clock.now)
@@ -288,6 +291,7 @@ func (c *Correlator) report(p *podState, reason string) *Timeline {
 	p.reportedAt = c.clock.now
 	tl := p.timeline(&deriveContext{cni: &c.cni, sandboxCalls: c.sandboxCalls}, ending{OutcomeTimeout, c.clock.now, reason})
 	tl.Partial = true
+	tl.Gaps = c.gaps(p, tl)
 	c.clock.present(tl, tl.Start)
 	return tl
 }
@@ -539,6 +543,7 @@ func (c *Correlator) complete(p *podState) *Timeline {
 	c.stats.Timelines++
 	tl := p.timeline(&deriveContext{cni: &c.cni, sandboxCalls: c.sandboxCalls}, ending{p.outcome, p.doneAt, p.reason})
 	tl.ReportedAt = p.reportedAt
+	tl.Gaps = c.gaps(p, tl)
 	c.clock.present(tl, tl.Start)
 	return tl
 }

@@ -19,12 +19,14 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 // goldenConfig is the configuration the recordings were captured with
 // (make demo: --start-timeout 40s). Recordings named e2e-* are the e2e
 // tests' daemon's (deploy/e2e, --start-timeout 60s), one pod each, cut out
-// of its recording by the pod's namespace.
+// of its recording by the pod's namespace. Those named gaps-* are e2e
+// recordings with sources' statuses written in (synthetic losses and
+// outages: gaps_test.go).
 var goldenConfig = Config{Timeout: 40 * time.Second}
 
 // configFor is the Config a recording was made with.
 func configFor(name string) Config {
-	if strings.HasPrefix(name, "e2e-") {
+	if strings.HasPrefix(name, "e2e-") || strings.HasPrefix(name, "gaps-") {
 		return Config{Timeout: 60 * time.Second}
 	}
 	return goldenConfig

@@ -93,6 +93,12 @@ type Timeline struct {
 	// ClockSteps are the steps of the node's wall clock while the start
 	// went on (MarkClockStep), oldest first.
 	ClockSteps []ClockStep `json:"clock_steps,omitempty"`
+	// Gaps are the sources that were blind during part of the start (a
+	// ring buffer that lost records, a kubelet that restarted, a runtime or
+	// API server that did not answer), each with its blind windows: what
+	// they would have reported then may be missing, not absent (gaps.go).
+	// Empty when every source saw the whole start.
+	Gaps []SourceGap `json:"gaps,omitempty"`
 
 	// Phases are the pod-level phases in order (see the Phase* names).
 	Phases []Phase `json:"phases"`

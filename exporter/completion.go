@@ -41,6 +41,8 @@ func (b *spanBuilder) emitCompletion(ctx context.Context, tl *correlator.Timelin
 	if tl.Reason != "" {
 		attrs = append(attrs, AttrReason.String(tl.Reason))
 	}
+	gaps := gapsAfter(tl.Gaps, tl.ReportedAt) // the report told those before
+	attrs = append(attrs, gapAttrs(nil, gaps)...)
 	attrs = append(attrs, rootAlertAttrs(alerts)...)
 	cctx, s := b.tracer.Start(ctx, SpanPodStartupCompleted, trace.WithTimestamp(tl.ReportedAt), trace.WithAttributes(attrs...))
 	cctx = withWindow(cctx, window{tl.ReportedAt, end}) // its children inside it, like the root's
@@ -59,6 +61,7 @@ func (b *spanBuilder) emitCompletion(ctx context.Context, tl *correlator.Timelin
 		}
 	}
 	b.conditions(cctx, s, &after)
+	gapEvents(s, gaps, tl.ReportedAt, end)
 	for _, in := range tl.Insights {
 		ev := insightEvent(in)
 		s.AddEvent(ev.name, trace.WithTimestamp(end), trace.WithAttributes(ev.attrs...))

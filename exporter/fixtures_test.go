@@ -322,3 +322,21 @@ func staticPod() *correlator.Timeline {
 	}
 	return tl
 }
+
+// blindSources is lifecycle-demo during which three sources were blind: the
+// kubelet's CRI client was not probed from before the start to 1.2 s (it
+// had restarted), the process ring buffer lost records twice (120 and 30)
+// and the API server stopped answering at 26 s, still down at the end.
+func blindSources() *correlator.Timeline {
+	tl := lifecycleDemo()
+	tl.Pod.Name = "blind-sources"
+	tl.Gaps = []correlator.SourceGap{
+		{Source: cri.SourceCRICalls, Windows: []correlator.BlindWindow{{Reason: "kubelet_restarted", From: at(-3000), To: at(1200)}}},
+		{Source: cri.SourceProcess, Windows: []correlator.BlindWindow{
+			{Reason: cri.ReasonRingFull, From: at(9100), To: at(10100), Lost: 120},
+			{Reason: cri.ReasonRingFull, From: at(22000), To: at(23000), Lost: 30},
+		}},
+		{Source: cri.SourcePodWatch, Windows: []correlator.BlindWindow{{Reason: cri.ReasonDisconnected, From: at(26000)}}},
+	}
+	return tl
+}

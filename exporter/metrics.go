@@ -82,6 +82,7 @@ type Metrics struct {
 	alerts         metric.Int64Counter
 
 	exportQueue atomic.Pointer[func() (traces int, bytes int64)] // see WatchExportQueue
+	sources     sourceHealth                                     // readyline_source_up (sources.go)
 }
 
 // NewMetrics creates the instruments on a registry of their own, which also
@@ -155,6 +156,11 @@ func NewMetrics(logger *slog.Logger) (*Metrics, error) {
 			}
 			return nil
 		}, queueBytes, queueTraces)
+	}
+	if err == nil {
+		_, err = meter.Int64ObservableGauge("readyline.source.up",
+			metric.WithDescription("Whether each source sees (1) or is blind (0): not attached or not yet, its ring buffer losing records, its runtime or API server not answering; by source."),
+			metric.WithInt64Callback(m.sources.observe))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("creating instruments: %w", err)
@@ -298,9 +304,11 @@ func between(a, b time.Time) (time.Duration, bool) {
 }
 
 // AddDropped counts n events dropped by source (the package or stage that
-// dropped them) for reason; both must come from a small fixed set.
+// dropped them) for reason; both must come from a small fixed set. n = 0
+// makes the series exist before the first drop, so that rate() sees that
+// one too.
 func (m *Metrics) AddDropped(source, reason string, n int) {
-	if n <= 0 {
+	if n < 0 {
 		return
 	}
 	m.dropped.Add(context.Background(), int64(n), metric.WithAttributes(

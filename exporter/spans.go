@@ -3,7 +3,9 @@ package exporter
 import (
 	"context"
 	"fmt"
+	"math"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -102,10 +104,21 @@ const (
 	AttrStaticPod  = attribute.Key("readyline.static_pod")
 	AttrConfigHash = attribute.Key("readyline.config_hash")
 	// AttrObservedSince (RFC 3339) is when readyline first saw a pod it saw
-	// only after its start began; AttrMissing lists what the trace lacks
-	// because of that, or of its marks. Both on the root span.
+	// only after its start began. AttrMissing lists what the trace lacks:
+	// because of that, and, one line per source, because a source was
+	// blind during the start (correlator.SourceGap). AttrBlind names those
+	// sources (comma-separated when there are several), and each has an
+	// event "blind <source>" at its first blind moment in the start, with
+	// AttrBlindSource, AttrBlindReason, AttrBlindLost and its line in
+	// AttrBlindMessage. All on the root span (on pod.startup.completed for
+	// the windows after a report).
 	AttrObservedSince = attribute.Key("readyline.observed_since")
 	AttrMissing       = attribute.Key("readyline.missing")
+	AttrBlind         = attribute.Key("readyline.blind")
+	AttrBlindSource   = attribute.Key("readyline.blind.source")
+	AttrBlindReason   = attribute.Key("readyline.blind.reason")
+	AttrBlindLost     = attribute.Key("readyline.blind.lost")
+	AttrBlindMessage  = attribute.Key("readyline.blind.message")
 	// AttrMarks lists, on the root span, what makes the trace less exact
 	// than its sources (correlator.Mark: api_lag, clock_step);
 	// AttrClockStepsMS the steps of the node's wall clock during the start.
@@ -249,12 +262,12 @@ func (b *spanBuilder) emit(ctx context.Context, tl *correlator.Timeline, alerts 
 	if tl.Pod.Static() {
 		attrs = append(attrs, AttrStaticPod.Bool(true), AttrConfigHash.String(tl.Pod.ConfigHash))
 	}
+	var missing []string
 	if !tl.ObservedSince.IsZero() {
 		attrs = append(attrs, AttrObservedSince.String(tl.ObservedSince.UTC().Format(time.RFC3339Nano)))
 	}
-	if len(tl.Missing) > 0 {
-		attrs = append(attrs, AttrMissing.StringSlice(tl.Missing))
-	}
+	// Missing: what a late start or a mark leaves out (any timeline).
+	missing = tl.Missing
 	if len(tl.Marks) > 0 {
 		marks := make([]string, len(tl.Marks))
 		for i, m := range tl.Marks {
@@ -269,6 +282,7 @@ func (b *spanBuilder) emit(ctx context.Context, tl *correlator.Timeline, alerts 
 		}
 		attrs = append(attrs, AttrClockStepsMS.Int64Slice(steps))
 	}
+	attrs = append(attrs, gapAttrs(missing, tl.Gaps)...)
 	if tl.Sandbox != nil && tl.Sandbox.PodIP != "" {
 		attrs = append(attrs, semconv.K8SPodIP(tl.Sandbox.PodIP))
 	}
@@ -314,6 +328,7 @@ func (b *spanBuilder) emit(ctx context.Context, tl *correlator.Timeline, alerts 
 		}
 		root.AddEvent("alert "+a.Name, trace.WithTimestamp(at), trace.WithAttributes(alertEventAttrs(a)...))
 	}
+	gapEvents(root, tl.Gaps, start, end)
 	for _, c := range last {
 		b.end(c.span, c.end)
 	}
@@ -322,6 +337,68 @@ func (b *spanBuilder) emit(ctx context.Context, tl *correlator.Timeline, alerts 
 	}
 	b.end(root, end)
 	return b.spans
+}
+
+// gapAttrs are AttrMissing (missing, then a line per gap) and AttrBlind.
+func gapAttrs(missing []string, gaps []correlator.SourceGap) []attribute.KeyValue {
+	var attrs []attribute.KeyValue
+	lines := slices.Clone(missing)
+	var sources []string
+	for _, g := range gaps {
+		lines = append(lines, g.String())
+		sources = append(sources, g.Source)
+	}
+	if len(lines) > 0 {
+		attrs = append(attrs, AttrMissing.StringSlice(lines))
+	}
+	if len(sources) > 0 {
+		attrs = append(attrs, AttrBlind.String(strings.Join(sources, ",")))
+	}
+	return attrs
+}
+
+// gapEvents adds to s an event "blind <source>" per gap, at its first
+// window's start, or at start when it began before.
+func gapEvents(s trace.Span, gaps []correlator.SourceGap, start, end time.Time) {
+	for _, g := range gaps {
+		at := g.Windows[0].From
+		if at.Before(start) {
+			at = start
+		}
+		if at.After(end) {
+			at = end
+		}
+		reasons := make([]string, 0, len(g.Windows))
+		for _, w := range g.Windows {
+			if !slices.Contains(reasons, w.Reason) {
+				reasons = append(reasons, w.Reason)
+			}
+		}
+		s.AddEvent("blind "+g.Source, trace.WithTimestamp(at), trace.WithAttributes(
+			AttrBlindSource.String(g.Source),
+			AttrBlindReason.String(strings.Join(reasons, ",")),
+			AttrBlindLost.Int64(int64(min(g.Lost(), math.MaxInt64))),
+			AttrBlindMessage.String(g.String()),
+		))
+	}
+}
+
+// gapsAfter are the gaps' windows that were still open at t or ended after
+// it: what a completion adds to its report.
+func gapsAfter(gaps []correlator.SourceGap, t time.Time) []correlator.SourceGap {
+	var out []correlator.SourceGap
+	for _, g := range gaps {
+		after := correlator.SourceGap{Source: g.Source}
+		for _, w := range g.Windows {
+			if w.To.IsZero() || w.To.After(t) {
+				after.Windows = append(after.Windows, w)
+			}
+		}
+		if len(after.Windows) > 0 {
+			out = append(out, after)
+		}
+	}
+	return out
 }
 
 // rootAlertAttrs are the root span's attributes for the alerts.

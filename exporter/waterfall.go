@@ -195,6 +195,9 @@ func (wf *waterfall) header(w *bufio.Writer) {
 	if len(tl.Missing) > 0 {
 		writeWrapped(w, "  missing: ", strings.Join(tl.Missing, "; "), wf.width)
 	}
+	for _, g := range tl.Gaps {
+		writeWrapped(w, "  blind: ", g.Describe(wf.at), wf.width)
+	}
 	if wf.span > 0 {
 		writeWrapped(w, "  ", "its times spread over "+fmtSeconds(wf.span)+" (a clock jump or a corrupt record?): "+
 			"the bars show the first "+fmtSeconds(wf.total)+", later times at the right edge", wf.width)
@@ -780,6 +783,15 @@ func (wf *waterfall) bar(start, end time.Time, glyph rune) string {
 // long durations: "0.045s", "27.097s", "123.4s"; past 11 days (no pod start
 // takes that long: a clock jump or a corrupt record) in whole days, so that
 // any duration fits the waterfall's columns: "106752d".
+// at writes t as the header counts: from the start, "+1.200s" (before
+// it, "-3.000s").
+func (wf *waterfall) at(t time.Time) string {
+	if t.Before(wf.start) {
+		return fmtSeconds(t.Sub(wf.start))
+	}
+	return "+" + fmtSeconds(t.Sub(wf.start))
+}
+
 func fmtSeconds(d time.Duration) string {
 	s := d.Seconds()
 	switch a := math.Abs(s); {

@@ -30,6 +30,7 @@ func TestRenderWaterfallGolden(t *testing.T) {
 		{"stuck-crashloop", stuckCrashLoop(), 100},
 		{"stuck-crashloop-narrow", stuckCrashLoop(), 72},
 		{"late-seen", lateSeen(), 100},
+		{"blind-sources", blindSources(), 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer

@@ -58,10 +58,15 @@ func TestIntegrationEventsJSON(t *testing.T) {
 	pid := float64(cmd.Process.Pid)
 
 	var exec, exit map[string]any
+	sawUp := false
 	timeout := time.After(10 * time.Second)
 	for exec == nil || exit == nil {
 		select {
 		case m := <-lines:
+			if m["type"] == "source" { // the stream says when it lost records
+				sawUp = sawUp || (m["source"] == "process" && m["up"] == true)
+				continue
+			}
 			if m["scope"] != "pod" {
 				t.Errorf("--pods-only let through a process outside pods: %v", m)
 			}
@@ -77,6 +82,9 @@ func TestIntegrationEventsJSON(t *testing.T) {
 		case <-timeout:
 			t.Fatalf("no exec and exit line for pid %v; stderr: %s", pid, stderr.String())
 		}
+	}
+	if !sawUp {
+		t.Error("no source line saying the process source is up")
 	}
 	for _, f := range []string{"type", "time", "pid", "ppid", "cgroup_id", "container_id", "pod_uid", "filename", "argv"} {
 		if _, ok := exec[f]; !ok {

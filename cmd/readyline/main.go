@@ -26,7 +26,8 @@ commands:
   run      the daemon: reconstruct every pod start on this node and export it
            (OTLP traces, Prometheus metrics, the timeline API for explain)
   explain  print the waterfall of a recent pod start: readyline explain [NAMESPACE/]POD
-  events   stream every process event (exec, fork, exit) as one JSON line on stdout
+  events   stream every process event (exec, fork, exit) as one JSON line on stdout,
+           and a "source" line when the kernel lost records
   replay   run the correlator on a recording and print the pod start timelines
 
 Run 'readyline <command> -h' for the flags of a command. Every flag has an

@@ -89,6 +89,7 @@ type daemon struct {
 	store   *exporter.Store
 	rec     *event.Writer
 	recFile *os.File
+	losses  *lossCounter // the sources' drops, polled every second; nil in tests
 
 	mu      sync.Mutex
 	healthy error // nil while the correlator loop runs
@@ -165,6 +166,7 @@ func (d *daemon) run(ctx context.Context) error {
 	if err != nil {
 		d.logger.Warn("httpGet/tcpSocket probe attempts are not traced: the kernel refused the TCP program; they are inferred from the API's status flips", "error", err)
 	}
+	d.watchSources(procs, cri, pods, calls, tcp)
 
 	err = d.pipeline(ctx, cancel, func(ctx context.Context, g *group) {
 		g.Go(ctx, "process source", func(ctx context.Context) error {
@@ -202,6 +204,36 @@ func (d *daemon) run(ctx context.Context) error {
 		err = errors.Join(err, d.rec.Flush(), d.recFile.Close())
 	}
 	return err
+}
+
+// watchSources sets up the loss accounting of the sources that run, and
+// readyline_source_up, 0 until a source says Up, for those that say Up
+// when they start seeing (the CRI call source's gauge appears with its
+// first status). A source the kernel refused (calls or tcp nil) is blind
+// for good: a Down load_failed from now on goes to the correlator, which
+// marks every start with it, and to the gauge.
+func (d *daemon) watchSources(procs *collector.ProcessSource, cri *collector.CRISource, pods *collector.PodWatch,
+	calls *collector.CRICallSource, tcp *collector.TCPSource) {
+	d.metrics.ExpectSources(event.SourceProcess, event.SourceCRI, event.SourcePodWatch)
+	if tcp != nil {
+		d.metrics.ExpectSources(event.SourceTCP)
+	}
+	d.losses = &lossCounter{sources: []lossSource{
+		{event.SourceProcess, func() []collector.Loss { return procs.Stats().Losses() }},
+		{event.SourceCRI, func() []collector.Loss { return cri.Stats().Losses() }},
+		{event.SourcePodWatch, func() []collector.Loss { return pods.Stats().Losses() }},
+	}}
+	now := time.Now().UTC()
+	if calls != nil {
+		d.losses.sources = append(d.losses.sources, lossSource{event.SourceCRICalls, func() []collector.Loss { return calls.Stats().Losses() }})
+	} else {
+		d.events <- &event.SourceStatus{Time: now, Source: event.SourceCRICalls, Reason: event.ReasonLoadFailed}
+	}
+	if tcp != nil {
+		d.losses.sources = append(d.losses.sources, lossSource{event.SourceTCP, func() []collector.Loss { return tcp.Stats().Losses() }})
+	} else {
+		d.events <- &event.SourceStatus{Time: now, Source: event.SourceTCP, Reason: event.ReasonLoadFailed}
+	}
 }
 
 // pipeline runs the sources (started by sources on the group it is given),
@@ -288,6 +320,9 @@ func (d *daemon) correlate(ctx context.Context) {
 				d.rec = nil
 			}
 		}
+		if st, ok := ev.(*event.SourceStatus); ok {
+			d.metrics.ObserveSource(st) // readyline_source_up: what the correlator is told
+		}
 		for _, tl := range c.Handle(ev) {
 			d.deliver(ctx, tl, true)
 		}
@@ -311,6 +346,7 @@ func (d *daemon) correlate(ctx context.Context) {
 			handle(ev)
 		case <-tick.C:
 			handle(clock.Tick())
+			d.losses.poll(d.metrics.AddDropped)
 			if d.rec != nil {
 				d.rec.Flush()
 			}
@@ -370,6 +406,13 @@ func (d *daemon) deliver(ctx context.Context, tl *correlator.Timeline, alert boo
 	}
 	if len(tl.Marks) > 0 {
 		attrs = append(attrs, "marks", tl.Marks) // api_lag, clock_step: less exact than its sources
+	}
+	if len(tl.Gaps) > 0 {
+		blind := make([]string, len(tl.Gaps))
+		for i, g := range tl.Gaps {
+			blind[i] = g.Source
+		}
+		attrs = append(attrs, "blind", strings.Join(blind, ",")) // sources that missed part of it
 	}
 	if len(tl.Insights) > 0 {
 		attrs = append(attrs, "insight", tl.Insights[0].Message)

@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"log/slog"
+	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/readyline/readyline/collector"
 	"github.com/readyline/readyline/collector/event"
 	"github.com/readyline/readyline/exporter"
 )
@@ -94,5 +98,105 @@ func TestShutdownFlushesStartsInProgress(t *testing.T) {
 	}
 	if st := traces.Stats(); st.Dropped != 0 || st.Timelines != 1 {
 		t.Errorf("trace exporter stats %+v", st)
+	}
+}
+
+// TestSourcesBlindnessReachesTracesAndMetrics: what the sources say of
+// themselves passes through the daemon to both ends: a Down before a pod
+// start marks its trace (readyline.blind) and sets readyline_source_up to
+// 0, and the sources' loss counts become readyline_events_dropped_total.
+func TestSourcesBlindnessReachesTracesAndMetrics(t *testing.T) {
+	mem := keptSpans{tracetest.NewInMemoryExporter()}
+	logger := slog.New(slog.DiscardHandler)
+	metrics, err := exporter.NewMetrics(logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	traces, err := exporter.NewTraceExporter(exporter.TraceConfig{Exporter: mem, ShutdownTimeout: 5 * time.Second}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lost atomic.Uint64
+	d := &daemon{logger: logger, events: make(chan event.Event, 16), metrics: metrics, traces: traces,
+		store: exporter.NewStore(exporter.StoreLimits{Timelines: 8}),
+		losses: &lossCounter{sources: []lossSource{{event.SourceProcess, func() []collector.Loss {
+			return []collector.Loss{{Reason: event.ReasonRingFull, N: lost.Load()}}
+		}}}}}
+	metrics.ExpectSources(event.SourceProcess, event.SourceCRI)
+
+	const uid = "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f"
+	created := time.Now().Add(-3 * time.Second).UTC().Truncate(time.Second)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "blind", Namespace: "default", UID: uid, CreationTimestamp: metav1.NewTime(created)},
+		Spec:       corev1.PodSpec{NodeName: "vm", Containers: []corev1.Container{{Name: "app"}}},
+		Status:     corev1.PodStatus{Phase: corev1.PodPending},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	emitted := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- d.pipeline(ctx, cancel, func(ctx context.Context, g *group) {
+			g.Go(ctx, "fake sources", func(ctx context.Context) error {
+				emit := d.emitter(ctx)
+				emit(&event.SourceStatus{Time: created, Source: event.SourceProcess, Up: true})
+				emit(&event.SourceStatus{Time: created.Add(50 * time.Millisecond), Source: event.SourceCRI, Reason: event.ReasonDisconnected})
+				emit(&event.PodUpdate{Time: created.Add(100 * time.Millisecond), Action: event.PodAdded, Pod: pod})
+				lost.Store(7)
+				close(emitted)
+				<-ctx.Done()
+				return nil
+			})
+		})
+	}()
+	<-emitted
+	gauge := func(source string) float64 {
+		rec := httptest.NewRecorder()
+		metrics.Handler(nil).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		for _, line := range strings.Split(rec.Body.String(), "\n") {
+			if strings.HasPrefix(line, `readyline_source_up{source="`+source+`"} `) {
+				v, _ := strconv.ParseFloat(strings.Fields(line)[1], 64)
+				return v
+			}
+		}
+		return -1
+	}
+	dropped := func() string {
+		rec := httptest.NewRecorder()
+		metrics.Handler(nil).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		for _, line := range strings.Split(rec.Body.String(), "\n") {
+			if strings.HasPrefix(line, `readyline_events_dropped_total{reason="ring_full",source="process"} `) {
+				return strings.Fields(line)[1]
+			}
+		}
+		return ""
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for (gauge(event.SourceProcess) != 1 || dropped() != "7") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond) // the loss counts are polled every second
+	}
+	if p, c, n := gauge(event.SourceProcess), gauge(event.SourceCRI), dropped(); p != 1 || c != 0 || n != "7" {
+		t.Errorf("readyline_source_up process %v, cri %v; dropped %q: want 1, 0 and 7", p, c, n)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("pipeline: %v", err)
+	}
+	var root *tracetest.SpanStub
+	spans := mem.GetSpans()
+	for i := range spans {
+		if spans[i].Name == exporter.SpanPodStartup {
+			root = &spans[i]
+		}
+	}
+	if root == nil {
+		t.Fatal("no trace of the start")
+	}
+	attrs := map[string]string{}
+	for _, kv := range root.Attributes {
+		attrs[string(kv.Key)] = kv.Value.Emit()
+	}
+	if attrs["readyline.blind"] != event.SourceCRI || !strings.Contains(attrs["readyline.missing"], "cri: disconnected since") {
+		t.Errorf("root attributes %v: want the runtime's outage marked", attrs)
 	}
 }

@@ -7,11 +7,13 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/readyline/readyline/collector/event"
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter"
 )
@@ -73,10 +75,10 @@ func keys(m map[string]any) []string {
 	return k
 }
 
-// TestRulesMatchTheExporter: every rule reads a histogram readyline exports,
-// by labels it has, with a threshold on one of its bucket bounds (a
-// quantile is interpolated inside its bucket: a threshold between bounds
-// would not mean "that many pods took longer").
+// TestRulesMatchTheExporter: every rule reads metrics readyline exports,
+// by labels they have; a histogram rule's threshold is one of its bucket
+// bounds (a quantile is interpolated inside its bucket: a threshold between
+// bounds would not mean "that many pods took longer").
 func TestRulesMatchTheExporter(t *testing.T) {
 	var rf ruleFile
 	readYAML(t, "rules.yaml", &rf)
@@ -94,15 +96,19 @@ func TestRulesMatchTheExporter(t *testing.T) {
 			{Type: correlator.CondPodReadyToStartContainers, Observed: t0.Add(6 * time.Second)},
 		},
 	})
+	m.AddDropped(event.SourceProcess, event.ReasonRingFull, 1)
+	m.ExpectSources(event.SourceProcess)
+	m.ExportFailed()
 	exported := scrapeNames(t, m)
 
 	metric := regexp.MustCompile(`\b(readyline_[a-z_]+)\b`)
-	by := regexp.MustCompile(`sum by \(([a-z_, ]+)\)`)
+	by := regexp.MustCompile(`(?:sum|min|max) by \(([a-z_, ]+)\)`)
 	threshold := regexp.MustCompile(`\)\s*>\s*([0-9.]+)\s*$`)
-	alerts := 0
+	comparison := regexp.MustCompile(`\)\s*(?:>|==)\s*[0-9.]+\s*$`)
+	alerts := map[string][]string{}
 	for _, g := range rf.Groups {
 		for _, r := range g.Rules {
-			alerts++
+			alerts[g.Name] = append(alerts[g.Name], r.Alert)
 			if r.Alert == "" || r.For == "" || r.Labels["severity"] == "" {
 				t.Errorf("rule %q: want an alert name, a for duration and a severity label", r.Alert)
 			}
@@ -121,6 +127,12 @@ func TestRulesMatchTheExporter(t *testing.T) {
 					}
 				}
 			}
+			if !comparison.MatchString(r.Expr) {
+				t.Errorf("%s: no '> threshold' or '== value' at the end of %q", r.Alert, r.Expr)
+			}
+			if !strings.Contains(r.Expr, "histogram_quantile") {
+				continue
+			}
 			th := threshold.FindStringSubmatch(r.Expr)
 			if th == nil {
 				t.Errorf("%s: no '> threshold' at the end of %q", r.Alert, r.Expr)
@@ -132,8 +144,12 @@ func TestRulesMatchTheExporter(t *testing.T) {
 			}
 		}
 	}
-	if alerts != 2 {
-		t.Errorf("%d alerting rules, want 2 (per namespace, per node)", alerts)
+	want := map[string][]string{
+		"readyline.pod-startup": {"ReadylineSlowPodReadyToStartContainers", "ReadylineNodeSlowPodReadyToStartContainers"},
+		"readyline.health":      {"ReadylineEventsDropped", "ReadylineSourceDown", "ReadylineTraceExportFailing"},
+	}
+	if !reflect.DeepEqual(alerts, want) {
+		t.Errorf("alerting rules %v, want %v", alerts, want)
 	}
 }
 

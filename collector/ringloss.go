@@ -1,0 +1,60 @@
+package collector
+
+import (
+	"time"
+
+	"github.com/readyline/readyline/collector/event"
+)
+
+// ringLossEvery is how often a ring buffer's drop counter is read for the
+// source's statuses: at most one Down/Up pair per source and period.
+const ringLossEvery = time.Second
+
+// ringLoss turns a ring buffer's cumulative drop counter into the source's
+// SourceStatus events. The kernel only counts: a loss is known after the
+// fact, at the next read of the counter, and lies somewhere since the
+// previous read that found none. So each read that finds new drops makes a
+// Down (Since the previous read, Lost the new drops, reason ring_full)
+// followed at once by an Up; reads that find none make nothing. Not safe for
+// concurrent use: the source's reading goroutine owns it.
+type ringLoss struct {
+	source string
+	// checked is the previous read; reported the drops already reported.
+	checked  time.Time
+	reported uint64
+}
+
+// start is the first read, when the reader starts: Up, after a Down for
+// what the kernel dropped since the programs were attached at attached
+// (records it buffered until the reader came, if the buffer filled up).
+func (r *ringLoss) start(attached, now time.Time, drops uint64) []event.Event {
+	r.checked = attached
+	if evs := r.check(now, drops); evs != nil {
+		return evs
+	}
+	return []event.Event{&event.SourceStatus{Time: now, Source: r.source, Up: true}}
+}
+
+// check reads the counter's value drops at now and returns the Down/Up
+// pair of the records lost since the previous read, or nil. A counter
+// lower than reported started over (the programs were reloaded): all of
+// it is new.
+func (r *ringLoss) check(now time.Time, drops uint64) []event.Event {
+	since := r.checked
+	if since.IsZero() || since.After(now) {
+		since = now
+	}
+	r.checked = now
+	if drops < r.reported {
+		r.reported = 0
+	}
+	if drops == r.reported {
+		return nil
+	}
+	down := &event.SourceStatus{Time: now, Source: r.source, Reason: event.ReasonRingFull, Lost: drops - r.reported}
+	if since.Before(now) {
+		down.Since = since
+	}
+	r.reported = drops
+	return []event.Event{down, &event.SourceStatus{Time: now, Source: r.source, Up: true}}
+}
