@@ -225,6 +225,8 @@ func (d *daemon) watchSources(procs *collector.ProcessSource, cri *collector.CRI
 	}}
 	now := time.Now().UTC()
 	if calls != nil {
+		// It says Up once it probes a kubelet, no_kubelet when it finds none.
+		d.metrics.ExpectSources(event.SourceCRICalls)
 		d.losses.sources = append(d.losses.sources, lossSource{event.SourceCRICalls, func() []collector.Loss { return calls.Stats().Losses() }})
 	} else {
 		d.events <- &event.SourceStatus{Time: now, Source: event.SourceCRICalls, Reason: event.ReasonLoadFailed}
