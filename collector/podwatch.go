@@ -248,24 +248,48 @@ func (w *PodWatch) syncedStatus() *event.SourceStatus {
 // watch-list: one node's pods are a small list, and client-go v0.37 waits out
 // a failed watch-list's back-off (up to 30 s) without watching for
 // cancellation, so Run could not return promptly while the API server is
-// down.
+// down. While the API server is unreachable each call retries in place
+// (untilReachable), so the reflector sees no failure to back off from.
 func (w *PodWatch) listWatch() cache.ListerWatcher {
 	sel := NodeSelector(w.node).String()
 	pods := w.client.CoreV1().Pods(metav1.NamespaceAll)
 	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			opts.FieldSelector = sel
-			list, err := pods.List(ctx, opts)
-			w.result(ctx, err)
-			return list, err
+			return untilReachable(ctx, w, func() (runtime.Object, error) { return pods.List(ctx, opts) })
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.FieldSelector = sel
-			wi, err := pods.Watch(ctx, opts)
-			w.result(ctx, err)
-			return wi, err
+			return untilReachable(ctx, w, func() (watch.Interface, error) { return pods.Watch(ctx, opts) })
 		},
 	}, noWatchList{})
+}
+
+// reachRetry is how often a list or watch is tried again while the API
+// server does not answer.
+var reachRetry = 500 * time.Millisecond
+
+// untilReachable calls f until the API server answers it: with a result, or
+// with an API error (a status: the server is there, the reflector's back-off
+// is right for it). A connection that fails is tried again every reachRetry
+// until ctx ends. Left to the reflector, every failed try would double its
+// back-off, up to 30 s, and the pod updates of an outage's end would wait
+// that long after the server's return; here they wait reachRetry, and the
+// 410 Gone of the first watch after a restart makes it relist at once.
+func untilReachable[T any](ctx context.Context, w *PodWatch, f func() (T, error)) (T, error) {
+	for {
+		v, err := f()
+		w.result(ctx, err)
+		var status apierrors.APIStatus
+		if err == nil || ctx.Err() != nil || errors.As(err, &status) {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(reachRetry):
+		}
+	}
 }
 
 // noWatchList tells the reflector not to use the streaming watch-list.

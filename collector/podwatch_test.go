@@ -535,3 +535,37 @@ func (r *logRecorder) matching(level slog.Level, text string) []string {
 	}
 	return out
 }
+
+// TestPodWatchRetriesInPlace: while the API server refuses connections, the
+// list is tried again every reachRetry inside the one call, so the reflector
+// never backs off: after 6 refused lists the pods arrive within a second of
+// the server's return. Left to the reflector, the back-off after 6 failures
+// is 0.8+1.6+3.2+6.4+12.8 s at least.
+func TestPodWatchRetriesInPlace(t *testing.T) {
+	defer func(d time.Duration) { reachRetry = d }(reachRetry)
+	reachRetry = 20 * time.Millisecond
+	var lists atomic.Int32
+	client := fake.NewClientset(testPod("p", "node1"))
+	refused := fmt.Errorf("Get \"https://127.0.0.1:6443/api/v1/pods\": dial tcp 127.0.0.1:6443: connect: %w", errors.New("connection refused"))
+	client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if lists.Add(1) <= 6 {
+			return true, nil, refused
+		}
+		return false, nil, nil
+	})
+	w, err := NewPodWatch(PodWatchConfig{NodeName: "node1", Client: client}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	out := runPodWatch(t, w)
+	if u := next(t, out); u.Action != event.PodAdded || u.Pod.Name != "p" {
+		t.Fatalf("got %s %s, want add p", u.Action, u.Pod.Name)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the pod arrived %v after 6 refused lists, want the in-place retries' ~120 ms (the reflector's back-off is 25 s)", took)
+	}
+	if n := lists.Load(); n != 7 {
+		t.Errorf("%d lists, want 6 refused and 1 answered", n)
+	}
+}

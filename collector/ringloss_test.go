@@ -26,26 +26,26 @@ func TestRingLoss(t *testing.T) {
 		{Time: at(2.5), Source: event.SourceProcess, Since: at(1.5), Reason: event.ReasonRingFull, Lost: 120},
 		{Time: at(2.5), Source: event.SourceProcess, Up: true},
 	}
-	checkStatuses(t, "loss", evs, want)
+	checkRingStatuses(t, "loss", evs, want)
 	// The same total again: nothing new.
 	if evs := r.check(at(3.5), 120); evs != nil {
 		t.Errorf("no new drops: %+v", evs)
 	}
 	// A counter that started over (programs reloaded): all of it is new.
-	checkStatuses(t, "counter restarted", r.check(at(4.5), 7), []event.SourceStatus{
+	checkRingStatuses(t, "counter restarted", r.check(at(4.5), 7), []event.SourceStatus{
 		{Time: at(4.5), Source: event.SourceProcess, Since: at(3.5), Reason: event.ReasonRingFull, Lost: 7},
 		{Time: at(4.5), Source: event.SourceProcess, Up: true},
 	})
 
 	// Records lost before the reader started: Down since the attach.
 	r = ringLoss{source: event.SourceTCP}
-	checkStatuses(t, "lost before the reader", r.start(at(0), at(0.2), 30), []event.SourceStatus{
+	checkRingStatuses(t, "lost before the reader", r.start(at(0), at(0.2), 30), []event.SourceStatus{
 		{Time: at(0.2), Source: event.SourceTCP, Since: at(0), Reason: event.ReasonRingFull, Lost: 30},
 		{Time: at(0.2), Source: event.SourceTCP, Up: true},
 	})
 }
 
-func checkStatuses(t *testing.T, what string, got []event.Event, want []event.SourceStatus) {
+func checkRingStatuses(t *testing.T, what string, got []event.Event, want []event.SourceStatus) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d statuses %+v, want %+v", what, len(got), got, want)

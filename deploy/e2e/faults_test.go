@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/readyline/readyline/collector/event"
 	"github.com/readyline/readyline/correlator"
 )
 
@@ -90,14 +91,14 @@ func spanIDsOnce(t *testing.T, tr *Trace) {
 	}
 }
 
-// missingMentions reports whether the timeline's Missing names source.
-func missingMentions(tl *correlator.Timeline, source string) bool {
-	for _, m := range tl.Missing {
-		if strings.Contains(m, source) {
-			return true
+// blindGap returns the timeline's blind windows of source, if any.
+func blindGap(tl *correlator.Timeline, source string) (correlator.SourceGap, bool) {
+	for _, g := range tl.Gaps {
+		if g.Source == source {
+			return g, true
 		}
 	}
-	return false
+	return correlator.SourceGap{}, false
 }
 
 // TestFaultJaegerOutage stops Jaeger for 60 s while five pods start and
@@ -283,7 +284,7 @@ func TestFaultAPIServerRestart(t *testing.T) {
 // logTimelineSummary logs a timeline's outcome, conditions and marks.
 func logTimelineSummary(t *testing.T, tl *correlator.Timeline) {
 	t.Helper()
-	t.Logf("%s: %s after %v; marks %v; missing %q", tl.Pod.Name, tl.Outcome, tl.End.Sub(tl.Start).Round(time.Millisecond), tl.Marks, tl.Missing)
+	t.Logf("%s: %s after %v; marks %v; missing %q; gaps %+v", tl.Pod.Name, tl.Outcome, tl.End.Sub(tl.Start).Round(time.Millisecond), tl.Marks, tl.Missing, tl.Gaps)
 	for _, c := range tl.Conditions {
 		t.Logf("  %-26s observed %s transition %s lag %v coarse %v", c.Type,
 			c.Observed.Format("15:04:05.000"), c.LastTransitionTime.Format("15:04:05"), c.Lag(), c.Coarse)
@@ -335,8 +336,10 @@ func TestFaultContainerdRestart(t *testing.T) {
 	if app == nil || len(app.Attempts) == 0 || app.Attempts[0].Started.IsZero() {
 		t.Errorf("app's start is not in the timeline: %+v", app)
 	}
-	if !missingMentions(tl, "cri") {
-		t.Errorf("Missing %q: want containerd's restart named", tl.Missing)
+	if g, ok := blindGap(tl, event.SourceCRI); !ok {
+		t.Errorf("gaps %+v: want containerd's restart named (source %s)", tl.Gaps, event.SourceCRI)
+	} else {
+		t.Logf("cri blind: %+v", g.Windows)
 	}
 	tr, err := WaitForTrace(ctx, JaegerQueryURL, TraceIDFromPodUID(string(ready.Pod.UID)), 5, 30*time.Second)
 	if err != nil {
@@ -345,7 +348,7 @@ func TestFaultContainerdRestart(t *testing.T) {
 	spanIDsOnce(t, tr)
 	// The runtime's stream is back.
 	err = wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(context.Context) (bool, error) {
-		return counterValue(scrapeDaemon(t, d), "readyline_source_up", map[string]string{"source": "cri"}) == 1, nil
+		return counterValue(scrapeDaemon(t, d), "readyline_source_up", map[string]string{"source": event.SourceCRI}) == 1, nil
 	})
 	if err != nil {
 		t.Errorf("readyline_source_up{source=cri} is not 1 30 s after containerd came back")
@@ -403,7 +406,7 @@ spec:
 	// Two rescans (2 s each), then a pod whose CRI calls must be there.
 	time.Sleep(5 * time.Second)
 	mfs := scrapeDaemon(t, d)
-	if up := counterValue(mfs, "readyline_source_up", map[string]string{"source": "cri_calls"}); up != 1 {
+	if up := counterValue(mfs, "readyline_source_up", map[string]string{"source": event.SourceCRICalls}); up != 1 {
 		t.Errorf("readyline_source_up{source=cri_calls} = %v with the impostor running, want 1", up)
 	}
 	log, _ := os.ReadFile(d.Log)
@@ -546,13 +549,15 @@ spec:
 	}
 	logTimelineSummary(t, tl)
 	mfs := scrapeDaemon(t, d)
-	drops := counterValue(mfs, "readyline_events_dropped_total", map[string]string{"source": "process", "reason": "ring_full"})
+	drops := counterValue(mfs, "readyline_events_dropped_total", map[string]string{"source": event.SourceProcess, "reason": event.ReasonRingFull})
 	t.Logf("readyline_events_dropped_total{source=process,reason=ring_full} = %v", drops)
 	if drops == 0 {
 		t.Errorf("no ring_full drops counted for the process source under a 4 KiB ring and an exec flood")
 	}
-	if !missingMentions(tl, "process") {
-		t.Errorf("Missing %q: want the process source's losses named", tl.Missing)
+	if g, ok := blindGap(tl, event.SourceProcess); !ok {
+		t.Errorf("gaps %+v: want the process source's losses named", tl.Gaps)
+	} else {
+		t.Logf("process blind: %+v", g.Windows)
 	}
 	if err := env.Client.CoreV1().Pods(ns).Delete(ctx, "flood", metav1.DeleteOptions{}); err != nil {
 		t.Errorf("deleting the flood: %v", err)
