@@ -126,17 +126,7 @@ func (s *ProcessSource) Run(ctx context.Context, emit func(event.Event)) error {
 	defer s.close()
 	go s.housekeeping(ctx)
 	loss := ringLoss{source: event.SourceProcess}
-	drops, _ := s.pollDrops()
-	for _, st := range loss.start(s.attached, time.Now().UTC(), drops) {
-		emit(st)
-	}
-	tick := func(now time.Time) {
-		if n, ok := s.pollDrops(); ok {
-			for _, st := range loss.check(now.UTC(), n) {
-				emit(st)
-			}
-		}
-	}
+	tick := loss.follow(s.attached, s.pollDrops, emit)
 	err := readRingTicking(ctx, s.prog.Events(), bpf.ProcessPollInterval, func(b []byte) {
 		s.records.Add(1)
 		ev, err := DecodeProcessEvent(b, BootClock{Offset: s.clockOff.Load()})

@@ -58,3 +58,20 @@ func (r *ringLoss) check(now time.Time, drops uint64) []event.Event {
 	r.reported = drops
 	return []event.Event{down, &event.SourceStatus{Time: now, Source: r.source, Up: true}}
 }
+
+// follow emits a ring source's first statuses (from its drop counter as
+// poll reads it now) and returns the tick, for readRingTicking, that checks
+// the counter again and emits what it finds.
+func (r *ringLoss) follow(attached time.Time, poll func() (uint64, bool), emit func(event.Event)) func(time.Time) {
+	drops, _ := poll()
+	for _, st := range r.start(attached, time.Now().UTC(), drops) {
+		emit(st)
+	}
+	return func(now time.Time) {
+		if n, ok := poll(); ok {
+			for _, st := range r.check(now.UTC(), n) {
+				emit(st)
+			}
+		}
+	}
+}

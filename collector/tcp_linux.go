@@ -135,17 +135,7 @@ func (s *TCPSource) Run(ctx context.Context, emit func(event.Event)) error {
 	defer s.close()
 	go s.housekeeping(ctx)
 	loss := ringLoss{source: event.SourceTCP}
-	drops, _ := s.pollDrops()
-	for _, st := range loss.start(s.attached, time.Now().UTC(), drops) {
-		emit(st)
-	}
-	tick := func(now time.Time) {
-		if n, ok := s.pollDrops(); ok {
-			for _, st := range loss.check(now.UTC(), n) {
-				emit(st)
-			}
-		}
-	}
+	tick := loss.follow(s.attached, s.pollDrops, emit)
 	err := readRingTicking(ctx, s.prog.Events(), bpf.TCPPollInterval, func(b []byte) {
 		s.records.Add(1)
 		ch, err := DecodeTCPStateChange(b, BootClock{Offset: s.clockOff.Load()})

@@ -69,15 +69,7 @@ func TestAlertSlowSandbox(t *testing.T) {
 
 	t.Setenv("READYLINE_ALERT", correlatorCond+"="+alertThreshold.String())
 	t.Setenv("READYLINE_CNI_BIN_DIRS", "/usr/lib/cni,"+cniBin)
-	d, err := env.StartDaemon(ctx, "alerts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := d.Stop(); err != nil {
-			t.Errorf("readyline: %v (log %s)", err, d.Log)
-		}
-	})
+	d := ownDaemon(t, ctx, "alerts")
 
 	events := watchSlowEvents(t, ctx, ns)
 	alertsBefore := scrapeDaemon(t, d)
@@ -307,6 +299,23 @@ func replaceFile(path string, b []byte) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// ownDaemon stops the shared daemon and starts one of the test's own (with
+// the test's READYLINE_* environment), stopped when the test ends.
+func ownDaemon(t *testing.T, ctx context.Context, name string) *Daemon {
+	t.Helper()
+	withoutSharedDaemon(t)
+	d, err := env.StartDaemon(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.Stop(); err != nil {
+			t.Errorf("readyline: %v (log %s)", err, d.Log)
+		}
+	})
+	return d
 }
 
 // withoutSharedDaemon stops the trace tests' shared daemon if one runs (and

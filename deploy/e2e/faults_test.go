@@ -203,15 +203,7 @@ func TestFaultAPIServerRestart(t *testing.T) {
 
 	t.Setenv("READYLINE_ALERT", correlatorCond+"=10s")
 	t.Setenv("READYLINE_CNI_BIN_DIRS", "/usr/lib/cni,"+cniBin)
-	d, err := env.StartDaemon(ctx, "api-outage")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := d.Stop(); err != nil {
-			t.Errorf("readyline: %v (log %s)", err, d.Log)
-		}
-	})
+	d := ownDaemon(t, ctx, "api-outage")
 
 	const name = "api-outage"
 	rec := recordPod(t, ns, name)
@@ -507,15 +499,7 @@ func TestFaultProcessRingFlood(t *testing.T) {
 	withoutSharedDaemon(t)
 	ctx := testContext(t, 4*time.Minute)
 	t.Setenv("READYLINE_RING_BUFFER_SIZE", "4096")
-	d, err := env.StartDaemon(ctx, "ring-flood")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := d.Stop(); err != nil {
-			t.Errorf("readyline: %v (log %s)", err, d.Log)
-		}
-	})
+	d := ownDaemon(t, ctx, "ring-flood")
 	ns := newNamespace(t)
 	frec := recordPod(t, ns, "flood")
 	if _, err := env.Apply(ctx, ns, []byte(`apiVersion: v1
