@@ -452,7 +452,7 @@ func (c *Correlator) expire() []*Timeline {
 		if p.outcome == "" && p.reportedAt.IsZero() && c.clock.now.Sub(p.since) >= c.cfg.Timeout {
 			out = append(out, c.report(p, p.withStuckDetail("not Ready within "+c.cfg.Timeout.String())))
 		}
-		if p.outcome != "" && c.clock.now.Sub(p.doneStamp) >= c.cfg.Grace {
+		if p.outcome != "" && c.clock.now.Sub(p.doneStamp) >= c.cfg.Grace && !c.waitsForRuntime(p) {
 			out = append(out, c.complete(p))
 		}
 	}

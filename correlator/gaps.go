@@ -232,3 +232,18 @@ func (g SourceGap) Describe(at func(time.Time) string) string {
 func (g SourceGap) String() string {
 	return g.Describe(func(t time.Time) string { return t.UTC().Format("15:04:05.000") })
 }
+
+// maxRuntimeWait bounds how long a finished start waits, past its grace,
+// for the runtime's source to see again.
+const maxRuntimeWait = 15 * time.Second
+
+// waitsForRuntime tells whether finished start p should wait past its
+// grace: the runtime's source (event.SourceCRI) is blind (the runtime
+// restarted, or does not answer), and when it sees again its first full
+// list reports the containers created and started meanwhile, with the
+// runtime's own times, which belong in the start. The list comes before the
+// source's Up; the wait ends with it, or after maxRuntimeWait.
+func (c *Correlator) waitsForRuntime(p *podState) bool {
+	ws := c.blind[event.SourceCRI]
+	return len(ws) > 0 && ws[len(ws)-1].To.IsZero() && c.clock.now.Sub(p.doneStamp) < maxRuntimeWait
+}

@@ -264,3 +264,40 @@ pod_watch: disconnected 15:30:55.000–15:31:00.000: pod updates in this window 
 		}
 	}
 }
+
+// TestGapsWaitForTheRuntime: containerd restarts while the pod starts; the
+// kubelet creates and starts app (CRI calls seen) while readyline's CRI
+// source still reconnects, and the pod is Ready at 1.8 s. The runtime's
+// list after the reconnect (at 4 s, past the 1 s grace) brings app's
+// created and started times: the finished start waits for it, up to the
+// source's Up, and has them; its gap says the runtime was blind.
+func TestGapsWaitForTheRuntime(t *testing.T) {
+	sc := newScenario(t, "restart", corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}})
+	sc.cond(corev1.PodScheduled, 0)
+	sc.update(0.05)
+	sc.sandboxUp(0.3)
+	sc.events = append(sc.events, down(0.5, event.SourceCRI, event.ReasonDisconnected, 0, 0))
+	sc.exec(1.01, idMain, 1100, shimPID, "sleep", "3600")
+	sc.cond(corev1.PodReadyToStartContainers, 0.5)
+	sc.cond(corev1.PodInitialized, 0.05)
+	sc.status(false, running("app", idMain, 1, true, true))
+	sc.cond(corev1.ContainersReady, 1.8)
+	sc.cond(corev1.PodReady, 1.8)
+	sc.update(1.8)
+	for s := 2.5; s < 4; s += 0.5 {
+		sc.events = append(sc.events, &event.Tick{Time: at(s)})
+	}
+	sc.runtime(4, idMain, "app", 0, 0.9, 1, 0, 0)
+	sc.events = append(sc.events, up(4.01, event.SourceCRI))
+	tl := sc.run(Config{})
+	if len(tl.Containers) != 1 || len(tl.Containers[0].Attempts) != 1 {
+		t.Fatalf("containers %+v", tl.Containers)
+	}
+	if a := tl.Containers[0].Attempts[0]; !a.Created.Equal(at(0.9)) || !a.Started.Equal(at(1)) {
+		t.Errorf("app created %v started %v, want the runtime's %v and %v from its list after the reconnect", a.Created, a.Started, at(0.9), at(1))
+	}
+	want := []SourceGap{{Source: event.SourceCRI, Windows: []BlindWindow{window(event.ReasonDisconnected, 0.5, 4.01, 0)}}}
+	if !reflect.DeepEqual(tl.Gaps, want) {
+		t.Errorf("gaps %+v, want %+v", tl.Gaps, want)
+	}
+}
