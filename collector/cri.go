@@ -417,8 +417,10 @@ func (s *CRISource) serve(ctx context.Context, conn *criConn, up func(), emit fu
 		return false, err
 	}
 	s.conn.Store(conn)
-	up()
+	// The list's news first, then Up: a start that waits for the runtime's
+	// source to see again (correlator waitsForRuntime) has them when it ends.
 	s.flush(emit)
+	up()
 
 	ticker := time.NewTicker(s.cfg.ResyncInterval)
 	defer ticker.Stop()
@@ -452,6 +454,7 @@ func (s *CRISource) serve(ctx context.Context, conn *criConn, up func(), emit fu
 				if err := s.resync(ctx, conn.client); err != nil {
 					return true, err
 				}
+				s.flush(emit)
 				emit(&event.SourceStatus{Time: s.now(), Source: event.SourceCRI, Up: true})
 			}
 		}
