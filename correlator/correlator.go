@@ -105,6 +105,10 @@ type Correlator struct {
 	// ended: pods whose start is over (completed here, or already started
 	// when first seen), until their deletion; their events are not orphans.
 	ended   map[string]endedPod
+	// gone: pods forgotten after their deletion, for goneTTL: the teardown
+	// of a busy node (containers reaped, the runtime's last word) can come
+	// later still, and is no loss.
+	gone    map[string]time.Time
 	orphans map[string]*orphanEvents
 	// aliases: a static pod's config hash -> its mirror pod's UID, the
 	// key of its state in pods and ended (static.go).
@@ -147,6 +151,7 @@ func New(cfg Config) *Correlator {
 		cfg:     cfg.withDefaults(),
 		pods:    make(map[string]*podState),
 		ended:   make(map[string]endedPod),
+		gone:    make(map[string]time.Time),
 		orphans: make(map[string]*orphanEvents),
 		aliases: make(map[string]string),
 		index:   newOwnerIndex(),
@@ -436,6 +441,10 @@ func (c *Correlator) route(uid string, ev event.Event) {
 		}
 		return
 	}
+	if _, ok := c.gone[uid]; ok {
+		c.stats.AfterStart++ // its teardown, late
+		return
+	}
 	c.hold(c.orphans, uid, ev)
 }
 
@@ -471,6 +480,12 @@ func (c *Correlator) expire() []*Timeline {
 	for uid, ep := range c.ended {
 		if !ep.deleted.IsZero() && c.clock.now.Sub(ep.deleted) >= c.cfg.OrphanTTL {
 			c.forget(uid)
+			c.rememberGone(uid)
+		}
+	}
+	for uid, at := range c.gone {
+		if c.clock.now.Sub(at) >= goneTTL {
+			delete(c.gone, uid)
 		}
 	}
 	c.index.forget(c.clock.now, c.cfg.Timeout, c.knows)
@@ -484,8 +499,32 @@ func (c *Correlator) knows(uid string) bool {
 	if _, ok := c.pods[uid]; ok {
 		return true
 	}
-	_, ok := c.ended[uid]
+	if _, ok := c.ended[uid]; ok {
+		return true
+	}
+	_, ok := c.gone[uid]
 	return ok
+}
+
+// goneTTL is how long a pod forgotten after its deletion is remembered as
+// gone; at most maxGone such pods are (the oldest forgotten first).
+const (
+	goneTTL = 10 * time.Minute
+	maxGone = 4096
+)
+
+// rememberGone notes uid as forgotten after its deletion.
+func (c *Correlator) rememberGone(uid string) {
+	if len(c.gone) >= maxGone {
+		oldest := ""
+		for id, at := range c.gone {
+			if oldest == "" || at.Before(c.gone[oldest]) {
+				oldest = id
+			}
+		}
+		delete(c.gone, oldest)
+	}
+	c.gone[uid] = c.clock.now
 }
 
 // end remembers uid as a pod whose start is over. Past MaxPods remembered,

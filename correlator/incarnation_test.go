@@ -141,8 +141,22 @@ func TestDeletedPodsLateEventsAreNotDrops(t *testing.T) {
 	if st.Orphaned != 0 || st.AfterStart == 0 {
 		t.Errorf("late exit of a deleted pod: orphaned %d, after start %d; want 0 and > 0", st.Orphaned, st.AfterStart)
 	}
-	if c.knows(sc.uid) {
+	if _, ended := c.ended[sc.uid]; ended {
 		t.Error("the deleted pod is still remembered OrphanTTL after its deletion")
+	}
+	// Its teardown can come later still on a busy node (bench-node: the
+	// runtime's "exited" 30-37 s after the deletion, 454 "unknown_pod"
+	// drops in 300 starts): for goneTTL it is no loss either.
+	before := c.Stats().AfterStart
+	last := sc.events[len(sc.events)-1].When().Add(30 * time.Second)
+	c.Handle(&event.ContainerInfo{Time: last.Add(5 * time.Second), ContainerID: idMain, PodUID: sc.uid, State: "exited"})
+	if st := c.Stats(); st.Orphaned != 0 || st.AfterStart != before+1 {
+		t.Errorf("the runtime's word on a container 35 s after its pod was forgotten: orphaned %d, after start +%d; want 0 and +1",
+			st.Orphaned, st.AfterStart-before)
+	}
+	feed(c, []event.Event{&event.Tick{Time: last.Add(goneTTL + time.Minute)}}, 5*time.Second)
+	if c.knows(sc.uid) {
+		t.Error("the deleted pod is still known goneTTL after it was forgotten")
 	}
 }
 
