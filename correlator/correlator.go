@@ -104,7 +104,7 @@ type Correlator struct {
 	pods  map[string]*podState
 	// ended: pods whose start is over (completed here, or already started
 	// when first seen), until their deletion; their events are not orphans.
-	ended   map[string]endedPod
+	ended map[string]endedPod
 	// gone: pods forgotten after their deletion, for goneTTL: the teardown
 	// of a busy node (containers reaped, the runtime's last word) can come
 	// later still, and is no loss.
