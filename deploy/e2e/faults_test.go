@@ -50,6 +50,24 @@ spec:
 `, name, initSleep)
 }
 
+// startFaultPod starts faultPod name (a 1 s init container) in ns, waits
+// until it is Ready and returns readyline's timeline of its start.
+func startFaultPod(t *testing.T, ctx context.Context, d *Daemon, ns, name string) *correlator.Timeline {
+	t.Helper()
+	rec := recordPod(t, ns, name)
+	if _, err := env.Apply(ctx, ns, []byte(faultPod(name, 1))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rec.WaitFor(ctx, ConditionTrue(corev1.PodReady)); err != nil {
+		t.Fatal(err)
+	}
+	tl, err := d.Timeline(ctx, ns, name, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tl
+}
+
 // counterValue sums the samples of a counter (or gauge) family whose labels
 // include all of want.
 func counterValue(mfs map[string]*dto.MetricFamily, family string, want map[string]string) float64 {
@@ -407,17 +425,7 @@ spec:
 	}
 
 	const victim = "after-impostor"
-	vrec := recordPod(t, ns, victim)
-	if _, err := env.Apply(ctx, ns, []byte(faultPod(victim, 1))); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := vrec.WaitFor(ctx, ConditionTrue(corev1.PodReady)); err != nil {
-		t.Fatal(err)
-	}
-	tl, err := d.Timeline(ctx, ns, victim, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tl := startFaultPod(t, ctx, d, ns, victim)
 	if tl.Sandbox == nil || tl.Sandbox.Call == nil {
 		t.Errorf("%s: no RunPodSandbox call in the timeline", victim)
 	}
@@ -520,17 +528,7 @@ spec:
 	}
 	time.Sleep(2 * time.Second)
 	const victim = "during-flood"
-	vrec := recordPod(t, ns, victim)
-	if _, err := env.Apply(ctx, ns, []byte(faultPod(victim, 1))); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := vrec.WaitFor(ctx, ConditionTrue(corev1.PodReady)); err != nil {
-		t.Fatal(err)
-	}
-	tl, err := d.Timeline(ctx, ns, victim, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tl := startFaultPod(t, ctx, d, ns, victim)
 	logTimelineSummary(t, tl)
 	mfs := scrapeDaemon(t, d)
 	drops := counterValue(mfs, "readyline_events_dropped_total", map[string]string{"source": event.SourceProcess, "reason": event.ReasonRingFull})
