@@ -381,9 +381,10 @@ func TestCRIRuntimeDown(t *testing.T) {
 	srv := serveCRI(t, path, rt)
 	expect(t, out, "sb1", StateReady)
 	expect(t, out, "c1", StateCreated)
-	if !contains(rec.messages(slog.LevelInfo), "container runtime reachable again") {
-		t.Errorf("no recovery message: %q", rec.messages(slog.LevelInfo))
-	}
+	// The list's news is handed over before Up (and its log line).
+	waitFor(t, 5*time.Second, "the recovery message", func() bool {
+		return contains(rec.messages(slog.LevelInfo), "container runtime reachable again")
+	})
 	waitFor(t, 5*time.Second, "event subscription", func() bool { return rt.count("GetContainerEvents") == 1 })
 
 	// The runtime restarts; meanwhile c1 starts.
@@ -703,6 +704,8 @@ func TestCRIRuntimeAnswersButCannotList(t *testing.T) {
 	waitFor(t, 5*time.Second, "retries", func() bool { return rt.count("Version") >= 4 })
 	client.failLists.Store(false)
 	expect(t, out, "sb1", StateReady)
+	// The list's news is handed over before Up (and its log line).
+	waitFor(t, 5*time.Second, "the reachable-again log", func() bool { return len(rec.messages(slog.LevelInfo)) > 0 })
 	warns, infos := rec.messages(slog.LevelWarn), rec.messages(slog.LevelInfo)
 	if len(warns) != 1 || !strings.Contains(warns[0], "container runtime unavailable") {
 		t.Errorf("warnings: %q", warns)
