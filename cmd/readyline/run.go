@@ -33,6 +33,7 @@ type runConfig struct {
 	record      string
 	keep        uint
 	keepBytes   int64
+	pprof       bool
 	trace       exporter.TraceConfig
 	process     processFlags
 	correlator  correlator.Config
@@ -52,6 +53,7 @@ func parseRunConfig(args []string, stderr io.Writer) (runConfig, error) {
 	fs.Bytes(&c.trace.QueueBytes, "export-queue-bytes", 16<<20, "the most pod start traces waiting for the OTLP endpoint may take while it is down or slow, by their size as OTLP requests (about 8Ki a pod; the heap they hold is ~2.3 times that), the oldest dropped first: a `size` in bytes, or e.g. 16Mi")
 	fs.String(&c.metricsAddr, "metrics-addr", ":9464", "serve Prometheus /metrics and /healthz here (empty: off)")
 	fs.String(&c.apiAddr, "api-addr", "127.0.0.1:9465", "serve the timeline API that 'readyline explain' reads here (empty: off)")
+	fs.Bool(&c.pprof, "pprof", false, "also serve Go's profiles (net/http/pprof) under /debug/pprof/ on the timeline API's address, for a heap or CPU profile of the daemon")
 	fs.String(&c.record, "record", "", "also write every event the correlator sees to this file (JSON lines, for 'readyline replay')")
 	fs.Uint(&c.keep, "keep", 256, "how many recent pod starts the timeline API keeps")
 	fs.Bytes(&c.keepBytes, "keep-bytes", 32<<20, "the most memory those pod starts may hold (the length of their JSON), the oldest dropped first: a `size` in bytes, or e.g. 32Mi")
@@ -195,7 +197,7 @@ func (d *daemon) run(ctx context.Context) error {
 			g.Go(ctx, "metrics server", d.serve(d.cfg.metricsAddr, d.metrics.Handler(d.health)))
 		}
 		if d.cfg.apiAddr != "" {
-			g.Go(ctx, "api server", d.serve(d.cfg.apiAddr, d.store.Handler(d.logger)))
+			g.Go(ctx, "api server", d.serve(d.cfg.apiAddr, withPprof(d.store.Handler(d.logger), d.cfg.pprof)))
 		}
 		d.logger.Info("readyline running", "node", d.cfg.nodeName, "otlp", d.traces.Endpoint(),
 			"metrics", d.cfg.metricsAddr, "api", d.cfg.apiAddr, "record", d.cfg.record, "alerts", d.cfg.alerts.String())

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"golang.org/x/net/netutil"
@@ -88,4 +89,19 @@ func serveHTTP(ctx context.Context, srv *http.Server, ln net.Listener, l httpLim
 		return nil
 	}
 	return err
+}
+
+// withPprof serves Go's profiles under /debug/pprof/ beside h when on. They
+// name functions and allocation sites, never memory contents; they are off
+// by default, and the API they join listens on loopback unless told not to.
+func withPprof(h http.Handler, on bool) http.Handler {
+	if !on {
+		return h
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.Handle("/", h)
+	return mux
 }

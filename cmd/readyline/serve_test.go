@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -207,5 +208,34 @@ func TestHTTPServerRejectsLargeHeaders(t *testing.T) {
 		if resp.StatusCode != tc.want {
 			t.Errorf("%d-byte header: %s, want %d", tc.size, resp.Status, tc.want)
 		}
+	}
+}
+
+// TestPprofOnlyWhenAsked: the profiles are served beside the API with
+// --pprof, and without it the API is all there is.
+func TestPprofOnlyWhenAsked(t *testing.T) {
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "api") })
+	for _, on := range []bool{false, true} {
+		srv := httptest.NewServer(withPprof(api, on))
+		get := func(path string) (int, string) {
+			resp, err := http.Get(srv.URL + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b)
+		}
+		code, body := get("/debug/pprof/heap?debug=1")
+		if on && (code != http.StatusOK || !strings.Contains(body, "heap profile")) {
+			t.Errorf("--pprof: heap profile: %d %.80q", code, body)
+		}
+		if !on && body != "api" {
+			t.Errorf("no --pprof: /debug/pprof/heap served %d %.80q, want the API's answer", code, body)
+		}
+		if _, body := get("/v1/timelines"); body != "api" {
+			t.Errorf("pprof %v: the API answered %.80q", on, body)
+		}
+		srv.Close()
 	}
 }
