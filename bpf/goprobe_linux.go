@@ -3,11 +3,17 @@ package bpf
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 )
+
+// GoCallPollInterval is how often a reader of the Go-call tracer's Events
+// ring buffer looks even when not woken (the program wakes it on every
+// record): the longest a quiet ring goes without saying it is drained.
+const GoCallPollInterval = 100 * time.Millisecond
 
 // Constants of goprobe.bpf.c's wire format and cookies.
 const (

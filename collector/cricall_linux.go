@@ -164,19 +164,28 @@ func (s *CRICallSource) Run(ctx context.Context, emit func(event.Event)) error {
 	defer s.detach()
 	// Records are decoded on their own goroutine: attaching (reading the
 	// kubelet binary) takes seconds, during which calls keep coming.
-	records := make(chan GoCallRecord, 1024)
+	// The drained marks go the same way, after the records before them.
+	records := make(chan callRecord, 1024)
 	readCtx, stopRead := context.WithCancel(ctx)
 	readDone := make(chan error, 1)
+	var limit drainLimit // the reader's
 	go func() {
-		readDone <- readRing(readCtx, s.prog.Events(), 0, func(b []byte) {
+		send := func(r callRecord) {
+			select {
+			case records <- r:
+			case <-readCtx.Done():
+			}
+		}
+		readDone <- readRingTicking(readCtx, s.prog.Events(), bpf.GoCallPollInterval, func(b []byte) {
 			r, err := DecodeGoCall(b, BootClock{Offset: s.clockOff.Load()})
 			if err != nil {
 				s.decodeErrors.Add(1)
 				return
 			}
-			select {
-			case records <- r:
-			case <-readCtx.Done():
+			send(callRecord{rec: r})
+		}, 0, nil, func(at time.Time) {
+			if limit.due(at) {
+				send(callRecord{drained: at})
 			}
 		})
 	}()
@@ -196,7 +205,11 @@ func (s *CRICallSource) Run(ctx context.Context, emit func(event.Event)) error {
 			s.clockOff.Store(NewBootClock().Offset)
 			s.rescan()
 		case r := <-records:
-			if ev := s.toEvent(&r); ev != nil {
+			if !r.drained.IsZero() {
+				emit(&event.Drained{Time: r.drained.UTC(), Source: event.SourceCRICalls})
+				break
+			}
+			if ev := s.toEvent(&r.rec); ev != nil {
 				s.calls.Add(1)
 				emit(ev)
 			}
@@ -205,6 +218,12 @@ func (s *CRICallSource) Run(ctx context.Context, emit func(event.Event)) error {
 			return err
 		}
 	}
+}
+
+// callRecord is a record read from the ring, or the time it was drained.
+type callRecord struct {
+	rec     GoCallRecord
+	drained time.Time
 }
 
 // toEvent turns a record of the probed kubelet into a CRICall.

@@ -127,6 +127,7 @@ func (s *ProcessSource) Run(ctx context.Context, emit func(event.Event)) error {
 	go s.housekeeping(ctx)
 	loss := ringLoss{source: event.SourceProcess}
 	tick := loss.follow(s.attached, s.pollDrops, emit)
+	drained := drainNotice{source: event.SourceProcess, emit: emit}
 	err := readRingTicking(ctx, s.prog.Events(), bpf.ProcessPollInterval, func(b []byte) {
 		s.records.Add(1)
 		ev, err := DecodeProcessEvent(b, BootClock{Offset: s.clockOff.Load()})
@@ -144,7 +145,7 @@ func (s *ProcessSource) Run(ctx context.Context, emit func(event.Event)) error {
 		if s.enrich(ev) {
 			emit(ev)
 		}
-	}, ringLossEvery, tick)
+	}, ringLossEvery, tick, drained.at)
 	s.pollDrops()
 	return err
 }

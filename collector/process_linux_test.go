@@ -356,3 +356,56 @@ func TestIntegrationCNIPluginEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// TestIntegrationDrainedMarks: the source says how far it has read, in its
+// stream: no fact stamped before a Drained comes after it, and a quiet
+// ring says so at least every poll.
+func TestIntegrationDrainedMarks(t *testing.T) {
+	const n = 500
+	rec := startProcessSource(t, ProcessConfig{PodsOnly: true})
+	cg := makeTestCgroup(t, "kubepods/besteffort/pod"+testPodUID+"/"+testCID, testPodUID, testCID)
+	script := fmt.Sprintf("i=0; while [ $i -lt %d ]; do /bin/true; i=$((i+1)); done", n)
+	if out, err := cg.Command(t, "sh", "-c", script).CombinedOutput(); err != nil {
+		t.Fatalf("spawning: %v\n%s", err, out)
+	}
+	last := rec.waitFor(t, "exits of true", n, func(ev event.Event) bool {
+		e, ok := ev.(*event.ProcessExit)
+		return ok && cg.owns(&e.Process) && e.Comm == "true"
+	})[n-1]
+	// A mark past the last exit, within a few polls.
+	rec.waitFor(t, "a mark past the last exit", 1, func(ev event.Event) bool {
+		d, ok := ev.(*event.Drained)
+		return ok && d.Source == event.SourceProcess && !d.Time.Before(last.When())
+	})
+	quiet := time.Now()
+	time.Sleep(5 * bpf.ProcessPollInterval)
+
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	// The kernel's boot times are turned into wall times with an offset
+	// sampled every 5 s: 5 ms covers its drift.
+	const slack = 5 * time.Millisecond
+	var mark time.Time
+	marks, quietMarks := 0, 0
+	for _, ev := range rec.events {
+		switch e := ev.(type) {
+		case *event.Drained:
+			if e.Time.Before(mark) {
+				t.Errorf("marks go back: %v after %v", e.Time, mark)
+			}
+			mark = e.Time
+			marks++
+			if e.Time.After(quiet) {
+				quietMarks++
+			}
+		case *event.ProcessExec, *event.ProcessExit, *event.ProcessFork:
+			if ev.When().Before(mark.Add(-slack)) {
+				t.Errorf("%s at %v came after a mark at %v", ev.Type(), ev.When(), mark)
+			}
+		}
+	}
+	if quietMarks < 3 {
+		t.Errorf("%d marks in %v of a quiet ring (poll %v)", quietMarks, 5*bpf.ProcessPollInterval, bpf.ProcessPollInterval)
+	}
+	t.Logf("%d marks in all, %d while quiet", marks, quietMarks)
+}

@@ -17,7 +17,7 @@ import (
 // need it to look every poll too; 0 waits for wakeups alone. It returns
 // nil on cancellation.
 func readRing(ctx context.Context, m *ebpf.Map, poll time.Duration, handle func([]byte)) error {
-	return readRingTicking(ctx, m, poll, handle, 0, nil)
+	return readRingTicking(ctx, m, poll, handle, 0, nil, nil)
 }
 
 // readRingTicking is readRing that also calls tick from the same goroutine,
@@ -25,7 +25,12 @@ func readRing(ctx context.Context, m *ebpf.Map, poll time.Duration, handle func(
 // when no record comes, so poll must be set): the source's periodic work
 // that must be ordered with its records, such as reporting the buffer's
 // losses.
-func readRingTicking(ctx context.Context, m *ebpf.Map, poll time.Duration, handle func([]byte), period time.Duration, tick func(time.Time)) error {
+//
+// drained, when set, is called from the same goroutine with a time before
+// which every record committed to the buffer has been handed to handle:
+// whenever the buffer is found empty (after a record, or when a poll ends
+// with nothing left), so at least every poll.
+func readRingTicking(ctx context.Context, m *ebpf.Map, poll time.Duration, handle func([]byte), period time.Duration, tick func(time.Time), drained func(time.Time)) error {
 	rd, err := ringbuf.NewReader(m)
 	if err != nil {
 		return fmt.Errorf("opening ring buffer reader: %w", err)
@@ -39,9 +44,11 @@ func readRingTicking(ctx context.Context, m *ebpf.Map, poll time.Duration, handl
 		}
 		rd.Close()
 	}()
+	var until time.Time // the deadline set
 	deadline := func() {
 		if poll > 0 {
-			rd.SetDeadline(time.Now().Add(poll))
+			until = time.Now().Add(poll)
+			rd.SetDeadline(until)
 		}
 	}
 	deadline()
@@ -60,6 +67,12 @@ func readRingTicking(ctx context.Context, m *ebpf.Map, poll time.Duration, handl
 		if err := rd.ReadInto(&rec); err != nil {
 			switch {
 			case errors.Is(err, os.ErrDeadlineExceeded):
+				// The reader read to the end after its wait ended, at
+				// until less the millisecond epoll may round off (records
+				// that came meanwhile were returned first).
+				if drained != nil {
+					drained(until.Add(-time.Millisecond))
+				}
 				deadline()
 				ticked()
 				continue
@@ -69,6 +82,13 @@ func readRingTicking(ctx context.Context, m *ebpf.Map, poll time.Duration, handl
 			return fmt.Errorf("reading ring buffer: %w", err)
 		}
 		handle(rec.RawSample)
+		if drained != nil {
+			// Stamped before the look: a record committed after the
+			// stamp may be there or not, one committed before is read.
+			if at := time.Now(); rd.AvailableBytes() == 0 {
+				drained(at)
+			}
+		}
 		ticked()
 	}
 }

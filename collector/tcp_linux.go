@@ -136,6 +136,7 @@ func (s *TCPSource) Run(ctx context.Context, emit func(event.Event)) error {
 	go s.housekeeping(ctx)
 	loss := ringLoss{source: event.SourceTCP}
 	tick := loss.follow(s.attached, s.pollDrops, emit)
+	drained := drainNotice{source: event.SourceTCP, emit: emit}
 	err := readRingTicking(ctx, s.prog.Events(), bpf.TCPPollInterval, func(b []byte) {
 		s.records.Add(1)
 		ch, err := DecodeTCPStateChange(b, BootClock{Offset: s.clockOff.Load()})
@@ -150,7 +151,7 @@ func (s *TCPSource) Run(ctx context.Context, emit func(event.Event)) error {
 			s.connections.Add(1)
 			emit(conn)
 		}
-	}, ringLossEvery, tick)
+	}, ringLossEvery, tick, drained.at)
 	s.pollDrops()
 	return err
 }

@@ -37,6 +37,7 @@ type tcpRecorder struct {
 	conns    []*event.TCPConnection
 	emitted  []time.Time
 	statuses []*event.SourceStatus
+	drained  int // event.Drained marks
 	stop     func() TCPStats
 }
 
@@ -60,8 +61,12 @@ func startTCPSource(t *testing.T, cfg TCPConfig) *tcpRecorder {
 			now := time.Now()
 			r.mu.Lock()
 			defer r.mu.Unlock()
-			if st, ok := ev.(*event.SourceStatus); ok {
-				r.statuses = append(r.statuses, st)
+			switch e := ev.(type) {
+			case *event.SourceStatus:
+				r.statuses = append(r.statuses, e)
+				return
+			case *event.Drained:
+				r.drained++
 				return
 			}
 			r.conns = append(r.conns, ev.(*event.TCPConnection))

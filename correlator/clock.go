@@ -279,6 +279,10 @@ func (k *clock) normalize(ev event.Event) event.Event {
 		c := *e
 		c.Time, c.Since = k.baseNow(e.Time), k.base(e.Since)
 		return &c
+	case *event.Drained:
+		c := *e
+		c.Time = k.baseNow(e.Time)
+		return &c
 	case *event.PodUpdate:
 		c := *e
 		c.Time = k.baseNow(e.Time)

@@ -126,7 +126,9 @@ type Correlator struct {
 	watch podWatch
 	// blind: each source's recent blind windows, oldest first (gaps.go).
 	blind map[string][]BlindWindow
-	stats Stats
+	// drained: how far each kernel source has said it read (drained.go).
+	drained map[string]time.Time
+	stats   Stats
 }
 
 // expireEvery is the resolution of grace periods and timeouts.
@@ -156,6 +158,7 @@ func New(cfg Config) *Correlator {
 		aliases: make(map[string]string),
 		index:   newOwnerIndex(),
 		blind:   make(map[string][]BlindWindow),
+		drained: make(map[string]time.Time),
 	}
 }
 
@@ -192,9 +195,12 @@ func (c *Correlator) Handle(ev event.Event) []*Timeline {
 	case *event.PodUpdate:
 		c.handlePod(e)
 	case *event.Tick:
+	case *event.Drained:
+		c.noteDrained(e)
 	case *event.SourceStatus:
 		c.noteSource(e)       // the pod watch's outages keep held events (outage.go)
 		c.noteSourceStatus(e) // blind windows mark the starts they overlap (gaps.go)
+		c.noteRingSource(e)   // kernel sources are waited for (drained.go)
 	default:
 		if isCNIProcess(ev) {
 			c.cni.record(ev, c.clock.now)
@@ -410,6 +416,8 @@ func (c *Correlator) observe(p *podState, e *event.PodUpdate) {
 	p.observe(e)
 	if p.outcome != "" && p.doneStamp.IsZero() {
 		p.doneStamp = c.clock.stamp(p.doneAt)
+		p.doneSeen = e.Time
+		c.lastExpire = time.Time{} // the kernel sources may be past it already
 	}
 }
 
@@ -461,7 +469,7 @@ func (c *Correlator) expire() []*Timeline {
 		if p.outcome == "" && p.reportedAt.IsZero() && c.clock.now.Sub(p.since) >= c.cfg.Timeout {
 			out = append(out, c.report(p, p.withStuckDetail("not Ready within "+c.cfg.Timeout.String())))
 		}
-		if p.outcome != "" && c.clock.now.Sub(p.doneStamp) >= c.cfg.Grace && !c.waitsForRuntime(p) {
+		if p.outcome != "" && (c.clock.now.Sub(p.doneStamp) >= c.cfg.Grace || c.caughtUp(p)) && !c.waitsForRuntime(p) {
 			out = append(out, c.complete(p))
 		}
 	}

@@ -27,6 +27,9 @@ type podState struct {
 	// since and doneStamp are firstSeen and doneAt on the correlator's
 	// clock, which timeouts and grace periods are measured on (clock.go).
 	since, doneStamp time.Time
+	// doneSeen is when the update that gave the outcome was seen, on the
+	// base frame: what the kernel sources must have drained past (drained.go).
+	doneSeen time.Time
 
 	outcome Outcome
 	doneAt  time.Time

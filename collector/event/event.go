@@ -157,6 +157,8 @@ func Unmarshal(data []byte) (Event, error) {
 		e = new(TCPConnection)
 	case TypeSource:
 		e = new(SourceStatus)
+	case TypeDrained:
+		e = new(Drained)
 	default:
 		return nil, fmt.Errorf("%w %q", ErrUnknownType, head.Type)
 	}

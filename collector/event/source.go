@@ -39,3 +39,21 @@ type SourceStatus struct {
 
 func (*SourceStatus) Type() Type        { return TypeSource }
 func (e *SourceStatus) When() time.Time { return e.Time }
+
+// TypeDrained is the type of Drained events.
+const TypeDrained Type = "drained"
+
+// Drained says a source has handed over every fact it saw before Time: a
+// kernel ring buffer (process, cri_calls, tcp) was read to its end then.
+// It comes in the source's stream after those facts. The correlator builds
+// a finished pod start as soon as every such source has drained past the
+// moment the start finished, instead of waiting out its grace period: the
+// kernel facts of a start (the exits, the CRI calls, the probe
+// connections) all happened before the kubelet reported it Ready.
+type Drained struct {
+	Time   time.Time `json:"time"`
+	Source string    `json:"source"`
+}
+
+func (*Drained) Type() Type        { return TypeDrained }
+func (e *Drained) When() time.Time { return e.Time }

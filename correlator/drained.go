@@ -1,0 +1,89 @@
+package correlator
+
+import (
+	"time"
+
+	"github.com/readyline/readyline/collector/event"
+)
+
+// When a finished start is built.
+//
+// A pod start is over when the API shows its outcome (Ready, a failure, its
+// deletion), and by then the node facts that led to it have happened: the
+// kubelet ran the probe that passed, got its CRI calls' answers and saw its
+// containers start before it wrote the status that said so. They may still
+// be on their way, in a kernel ring buffer or in the daemon's queue. The
+// kernel sources say how far they have read (event.Drained), so a finished
+// start is built as soon as
+//
+//   - every kernel source that says so and is not blind has drained past
+//     the moment the outcome was seen (later facts belong to the pod's life,
+//     not its start), and
+//   - the runtime has told the start of each container the API shows
+//     running or terminated (its times are the runtime's own; while the
+//     runtime's source is blind the start waits for it, gaps.go);
+//
+// and at the latest Config.Grace after it finished, as before, when a
+// source never says it drained (a recording made before Drained existed,
+// `readyline events`) or falls behind.
+
+// noteDrained moves a source's drained mark on.
+func (c *Correlator) noteDrained(e *event.Drained) {
+	if e.Time.After(c.drained[e.Source]) {
+		c.drained[e.Source] = e.Time
+		c.lastExpire = time.Time{} // a start may be complete now: look at once
+	}
+}
+
+// noteRingSource has a kernel source that says it is Up waited for until
+// it drains: one that sees and has not said how far is not caught up.
+func (c *Correlator) noteRingSource(e *event.SourceStatus) {
+	switch e.Source {
+	case event.SourceProcess, event.SourceCRICalls, event.SourceTCP:
+		if _, ok := c.drained[e.Source]; !ok && e.Up {
+			c.drained[e.Source] = time.Time{}
+		}
+	}
+}
+
+// caughtUp reports whether p's facts are all in before its grace period
+// ends (see above). Without a single mark (a recording made before them),
+// never: the grace period alone decides.
+func (c *Correlator) caughtUp(p *podState) bool {
+	if p.doneSeen.IsZero() {
+		return false
+	}
+	marked := false
+	for source, at := range c.drained {
+		marked = marked || !at.IsZero()
+		if at.Before(p.doneSeen) && !c.blindNow(source) {
+			return false
+		}
+	}
+	return marked && p.runtimeTold()
+}
+
+// blindNow reports whether source is in a blind window that has not ended.
+func (c *Correlator) blindNow(source string) bool {
+	ws := c.blind[source]
+	return len(ws) > 0 && ws[len(ws)-1].To.IsZero()
+}
+
+// runtimeTold reports whether the runtime's word on the start of each
+// container the API shows started or ended is in.
+func (p *podState) runtimeTold() bool {
+	for id, f := range p.status {
+		r := p.runtime[id]
+		switch {
+		case !f.terminated.IsZero():
+			if r == nil || r.FinishedAt.IsZero() {
+				return false
+			}
+		case !f.running.IsZero():
+			if r == nil || r.StartedAt.IsZero() {
+				return false
+			}
+		}
+	}
+	return true
+}
