@@ -4,10 +4,9 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -42,7 +41,7 @@ func BenchmarkNodePodStarts(b *testing.B) {
 	defer cancel()
 	// 100 pods at once take minutes on 2 cores: the daemon's own start
 	// timeout, not the e2e tests' 60 s, so each start is one export.
-	d, err := env.StartDaemonWith(ctx, "bench-node", DaemonOptions{Args: []string{"--start-timeout", "10m"}})
+	d, err := env.StartDaemonWith(ctx, "bench-node", DaemonOptions{Args: []string{"--start-timeout", "10m", "--pprof"}, ColdBinary: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -67,7 +66,11 @@ func BenchmarkNodePodStarts(b *testing.B) {
 	b.StopTimer()
 	cpu := processCPU(b, d.PID) - cpu0
 	drops := droppedTotal(b, d) - drops0
-	peak, rss := processMemory(b, d.PID)
+	loaded := processMemory(b, d.PID)
+	// Steady: what stays once the load is over (the Go runtime gives
+	// freed heap back to the kernel within minutes).
+	time.Sleep(benchSettle)
+	steady := processMemory(b, d.PID)
 	slices.Sort(latencies)
 	p := func(q float64) time.Duration {
 		if len(latencies) == 0 {
@@ -78,19 +81,24 @@ func BenchmarkNodePodStarts(b *testing.B) {
 	b.ReportMetric(100*float64(traced)/float64(max(started, 1)), "%traced")
 	b.ReportMetric(drops, "drops")
 	b.ReportMetric(cpu.Seconds()/float64(max(started, 1)), "cpu-s/start")
-	b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MiB")
-	b.ReportMetric(float64(rss)/(1<<20), "RSS-MiB")
+	b.ReportMetric(float64(steady.peak)/(1<<20), "peak-RSS-MiB")
+	b.ReportMetric(float64(steady.rss)/(1<<20), "steady-RSS-MiB")
+	b.ReportMetric(float64(steady.anon)/(1<<20), "steady-anon-MiB")
 	b.ReportMetric(p(0.5).Seconds(), "ready-to-queryable-p50-s")
 	b.ReportMetric(p(0.99).Seconds(), "ready-to-queryable-p99-s")
 	summary := fmt.Sprintf("bench-node: %d rounds of %d pods: %d started, %d traced (%.1f%%), %v events dropped, "+
-		"readyline CPU %.4f s per start (%.1f s in all), RSS peak %.1f MiB, now %.1f MiB, Ready -> queryable p50 %v p99 %v max %v",
+		"readyline CPU %.4f s per start (%.1f s in all); memory after the last round: %v; %v later: %v; Ready -> queryable p50 %v p99 %v max %v",
 		rounds, benchPods, started, traced, 100*float64(traced)/float64(max(started, 1)), drops,
-		cpu.Seconds()/float64(max(started, 1)), cpu.Seconds(), float64(peak)/(1<<20), float64(rss)/(1<<20),
+		cpu.Seconds()/float64(max(started, 1)), cpu.Seconds(), loaded, benchSettle, steady,
 		p(0.5).Round(time.Millisecond), p(0.99).Round(time.Millisecond), p(1).Round(time.Millisecond))
 	summary += fmt.Sprintf("; drops by source/reason since the daemon started: %v", droppedBy(b, d))
 	fmt.Println(summary)
 	if dir, err := env.ArtifactsDir(); err == nil {
 		os.WriteFile(dir+"/bench-node.txt", []byte(summary+"\n"), 0o644)
+		// Where the memory is: `go tool pprof -sample_index=inuse_space -top FILE`.
+		if err := saveURL(d.APIURL+"/debug/pprof/heap", dir+"/bench-node.heap.pprof"); err != nil {
+			b.Logf("heap profile: %v", err)
+		}
 	}
 }
 
@@ -152,33 +160,34 @@ func benchRound(b *testing.B, ctx context.Context, round int) (int, int, []time.
 	if _, err := env.Apply(ctx, ns, []byte(manifest.String())); err != nil {
 		b.Fatal(err)
 	}
-	// Searched in Jaeger from now on, a search per pass (one request
-	// whatever the number of pods): a trace is queryable once its outcome is
-	// ready. Both stamps (Ready observed, trace found) are taken here.
-	found := map[string]time.Time{} // uid -> the first search that had its trace
-	byTrace := map[string]string{}  // trace id -> uid
+	// Looked up in Jaeger from now on, each pod Ready and not found yet by
+	// its trace id (small requests, 8 at a time, so a lookup's own time
+	// stays small next to the latency measured): a trace is queryable once
+	// its outcome is in. Both stamps (Ready observed, trace found) are
+	// taken here; a trace found is stamped when its lookup returned.
+	found := map[string]time.Time{} // uid -> the lookup that had its trace
+	var lookups []time.Duration     // how long each lookup took: the stamp's slack
 	deadline := time.Now().Add(12 * time.Minute)
 	for time.Now().Before(deadline) {
-		traces, err := searchTraces(ctx, JaegerQueryURL, ns)
-		now := time.Now()
-		if err != nil {
-			b.Logf("searching Jaeger: %v", err)
-		}
 		mu.Lock()
+		var want []string
 		for uid := range readyAt {
-			byTrace[TraceIDFromPodUID(uid)] = uid
+			if found[uid].IsZero() {
+				want = append(want, uid)
+			}
 		}
 		nReady := len(readyAt)
 		mu.Unlock()
-		for i := range traces {
-			if uid, ok := byTrace[traces[i].TraceID]; ok && found[uid].IsZero() && traceOutcome(&traces[i]) == "ready" {
-				found[uid] = now
-			}
-		}
-		if nReady == benchPods && len(found) == benchPods {
+		if nReady == benchPods && len(want) == 0 {
 			break
 		}
-		time.Sleep(250 * time.Millisecond)
+		for _, l := range lookupTraces(ctx, want) {
+			lookups = append(lookups, l.took)
+			if l.ready {
+				found[l.uid] = l.at
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	select {
 	case <-allReady:
@@ -196,6 +205,12 @@ func benchRound(b *testing.B, ctx context.Context, round int) (int, int, []time.
 	mu.Unlock()
 	if len(found) < benchPods {
 		b.Logf("round %d: %d of %d traces not in Jaeger with their outcome", round, benchPods-len(found), benchPods)
+	}
+	slices.Sort(lookups)
+	if len(lookups) > 0 {
+		b.Logf("round %d: %d Jaeger lookups took p50 %v, p99 %v, max %v (a trace found is stamped when its lookup returned)",
+			round, len(lookups), lookups[len(lookups)/2].Round(time.Millisecond),
+			lookups[len(lookups)*99/100].Round(time.Millisecond), lookups[len(lookups)-1].Round(time.Millisecond))
 	}
 	pending := make([]string, benchPods-len(found))
 	return benchPods, benchPods - len(pending), lat
@@ -215,9 +230,25 @@ func processCPU(tb testing.TB, pid int) time.Duration {
 	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
 }
 
-// processMemory is a process's peak and current resident set size.
-func processMemory(tb testing.TB, pid int) (peak, rss uint64) {
+// residentMemory is a process's resident memory, from /proc/PID/status and smaps.
+type residentMemory struct {
+	peak, rss, anon uint64 // VmHWM, VmRSS, RssAnon
+	// binary: its executable's pages (file-backed: shared, reclaimable);
+	// bpf: its BPF maps' (a ring buffer's data is mapped twice, so counted
+	// twice in RSS).
+	binary, bpf uint64
+}
+
+func (m residentMemory) String() string {
+	mib := func(n uint64) float64 { return float64(n) / (1 << 20) }
+	return fmt.Sprintf("RSS %.1f MiB (anonymous %.1f, its binary %.1f, BPF maps %.1f), peak %.1f MiB",
+		mib(m.rss), mib(m.anon), mib(m.binary), mib(m.bpf), mib(m.peak))
+}
+
+// processMemory reads pid's resident memory.
+func processMemory(tb testing.TB, pid int) residentMemory {
 	tb.Helper()
+	var m residentMemory
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		tb.Fatal(err)
@@ -230,12 +261,35 @@ func processMemory(tb testing.TB, pid int) (peak, rss uint64) {
 		kb, _ := strconv.ParseUint(f[1], 10, 64)
 		switch f[0] {
 		case "VmHWM:":
-			peak = kb << 10
+			m.peak = kb << 10
 		case "VmRSS:":
-			rss = kb << 10
+			m.rss = kb << 10
+		case "RssAnon:":
+			m.anon = kb << 10
 		}
 	}
-	return peak, rss
+	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	smaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var into *uint64 // the mapping whose lines follow
+	for _, line := range strings.Split(string(smaps), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 5 && strings.Contains(f[0], "-"):
+			into = nil
+			if len(f) >= 6 && f[5] == exe {
+				into = &m.binary
+			} else if len(f) >= 6 && f[5] == "anon_inode:bpf-map" {
+				into = &m.bpf
+			}
+		case len(f) == 3 && f[0] == "Rss:" && into != nil:
+			kb, _ := strconv.ParseUint(f[1], 10, 64)
+			*into += kb << 10
+		}
+	}
+	return m
 }
 
 // droppedBy is readyline_events_dropped_total by source/reason, non-zero ones.
@@ -277,28 +331,52 @@ func traceOutcome(tr *Trace) string {
 	return ""
 }
 
-// searchTraces returns the traces readyline exported for namespace ns, in
-// one Jaeger search.
-func searchTraces(ctx context.Context, queryURL, ns string) ([]Trace, error) {
-	q := url.Values{"service": {"readyline"}, "limit": {"1000"}, "lookback": {"1h"},
-		"tags": {fmt.Sprintf(`{"k8s.namespace.name":%q}`, ns)}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, queryURL+"/api/traces?"+q.Encode(), nil)
-	if err != nil {
-		return nil, err
+// lookup is one pod's trace looked up in Jaeger: when the answer came, how
+// long it took, and whether the trace was there with its outcome.
+type lookup struct {
+	uid   string
+	at    time.Time
+	took  time.Duration
+	ready bool
+}
+
+// lookupTraces looks the pods' traces up in Jaeger, 8 at a time.
+func lookupTraces(ctx context.Context, uids []string) []lookup {
+	out := make([]lookup, len(uids))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i, uid := range uids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			asked := time.Now()
+			tr, err := GetTrace(ctx, JaegerQueryURL, TraceIDFromPodUID(uid))
+			now := time.Now()
+			out[i] = lookup{uid: uid, at: now, took: now.Sub(asked), ready: err == nil && traceOutcome(tr) == "ready"}
+		}()
 	}
-	resp, err := http.DefaultClient.Do(req)
+	wg.Wait()
+	return out
+}
+
+// saveURL writes what GET url answers to file.
+func saveURL(url, file string) error {
+	resp, err := http.Get(url)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("jaeger answered %s", resp.Status)
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	var out struct {
-		Data []Trace `json:"data"`
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return nil, err
-	}
-	return out.Data, nil
+	return os.WriteFile(file, body, 0o644)
 }
+
+// benchSettle is how long after the load the steady memory is read.
+const benchSettle = 2 * time.Minute

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/readyline/readyline/correlator"
@@ -59,6 +60,11 @@ type DaemonOptions struct {
 	// Args are more flags for `readyline run`, after the defaults (a flag
 	// given again wins).
 	Args []string
+	// ColdBinary: the binary is dropped from the page cache before it
+	// starts, so its resident pages are those a node starting it from an
+	// image layer has, not every page the kernel maps around a fault in a
+	// file `go build` just wrote whole into the cache.
+	ColdBinary bool
 }
 
 // StartDaemon builds readyline and runs `readyline run` against the local
@@ -82,6 +88,11 @@ func (e *Env) StartDaemonWith(ctx context.Context, name string, opts DaemonOptio
 	build.Dir = e.RepoRoot
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("building readyline: %v\n%s", err, out)
+	}
+	if opts.ColdBinary {
+		if err := evictFromPageCache(bin); err != nil {
+			return nil, err
+		}
 	}
 	apiAddr, err := freeAddr()
 	if err != nil {
@@ -253,4 +264,17 @@ func freeAddr() (string, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().String(), nil
+}
+
+// evictFromPageCache drops file's pages from the page cache.
+func evictFromPageCache(file string) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		return fmt.Errorf("evicting %s from the page cache: %w", file, err)
+	}
+	return nil
 }
