@@ -41,7 +41,7 @@ func parseReplayConfig(args []string, stderr io.Writer) (replayConfig, error) {
 // registerCorrelatorFlags adds the correlator's settings to a command.
 func registerCorrelatorFlags(fs *flagSet, c *correlator.Config) {
 	fs.Duration(&c.Timeout, "start-timeout", 10*time.Minute, "a pod start not Ready after this long is reported as a timeout")
-	fs.Duration(&c.Grace, "grace", time.Second, "how long a finished pod start waits for late events")
+	fs.Duration(&c.Grace, "grace", time.Second, "the longest a finished pod start waits for late events (it is built sooner once the kernel sources have read past its end)")
 }
 
 // runReplay feeds a recording to the correlator and prints each timeline.
