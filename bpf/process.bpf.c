@@ -126,6 +126,11 @@ volatile const bool capture_argv = true;
 // visible there (other nodes, the host) are not reported at all.
 volatile const u32 pidns_inum = 0;
 #define MAX_PIDNS_LEVEL 8
+// The deepest PID namespace level of a task reported: one below readyline's
+// own (a node's containers each have a namespace of their own). Deeper ones
+// are another node's (a kind node's pods, seen from the host) or a
+// container's own containers, and are not followed.
+volatile const u32 max_pidns_level = 0xffffffff;
 
 // Directories of CNI plugins (with a trailing slash); set by the loader.
 volatile const char cni_dirs[CNI_DIRS][CNI_DIR_LEN] = {};
@@ -179,10 +184,14 @@ static __always_inline bool fill_ids(struct event_header *h, struct task_struct 
 	return h->tgid != 0;
 }
 
-// visible reports whether task is seen in readyline's PID namespace.
+// visible reports whether task is seen in readyline's PID namespace, no
+// deeper than max_pidns_level.
 static __always_inline bool visible(struct task_struct *task)
 {
-	return pidns_inum == 0 || ns_nr(BPF_CORE_READ(task, group_leader, thread_pid)) != 0;
+	struct pid *pid = BPF_CORE_READ(task, group_leader, thread_pid);
+	if (!pid || BPF_CORE_READ(pid, level) > max_pidns_level)
+		return false;
+	return pidns_inum == 0 || ns_nr(pid) != 0;
 }
 
 static __always_inline void fill_header(struct event_header *h, struct task_struct *task, u32 type)

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -11,6 +12,9 @@ type CgroupAttribution struct {
 	PodUID string
 	// ContainerID is set for cgroups at or below a container's cgroup.
 	ContainerID string
+	// Nested: the pod's cgroup lies inside a container's (a kind node's
+	// pods, seen from the host: /docker/<id>/kubelet.slice/...).
+	Nested bool
 }
 
 var (
@@ -46,7 +50,7 @@ func ParseCgroupPath(path string) CgroupAttribution {
 		if !ok {
 			continue
 		}
-		a := CgroupAttribution{PodUID: uid}
+		a := CgroupAttribution{PodUID: uid, Nested: slices.ContainsFunc(segs[:i], isContainerSegment)}
 		if i+1 < len(segs) {
 			a.ContainerID = containerID(segs[i+1])
 		}
@@ -75,3 +79,7 @@ func containerID(seg string) string {
 	}
 	return ""
 }
+
+// isContainerSegment: seg names a container's own cgroup (a 64-hex id, or
+// a runtime's scope for one).
+func isContainerSegment(seg string) bool { return containerID(seg) != "" }

@@ -1,6 +1,9 @@
 package collector
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestParseCgroupPath(t *testing.T) {
 	const (
@@ -46,6 +49,11 @@ func TestParseCgroupPath(t *testing.T) {
 			if got.PodUID != tt.pod || got.ContainerID != tt.ctr {
 				t.Errorf("ParseCgroupPath(%q) = pod %q container %q, want pod %q container %q",
 					tt.path, got.PodUID, got.ContainerID, tt.pod, tt.ctr)
+			}
+			// Only the host's view of a kind node's pods is nested in a
+			// container's cgroup.
+			if nested := strings.Contains(tt.name, "host view"); got.Nested != nested {
+				t.Errorf("ParseCgroupPath(%q).Nested = %v, want %v", tt.path, got.Nested, nested)
 			}
 		})
 	}

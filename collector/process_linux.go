@@ -37,6 +37,10 @@ type ProcessStats struct {
 	DecodeErrors uint64 // records that could not be decoded
 	KernelDrops  uint64 // records the kernel lost: ring buffer full
 	Unattributed uint64 // events whose cgroup was gone before it was resolved
+	// OtherNode: events of another node's pods, not reported (a kind
+	// node's pods seen from the host: the pod cgroup is nested in a
+	// container's).
+	OtherNode uint64
 }
 
 // ProcessSource reports exec, fork and exit of every process on the node,
@@ -49,8 +53,12 @@ type ProcessSource struct {
 	procs    processTable
 	clockOff atomic.Int64
 	attached time.Time // when the tracer was attached: records are buffered from then on
+	// hostView: readyline runs in the initial PID namespace, where the
+	// tasks of nodes nested in containers (kind) are visible too; in a
+	// node's own namespace the kernel program leaves them out.
+	hostView bool
 
-	records, decodeErrors, kernelDrops, unattributed atomic.Uint64
+	records, decodeErrors, kernelDrops, unattributed, otherNode atomic.Uint64
 }
 
 // NewProcessSource loads and attaches the process tracer. Events are
@@ -85,13 +93,22 @@ func NewProcessSource(cfg ProcessConfig, logger *slog.Logger) (*ProcessSource, e
 		s.close()
 		return nil, err
 	}
+	// The node's containers are one PID namespace below readyline's; what
+	// is deeper is another node's (kind's pods, seen from the host) or a
+	// container's own containers, and not this node's pod starts.
+	level, err := bpf.OwnPIDNamespaceLevel()
+	if err != nil {
+		s.close()
+		return nil, err
+	}
 	prog, err := bpf.LoadProcessProgram(bpf.ProcessOptions{RingBufferBytes: cfg.RingBufferBytes,
-		CNIDirs: cfg.CNIBinDirs, PIDNamespace: pidns})
+		CNIDirs: cfg.CNIBinDirs, PIDNamespace: pidns, MaxPIDNamespaceLevel: level + 1})
 	if err != nil {
 		s.close()
 		return nil, err
 	}
 	s.prog, s.attached = prog, time.Now().UTC()
+	s.hostView = pidns == bpf.InitialPIDNamespace
 	logger.Info("process tracer attached", "cgroup2", mount)
 	return s, nil
 }
@@ -112,6 +129,7 @@ func (s *ProcessSource) Stats() ProcessStats {
 		DecodeErrors: s.decodeErrors.Load(),
 		KernelDrops:  s.kernelDrops.Load(),
 		Unattributed: s.unattributed.Load(),
+		OtherNode:    s.otherNode.Load(),
 	}
 }
 
@@ -219,6 +237,10 @@ func (s *ProcessSource) attribute(p *event.Process, helper event.Scope) {
 		return
 	}
 	p.Cgroup = cg.path
+	if s.hostView && cg.attr.Nested {
+		s.otherNode.Add(1) // a host process to this node: not reported with PodsOnly
+		return
+	}
 	p.PodUID, p.ContainerID = cg.attr.PodUID, cg.attr.ContainerID
 	if p.PodUID != "" {
 		p.Scope = event.ScopePod

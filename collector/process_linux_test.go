@@ -409,3 +409,68 @@ func TestIntegrationDrainedMarks(t *testing.T) {
 	}
 	t.Logf("%d marks in all, %d while quiet", marks, quietMarks)
 }
+
+// TestIntegrationNestedPIDNamespacesAreNotFollowed: a container's processes
+// (one PID namespace below the source's) are reported; those a namespace
+// deeper (a kind node's pods seen from the host, a container's own
+// containers) are not.
+func TestIntegrationNestedPIDNamespacesAreNotFollowed(t *testing.T) {
+	rec := startProcessSource(t, ProcessConfig{PodsOnly: true})
+	cg := makeTestCgroup(t, "kubepods/besteffort/pod"+testPodUID+"/"+testCID, testPodUID, testCID)
+	for _, args := range [][]string{
+		{"unshare", "--pid", "--fork", "/bin/echo", "one-level"},
+		{"unshare", "--pid", "--fork", "unshare", "--pid", "--fork", "/bin/echo", "two-levels"},
+	} {
+		if out, err := cg.Command(t, args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+	echo := func(arg string) func(event.Event) bool {
+		return func(ev event.Event) bool {
+			e, ok := ev.(*event.ProcessExec)
+			return ok && cg.owns(&e.Process) && strings.HasSuffix(e.Filename, "/echo") && slices.Contains(e.Argv, arg)
+		}
+	}
+	rec.waitFor(t, "the exec one namespace down", 1, echo("one-level"))
+	// Both ran before the source read its ring; wait for a mark past them.
+	now := time.Now()
+	rec.waitFor(t, "a drained mark", 1, func(ev event.Event) bool {
+		d, ok := ev.(*event.Drained)
+		return ok && d.Time.After(now)
+	})
+	if got := rec.matching(echo("two-levels")); len(got) != 0 {
+		t.Errorf("the exec two namespaces down was reported: %+v", got[0])
+	}
+}
+
+// TestIntegrationNestedNodesPodsAreNotThisNodes: from the host, the pods of
+// a node that is itself a container (kind) are seen in cgroups nested in
+// that container's; they are not this node's and not reported as its pods.
+func TestIntegrationNestedNodesPodsAreNotThisNodes(t *testing.T) {
+	rec := startProcessSource(t, ProcessConfig{PodsOnly: true})
+	if !rec.src.hostView {
+		t.Fatal("the test runs in the initial PID namespace")
+	}
+	kindNode := strings.Repeat("ab", 32)
+	nested := makeTestCgroup(t, "docker/"+kindNode+"/kubelet/kubepods/besteffort/pod"+testPodUID+"/"+testCID, testPodUID, testCID)
+	ours := makeTestCgroup(t, "kubepods/besteffort/pod"+testPodUID+"/"+testCID, testPodUID, testCID)
+	for _, cg := range []testCgroup{nested, ours} {
+		if out, err := cg.Command(t, "/bin/echo", "hello").CombinedOutput(); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	}
+	rec.waitFor(t, "this node's pod's exec", 1, execOf(ours, "/echo"))
+	now := time.Now()
+	rec.waitFor(t, "a drained mark", 1, func(ev event.Event) bool {
+		d, ok := ev.(*event.Drained)
+		return ok && d.Time.After(now)
+	})
+	for _, ev := range rec.matching(execOf(ours, "/echo")) {
+		if e := ev.(*event.ProcessExec); strings.Contains(e.Cgroup, kindNode) {
+			t.Errorf("the nested node's pod's exec was reported: %+v", e)
+		}
+	}
+	if st := rec.src.Stats(); st.OtherNode == 0 {
+		t.Errorf("stats %+v: want the nested node's events counted", st)
+	}
+}

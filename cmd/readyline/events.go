@@ -106,7 +106,7 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	})
 	st := src.Stats()
 	logger.Info("stopped", "records", st.Records, "kernel_drops", st.KernelDrops,
-		"decode_errors", st.DecodeErrors, "unattributed", st.Unattributed)
+		"decode_errors", st.DecodeErrors, "unattributed", st.Unattributed, "other_node", st.OtherNode)
 	if err != nil {
 		return err
 	}
