@@ -29,9 +29,15 @@ import (
 
 // noteDrained moves a source's drained mark on.
 func (c *Correlator) noteDrained(e *event.Drained) {
-	if e.Time.After(c.drained[e.Source]) {
-		c.drained[e.Source] = e.Time
-		c.lastExpire = time.Time{} // a start may be complete now: look at once
+	if !e.Time.After(c.drained[e.Source]) {
+		return
+	}
+	c.drained[e.Source] = e.Time
+	for _, p := range c.pods {
+		if p.outcome != "" {
+			c.lastExpire = time.Time{} // a start may be complete now: look at once
+			return
+		}
 	}
 }
 
