@@ -19,13 +19,13 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/readyline/readyline/collector/event"
+	"github.com/readyline/readyline/collector/kubeapi"
 )
 
 // LastAppliedAnnotation is the annotation kubectl apply writes: a copy of the
@@ -78,17 +78,26 @@ func withUserAgent(cfg *rest.Config) *rest.Config {
 	return cfg
 }
 
+// PodClient lists and watches pods, with the signatures of client-go's
+// typed pod client: a kubeapi.Pods, or a fake clientset's
+// CoreV1().Pods("") in tests.
+type PodClient interface {
+	List(ctx context.Context, opts metav1.ListOptions) (*corev1.PodList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
 // PodWatchConfig configures a PodWatch.
 type PodWatchConfig struct {
 	// NodeName is the node whose pods are watched (--node-name / NODE_NAME,
 	// resolved by the caller). Required.
 	NodeName string
 	// Kubeconfig is a kubeconfig path handed to RESTConfig ("" = $KUBECONFIG,
-	// then in-cluster). Ignored when Client is set.
+	// then in-cluster). Ignored when Pods is set.
 	Kubeconfig string
-	// Client, when set, is used instead of one built from Kubeconfig (tests
-	// pass a fake clientset here).
-	Client kubernetes.Interface
+	// Pods, when set, is used instead of a client built from Kubeconfig. It
+	// must list and watch all namespaces: the watch adds the node's field
+	// selector.
+	Pods PodClient
 	// QueueLength bounds the updates stamped but not yet emitted; when full,
 	// the watch waits for emit. 0 = 1024.
 	QueueLength int
@@ -100,7 +109,7 @@ type PodWatchConfig struct {
 // selector), and no resync.
 type PodWatch struct {
 	node   string
-	client kubernetes.Interface
+	pods   PodClient
 	logger *slog.Logger
 	qlen   int
 
@@ -135,20 +144,22 @@ func NewPodWatch(cfg PodWatchConfig, logger *slog.Logger) (*PodWatch, error) {
 	if cfg.NodeName == "" {
 		return nil, ErrNoNodeName
 	}
-	client := cfg.Client
-	if client == nil {
+	pods := cfg.Pods
+	if pods == nil {
 		rc, err := RESTConfig(cfg.Kubeconfig)
 		if err != nil {
 			return nil, err
 		}
-		if client, err = kubernetes.NewForConfig(rc); err != nil {
-			return nil, fmt.Errorf("creating Kubernetes client: %w", err)
+		client, err := kubeapi.New(rc)
+		if err != nil {
+			return nil, err
 		}
+		pods = client.Pods(metav1.NamespaceAll)
 	}
 	if cfg.QueueLength <= 0 {
 		cfg.QueueLength = 1024
 	}
-	return &PodWatch{node: cfg.NodeName, client: client, logger: logger, qlen: cfg.QueueLength, now: time.Now}, nil
+	return &PodWatch{node: cfg.NodeName, pods: pods, logger: logger, qlen: cfg.QueueLength, now: time.Now}, nil
 }
 
 // Stats returns the counters so far.
@@ -252,7 +263,7 @@ func (w *PodWatch) syncedStatus() *event.SourceStatus {
 // (untilReachable), so the reflector sees no failure to back off from.
 func (w *PodWatch) listWatch() cache.ListerWatcher {
 	sel := NodeSelector(w.node).String()
-	pods := w.client.CoreV1().Pods(metav1.NamespaceAll)
+	pods := w.pods
 	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			opts.FieldSelector = sel

@@ -122,7 +122,7 @@ func checkStripped(t *testing.T, p *corev1.Pod) {
 }
 
 func TestNewPodWatchNeedsNodeName(t *testing.T) {
-	_, err := NewPodWatch(PodWatchConfig{Client: fake.NewClientset()}, nil)
+	_, err := NewPodWatch(PodWatchConfig{Pods: fake.NewClientset().CoreV1().Pods("")}, nil)
 	if !errors.Is(err, ErrNoNodeName) {
 		t.Fatalf("got %v, want ErrNoNodeName", err)
 	}
@@ -135,7 +135,7 @@ func TestPodWatchAddUpdateDelete(t *testing.T) {
 	ctx := context.Background()
 	existing := testPod("existing", "node1")
 	client := fake.NewClientset(existing)
-	w, err := NewPodWatch(PodWatchConfig{NodeName: "node1", Client: client}, nil)
+	w, err := NewPodWatch(PodWatchConfig{NodeName: "node1", Pods: client.CoreV1().Pods("")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestPodWatchAddUpdateDelete(t *testing.T) {
 func TestPodWatchOtherNodes(t *testing.T) {
 	ctx := context.Background()
 	client := fake.NewClientset()
-	w, err := NewPodWatch(PodWatchConfig{NodeName: "node1", Client: client}, nil)
+	w, err := NewPodWatch(PodWatchConfig{NodeName: "node1", Pods: client.CoreV1().Pods("")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func TestPodWatchRelistTombstone(t *testing.T) {
 		watchers <- fw
 		return true, fw, nil
 	})
-	w, err := NewPodWatch(PodWatchConfig{NodeName: "node1", Client: client}, nil)
+	w, err := NewPodWatch(PodWatchConfig{NodeName: "node1", Pods: client.CoreV1().Pods("")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +392,7 @@ func TestPodWatchRecovers(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	w, err := NewPodWatch(PodWatchConfig{NodeName: "node1", Client: client}, slog.New(rec))
+	w, err := NewPodWatch(PodWatchConfig{NodeName: "node1", Pods: client.CoreV1().Pods("")}, slog.New(rec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +445,7 @@ func TestPodWatchStatuses(t *testing.T) {
 			}
 			return false, nil, nil
 		})
-		w, err := NewPodWatch(PodWatchConfig{NodeName: "node1", Client: client}, nil)
+		w, err := NewPodWatch(PodWatchConfig{NodeName: "node1", Pods: client.CoreV1().Pods("")}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -466,7 +466,7 @@ func TestPodWatchStatuses(t *testing.T) {
 			watchers <- fw
 			return true, fw, nil
 		})
-		w, err := NewPodWatch(PodWatchConfig{NodeName: "node1", Client: client}, nil)
+		w, err := NewPodWatch(PodWatchConfig{NodeName: "node1", Pods: client.CoreV1().Pods("")}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -553,7 +553,7 @@ func TestPodWatchRetriesInPlace(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	w, err := NewPodWatch(PodWatchConfig{NodeName: "node1", Client: client}, nil)
+	w, err := NewPodWatch(PodWatchConfig{NodeName: "node1", Pods: client.CoreV1().Pods("")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/readyline/readyline/correlator"
 )
@@ -41,16 +40,23 @@ type AlertObserver interface {
 	AddDropped(source, reason string, n int)
 }
 
+// EventClient creates the Events of one namespace, with the signature of
+// client-go's typed Event client: a kubeapi.Events, or a fake clientset's
+// CoreV1().Events(namespace) in tests.
+type EventClient interface {
+	Create(ctx context.Context, event *corev1.Event, opts metav1.CreateOptions) (*corev1.Event, error)
+}
+
 // AlerterConfig configures an Alerter. Only Rules is required.
 type AlerterConfig struct {
 	// Rules are the thresholds, at most one per name (see ParseAlertRule).
 	Rules []AlertRule
 	// NodeName is the Events' source host and reporting instance.
 	NodeName string
-	// Events creates the Kubernetes Events (a clientset's CoreV1()). Nil:
-	// alerts are counted, logged and marked on the traces, but no Event is
-	// created.
-	Events typedcorev1.EventsGetter
+	// Events returns the client that creates the Kubernetes Events of a
+	// namespace. Nil: alerts are counted, logged and marked on the traces,
+	// but no Event is created.
+	Events func(namespace string) EventClient
 	// Observer, when set, counts alerts and dropped Events.
 	Observer AlertObserver
 	// EventsPerMinute and Burst size the token bucket that bounds the
@@ -291,7 +297,7 @@ func (a *Alerter) Run(ctx context.Context) error {
 func (a *Alerter) create(ctx context.Context, ev *corev1.Event) {
 	cctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
 	defer cancel()
-	_, err := a.cfg.Events.Events(ev.Namespace).Create(cctx, ev, metav1.CreateOptions{})
+	_, err := a.cfg.Events(ev.Namespace).Create(cctx, ev, metav1.CreateOptions{})
 	if err == nil {
 		a.events.Add(1)
 		if a.down {

@@ -230,6 +230,11 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// fakeEvents is the Alerter's Events of a fake clientset.
+func fakeEvents(client *fake.Clientset) func(string) EventClient {
+	return func(ns string) EventClient { return client.CoreV1().Events(ns) }
+}
+
 func listEvents(t *testing.T, client *fake.Clientset, ns string) []corev1.Event {
 	t.Helper()
 	l, err := client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
@@ -248,7 +253,7 @@ func TestAlerterEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock := &fakeClock{now: at(7400)}
-	a, err := NewAlerter(AlerterConfig{Rules: sandboxRule, NodeName: "readyline-node", Events: client.CoreV1(),
+	a, err := NewAlerter(AlerterConfig{Rules: sandboxRule, NodeName: "readyline-node", Events: fakeEvents(client),
 		Observer: m, Now: clock.Now}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -302,7 +307,7 @@ func TestAlerterRateLimit(t *testing.T) {
 	}
 	clock := &fakeClock{now: at(0)}
 	// 6 a minute: one token every 10 s, 2 at once.
-	a, err := NewAlerter(AlerterConfig{Rules: sandboxRule, Events: client.CoreV1(), Observer: m,
+	a, err := NewAlerter(AlerterConfig{Rules: sandboxRule, Events: fakeEvents(client), Observer: m,
 		EventsPerMinute: 6, Burst: 2, Now: clock.Now}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -341,7 +346,7 @@ func TestAlerterRateLimit(t *testing.T) {
 
 func TestAlerterRemembersBoundedPods(t *testing.T) {
 	client := fake.NewClientset()
-	a, err := NewAlerter(AlerterConfig{Rules: sandboxRule, Events: client.CoreV1(), RememberAlerts: 2, Burst: 100}, nil)
+	a, err := NewAlerter(AlerterConfig{Rules: sandboxRule, Events: fakeEvents(client), RememberAlerts: 2, Burst: 100}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +364,7 @@ func TestAlerterRemembersBoundedPods(t *testing.T) {
 
 func TestAlerterQueueFullNeverBlocks(t *testing.T) {
 	client := fake.NewClientset()
-	a, err := NewAlerter(AlerterConfig{Rules: sandboxRule, Events: client.CoreV1(), QueueSize: 1, Burst: 100}, nil)
+	a, err := NewAlerter(AlerterConfig{Rules: sandboxRule, Events: fakeEvents(client), QueueSize: 1, Burst: 100}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +403,7 @@ func TestAlerterAPIFailureLoggedOncePerOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := NewAlerter(AlerterConfig{Rules: sandboxRule, Events: client.CoreV1(), Observer: m, Burst: 100},
+	a, err := NewAlerter(AlerterConfig{Rules: sandboxRule, Events: fakeEvents(client), Observer: m, Burst: 100},
 		slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)

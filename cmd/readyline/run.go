@@ -14,10 +14,11 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/readyline/readyline/collector"
 	"github.com/readyline/readyline/collector/event"
+	"github.com/readyline/readyline/collector/kubeapi"
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter"
 )
@@ -138,18 +139,18 @@ func (d *daemon) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	client, err := kubernetes.NewForConfig(rc)
+	client, err := kubeapi.New(rc)
 	if err != nil {
-		return fmt.Errorf("creating Kubernetes client: %w", err)
+		return err
 	}
-	pods, err := collector.NewPodWatch(collector.PodWatchConfig{NodeName: d.cfg.nodeName, Client: client},
+	pods, err := collector.NewPodWatch(collector.PodWatchConfig{NodeName: d.cfg.nodeName, Pods: client.Pods(metav1.NamespaceAll)},
 		d.logger.With("source", "pods"))
 	if err != nil {
 		return err
 	}
 	if len(d.cfg.alerts) > 0 {
 		d.alerter, err = exporter.NewAlerter(exporter.AlerterConfig{Rules: d.cfg.alerts, NodeName: d.cfg.nodeName,
-			Events: client.CoreV1(), Observer: d.metrics}, d.logger.With("source", "alerts"))
+			Events: func(ns string) exporter.EventClient { return client.Events(ns) }, Observer: d.metrics}, d.logger.With("source", "alerts"))
 		if err != nil {
 			return err
 		}
