@@ -232,7 +232,7 @@ func (s *CRICallSource) toEvent(r *GoCallRecord) event.Event {
 	// r.TGID is numbered in the initial PID namespace, s.pid in readyline's.
 	m := s.methods[r.Func]
 	if m == nil {
-		return nil // a call of a kubelet we detached from
+		return nil // a method not probed in this kubelet
 	}
 	if !r.Start.IsZero() && r.EntryTID != r.PID {
 		s.threadHops.Add(1)
@@ -415,7 +415,10 @@ func (s *CRICallSource) detach() {
 	for _, l := range s.links {
 		l.Close()
 	}
-	s.links, s.methods, s.cur = nil, nil, nil
+	// s.methods stays: the records of calls the kubelet made before it
+	// went may still be on their way (the ring, the reader's channel), and
+	// the table is the same for every attachment.
+	s.links, s.cur = nil, nil
 	s.kubeletPID.Store(0)
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -37,13 +38,25 @@ func readRingTicking(ctx context.Context, m *ebpf.Map, poll time.Duration, handl
 	}
 	stop := make(chan struct{})
 	defer close(stop)
+	// Close may come while a record is handled: AvailableBytes, which reads
+	// the ring unlocked, must not run after it.
+	var closing sync.Mutex
+	closed := false
 	go func() {
 		select {
 		case <-ctx.Done():
 		case <-stop:
 		}
+		closing.Lock()
+		defer closing.Unlock()
+		closed = true
 		rd.Close()
 	}()
+	empty := func() bool {
+		closing.Lock()
+		defer closing.Unlock()
+		return !closed && rd.AvailableBytes() == 0
+	}
 	var until time.Time // the deadline set
 	deadline := func() {
 		if poll > 0 {
@@ -85,7 +98,7 @@ func readRingTicking(ctx context.Context, m *ebpf.Map, poll time.Duration, handl
 		if drained != nil {
 			// Stamped before the look: a record committed after the
 			// stamp may be there or not, one committed before is read.
-			if at := time.Now(); rd.AvailableBytes() == 0 {
+			if at := time.Now(); empty() {
 				drained(at)
 			}
 		}

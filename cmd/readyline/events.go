@@ -93,8 +93,8 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var writeErr error // stdout gone (a closed pipe): stop writing
 	err = src.Run(ctx, func(ev event.Event) {
-		if writeErr != nil {
-			return
+		if _, ok := ev.(*event.Drained); ok || writeErr != nil {
+			return // the marks are for the correlator: a reader wants the facts
 		}
 		line, err := event.Marshal(ev)
 		if err != nil {
