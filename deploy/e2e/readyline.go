@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/readyline/readyline/collector"
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter"
 )
@@ -217,10 +218,27 @@ func otherDaemons() []int {
 		if len(args) > 1 && filepath.Base(args[0]) == "readyline" && args[1] == "run" {
 			var pid int
 			fmt.Sscanf(filepath.Base(filepath.Dir(p)), "%d", &pid)
-			pids = append(pids, pid)
+			if !onNestedNode(pid) {
+				pids = append(pids, pid)
+			}
 		}
 	}
 	return pids
+}
+
+// onNestedNode: pid is in a pod of a node that is itself a container (a
+// kind node's DaemonSet), which exports to that cluster's own Jaeger.
+func onNestedNode(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return false
+	}
+	for line := range strings.Lines(string(b)) {
+		if parts := strings.SplitN(strings.TrimSpace(line), ":", 3); len(parts) == 3 && collector.ParseCgroupPath(parts[2]).Nested {
+			return true
+		}
+	}
+	return false
 }
 
 // wrappedChild waits until the wrapper process parent has a child running
