@@ -126,11 +126,11 @@ volatile const bool capture_argv = true;
 // visible there (other nodes, the host) are not reported at all.
 volatile const u32 pidns_inum = 0;
 #define MAX_PIDNS_LEVEL 8
-// The deepest PID namespace level of a task reported: one below readyline's
-// own (a node's containers each have a namespace of their own). Deeper ones
-// are another node's (a kind node's pods, seen from the host) or a
-// container's own containers, and are not followed.
-volatile const u32 max_pidns_level = 0xffffffff;
+// How many PID namespaces below readyline's a task reported may be: 1, as
+// a node's containers each have a namespace of their own. Deeper ones are
+// another node's (a kind node's pods, seen from the host) or a container's
+// own containers, and are not followed.
+volatile const u32 max_pidns_depth = 0xffffffff;
 
 // Directories of CNI plugins (with a trailing slash); set by the loader.
 volatile const char cni_dirs[CNI_DIRS][CNI_DIR_LEN] = {};
@@ -184,14 +184,26 @@ static __always_inline bool fill_ids(struct event_header *h, struct task_struct 
 	return h->tgid != 0;
 }
 
-// visible reports whether task is seen in readyline's PID namespace, no
-// deeper than max_pidns_level.
+// visible reports whether task is seen in readyline's PID namespace, at
+// most max_pidns_depth namespaces below it. (Levels are counted from the
+// initial namespace: readyline's is the one at index i of the task's.)
 static __always_inline bool visible(struct task_struct *task)
 {
 	struct pid *pid = BPF_CORE_READ(task, group_leader, thread_pid);
-	if (!pid || BPF_CORE_READ(pid, level) > max_pidns_level)
+	if (!pid)
 		return false;
-	return pidns_inum == 0 || ns_nr(pid) != 0;
+	u32 level = BPF_CORE_READ(pid, level);
+	if (pidns_inum == 0)
+		return level <= max_pidns_depth;
+	for (u32 i = 0; i < MAX_PIDNS_LEVEL; i++) {
+		if (i > level)
+			break;
+		struct upid up = {};
+		bpf_probe_read_kernel(&up, sizeof(up), &pid->numbers[i]);
+		if (up.ns && BPF_CORE_READ(up.ns, ns.inum) == pidns_inum)
+			return up.nr != 0 && level - i <= max_pidns_depth;
+	}
+	return false;
 }
 
 static __always_inline void fill_header(struct event_header *h, struct task_struct *task, u32 type)

@@ -3,7 +3,6 @@ package bpf
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -34,12 +33,12 @@ type ProcessOptions struct {
 	// report (readyline's own, /proc/self/ns/pid); 0 or the initial
 	// namespace's reports the initial namespace's, and everything.
 	PIDNamespace uint32
-	// MaxPIDNamespaceLevel is the deepest PID namespace level of a task
-	// reported (0 is the initial namespace); the zero value reports all.
-	// readyline sets one below its own: a node's containers each have a
-	// namespace of their own, and deeper ones are another node's (a kind
-	// node's pods, seen from the host) or a container's own containers.
-	MaxPIDNamespaceLevel uint32
+	// MaxPIDNamespaceDepth is how many PID namespaces below PIDNamespace a
+	// task reported may be; the zero value reports all. readyline sets 1:
+	// a node's containers each have a namespace of their own, and deeper
+	// ones are another node's (a kind node's pods, seen from the host) or
+	// a container's own containers.
+	MaxPIDNamespaceDepth uint32
 	// CNIDirs are the directories of CNI plugins (at most 3, each shorter
 	// than 31 bytes): the exec of a program there carries its
 	// CNI_CONTAINERID and CNI_COMMAND.
@@ -74,23 +73,6 @@ func ownPIDNamespace() (dev, ino uint64, err error) {
 func OwnPIDNamespace() (uint32, error) {
 	_, ino, err := ownPIDNamespace()
 	return uint32(ino), err
-}
-
-// OwnPIDNamespaceLevel is the level of the calling process's PID namespace
-// (0: the initial one), from the NSpid line of /proc/self/status.
-func OwnPIDNamespaceLevel() (uint32, error) {
-	status, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, fmt.Errorf("reading the PID namespace level: %w", err)
-	}
-	for line := range strings.SplitSeq(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
-			if n := len(strings.Fields(rest)); n > 0 {
-				return uint32(n - 1), nil
-			}
-		}
-	}
-	return 0, errors.New("reading the PID namespace level: no NSpid in /proc/self/status")
 }
 
 // ProcessProgram is the loaded and attached process tracer. Read its Events
@@ -131,9 +113,9 @@ func LoadProcessProgram(opts ProcessOptions) (*ProcessProgram, error) {
 	if pidns == InitialPIDNamespace {
 		pidns = 0
 	}
-	if opts.MaxPIDNamespaceLevel != 0 {
-		if err := spec.Variables[ProcessVarMaxPidnsLevel].Set(opts.MaxPIDNamespaceLevel); err != nil {
-			return nil, fmt.Errorf("setting max_pidns_level: %w", err)
+	if opts.MaxPIDNamespaceDepth != 0 {
+		if err := spec.Variables[ProcessVarMaxPidnsDepth].Set(opts.MaxPIDNamespaceDepth); err != nil {
+			return nil, fmt.Errorf("setting max_pidns_depth: %w", err)
 		}
 	}
 	if err := spec.Variables[ProcessVarPidnsInum].Set(pidns); err != nil {

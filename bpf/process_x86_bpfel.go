@@ -78,7 +78,7 @@ const (
 	ProcessVarCaptureArgv      = "capture_argv"
 	ProcessVarCniDirs          = "cni_dirs"
 	ProcessVarExitHasGroupDead = "exit_has_group_dead"
-	ProcessVarMaxPidnsLevel    = "max_pidns_level"
+	ProcessVarMaxPidnsDepth    = "max_pidns_depth"
 	ProcessVarPidnsInum        = "pidns_inum"
 	ProcessVarUnusedCgroup     = "unused_cgroup"
 	ProcessVarUnusedExec       = "unused_exec"
@@ -152,7 +152,7 @@ type ProcessVariableSpecs struct {
 	CaptureArgv      *ebpf.VariableSpec `ebpf:"capture_argv"`
 	CniDirs          *ebpf.VariableSpec `ebpf:"cni_dirs"`
 	ExitHasGroupDead *ebpf.VariableSpec `ebpf:"exit_has_group_dead"`
-	MaxPidnsLevel    *ebpf.VariableSpec `ebpf:"max_pidns_level"`
+	MaxPidnsDepth    *ebpf.VariableSpec `ebpf:"max_pidns_depth"`
 	PidnsInum        *ebpf.VariableSpec `ebpf:"pidns_inum"`
 	UnusedCgroup     *ebpf.VariableSpec `ebpf:"unused_cgroup"`
 	UnusedExec       *ebpf.VariableSpec `ebpf:"unused_exec"`
@@ -204,7 +204,7 @@ type ProcessVariables struct {
 	CaptureArgv      *ebpf.Variable `ebpf:"capture_argv"`
 	CniDirs          *ebpf.Variable `ebpf:"cni_dirs"`
 	ExitHasGroupDead *ebpf.Variable `ebpf:"exit_has_group_dead"`
-	MaxPidnsLevel    *ebpf.Variable `ebpf:"max_pidns_level"`
+	MaxPidnsDepth    *ebpf.Variable `ebpf:"max_pidns_depth"`
 	PidnsInum        *ebpf.Variable `ebpf:"pidns_inum"`
 	UnusedCgroup     *ebpf.Variable `ebpf:"unused_cgroup"`
 	UnusedExec       *ebpf.Variable `ebpf:"unused_exec"`

@@ -96,13 +96,8 @@ func NewProcessSource(cfg ProcessConfig, logger *slog.Logger) (*ProcessSource, e
 	// The node's containers are one PID namespace below readyline's; what
 	// is deeper is another node's (kind's pods, seen from the host) or a
 	// container's own containers, and not this node's pod starts.
-	level, err := bpf.OwnPIDNamespaceLevel()
-	if err != nil {
-		s.close()
-		return nil, err
-	}
 	prog, err := bpf.LoadProcessProgram(bpf.ProcessOptions{RingBufferBytes: cfg.RingBufferBytes,
-		CNIDirs: cfg.CNIBinDirs, PIDNamespace: pidns, MaxPIDNamespaceLevel: level + 1})
+		CNIDirs: cfg.CNIBinDirs, PIDNamespace: pidns, MaxPIDNamespaceDepth: 1})
 	if err != nil {
 		s.close()
 		return nil, err

@@ -267,7 +267,10 @@ host_check_clean() {
 		# Kernel threads and zombies have no executable.
 		f=$(readlink "$p/exe" 2>/dev/null) || continue
 		[[ $f == "$READYLINE_CACHE"/* && $f != "$skip_dir"/* ]] && problems+=("process ${p#/proc/} runs $f")
-		grep -q kubepods "$p/cgroup" 2>/dev/null && problems+=("process ${p#/proc/} ($(cat "$p/comm" 2>/dev/null)) is in a kubepods cgroup")
+		# A kind node's pods (kubepods nested in a container's cgroup) are
+		# that cluster's, not this node's leftovers.
+		grep kubepods "$p/cgroup" 2>/dev/null | grep -qvE '[0-9a-f]{64}[^/]*/(.*/)?[^/]*kubepods' &&
+			problems+=("process ${p#/proc/} ($(cat "$p/comm" 2>/dev/null)) is in a kubepods cgroup")
 	done
 
 	while read -r line; do problems+=("mount $line"); done < <(mounts_under "$NODE_DIR")
