@@ -62,8 +62,6 @@ CLUSTER_DOMAIN=cluster.local
 
 # Image references of the locally built images (no registry is ever contacted).
 PAUSE_IMAGE=localhost/pause:local
-BUSYBOX_IMAGE=localhost/busybox:local
-NGINX_IMAGE=localhost/nginx:local
 COREDNS_IMAGE=localhost/coredns:$COREDNS_VERSION
 
 # Jaeger endpoints (all on loopback, see config/jaeger.yaml).
