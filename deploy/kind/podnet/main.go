@@ -54,12 +54,10 @@ func run(log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("reading the in-cluster config: %w", err)
 	}
-	// kind adds the API server's address inside the cluster network to the
-	// manifest, so pods can be networked before kube-proxy serves the
-	// kubernetes Service.
-	if ep := os.Getenv("CONTROL_PLANE_ENDPOINT"); ep != "" {
-		cfg.Host = "https://" + ep
-	}
+	// The kubernetes Service (kube-proxy serves it on the host network before
+	// any pod network exists), not kind's CONTROL_PLANE_ENDPOINT: that names
+	// the control-plane container, which only Docker's DNS at 127.0.0.11
+	// resolves, and the node image hands pods the gateway instead (entrypoint).
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("making the API client: %w", err)
