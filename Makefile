@@ -43,7 +43,7 @@ test-deps: ## install the Debian packages the tests need, when missing (root)
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
-test: test-deps lint verify-generate ## unit + privileged (root) + end-to-end tests on the local node
+test: test-deps lint verify-generate ## unit + privileged (root) + end-to-end tests on the local node, then on kind
 	./deploy/demo/demo.sh stop-readyline # a demo left running would export the tests' pods too
 	./deploy/node/node.sh jaeger-up
 	$(GO) test -count=1 ./...
@@ -53,6 +53,7 @@ test: test-deps lint verify-generate ## unit + privileged (root) + end-to-end te
 	./deploy/node/test-fresh-cache.sh
 	./deploy/alerts/test.sh
 	READYLINE_E2E_TEARDOWN=$${READYLINE_E2E_TEARDOWN:-1} $(GO) test -count=1 -tags e2e -timeout 60m -v ./deploy/e2e/...
+	$(MAKE) test-kind
 
 test-unit: ## unit and privileged tests only (no local node)
 	$(GO) test -count=1 ./...

@@ -12,6 +12,7 @@
 #   kind.sh kubectl ARGS...  kubectl on the cluster
 #   kind.sh node-image  only build (or find) the cached local node image
 #   kind.sh docker-up | docker-down   only our dockerd (or the one that answers)
+#   kind.sh docker ARGS...  docker on the engine the cluster runs on
 #
 # Two paths:
 #   local (default)     no registry needed: Debian's dockerd started here, a
@@ -205,6 +206,15 @@ Delete it all: make kind-down
 MSG
 }
 
+# docker_host_of_cluster sets DOCKER_HOST to the engine kind_up used.
+docker_host_of_cluster() {
+	if [[ -z $KIND_OFFICIAL && $(cat "$DOCKER_MODE_FILE" 2>/dev/null) == own ]]; then
+		export DOCKER_HOST=$DOCKER_SOCK
+	else
+		export DOCKER_HOST=${DOCKER_HOST:-unix:///var/run/docker.sock}
+	fi
+}
+
 kind_down() {
 	need_root
 	tools
@@ -246,6 +256,7 @@ main() {
 	demo) tools && kind_demo ;;
 	check-clean) kind_check_clean ;;
 	kubectl) tools && kubectl "${@:2}" ;;
+	docker) docker_paths && docker_host_of_cluster && docker "${@:2}" ;;
 	docker-up) need_root && with_kind_lock docker_select && echo "DOCKER_HOST=$DOCKER_HOST" ;;
 	docker-down) need_root && with_kind_lock docker_stop ;;
 	node-image) need_root && install_packages "${HOST_PACKAGES[@]}" && node_image ;;

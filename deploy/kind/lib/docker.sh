@@ -14,8 +14,10 @@
 #                        nodes talk over one bridge, pods reach the other node
 #                        through routes inside the nodes, and the API server's
 #                        published port is served by docker-proxy (userland).
-#   default runtime      deploy/kind/docker/runc-nosysresource where the host's
-#                        capability bounding set lacks CAP_SYS_RESOURCE
+#   default runtime      deploy/kind/docker/runc-nosysresource: runc without
+#                        CAP_SYS_RESOURCE where the host lacks it, and with the
+#                        capabilities newer than Docker 20.10 for privileged
+#                        containers (kind's nodes)
 # kind's network is created here, before kind does, with a bridge of a known
 # name ($KIND_BRIDGE), so that a killed run's bridge can be found and removed.
 
@@ -32,14 +34,6 @@ docker_paths() {
 
 # docker_answers HOST succeeds when a Docker engine answers on HOST.
 docker_answers() { DOCKER_HOST=$1 timeout 10 docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
-
-# host_lacks_cap_sys_resource succeeds when CAP_SYS_RESOURCE (bit 24) is not in
-# this process's bounding set, so no container can be given it.
-host_lacks_cap_sys_resource() {
-	local bnd
-	bnd=$(awk '/^CapBnd:/ {print $2}' /proc/self/status)
-	((((0x$bnd >> 24) & 1) == 0))
-}
 
 # docker_select sets DOCKER_HOST: our dockerd if it runs, else one that already
 # answers, else ours, started now.
@@ -69,12 +63,8 @@ docker_start() {
 	}
 	docker_cleanup_dead
 	mkdir -p "$DOCKER_DATA" "$DOCKER_EXEC" "$RUN_DIR" "$LOG_DIR"
-	if host_lacks_cap_sys_resource; then
-		jq -n --arg path "$KIND_SCRIPT_DIR/docker/runc-nosysresource" \
-			'{runtimes: {"readyline-nosysres": {path: $path}}, "default-runtime": "readyline-nosysres"}'
-	else
-		echo '{}'
-	fi >"$DOCKER_CONFIG_FILE"
+	jq -n --arg path "$KIND_SCRIPT_DIR/docker/runc-nosysresource" \
+		'{runtimes: {"readyline-runc": {path: $path}}, "default-runtime": "readyline-runc"}' >"$DOCKER_CONFIG_FILE"
 	start_process dockerd "$dockerd" --config-file "$DOCKER_CONFIG_FILE" \
 		-H "$DOCKER_SOCK" --data-root "$DOCKER_DATA" --exec-root "$DOCKER_EXEC" \
 		--pidfile "$RUN_DIR/dockerd.own.pid" --bridge=none --iptables=false --ip-forward=false \
