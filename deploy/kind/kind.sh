@@ -60,17 +60,6 @@ K8S_VERSION=$(tools_version "$REPO_ROOT/deploy/node/tools/kubernetes" k8s.io/kub
 # The host packages the local path needs (deploy/node's own come with its builds).
 HOST_PACKAGES=(docker.io debootstrap jq gcc libc6-dev busybox-static)
 
-install_packages() {
-	local p missing=()
-	for p in "$@"; do
-		[[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) == "install ok installed" ]] || missing+=("$p")
-	done
-	((${#missing[@]} == 0)) && return 0
-	log "installing Debian packages: ${missing[*]}"
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-}
-
 # docker is Debian's client when ours runs (the one on PATH may be newer than
 # the engine's API).
 docker() {
@@ -104,7 +93,7 @@ kind_up() {
 		cluster_exists || kind create cluster --name "$KIND_CLUSTER" --config "$KIND_CONFIG" --kubeconfig "$KUBECONFIG_FILE"
 		kind load docker-image --name "$KIND_CLUSTER" "$READYLINE_IMAGE"
 	else
-		install_packages "${HOST_PACKAGES[@]}"
+		install_debian_packages "${HOST_PACKAGES[@]}"
 		[[ -f $READYLINE_ARCHIVE ]] || die "$READYLINE_ARCHIVE is missing: run make image-archive (make kind-up does)"
 		local image_dir ref
 		image_dir=$(node_image)
@@ -259,7 +248,7 @@ main() {
 	docker) docker_paths && docker_host_of_cluster && docker "${@:2}" ;;
 	docker-up) need_root && with_kind_lock docker_select && echo "DOCKER_HOST=$DOCKER_HOST" ;;
 	docker-down) need_root && with_kind_lock docker_stop ;;
-	node-image) need_root && install_packages "${HOST_PACKAGES[@]}" && node_image ;;
+	node-image) need_root && install_debian_packages "${HOST_PACKAGES[@]}" && node_image ;;
 	*) usage ;;
 	esac
 }

@@ -58,7 +58,7 @@ docker_select() {
 docker_start() {
 	local dockerd
 	dockerd=$(command -v dockerd) || {
-		ensure_docker_package
+		install_debian_packages docker.io
 		dockerd=$(command -v dockerd) || die "no dockerd after installing docker.io"
 	}
 	docker_cleanup_dead
@@ -74,13 +74,6 @@ docker_start() {
 	wait_until 60 "dockerd on $DOCKER_SOCK" docker_answers "$DOCKER_SOCK" ||
 		die "dockerd did not answer, see $LOG_DIR/dockerd.log"
 	log "dockerd $(docker version --format '{{.Server.Version}}') answers on $DOCKER_SOCK (data root $DOCKER_DATA)"
-}
-
-ensure_docker_package() {
-	[[ $(dpkg-query -W -f='${Status}' docker.io 2>/dev/null) == "install ok installed" ]] && return 0
-	log "installing Debian's docker.io"
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker.io >/dev/null
 }
 
 # docker_network creates kind's network on our dockerd, with its bridge named

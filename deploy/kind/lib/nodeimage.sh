@@ -50,7 +50,7 @@ base_rootfs() {
 	key=$(printf '%s %s\n' "$NODE_SUITE" "$NODE_PACKAGES" | key_of)
 	dir=$READYLINE_CACHE/kind-rootfs-$key
 	if [[ ! -f $dir/complete ]]; then
-		command -v debootstrap >/dev/null || install_packages debootstrap
+		command -v debootstrap >/dev/null || install_debian_packages debootstrap
 		local mirror t0=$SECONDS
 		mirror=$(apt_mirror)
 		rm -rf "$dir" && mkdir -p "$dir"
@@ -160,7 +160,7 @@ make_node_images() {
 	busybox_rootfs "$work/nginx"
 	nginx_html "$work/nginx"
 	kind_mkimage "$work" "$work/nginx" "$NGINX_IMAGE" "$out/nginx.tar" -expose 80/tcp -cmd "$NGINX_CMD"
-	rm -rf "$work"/*/
+	rm -rf "${work:?}"/*/
 }
 
 # binary_rootfs DIR BINARY PATH lays out a root file system holding BINARY at PATH.

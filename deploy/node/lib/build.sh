@@ -13,16 +13,22 @@ DEBIAN_PACKAGES=(
 )
 
 ensure_packages() {
+	install_debian_packages "${DEBIAN_PACKAGES[@]}"
+	# busybox-static is a static binary: the pause and busybox images depend on that.
+	file_is_static /bin/busybox || die "/bin/busybox is not statically linked (is busybox-static installed?)"
+}
+
+# install_debian_packages PKG... installs those of the packages that are missing
+# (deploy/kind installs its own with it too).
+install_debian_packages() {
 	local pkg missing=()
-	for pkg in "${DEBIAN_PACKAGES[@]}"; do
+	for pkg in "$@"; do
 		[[ $(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null) == "install ok installed" ]] || missing+=("$pkg")
 	done
 	((${#missing[@]} == 0)) && return 0
 	log "installing Debian packages: ${missing[*]}"
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-	# busybox-static is a static binary: the pause and busybox images depend on that.
-	file_is_static /bin/busybox || die "/bin/busybox is not statically linked (is busybox-static installed?)"
 }
 
 file_is_static() { ! LC_ALL=C readelf -l "$1" 2>/dev/null | grep -q 'INTERP'; }
