@@ -221,13 +221,13 @@ kind_down() {
 }
 
 kind_check_clean() {
-	local problems
+	local problems line
 	problems=$(docker_check_clean)
 	[[ -e $KUBECONFIG_FILE ]] && problems+=$'\n'"kubeconfig $KUBECONFIG_FILE exists"
 	problems=$(sed '/^$/d' <<<"$problems")
 	if [[ -n $problems ]]; then
 		echo "not clean:" >&2
-		sed 's/^/  /' <<<"$problems" >&2
+		while read -r line; do echo "  $line"; done <<<"$problems" >&2
 		return 1
 	fi
 	echo "clean: no dockerd, container, network, image store, mount or kubeconfig of deploy/kind left"

@@ -391,3 +391,88 @@ func TestCapabilities(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowCNIAlert chains deploy/e2e/testdata/slowcni (5.5 s on ADD) after
+// podnet's plugins on the worker, in a conflist that sorts first: a pod
+// started there takes longer than the DaemonSet's
+// PodReadyToStartContainers=5s, and the worker's readyline raises the
+// Warning Event SlowPodReadyToStartContainers on it and counts it in
+// readyline_alerts_total.
+func TestSlowCNIAlert(t *testing.T) {
+	ctx := context.Background()
+	const ns, pod, plugin = "readyline-slow", "slow-1", "e2e-slow"
+	dir := t.TempDir()
+	build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, plugin), "./deploy/e2e/testdata/slowcni")
+	build.Dir, build.Env = repoRoot, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the slow CNI plugin: %v\n%s", err, out)
+	}
+	conf, err := kindSh(ctx, nil, "docker", "exec", worker, "cat", "/etc/cni/net.d/10-podnet.conflist")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list map[string]any
+	if err := json.Unmarshal([]byte(conf), &list); err != nil {
+		t.Fatal(err)
+	}
+	plugins, _ := list["plugins"].([]any)
+	list["plugins"] = append(plugins, map[string]any{"type": plugin, "sleep": "5500ms"})
+	slow, err := json.MarshalIndent(list, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kindSh(ctx, nil, "docker", "exec", worker, "mkdir", "-p", "/opt/cni/bin"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kindSh(ctx, nil, "docker", "cp", filepath.Join(dir, plugin), worker+":/opt/cni/bin/"+plugin); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kindSh(ctx, slow, "docker", "exec", "-i", worker, "sh", "-c", "cat >/etc/cni/net.d/00-e2e-slow.conflist"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// The pod's CNI DEL runs the slow plugin too: remove it after the pod.
+		kindSh(ctx, nil, "kubectl", "delete", "namespace", ns, "--wait=true", "--timeout=120s")
+		kindSh(ctx, nil, "docker", "exec", worker, "rm", "-f", "/etc/cni/net.d/00-e2e-slow.conflist", "/opt/cni/bin/"+plugin)
+	})
+	time.Sleep(2 * time.Second) // containerd reloads the CNI configuration on change
+	before := metric(t, worker, "readyline_alerts_total")
+	manifest := fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: %[1]s
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: %[2]s
+  namespace: %[1]s
+spec:
+  nodeName: %[3]s
+  containers:
+    - name: main
+      image: localhost/busybox:local
+      imagePullPolicy: Never
+      command: ["sh", "-c", "sleep 3600"]
+`, ns, pod, worker)
+	if _, err := kindSh(ctx, []byte(manifest), "kubectl", "apply", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, ns, pod)
+	var msg string
+	eventually(t, 90*time.Second, "the Warning Event SlowPodReadyToStartContainers on "+pod, func() error {
+		msg = strings.TrimSpace(kubectl(t, "-n", ns, "get", "events", "--field-selector",
+			"involvedObject.name="+pod+",reason=SlowPodReadyToStartContainers", "-o", "jsonpath={.items[*].message}"))
+		if msg == "" {
+			return fmt.Errorf("no Event yet")
+		}
+		return nil
+	})
+	t.Logf("Event: %s", msg)
+	if !strings.Contains(msg, plugin) {
+		t.Errorf("the Event does not name the slow plugin %s: %q", plugin, msg)
+	}
+	if after := metric(t, worker, "readyline_alerts_total"); after < before+1 {
+		t.Errorf("the worker's readyline_alerts_total went %v -> %v, want +1", before, after)
+	}
+}

@@ -109,6 +109,8 @@ make_node_rootfs() {
 	mkdir -p "$work"
 	cp -a "$base" "$root"
 	cp -a "$REPO_ROOT/deploy/kind/node-image/." "$root/"
+	# containerd's second CNI plugin directory (empty: for plugins tests add).
+	mkdir -p "$root/opt/cni/bin"
 	for t in "${NODE_K8S_TOOLS[@]}" "${NODE_RUNTIME_TOOLS[@]}"; do
 		install -m 0755 "$(node_tool "$t")" "$root/usr/local/bin/$t"
 	done
