@@ -150,8 +150,9 @@ kind-down: ## delete the kind cluster, stop our dockerd, remove its image store;
 
 test-kind: ## end-to-end tests on a two-node kind cluster (brings it up, deletes it after)
 	$(MAKE) kind-up
-	READYLINE_E2E_KIND=1 $(GO) test -count=1 -tags e2e -timeout 40m -v ./deploy/e2e/kind/...
-	$(MAKE) kind-down
+	# kind-down (and its check-clean) runs whatever the tests said.
+	READYLINE_E2E_KIND=1 $(GO) test -count=1 -tags e2e -timeout 40m -v ./deploy/e2e/kind/...; rc=$$?; \
+		$(MAKE) kind-down && exit $$rc
 
 .PHONY: image image-archive node-image kind-up kind-demo jaeger-ui kind-down test-kind
 
