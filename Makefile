@@ -43,7 +43,7 @@ test-deps: ## install the Debian packages the tests need, when missing (root)
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
-test: test-deps lint verify-generate ## unit + privileged (root) + end-to-end tests on the local node
+test: test-deps lint verify-generate ## unit + privileged (root) + end-to-end tests on the local node, then on kind
 	./deploy/demo/demo.sh stop-readyline # a demo left running would export the tests' pods too
 	./deploy/node/node.sh jaeger-up
 	$(GO) test -count=1 ./...
@@ -53,6 +53,7 @@ test: test-deps lint verify-generate ## unit + privileged (root) + end-to-end te
 	./deploy/node/test-fresh-cache.sh
 	./deploy/alerts/test.sh
 	READYLINE_E2E_TEARDOWN=$${READYLINE_E2E_TEARDOWN:-1} $(GO) test -count=1 -tags e2e -timeout 60m -v ./deploy/e2e/...
+	$(MAKE) test-kind
 
 test-unit: ## unit and privileged tests only (no local node)
 	$(GO) test -count=1 ./...
@@ -104,16 +105,14 @@ jaeger-down: ## stop Jaeger
 IMAGE         ?= localhost/readyline:dev
 IMAGE_LDFLAGS  = -s -w -X main.version=$(VERSION)
 IMAGE_DIR      = $(BIN)/image
-KIND          ?= kind
 KIND_CLUSTER  ?= readyline
 KIND_CONFIG   ?= deploy/kind/cluster.yaml
-KIND_KUBECTL   = kubectl --context kind-$(KIND_CLUSTER)
 JAEGER_UI_PORT ?= 16686
 
 image: ## container image localhost/readyline:dev (docker build: needs a Docker engine)
 	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
 
-node-image: ## the same image without Docker (deploy/node/mkimage), imported into the local node
+image-archive: ## the same image without Docker (deploy/node/mkimage): $(IMAGE_DIR)/readyline.tar
 	rm -rf $(IMAGE_DIR) && mkdir -p $(IMAGE_DIR)/rootfs/tmp $(IMAGE_DIR)/rootfs/etc/ssl/certs
 	chmod 1777 $(IMAGE_DIR)/rootfs/tmp
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(IMAGE_LDFLAGS)" -o $(IMAGE_DIR)/rootfs/readyline ./cmd/readyline
@@ -124,25 +123,37 @@ node-image: ## the same image without Docker (deploy/node/mkimage), imported int
 		-rootfs $(IMAGE_DIR)/rootfs -ref $(IMAGE) -o $(IMAGE_DIR)/readyline.tar \
 		-entrypoint '["/readyline"]' -cmd '["run"]' -expose 9464/tcp \
 		-label org.opencontainers.image.version=$(VERSION)
+
+node-image: image-archive ## image-archive, imported into the local node
 	./deploy/node/node.sh import-image $(IMAGE_DIR)/readyline.tar
 
-kind-up: image ## kind cluster, readyline and Jaeger on it (needs Docker and kind)
-	$(KIND) get clusters 2>/dev/null | grep -qx $(KIND_CLUSTER) || $(KIND) create cluster --name $(KIND_CLUSTER) --config $(KIND_CONFIG)
-	$(KIND) load docker-image --name $(KIND_CLUSTER) $(IMAGE)
-	$(KIND_KUBECTL) apply -k deploy/kind
-	$(KIND_KUBECTL) -n readyline rollout status deployment/jaeger --timeout=180s
-	$(KIND_KUBECTL) -n readyline rollout status daemonset/readyline --timeout=180s
+# kind: a two-node cluster (deploy/kind/cluster.yaml) on this machine with no
+# registry (deploy/kind/kind.sh: Debian's dockerd, a node image built from
+# deploy/node's binaries); KIND_OFFICIAL=1 takes kind's own node image, the
+# official Jaeger image and `docker build` instead (Docker and internet).
+KIND_SH = KIND_CLUSTER=$(KIND_CLUSTER) KIND_CONFIG=$(KIND_CONFIG) KIND_OFFICIAL=$(KIND_OFFICIAL) ./deploy/kind/kind.sh
+KIND_OFFICIAL ?=
 
-kind-demo: ## start the seed's example pods on kind (namespace readyline-demo)
-	$(KIND_KUBECTL) kustomize --load-restrictor=LoadRestrictionsNone deploy/kind/demo | $(KIND_KUBECTL) apply -f -
+kind-up: $(if $(KIND_OFFICIAL),image,image-archive) ## two-node kind cluster, readyline (DaemonSet) and Jaeger on it
+	$(KIND_SH) up
+
+kind-demo: ## the seed's pods on the kind worker; prints their waterfalls and where the traces are
+	$(KIND_SH) demo
 
 jaeger-ui: ## Jaeger's UI on kind, port-forwarded to localhost (Ctrl-C ends it)
 	@echo "Jaeger UI: http://localhost:$(JAEGER_UI_PORT)/search?service=readyline"
-	$(KIND_KUBECTL) -n readyline port-forward service/jaeger $(JAEGER_UI_PORT):16686
+	$(KIND_SH) kubectl -n readyline port-forward service/jaeger $(JAEGER_UI_PORT):16686
 
-kind-down: ## delete the kind cluster
-	$(KIND) delete cluster --name $(KIND_CLUSTER)
+kind-down: ## delete the kind cluster, stop our dockerd, remove its image store; check the host is clean
+	$(KIND_SH) down
+	$(KIND_SH) check-clean
 
-.PHONY: image node-image kind-up kind-demo jaeger-ui kind-down
+test-kind: ## end-to-end tests on a two-node kind cluster (brings it up, deletes it after)
+	$(MAKE) kind-up
+	# kind-down (and its check-clean) runs whatever the tests said.
+	READYLINE_E2E_KIND=1 $(GO) test -count=1 -tags e2e -timeout 40m -v ./deploy/e2e/kind/...; rc=$$?; \
+		$(MAKE) kind-down && exit $$rc
+
+.PHONY: image image-archive node-image kind-up kind-demo jaeger-ui kind-down test-kind
 
 .PHONY: help build generate verify-generate lint test test-deps test-unit test-alerts bench bench-node bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down

@@ -457,8 +457,12 @@ func isNameChar(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-'
 }
 
-// assignment returns the index of '=' when w starts with NAME=, else 0.
+// assignment returns the index of '=' when w starts with NAME=, else 0
+// (also for an empty w: the value of "NAME=" or "--flag=").
 func assignment(w string) int {
+	if w == "" {
+		return 0
+	}
 	if c := w[0]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_') {
 		return 0
 	}

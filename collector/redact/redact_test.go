@@ -14,6 +14,9 @@ var argvTests = []struct {
 }{
 	// What the line-wide regexps already caught.
 	{"nothing secret", []string{"nginx", "-g", "daemon off;"}, []string{"nginx", "-g", "daemon off;"}},
+	// An empty value after = (kubeadm's static pods pass such flags): the
+	// daemon panicked on it on kind.
+	{"empty values", []string{"kube-apiserver", "--service-account-jwks-uri=", "A=", "--x=B="}, []string{"kube-apiserver", "--service-account-jwks-uri=", "A=", "--x=B="}},
 	{"--password=", []string{"mysql", "--password=hunter2", "-h", "db"}, []string{"mysql", "--password=" + R, "-h", "db"}},
 	{"--token value", []string{"agent", "--token", "abc.def", "--verbose"}, []string{"agent", "--token", R, "--verbose"}},
 	// A value may start with a dash: the word after a bare secret flag goes,

@@ -13,7 +13,7 @@
 #                         again (for fault tests: the pods keep running)
 #   node.sh import-image FILE  import an image archive into the node's containerd
 #   node.sh tool [--built] NAME  print the path of a binary node.sh builds (kubectl,
-#                         kubelet, crictl, jaeger, promtool, ...), building it first
+#                         kubelet, crictl, jaeger, promtool, kind, etcd, ...), building it first
 #                         when it is missing (--built: fail instead)
 # KUBELET_TRACING=1 node.sh up: the kubelet sends its own traces to the local
 # Jaeger (a running node's kubelet is restarted to take it).
@@ -31,6 +31,9 @@ SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # tools/README.md).
 K8S_TOOLS=$SCRIPT_DIR/tools/kubernetes
 JAEGER_TOOLS=$SCRIPT_DIR/tools/jaeger
+# etcd's server module has replace directives too (for kind's etcd image: the
+# local node runs Debian's etcd-server).
+ETCD_TOOLS=$SCRIPT_DIR/tools/etcd
 CONFIG_SRC=$SCRIPT_DIR/config
 REPO_ROOT=$(cd "$SCRIPT_DIR/../.." && pwd)
 
@@ -45,6 +48,8 @@ COREDNS_VERSION=v1.15.0
 # Prometheus 3.16.0 (Prometheus publishes v3.X.Y as Go module v0.3XX.Y): promtool
 # for deploy/alerts.
 PROMETHEUS_VERSION=v0.316.0
+# kind, for deploy/kind (the node image there is built from these binaries).
+KIND_VERSION=v0.33.0
 
 # Network layout of the node.
 BRIDGE=readyline0
@@ -57,8 +62,6 @@ CLUSTER_DOMAIN=cluster.local
 
 # Image references of the locally built images (no registry is ever contacted).
 PAUSE_IMAGE=localhost/pause:local
-BUSYBOX_IMAGE=localhost/busybox:local
-NGINX_IMAGE=localhost/nginx:local
 COREDNS_IMAGE=localhost/coredns:$COREDNS_VERSION
 
 # Jaeger endpoints (all on loopback, see config/jaeger.yaml).
@@ -85,7 +88,8 @@ source "$SCRIPT_DIR/lib/pidns.sh"
 set_paths() {
 	K8S_VERSION=$(tools_version "$K8S_TOOLS" k8s.io/kubernetes)
 	JAEGER_VERSION=$(tools_version "$JAEGER_TOOLS" github.com/jaegertracing/jaeger)
-	[[ -n $K8S_VERSION && -n $JAEGER_VERSION ]] || die "cannot read the versions from $SCRIPT_DIR/tools/*/go.mod"
+	ETCD_VERSION=$(tools_version "$ETCD_TOOLS" go.etcd.io/etcd/server/v3)
+	[[ -n $K8S_VERSION && -n $JAEGER_VERSION && -n $ETCD_VERSION ]] || die "cannot read the versions from $SCRIPT_DIR/tools/*/go.mod"
 
 	CONTAINERD_DIR=$READYLINE_CACHE/containerd-$CONTAINERD_VERSION
 	CRICTL_DIR=$READYLINE_CACHE/cri-tools-$CRICTL_VERSION
@@ -93,6 +97,8 @@ set_paths() {
 	K8S_DIR=$READYLINE_CACHE/kubernetes-$K8S_VERSION
 	JAEGER_DIR=$READYLINE_CACHE/jaeger-$JAEGER_VERSION
 	PROMTOOL_DIR=$READYLINE_CACHE/promtool-$PROMETHEUS_VERSION
+	ETCD_CACHE_DIR=$READYLINE_CACHE/etcd-$ETCD_VERSION
+	KIND_DIR=$READYLINE_CACHE/kind-$KIND_VERSION
 	KUBECTL=$K8S_DIR/bin/kubectl
 
 	LOG_DIR=$NODE_DIR/logs

@@ -13,16 +13,22 @@ DEBIAN_PACKAGES=(
 )
 
 ensure_packages() {
+	install_debian_packages "${DEBIAN_PACKAGES[@]}"
+	# busybox-static is a static binary: the pause and busybox images depend on that.
+	file_is_static /bin/busybox || die "/bin/busybox is not statically linked (is busybox-static installed?)"
+}
+
+# install_debian_packages PKG... installs those of the packages that are missing
+# (deploy/kind installs its own with it too).
+install_debian_packages() {
 	local pkg missing=()
-	for pkg in "${DEBIAN_PACKAGES[@]}"; do
+	for pkg in "$@"; do
 		[[ $(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null) == "install ok installed" ]] || missing+=("$pkg")
 	done
 	((${#missing[@]} == 0)) && return 0
 	log "installing Debian packages: ${missing[*]}"
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-	# busybox-static is a static binary: the pause and busybox images depend on that.
-	file_is_static /bin/busybox || die "/bin/busybox is not statically linked (is busybox-static installed?)"
 }
 
 file_is_static() { ! LC_ALL=C readelf -l "$1" 2>/dev/null | grep -q 'INTERP'; }
@@ -116,7 +122,7 @@ build_tools_module() {
 
 build_kubernetes() {
 	local c specs=()
-	for c in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl; do
+	for c in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl kubeadm; do
 		specs+=("$c=k8s.io/kubernetes/cmd/$c")
 	done
 	build_tools_module "$K8S_TOOLS" "$K8S_DIR" "$(k8s_ldflags)" "${specs[@]}"
@@ -135,6 +141,28 @@ build_promtool() {
 		github.com/prometheus/prometheus/cmd/promtool
 }
 
+# etcd for kind's etcd image: kubeadm's static pod passes flags and probes
+# /readyz, which Debian's etcd 3.4 lacks. The server module's main package
+# would be named "server" by go build.
+build_etcd() {
+	[[ -x $ETCD_CACHE_DIR/bin/etcd ]] && return 0
+	ensure_go
+	local tmp=$ETCD_CACHE_DIR/.build.$$ t0=$SECONDS
+	rm -rf "$tmp" && mkdir -p "$tmp" "$ETCD_CACHE_DIR/bin"
+	log "building etcd $ETCD_VERSION in $ETCD_TOOLS"
+	(cd "$ETCD_TOOLS" && CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3) || {
+		rm -rf "$tmp"
+		die "building etcd failed"
+	}
+	mv -f "$tmp/etcd" "$ETCD_CACHE_DIR/bin/" && rmdir "$tmp"
+	log "built etcd in $((SECONDS - t0))s"
+}
+
+# kind for deploy/kind; its go.mod has no replace directives.
+build_kind() {
+	go_install_cached "$KIND_DIR" "$KIND_VERSION" "" sigs.k8s.io/kind
+}
+
 # tool_builder NAME prints the build function of a binary node.sh caches, or
 # fails for a name it does not build.
 tool_builder() {
@@ -142,9 +170,11 @@ tool_builder() {
 	containerd | containerd-shim-runc-v2 | ctr) echo build_containerd ;;
 	crictl) echo build_crictl ;;
 	coredns) echo build_coredns ;;
-	kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kube-proxy | kubectl) echo build_kubernetes ;;
+	kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kube-proxy | kubectl | kubeadm) echo build_kubernetes ;;
 	jaeger) echo build_jaeger ;;
 	promtool) echo build_promtool ;;
+	etcd) echo build_etcd ;;
+	kind) echo build_kind ;;
 	*) return 1 ;;
 	esac
 }
@@ -158,6 +188,8 @@ tool_path() {
 	build_kubernetes) echo "$K8S_DIR/bin/$1" ;;
 	build_jaeger) echo "$JAEGER_DIR/bin/$1" ;;
 	build_promtool) echo "$PROMTOOL_DIR/bin/$1" ;;
+	build_etcd) echo "$ETCD_CACHE_DIR/bin/$1" ;;
+	build_kind) echo "$KIND_DIR/bin/$1" ;;
 	esac
 }
 
@@ -169,7 +201,7 @@ tool() {
 	local build=1
 	[[ ${1:-} == --built ]] && build=0 && shift
 	local name=${1:-} builder path
-	builder=$(tool_builder "$name") || die "node.sh builds no tool named '${name}' (known: containerd containerd-shim-runc-v2 ctr crictl coredns kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl jaeger promtool)"
+	builder=$(tool_builder "$name") || die "node.sh builds no tool named '${name}' (known: containerd containerd-shim-runc-v2 ctr crictl coredns kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl kubeadm etcd kind jaeger promtool)"
 	path=$(tool_path "$name")
 	if [[ ! -x $path ]]; then
 		((build)) || die "$name is not built yet ($path): run 'node.sh tool $name' or 'node.sh build'"

@@ -9,6 +9,11 @@
 #                             /usr/share/nginx/html like the real nginx image
 #   localhost/coredns:VER     the CoreDNS binary built from the Go module proxy
 
+# The stand-ins of the seed's busybox and nginx images (deploy/kind's node
+# image carries them too).
+BUSYBOX_IMAGE=localhost/busybox:local
+NGINX_IMAGE=localhost/nginx:local
+
 build_images() {
 	local work=$IMAGES_DIR/work
 	rm -rf "$work" && mkdir -p "$work"
@@ -25,11 +30,8 @@ build_images() {
 	mkimage "$work/busybox" "$BUSYBOX_IMAGE" busybox -cmd '["sh"]'
 
 	busybox_rootfs "$work/nginx"
-	mkdir -p "$work/nginx/usr/share/nginx/html"
-	printf '<!DOCTYPE html>\n<title>Welcome to nginx!</title>\n<h1>busybox httpd standing in for nginx</h1>\n' \
-		>"$work/nginx/usr/share/nginx/html/index.html"
-	mkimage "$work/nginx" "$NGINX_IMAGE" nginx -expose 80/tcp \
-		-cmd '["httpd","-f","-v","-p","80","-h","/usr/share/nginx/html"]'
+	nginx_html "$work/nginx"
+	mkimage "$work/nginx" "$NGINX_IMAGE" nginx -expose 80/tcp -cmd "$NGINX_CMD"
 
 	mkdir -p "$work/coredns"
 	cp "$COREDNS_DIR/bin/coredns" "$work/coredns/coredns"
@@ -44,6 +46,16 @@ mkimage() {
 	shift 3
 	"$IMAGES_DIR/work/mkimage" -rootfs "$rootfs" -ref "$ref" -o "$IMAGES_DIR/$name.tar" "$@" ||
 		die "writing image $ref failed"
+}
+
+# The nginx stand-in: busybox httpd serving /usr/share/nginx/html on port 80.
+NGINX_CMD='["httpd","-f","-v","-p","80","-h","/usr/share/nginx/html"]'
+
+# nginx_html DIR writes the stand-in's index page into the root file system DIR.
+nginx_html() {
+	mkdir -p "$1/usr/share/nginx/html"
+	printf '<!DOCTYPE html>\n<title>Welcome to nginx!</title>\n<h1>busybox httpd standing in for nginx</h1>\n' \
+		>"$1/usr/share/nginx/html/index.html"
 }
 
 # busybox_rootfs DIR lays out a minimal root file system around busybox-static.
