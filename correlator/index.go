@@ -1,6 +1,7 @@
 package correlator
 
 import (
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -180,6 +181,19 @@ func (x *ownerIndex) lookup(ev event.Event, now time.Time) (uid, key string) {
 		}
 	}
 	if c, ok := ev.(*event.TCPConnection); ok {
+		if isLoopback(c.Daddr) {
+			// A probe with host 127.0.0.1 (kubeadm's static pods): the
+			// kubelet's own network namespace, which hostNetwork pods
+			// share, so the port is theirs on the node's addresses.
+			for ip := range x.hostIPs {
+				if o, ok := x.owners[ipPortKey(ip, c.Dport)]; ok {
+					o.used = now
+					x.owners[ipPortKey(ip, c.Dport)] = o
+					return o.uid, ipPortKey(ip, c.Dport)
+				}
+			}
+			return "", "" // a node-local service, not a pod
+		}
 		if x.hostIPs[c.Daddr] {
 			// The node's address on a port no pod probes: the kubelet
 			// talking to the API server, a node-local service, not a pod.
@@ -274,4 +288,10 @@ func (b *cniBuffer) within(start, end time.Time) []*procRecord {
 		}
 	}
 	return out
+}
+
+// isLoopback: ip is a loopback address (127.0.0.0/8, ::1).
+func isLoopback(ip string) bool {
+	a, err := netip.ParseAddr(ip)
+	return err == nil && a.IsLoopback()
 }

@@ -308,3 +308,34 @@ func TestNamedProbePort(t *testing.T) {
 	tl := sc.run(Config{})
 	wantProbes(t, findContainer(t, tl, "app").Attempts[0], "[startup@2.10/success]")
 }
+
+// TestLoopbackProbesOfHostNetworkPods: kubeadm's static pods probe
+// 127.0.0.1 (httpGet host), which is the node's network namespace: the
+// connection is the hostNetwork pod's whose probe port it is, and one to a
+// loopback port no pod probes is nobody's, not an event waiting for a pod.
+func TestLoopbackProbesOfHostNetworkPods(t *testing.T) {
+	sc := hostNetPod(t, "etcd-like", "5c"+sandboxID[2:], "3c"+idMain[2:],
+		corev1.Container{ReadinessProbe: httpProbeOn(0, 1, intstr.FromInt32(2381))}, 2381)
+	for _, ev := range sc.events {
+		if c, ok := ev.(*event.TCPConnection); ok {
+			c.Daddr = "127.0.0.1"
+		}
+	}
+	sc.conn(2.5, 2.51, "127.0.0.1", 10248, event.TCPEstablished) // the kubelet's own healthz
+	c := New(Config{})
+	var got []*Timeline
+	for _, ev := range sc.events {
+		got = append(got, c.Handle(ev)...)
+	}
+	got = append(got, c.Handle(&event.Tick{Time: at(60)})...)
+	if len(got) != 1 {
+		t.Fatalf("%d timelines", len(got))
+	}
+	att := findContainer(t, got[0], "agent").Attempts[0]
+	if fmt.Sprint(probeKinds(att)) != "[readiness@2.00/unknown readiness@3.00/success]" {
+		t.Errorf("probes %v, want its two readiness attempts", probeKinds(att))
+	}
+	if st := c.Stats(); st.Orphaned != 0 || st.Held != 0 {
+		t.Errorf("stats %+v: a loopback connection waited for a pod", st)
+	}
+}
