@@ -150,9 +150,10 @@ static __always_inline struct kernfs_node *kn_parent(struct kernfs_node *kn)
 	return BPF_CORE_READ((struct kernfs_node___old *)kn, parent);
 }
 
-// ns_nr is pid's number in readyline's PID namespace, 0 if not seen there:
-// the namespaces a pid belongs to are numbers[0..level], outermost first.
-static __always_inline u32 ns_nr(struct pid *pid)
+// ns_find looks for readyline's PID namespace among pid's (numbers[0..level],
+// outermost first): it returns pid's number there, 0 if not seen there, and
+// sets *depth to how many namespaces below it pid's own is.
+static __always_inline u32 ns_find(struct pid *pid, u32 *depth)
 {
 	if (!pid)
 		return 0;
@@ -162,10 +163,19 @@ static __always_inline u32 ns_nr(struct pid *pid)
 			break;
 		struct upid up = {};
 		bpf_probe_read_kernel(&up, sizeof(up), &pid->numbers[i]);
-		if (up.ns && BPF_CORE_READ(up.ns, ns.inum) == pidns_inum)
+		if (up.ns && BPF_CORE_READ(up.ns, ns.inum) == pidns_inum) {
+			*depth = level - i;
 			return up.nr;
+		}
 	}
 	return 0;
+}
+
+// ns_nr is pid's number in readyline's PID namespace, 0 if not seen there.
+static __always_inline u32 ns_nr(struct pid *pid)
+{
+	u32 depth;
+	return ns_find(pid, &depth);
 }
 
 // fill_ids sets the header's pids, translated to readyline's PID namespace;
@@ -185,25 +195,17 @@ static __always_inline bool fill_ids(struct event_header *h, struct task_struct 
 }
 
 // visible reports whether task is seen in readyline's PID namespace, at
-// most max_pidns_depth namespaces below it. (Levels are counted from the
-// initial namespace: readyline's is the one at index i of the task's.)
+// most max_pidns_depth namespaces below it (in the initial namespace, a
+// pid's level is its depth).
 static __always_inline bool visible(struct task_struct *task)
 {
 	struct pid *pid = BPF_CORE_READ(task, group_leader, thread_pid);
 	if (!pid)
 		return false;
-	u32 level = BPF_CORE_READ(pid, level);
 	if (pidns_inum == 0)
-		return level <= max_pidns_depth;
-	for (u32 i = 0; i < MAX_PIDNS_LEVEL; i++) {
-		if (i > level)
-			break;
-		struct upid up = {};
-		bpf_probe_read_kernel(&up, sizeof(up), &pid->numbers[i]);
-		if (up.ns && BPF_CORE_READ(up.ns, ns.inum) == pidns_inum)
-			return up.nr != 0 && level - i <= max_pidns_depth;
-	}
-	return false;
+		return BPF_CORE_READ(pid, level) <= max_pidns_depth;
+	u32 depth = 0;
+	return ns_find(pid, &depth) != 0 && depth <= max_pidns_depth;
 }
 
 static __always_inline void fill_header(struct event_header *h, struct task_struct *task, u32 type)
