@@ -339,3 +339,31 @@ func TestLoopbackProbesOfHostNetworkPods(t *testing.T) {
 		t.Errorf("stats %+v: a loopback connection waited for a pod", st)
 	}
 }
+
+// TestLoopbackProbesOfTwoHostNetworkPods: two hostNetwork pods probed on
+// 127.0.0.1 at their own ports each get their own connections.
+func TestLoopbackProbesOfTwoHostNetworkPods(t *testing.T) {
+	a := hostNetPod(t, "cm-like", "5d"+sandboxID[2:], "3d"+idMain[2:],
+		corev1.Container{ReadinessProbe: httpProbeOn(0, 1, intstr.FromInt32(10257))}, 10257)
+	b := hostNetPod(t, "sched-like", "5e"+sandboxID[2:], "3e"+idMain[2:],
+		corev1.Container{ReadinessProbe: tcpProbe(0, 1, intstr.FromInt32(10259))}, 10259)
+	for _, sc := range []*scenario{a, b} {
+		for _, ev := range sc.events {
+			if c, ok := ev.(*event.TCPConnection); ok {
+				c.Daddr = "127.0.0.1"
+			}
+		}
+	}
+	got := runPods(t, Config{}, a, b)
+	for name, port := range map[string]uint16{"cm-like": 10257, "sched-like": 10259} {
+		att := findContainer(t, got[name], "agent").Attempts[0]
+		if fmt.Sprint(probeKinds(att)) != "[readiness@2.00/unknown readiness@3.00/success]" {
+			t.Errorf("%s probes %v, want its two readiness attempts", name, probeKinds(att))
+		}
+		for _, p := range att.Probes {
+			if p.Conn == nil || p.Conn.Dport != port {
+				t.Errorf("%s probe %+v: not its connection to port %d", name, p, port)
+			}
+		}
+	}
+}
