@@ -517,7 +517,18 @@ func TestSlowCNIAlert(t *testing.T) {
 		kindSh(ctx, nil, "kubectl", "delete", "namespace", ns, "--wait=true", "--timeout=120s")
 		kindSh(ctx, nil, "docker", "exec", worker, "rm", "-f", "/etc/cni/net.d/00-e2e-slow.conflist", "/opt/cni/bin/"+plugin)
 	})
-	time.Sleep(2 * time.Second) // containerd reloads the CNI configuration on change
+	// containerd reloads /etc/cni/net.d on change, in its own time: a pod
+	// started before it did gets the fast network and no alert.
+	eventually(t, 60*time.Second, "containerd loading 00-e2e-slow.conflist", func() error {
+		info, err := kindSh(ctx, nil, "docker", "exec", worker, "crictl", "info")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(info, plugin) { // its cniconfig lists the loaded plugins
+			return fmt.Errorf("crictl info names no %s plugin yet", plugin)
+		}
+		return nil
+	})
 	before := metric(t, worker, "readyline_alerts_total")
 	manifest := fmt.Sprintf(`apiVersion: v1
 kind: Namespace
@@ -541,6 +552,12 @@ spec:
 		t.Fatal(err)
 	}
 	waitReady(t, ns, pod)
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, err := explain(ctx, t, worker, ns+"/"+pod)
+			t.Logf("the worker's timeline of %s (%v):\n%s", pod, err, out)
+		}
+	})
 	var msg string
 	eventually(t, 90*time.Second, "the Warning Event SlowPodReadyToStartContainers on "+pod, func() error {
 		msg = strings.TrimSpace(kubectl(t, "-n", ns, "get", "events", "--field-selector",
