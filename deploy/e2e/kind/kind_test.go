@@ -294,6 +294,26 @@ func TestDaemonSetReadyOnBothNodes(t *testing.T) {
 	}
 }
 
+// TestIdleNodesDropNothing watches both readylines for 45 s of an idle
+// cluster: the control plane's static pods, CoreDNS and readyline itself
+// running, their probes every few seconds. Nothing of it may be dropped: a
+// kubelet probing a hostNetwork pod on 127.0.0.1 (kube-apiserver, etcd,
+// the scheduler) is that pod's probe, not an event of an unknown pod, and
+// the other node's processes and connections are never counted here.
+func TestIdleNodesDropNothing(t *testing.T) {
+	nodes := []string{controlPlane, worker}
+	before := map[string]map[string]float64{}
+	for _, n := range nodes {
+		before[n] = drops(t, n)
+	}
+	time.Sleep(45 * time.Second)
+	for _, n := range nodes {
+		if g := grown(before[n], drops(t, n)); len(g) > 0 {
+			t.Errorf("%s's readyline counted drops in 45 s of an idle cluster: %v", n, g)
+		}
+	}
+}
+
 // TestSeedPodsOnWorker starts lifecycle-demo and poststart-demo on the worker
 // (deploy/kind/demo-local) and checks that the worker's readyline traces
 // them completely and alone: the control plane's readyline has no timeline of
