@@ -39,6 +39,7 @@ KUBECONFIG_FILE=$KIND_STATE/kubeconfig
 READYLINE_ARCHIVE=$REPO_ROOT/bin/image/readyline.tar
 READYLINE_IMAGE=localhost/readyline:dev
 JAEGER_IMAGE=docker.io/jaegertracing/jaeger:2.13.0
+PROMETHEUS_IMAGE=quay.io/prometheus/prometheus:v3.16.0
 DEMO_NAMESPACE=readyline-demo
 # RUN_DIR and LOG_DIR: where lib/common.sh keeps PID files and logs.
 RUN_DIR=$KIND_STATE/run
@@ -108,35 +109,56 @@ kind_up() {
 		fi
 		kind load image-archive --name "$KIND_CLUSTER" "$READYLINE_ARCHIVE"
 		kind load image-archive --name "$KIND_CLUSTER" "$(jaeger_archive)"
+		kind load image-archive --name "$KIND_CLUSTER" "$(prometheus_archive)"
 	fi
 	kubectl wait --for=condition=Ready node --all --timeout=300s >/dev/null
 	kubectl apply -k "$REPO_ROOT/deploy/kind" >/dev/null
+	# The rules are deploy/alerts', outside deploy/kind/prometheus.
+	kubectl kustomize --load-restrictor=LoadRestrictionsNone "$REPO_ROOT/deploy/kind/prometheus" | kubectl apply -f - >/dev/null
 	kubectl -n readyline rollout status deployment/jaeger --timeout=300s
+	kubectl -n readyline rollout status deployment/prometheus --timeout=300s
 	kubectl -n readyline rollout status daemonset/readyline --timeout=300s
 	log "kind cluster $KIND_CLUSTER is up in $((SECONDS - t0))s: $(kubectl get nodes --no-headers | awk '{printf "%s ", $1}')"
 	log "kubectl: deploy/kind/kind.sh kubectl ...  (or kubectl --kubeconfig $KUBECONFIG_FILE)"
 }
 
-# jaeger_archive prints an image archive of the Jaeger deploy/node builds, in
-# the official image's layout and name (entrypoint /cmd/jaeger/jaeger-linux,
-# uid 10001, all-in-one on every interface), making it first.
-jaeger_archive() {
+# tool_archive TOOL REF PATH USER [MKIMAGE ARGS...] prints an image archive
+# named REF holding the binary that deploy/node builds as TOOL (node.sh tool)
+# at PATH, its entrypoint, run as USER, making it first (cached by the
+# binary's path and mkimage's source).
+tool_archive() {
+	local tool=$1 ref=$2 path=$3 user=$4
+	shift 4
 	local bin key dir
-	bin=$("$NODE_SH" tool jaeger)
-	key=$( (echo "$bin" && sha256sum "$REPO_ROOT/deploy/node/mkimage"/*.go) | key_of)
-	dir=$READYLINE_CACHE/kind-jaeger-$key
-	if [[ ! -f $dir/jaeger.tar ]]; then
-		rm -rf "$dir" && mkdir -p "$dir/rootfs/cmd/jaeger" "$dir/rootfs/tmp"
+	bin=$("$NODE_SH" tool "$tool")
+	key=$( (echo "$bin $ref $path $user $*" && sha256sum "$REPO_ROOT/deploy/node/mkimage"/*.go) | key_of)
+	dir=$READYLINE_CACHE/kind-$tool-$key
+	if [[ ! -f $dir/image.tar ]]; then
+		rm -rf "$dir" && mkdir -p "$dir/rootfs/${path%/*}" "$dir/rootfs/tmp"
 		chmod 1777 "$dir/rootfs/tmp"
-		install -m 0755 "$bin" "$dir/rootfs/cmd/jaeger/jaeger-linux"
+		install -m 0755 "$bin" "$dir/rootfs/$path"
 		(cd "$REPO_ROOT" && CGO_ENABLED=0 go build -trimpath -o "$dir/mkimage" ./deploy/node/mkimage) || die "building mkimage failed"
-		SOURCE_DATE_EPOCH=0 "$dir/mkimage" -rootfs "$dir/rootfs" -ref "$JAEGER_IMAGE" -o "$dir/jaeger.tar.tmp" \
-			-entrypoint '["/cmd/jaeger/jaeger-linux"]' -env JAEGER_LISTEN_HOST=0.0.0.0 -user 10001 >&2 ||
-			die "writing the Jaeger image failed"
-		mv "$dir/jaeger.tar.tmp" "$dir/jaeger.tar"
+		SOURCE_DATE_EPOCH=0 "$dir/mkimage" -rootfs "$dir/rootfs" -ref "$ref" -o "$dir/image.tar.tmp" \
+			-entrypoint "[\"/$path\"]" -user "$user" "$@" >&2 ||
+			die "writing the $tool image failed"
+		mv "$dir/image.tar.tmp" "$dir/image.tar"
 		rm -rf "$dir/rootfs" "$dir/mkimage"
 	fi
-	echo "$dir/jaeger.tar"
+	echo "$dir/image.tar"
+}
+
+# jaeger_archive: the Jaeger deploy/node builds, in the official image's
+# layout and name (entrypoint /cmd/jaeger/jaeger-linux, uid 10001, all-in-one
+# on every interface).
+jaeger_archive() {
+	tool_archive jaeger "$JAEGER_IMAGE" cmd/jaeger/jaeger-linux 10001 -env JAEGER_LISTEN_HOST=0.0.0.0
+}
+
+# prometheus_archive: the Prometheus deploy/node builds, in the official
+# image's layout and name (entrypoint /bin/prometheus, uid nobody); the
+# Deployment of deploy/kind/prometheus gives it all its flags.
+prometheus_archive() {
+	tool_archive prometheus "$PROMETHEUS_IMAGE" bin/prometheus 65534
 }
 
 # DEMO_PODS are the pods `demo` starts and explains (deploy/kind/demo-local).

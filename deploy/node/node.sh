@@ -13,7 +13,7 @@
 #                         again (for fault tests: the pods keep running)
 #   node.sh import-image FILE  import an image archive into the node's containerd
 #   node.sh tool [--built] NAME  print the path of a binary node.sh builds (kubectl,
-#                         kubelet, crictl, jaeger, promtool, kind, etcd, ...), building it first
+#                         kubelet, crictl, jaeger, promtool, prometheus, kind, etcd, ...), building it first
 #                         when it is missing (--built: fail instead)
 # KUBELET_TRACING=1 node.sh up: the kubelet sends its own traces to the local
 # Jaeger (a running node's kubelet is restarted to take it).
@@ -97,6 +97,7 @@ set_paths() {
 	K8S_DIR=$READYLINE_CACHE/kubernetes-$K8S_VERSION
 	JAEGER_DIR=$READYLINE_CACHE/jaeger-$JAEGER_VERSION
 	PROMTOOL_DIR=$READYLINE_CACHE/promtool-$PROMETHEUS_VERSION
+	PROMETHEUS_DIR=$READYLINE_CACHE/prometheus-$PROMETHEUS_VERSION
 	ETCD_CACHE_DIR=$READYLINE_CACHE/etcd-$ETCD_VERSION
 	KIND_DIR=$READYLINE_CACHE/kind-$KIND_VERSION
 	KUBECTL=$K8S_DIR/bin/kubectl

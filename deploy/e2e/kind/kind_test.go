@@ -17,6 +17,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -246,6 +247,34 @@ func trace(ctx context.Context, id string) (*e2e.Trace, error) {
 		return nil, e2e.ErrTraceNotFound
 	}
 	return &resp.Data[0], nil
+}
+
+// prometheus GETs path of the cluster's Prometheus API (deploy/kind/prometheus)
+// through the API server's service proxy and decodes its data into v.
+func prometheus(ctx context.Context, path string, v any) error {
+	out, err := kindSh(ctx, nil, "kubectl", "get", "--raw", "/api/v1/namespaces/readyline/services/prometheus:9090/proxy/api/v1/"+path)
+	if err != nil {
+		return err
+	}
+	var resp struct {
+		Status string          `json:"status"`
+		Error  string          `json:"error"`
+		Data   json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(out), &resp); err != nil {
+		return fmt.Errorf("prometheus %s: %w", path, err)
+	}
+	if resp.Status != "success" {
+		return fmt.Errorf("prometheus %s: %s %s", path, resp.Status, resp.Error)
+	}
+	return json.Unmarshal(resp.Data, v)
+}
+
+// promAlert is one alert of Prometheus' /api/v1/alerts.
+type promAlert struct {
+	Labels map[string]string `json:"labels"`
+	State  string            `json:"state"` // pending (expression true, within for), firing
+	Value  string            `json:"value"`
 }
 
 func processTag(t *e2e.Trace, s e2e.Span, key string) string {
@@ -499,16 +528,70 @@ func TestCapabilities(t *testing.T) {
 // started there takes longer than the DaemonSet's
 // PodReadyToStartContainers=5s, and the worker's readyline raises the
 // Warning Event SlowPodReadyToStartContainers on it and counts it in
-// readyline_alerts_total.
+// readyline_alerts_total; the cluster's Prometheus, scraping readyline as
+// deploy/alerts expects, finds the expression of
+// ReadylineSlowPodReadyToStartContainers true for the pod's namespace.
+//
+// A fast pod starts in the namespace first: Prometheus' rate() needs a
+// series to exist before the observation it counts, and readyline's
+// histogram series of a namespace is born with the first pod start it
+// measures there (deploy/alerts/README.md says so).
 func TestSlowCNIAlert(t *testing.T) {
 	ctx := context.Background()
-	const ns, pod, plugin = "readyline-slow", "slow-1", "e2e-slow"
+	const pod, plugin = "slow-1", "e2e-slow"
+	// A namespace of its own: Prometheus keeps a namespace's series (and
+	// the alert they raise) for the rule's 10 minutes.
+	ns := fmt.Sprintf("readyline-slow-%d", time.Now().Unix()%100000)
 	dir := t.TempDir()
 	build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, plugin), "./deploy/e2e/testdata/slowcni")
 	build.Dir, build.Env = repoRoot, append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the slow CNI plugin: %v\n%s", err, out)
 	}
+	podManifest := func(name string) []byte {
+		return []byte(fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: %[1]s
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: %[2]s
+  namespace: %[1]s
+spec:
+  nodeName: %[3]s
+  containers:
+    - name: main
+      image: localhost/busybox:local
+      imagePullPolicy: Never
+      command: ["sh", "-c", "sleep 3600"]
+`, ns, name, worker))
+	}
+	t.Cleanup(func() {
+		// The pod's CNI DEL runs the slow plugin too: remove it after the pod.
+		kindSh(ctx, nil, "kubectl", "delete", "namespace", ns, "--wait=true", "--timeout=120s")
+		kindSh(ctx, nil, "docker", "exec", worker, "rm", "-f", "/etc/cni/net.d/00-e2e-slow.conflist", "/opt/cni/bin/"+plugin)
+	})
+	if _, err := kindSh(ctx, podManifest("fast-1"), "kubectl", "apply", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, ns, "fast-1")
+	countQuery := "query=" + url.QueryEscape(`sum(readyline_pod_ready_to_start_containers_seconds_count{namespace="`+ns+`"})`)
+	eventually(t, 90*time.Second, "Prometheus scraping the worker's readyline_pod_ready_to_start_containers_seconds of "+ns, func() error {
+		var v struct {
+			Result []struct {
+				Value []any `json:"value"`
+			} `json:"result"`
+		}
+		if err := prometheus(ctx, "query?"+countQuery, &v); err != nil {
+			return err
+		}
+		if len(v.Result) == 0 {
+			return fmt.Errorf("no series yet")
+		}
+		return nil
+	})
 	conf, err := kindSh(ctx, nil, "docker", "exec", worker, "cat", "/etc/cni/net.d/10-podnet.conflist")
 	if err != nil {
 		t.Fatal(err)
@@ -532,11 +615,6 @@ func TestSlowCNIAlert(t *testing.T) {
 	if _, err := kindSh(ctx, slow, "docker", "exec", "-i", worker, "sh", "-c", "cat >/etc/cni/net.d/00-e2e-slow.conflist"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		// The pod's CNI DEL runs the slow plugin too: remove it after the pod.
-		kindSh(ctx, nil, "kubectl", "delete", "namespace", ns, "--wait=true", "--timeout=120s")
-		kindSh(ctx, nil, "docker", "exec", worker, "rm", "-f", "/etc/cni/net.d/00-e2e-slow.conflist", "/opt/cni/bin/"+plugin)
-	})
 	// containerd reloads /etc/cni/net.d on change, in its own time: a pod
 	// started before it did gets the fast network and no alert.
 	eventually(t, 60*time.Second, "containerd loading 00-e2e-slow.conflist", func() error {
@@ -550,25 +628,7 @@ func TestSlowCNIAlert(t *testing.T) {
 		return nil
 	})
 	before := metric(t, worker, "readyline_alerts_total")
-	manifest := fmt.Sprintf(`apiVersion: v1
-kind: Namespace
-metadata:
-  name: %[1]s
----
-apiVersion: v1
-kind: Pod
-metadata:
-  name: %[2]s
-  namespace: %[1]s
-spec:
-  nodeName: %[3]s
-  containers:
-    - name: main
-      image: localhost/busybox:local
-      imagePullPolicy: Never
-      command: ["sh", "-c", "sleep 3600"]
-`, ns, pod, worker)
-	if _, err := kindSh(ctx, []byte(manifest), "kubectl", "apply", "-f", "-"); err != nil {
+	if _, err := kindSh(ctx, podManifest(pod), "kubectl", "apply", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
 	waitReady(t, ns, pod)
@@ -593,5 +653,28 @@ spec:
 	}
 	if after := metric(t, worker, "readyline_alerts_total"); after < before+1 {
 		t.Errorf("the worker's readyline_alerts_total went %v -> %v, want +1", before, after)
+	}
+	const rule = "ReadylineSlowPodReadyToStartContainers"
+	var alerts []promAlert
+	eventually(t, 90*time.Second, "Prometheus' "+rule+" pending or firing for namespace "+ns, func() error {
+		var v struct {
+			Alerts []promAlert `json:"alerts"`
+		}
+		if err := prometheus(ctx, "alerts", &v); err != nil {
+			return err
+		}
+		alerts = v.Alerts
+		for _, a := range alerts {
+			if a.Labels["alertname"] == rule && a.Labels["namespace"] == ns && (a.State == "pending" || a.State == "firing") {
+				t.Logf("Prometheus: %s{namespace=%s} %s, p99 %ss", rule, ns, a.State, a.Value)
+				return nil
+			}
+		}
+		return fmt.Errorf("alerts: %+v", alerts)
+	})
+	for _, a := range alerts {
+		if a.Labels["alertname"] == "ReadylineNodeSlowPodReadyToStartContainers" {
+			t.Logf("Prometheus: %v %s, p90 %ss", a.Labels, a.State, a.Value)
+		}
 	}
 }

@@ -141,6 +141,15 @@ build_promtool() {
 		github.com/prometheus/prometheus/cmd/promtool
 }
 
+# prometheus evaluates deploy/alerts' rules on kind (deploy/kind/prometheus);
+# same module as promtool, so it reuses its downloads.
+build_prometheus() {
+	local v=${PROMETHEUS_VERSION#v0.}
+	go_install_cached "$PROMETHEUS_DIR" "$PROMETHEUS_VERSION" \
+		"-X github.com/prometheus/common/version.Version=3.${v:1:2}.${v#*.}" \
+		github.com/prometheus/prometheus/cmd/prometheus
+}
+
 # etcd for kind's etcd image: kubeadm's static pod passes flags and probes
 # /readyz, which Debian's etcd 3.4 lacks. The server module's main package
 # would be named "server" by go build.
@@ -173,6 +182,7 @@ tool_builder() {
 	kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kube-proxy | kubectl | kubeadm) echo build_kubernetes ;;
 	jaeger) echo build_jaeger ;;
 	promtool) echo build_promtool ;;
+	prometheus) echo build_prometheus ;;
 	etcd) echo build_etcd ;;
 	kind) echo build_kind ;;
 	*) return 1 ;;
@@ -188,6 +198,7 @@ tool_path() {
 	build_kubernetes) echo "$K8S_DIR/bin/$1" ;;
 	build_jaeger) echo "$JAEGER_DIR/bin/$1" ;;
 	build_promtool) echo "$PROMTOOL_DIR/bin/$1" ;;
+	build_prometheus) echo "$PROMETHEUS_DIR/bin/$1" ;;
 	build_etcd) echo "$ETCD_CACHE_DIR/bin/$1" ;;
 	build_kind) echo "$KIND_DIR/bin/$1" ;;
 	esac
@@ -201,7 +212,7 @@ tool() {
 	local build=1
 	[[ ${1:-} == --built ]] && build=0 && shift
 	local name=${1:-} builder path
-	builder=$(tool_builder "$name") || die "node.sh builds no tool named '${name}' (known: containerd containerd-shim-runc-v2 ctr crictl coredns kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl kubeadm etcd kind jaeger promtool)"
+	builder=$(tool_builder "$name") || die "node.sh builds no tool named '${name}' (known: containerd containerd-shim-runc-v2 ctr crictl coredns kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl kubeadm etcd kind jaeger promtool prometheus)"
 	path=$(tool_path "$name")
 	if [[ ! -x $path ]]; then
 		((build)) || die "$name is not built yet ($path): run 'node.sh tool $name' or 'node.sh build'"
