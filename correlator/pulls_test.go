@@ -186,6 +186,10 @@ func TestSerializedPullerWait(t *testing.T) {
 	if len(w.Behind) != 1 || w.Behind[0].PodUID != first.uid || w.Behind[0].Image != "nginx:1.27" {
 		t.Errorf("behind %+v", w.Behind)
 	}
+	// The wait and the pull hold the container: both on the critical path.
+	if p := pathNames(got["second"]); !strings.Contains(p, "pod.sandbox image.pull.wait/cache image.pull/cache container/cache") {
+		t.Errorf("critical path %s", p)
+	}
 	if !hasInsight(got["second"], InsightImagePull, "4.8s waiting in the kubelet's serialized puller behind other pods' pulls (last nginx:1.27)") {
 		t.Errorf("insights %+v", got["second"].Insights)
 	}
@@ -327,6 +331,9 @@ func TestPullErrorFromBackOffMessage(t *testing.T) {
 		t.Errorf("retry %+v", ok)
 	}
 	approx(t, "back-off", ok.BackOff, 10500*time.Millisecond)
+	if p := pathNames(tl); !strings.Contains(p, "image.pull/app image.pull.back_off/app image.pull/app container/app") {
+		t.Errorf("critical path %s", p)
+	}
 	if !hasInsight(tl, InsightImagePull, "took 13.0s, the pull 2.0s (size unknown), after 1 failed attempt; 10.5s of it back-off") {
 		t.Errorf("insights %+v", tl.Insights)
 	}
@@ -372,4 +379,13 @@ func TestDefaultTagged(t *testing.T) {
 			t.Errorf("defaultTagged(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// pathNames is the critical path's step names, space-separated.
+func pathNames(tl *Timeline) string {
+	var names []string
+	for _, s := range tl.CriticalPath {
+		names = append(names, s.Name)
+	}
+	return strings.Join(names, " ")
 }
