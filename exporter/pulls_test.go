@@ -203,3 +203,28 @@ func TestWaterfallImagePulls(t *testing.T) {
 		}
 	}
 }
+
+// TestPullsAfterTheDeadline: a start reported in progress at 17.5 s: its
+// completion tells the pull that returned after the deadline, with its
+// back-off cut to the deadline, and not the failed attempt the report
+// could have told.
+func TestPullsAfterTheDeadline(t *testing.T) {
+	report, done := reportedAndCompleted()
+	deadline := at(17500)
+	report.End, done.ReportedAt = deadline, deadline
+	done.ImagePulls = pullsTimeline().ImagePulls
+	spans, _ := exportToMemory(t, TraceConfig{}, report, done)
+	st := newSpanTree(t, spans)
+	c := st.child(st.root, SpanPodStartupCompleted)
+	pull := st.child(c, SpanImagePull)
+	wantInterval(t, pull, at(18000), at(21800))
+	wantAttrs(t, pull, map[string]string{"readyline.image.pull.attempt": "2"})
+	backOff := st.child(c, SpanImagePullBackOff)
+	wantInterval(t, backOff, deadline, at(18000))
+	wantAttrs(t, backOff, map[string]string{"readyline.clipped": "true"})
+	for _, s := range spans {
+		if s.Name == SpanImagePullWait || (s.Name == SpanImagePull && s.StartTime.Before(deadline)) {
+			t.Errorf("%s %v..%v told again after the deadline", s.Name, s.StartTime, s.EndTime)
+		}
+	}
+}
