@@ -16,13 +16,13 @@ import (
 func pullPod(t *testing.T, name string, sbStart, sbEnd float64, containers ...corev1.Container) *scenario {
 	sc := newScenario(t, name, corev1.PodSpec{Containers: containers})
 	sc.cond(corev1.PodScheduled, 0)
+	sc.cond(corev1.PodInitialized, 0.05) // no init containers: at once
 	sc.update(0.05)
 	uid := sc.uid
 	sb := sc.sandboxOf()
 	sc.call(sbStart, sbEnd, event.CRIRunPodSandbox, func(c *event.CRICall) { c.PodUID, c.PodSandboxID = uid, sb })
 	sc.runtime(sbEnd+0.01, sb, "", 0, sbEnd-0.1, 0, 0, 0)
 	sc.cond(corev1.PodReadyToStartContainers, sbEnd+0.05)
-	sc.cond(corev1.PodInitialized, 0.05)
 	for _, c := range containers {
 		sc.status(false, waiting(c.Name, "ContainerCreating", ""))
 	}
