@@ -389,3 +389,24 @@ func pathNames(tl *Timeline) string {
 	}
 	return strings.Join(names, " ")
 }
+
+// TestStuckReasonCountsFailuresSinceThePull: a container whose image was
+// pulled, then (its restart, imagePullPolicy Always) fails to pull again:
+// the timeout counts only the failures after the pull.
+func TestStuckReasonCountsFailuresSinceThePull(t *testing.T) {
+	app := ctr("app", "registry.local/app:v1")
+	app.ImagePullPolicy = corev1.PullAlways
+	sc := pullPod(t, "again", 0.3, 0.8, app)
+	sc.pull(0.9, 1.0, "registry.local/app:v1", true, 0)
+	sc.pull(11.0, 12.0, "registry.local/app:v1", false, 0)
+	sc.startContainer(12.1, "app")
+	sc.status(false, running("app", sc.idOf("app"), 12.2, true, false)) // never ready
+	sc.update(12.3)
+	sc.pull(20.0, 20.5, "registry.local/app:v1", true, 0)
+	sc.status(false, waiting("app", "ErrImagePull", "unauthorized"))
+	sc.update(20.6)
+	tl := sc.run(Config{Timeout: 30 * time.Second})
+	if want := "app: ErrImagePull after 1 failed pull of registry.local/app:v1 (unauthorized)"; !strings.HasSuffix(tl.Reason, want) {
+		t.Errorf("reason %q, want it to end with %q", tl.Reason, want)
+	}
+}

@@ -175,15 +175,24 @@ func (p *podState) sandboxFailures() string {
 }
 
 // describeContainer is describeContainer with, for a container held by
-// its image pull, the failed pulls seen: "app: ImagePullBackOff after 3
-// failed pulls of nginx:nope (Back-off pulling image ...)".
+// its image pull, the failed pulls of its image seen since it was last
+// pulled: "app: ImagePullBackOff after 3 failed pulls of nginx:nope
+// (Back-off pulling image ...)".
 func (p *podState) describeContainer(e specEntry, cs *corev1.ContainerStatus) string {
 	if cs == nil || cs.State.Waiting == nil || !isPullReason(cs.State.Waiting.Reason) {
 		return describeContainer(e, cs, "")
 	}
+	// The failures since the image's latest successful pull: those before
+	// it no longer hold the container (it got its image once).
+	var pulled time.Time
+	for _, c := range p.calls {
+		if c.Method == event.CRIPullImage && !c.Err && c.PodUID == p.nodeUID && sameImage(e.spec.Image, c.Image) && c.End.After(pulled) {
+			pulled = c.End
+		}
+	}
 	failed := 0
 	for _, c := range p.calls {
-		if c.Method == event.CRIPullImage && c.Err && c.PodUID == p.nodeUID && sameImage(e.spec.Image, c.Image) {
+		if c.Method == event.CRIPullImage && c.Err && c.PodUID == p.nodeUID && sameImage(e.spec.Image, c.Image) && c.End.After(pulled) {
 			failed++
 		}
 	}
