@@ -8,26 +8,6 @@ import (
 	"github.com/readyline/readyline/collector/event"
 )
 
-// imagePulls are the pod's PullImage calls, with the container whose image
-// was pulled.
-func (d *derivation) imagePulls() []ImagePull {
-	var out []ImagePull
-	for _, c := range d.p.calls {
-		if c.Method != event.CRIPullImage || c.PodUID != d.p.nodeUID {
-			continue
-		}
-		ip := ImagePull{Image: c.Image, Ref: c.ImageRef, Call: *criCall(c)}
-		for _, e := range startOrder(d.p.pod) {
-			if e.spec.Image == c.Image {
-				ip.Container = e.name
-				break
-			}
-		}
-		out = append(out, ip)
-	}
-	return out
-}
-
 func (d *derivation) containers(final *Sandbox) []Container {
 	p := d.p
 	byName := make(map[string][]string)

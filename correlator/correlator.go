@@ -118,6 +118,9 @@ type Correlator struct {
 	index        ownerIndex
 	cni          cniBuffer
 	sandboxCalls []sandboxCall
+	// pullCalls: recent PullImage calls of every pod on the node, for the
+	// waits in the kubelet's serialized puller (pulls.go).
+	pullCalls []pullCall
 	// lastExpire: expiry runs at most every expireEvery of event time.
 	lastExpire time.Time
 	// held: what orphans and index.pending hold (orphans.go); watch: the
@@ -209,6 +212,9 @@ func (c *Correlator) Handle(ev event.Event) []*Timeline {
 		if call, ok := ev.(*event.CRICall); ok && call.Method == event.CRIRunPodSandbox {
 			c.noteSandboxCall(call)
 		}
+		if call, ok := ev.(*event.CRICall); ok && call.Method == event.CRIPullImage {
+			c.notePullCall(call)
+		}
 		uid := podUIDOf(ev)
 		if uid == "" {
 			var key string
@@ -245,6 +251,11 @@ func (c *Correlator) noteSandboxCall(call *event.CRICall) {
 		i++
 	}
 	c.sandboxCalls = c.sandboxCalls[i:]
+}
+
+// deriveContext is what a timeline is derived with beyond its pod.
+func (c *Correlator) deriveContext() *deriveContext {
+	return &deriveContext{cni: &c.cni, sandboxCalls: c.sandboxCalls, pullCalls: c.pullCalls}
 }
 
 // park keeps an event naming an id or IP no pod is known for (yet).
@@ -300,7 +311,7 @@ func (c *Correlator) Flush() []*Timeline {
 // timeline with ReportedAt set.
 func (c *Correlator) report(p *podState, reason string) *Timeline {
 	p.reportedAt = c.clock.now
-	tl := p.timeline(&deriveContext{cni: &c.cni, sandboxCalls: c.sandboxCalls}, ending{OutcomeTimeout, c.clock.now, reason})
+	tl := p.timeline(c.deriveContext(), ending{OutcomeTimeout, c.clock.now, reason})
 	tl.Partial = true
 	tl.Gaps = c.gaps(p, tl)
 	c.clock.present(tl, tl.Start)
@@ -588,7 +599,7 @@ func (c *Correlator) complete(p *podState) *Timeline {
 	}
 	c.end(p.uid, ep)
 	c.stats.Timelines++
-	tl := p.timeline(&deriveContext{cni: &c.cni, sandboxCalls: c.sandboxCalls}, ending{p.outcome, p.doneAt, p.reason})
+	tl := p.timeline(c.deriveContext(), ending{p.outcome, p.doneAt, p.reason})
 	tl.ReportedAt = p.reportedAt
 	tl.Gaps = c.gaps(p, tl)
 	c.clock.present(tl, tl.Start)

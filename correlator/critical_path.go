@@ -1,6 +1,7 @@
 package correlator
 
 import (
+	"cmp"
 	"sort"
 	"time"
 
@@ -8,7 +9,8 @@ import (
 )
 
 // criticalPath is the chain of waits the start was made of: the pod-level
-// phases up to the final sandbox, each init container to its end (a
+// phases up to the final sandbox, the image pulls (with their waits and
+// back-offs) between the containers, each init container to its end (a
 // sidecar to its start), the postStart hooks that held the next container
 // (or the status) back, the main container ready last, and the readiness
 // gates Ready waited for after that. The steps are in time order, none
@@ -26,6 +28,21 @@ func (d *derivation) criticalPath(tl *Timeline) []Step {
 		case PhaseSchedule, PhaseWaitSandbox, PhaseSandboxReplaced, PhaseSandbox:
 			add(ph.Name, ph.Start, ph.End)
 		}
+	}
+	// A container's start begins with its image (kuberuntime_container.go
+	// startContainer: "Step 1: pull the image"), in the pod worker that
+	// runs the pod's containers one after another: a pull, its wait in the
+	// serialized puller and its back-off after a failed attempt hold every
+	// container after it. (Pulls inside a step kept, a restart's, are cut.)
+	for _, ip := range tl.ImagePulls {
+		name := cmp.Or(ip.Container, ip.Volume, ip.Image)
+		if w := ip.Wait; w != nil {
+			add("image.pull.wait/"+name, w.Start, w.End)
+		}
+		if ip.BackOff > 0 && !ip.Call.Start.IsZero() {
+			add("image.pull.back_off/"+name, ip.Call.Start.Add(-ip.BackOff), ip.Call.Start)
+		}
+		add("image.pull/"+name, ip.Call.Start, ip.Call.End)
 	}
 	var lastMain *containerView
 	for i, v := range d.views {

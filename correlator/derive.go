@@ -26,10 +26,11 @@ type derivation struct {
 }
 
 // deriveContext is what the correlator knows beyond one pod: host-side
-// processes and other pods' sandbox calls.
+// processes and other pods' sandbox and image pull calls.
 type deriveContext struct {
 	cni          *cniBuffer
 	sandboxCalls []sandboxCall
+	pullCalls    []pullCall
 }
 
 // containerView is a container of the timeline with the moments the
@@ -105,8 +106,8 @@ func (p *podState) timeline(ctx *deriveContext, end ending) *Timeline {
 	}
 	d := &derivation{p: p, ctx: ctx, gates: make(map[string]*probeGate), late: p.seenLate()}
 	tl.Sandbox, tl.EarlierSandboxes = d.sandboxes()
-	tl.ImagePulls = d.imagePulls()
 	tl.Containers = d.containers(tl.Sandbox)
+	tl.ImagePulls = d.imagePulls(tl) // after the containers: who needed the image, and when
 	tl.AmbiguousProbes = d.ambiguous
 	tl.Conditions = d.conditions(tl)
 	if tl.Outcome == OutcomeReady {

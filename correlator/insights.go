@@ -50,6 +50,9 @@ func (d *derivation) insights(tl *Timeline) []Insight {
 	if ins, ok := sandboxChangedInsight(tl); ok {
 		out = append(out, ins)
 	}
+	if ins, ok := pullInsight(tl); ok {
+		out = append(out, ins)
+	}
 	for _, c := range tl.Conditions {
 		if lag := c.Lag(); lag >= lagWorthNoting {
 			out = append(out, Insight{Kind: InsightStatusLag, Duration: lag,

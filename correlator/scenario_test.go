@@ -387,6 +387,29 @@ func namedPort(name string, port int32) corev1.ContainerPort {
 // returns each pod's one timeline by name.
 func runPods(t *testing.T, cfg Config, scs ...*scenario) map[string]*Timeline {
 	t.Helper()
+	merged := mergeEvents(scs...)
+	c := New(cfg)
+	got := map[string]*Timeline{}
+	for _, ev := range merged {
+		for _, tl := range c.Handle(ev) {
+			got[tl.Pod.Name] = tl
+		}
+	}
+	last := merged[len(merged)-1].When()
+	for s := 1; s <= 20 && len(got) < len(scs); s++ {
+		for _, tl := range c.Handle(&event.Tick{Time: last.Add(time.Duration(s) * time.Second)}) {
+			got[tl.Pod.Name] = tl
+		}
+	}
+	if len(got) != len(scs) {
+		t.Fatalf("%d timelines, want %d (stats %+v)", len(got), len(scs), c.Stats())
+	}
+	return got
+}
+
+// mergeEvents merges the scenarios' events in time order, each
+// scenario's own order kept.
+func mergeEvents(scs ...*scenario) []event.Event {
 	lists := make([][]event.Event, len(scs))
 	for i, sc := range scs {
 		lists[i] = sc.events
@@ -405,23 +428,7 @@ func runPods(t *testing.T, cfg Config, scs ...*scenario) map[string]*Timeline {
 		merged = append(merged, lists[best][0])
 		lists[best] = lists[best][1:]
 	}
-	c := New(cfg)
-	got := map[string]*Timeline{}
-	for _, ev := range merged {
-		for _, tl := range c.Handle(ev) {
-			got[tl.Pod.Name] = tl
-		}
-	}
-	last := merged[len(merged)-1].When()
-	for s := 1; s <= 20 && len(got) < len(scs); s++ {
-		for _, tl := range c.Handle(&event.Tick{Time: last.Add(time.Duration(s) * time.Second)}) {
-			got[tl.Pod.Name] = tl
-		}
-	}
-	if len(got) != len(scs) {
-		t.Fatalf("%d timelines, want %d (stats %+v)", len(got), len(scs), c.Stats())
-	}
-	return got
+	return merged
 }
 
 // probeKinds lists a container attempt's probe attempts as

@@ -110,7 +110,7 @@ func (p *podState) stuckDetail() string {
 				if initialized || (cs != nil && cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0) {
 					continue
 				}
-				parts = append(parts, describeContainer(e, cs))
+				parts = append(parts, p.describeContainer(e, cs))
 				break order
 			case KindSidecar:
 				// A sidecar lets the next container start once started,
@@ -118,17 +118,17 @@ func (p *podState) stuckDetail() string {
 				// GenerateContainersReadyCondition).
 				if cs != nil && cs.Started != nil && *cs.Started {
 					if !cs.Ready {
-						parts = append(parts, describeContainer(e, cs))
+						parts = append(parts, p.describeContainer(e, cs))
 					}
 					continue
 				}
-				parts = append(parts, describeContainer(e, cs))
+				parts = append(parts, p.describeContainer(e, cs))
 				if !initialized {
 					break order
 				}
 			case KindMain:
 				if cs == nil || !cs.Ready {
-					parts = append(parts, describeContainer(e, cs))
+					parts = append(parts, p.describeContainer(e, cs))
 				}
 			}
 		}
@@ -174,10 +174,39 @@ func (p *podState) sandboxFailures() string {
 	return fmt.Sprintf("RunPodSandbox failed %d times", failed)
 }
 
+// describeContainer is describeContainer with, for a container held by
+// its image pull, the failed pulls of its image seen since it was last
+// pulled: "app: ImagePullBackOff after 3 failed pulls of nginx:nope
+// (Back-off pulling image ...)".
+func (p *podState) describeContainer(e specEntry, cs *corev1.ContainerStatus) string {
+	if cs == nil || cs.State.Waiting == nil || !isPullReason(cs.State.Waiting.Reason) {
+		return describeContainer(e, cs, "")
+	}
+	// The failures since the image's latest successful pull: those before
+	// it no longer hold the container (it got its image once).
+	var pulled time.Time
+	for _, c := range p.calls {
+		if c.Method == event.CRIPullImage && !c.Err && c.PodUID == p.nodeUID && sameImage(e.spec.Image, c.Image) && c.End.After(pulled) {
+			pulled = c.End
+		}
+	}
+	failed := 0
+	for _, c := range p.calls {
+		if c.Method == event.CRIPullImage && c.Err && c.PodUID == p.nodeUID && sameImage(e.spec.Image, c.Image) && c.End.After(pulled) {
+			failed++
+		}
+	}
+	if failed == 0 {
+		return describeContainer(e, cs, "")
+	}
+	return describeContainer(e, cs, fmt.Sprintf("after %d failed %s of %s", failed, plural(failed, "pull", "pulls"), defaultTagged(e.spec.Image)))
+}
+
 // describeContainer is "app: CrashLoopBackOff (back-off 40s restarting
 // failed container=app ...), last exit 3", "init container wait: running",
-// "sidecar proxy: running, not ready".
-func describeContainer(e specEntry, cs *corev1.ContainerStatus) string {
+// "sidecar proxy: running, not ready"; detail, when given, follows a
+// waiting reason, before its message.
+func describeContainer(e specEntry, cs *corev1.ContainerStatus, detail string) string {
 	name := e.name
 	switch e.kind {
 	case KindInit:
@@ -194,6 +223,9 @@ func describeContainer(e specEntry, cs *corev1.ContainerStatus) string {
 		state = st.Waiting.Reason
 		if state == "" {
 			state = "waiting"
+		}
+		if detail != "" {
+			state += " " + detail
 		}
 		if st.Waiting.Message != "" {
 			state += " (" + st.Waiting.Message + ")"

@@ -233,7 +233,8 @@ func alertMessage(tl *correlator.Timeline, m *alertMeasure, a *Alert) string {
 
 // sandboxBreakdown: the wait before the sandbox, the RunPodSandbox call (or
 // the runtime's sandbox phase) with its CNI ADD plugins, the pause start,
-// and the lag of PodReadyToStartContainers. Offsets are from start.
+// the lag of PodReadyToStartContainers, and the image pulls that began in
+// the window. Offsets are from start.
 func sandboxBreakdown(tl *correlator.Timeline, start, end time.Time) string {
 	var parts []string
 	if d, ok := phaseDuration(tl, correlator.PhaseWaitSandbox); ok {
@@ -269,6 +270,13 @@ func sandboxBreakdown(tl *correlator.Timeline, start, end time.Time) string {
 		if c.Type == correlator.CondPodReadyToStartContainers && !c.Cause.IsZero() && c.Lag() > 0 {
 			parts = append(parts, "status reported "+fmtDuration(c.Lag())+" after "+cause(c.CauseEvent))
 		}
+	}
+	if p := pullsBreakdown(tl, start, end); p != "" {
+		// The kubelet sets PodReadyToStartContainers before it pulls
+		// (kuberuntime_manager.go SyncPod: "invoke the sandbox ready
+		// callback before image pulling"): pulls in the window ran while
+		// the status was on its way, they did not hold it.
+		parts = append(parts, p+" (after the sandbox was ready: they do not hold PodReadyToStartContainers)")
 	}
 	if len(parts) == 0 {
 		return "no sandbox details were seen"
@@ -329,7 +337,8 @@ func cniBreakdown(sb *correlator.Sandbox) string {
 }
 
 // phasesBreakdown lists the pod phases that overlap [start, end] with their
-// durations, then the timeline's first insight.
+// durations, the image pulls in it (pullsBreakdown), then the timeline's
+// first insight.
 func phasesBreakdown(tl *correlator.Timeline, start, end time.Time) string {
 	var parts []string
 	for _, p := range tl.Phases {
@@ -343,6 +352,12 @@ func phasesBreakdown(tl *correlator.Timeline, start, end time.Time) string {
 		}
 	}
 	s := strings.Join(parts, ", ")
+	if p := pullsBreakdown(tl, start, end); p != "" {
+		if s != "" {
+			s += "; "
+		}
+		s += p
+	}
 	if len(tl.Insights) > 0 {
 		if s != "" {
 			s += "; "

@@ -15,7 +15,8 @@ import (
 // SpanPodStartupCompleted tells the rest of a start that was reported,
 // still in progress, at its deadline: a child of that report's pod.startup
 // root span, from the deadline to the outcome, with the outcome, the whole
-// start's duration and the conditions observed after the deadline. The
+// start's duration, the conditions observed after the deadline and the
+// image pulls that returned after it. The
 // trace thus keeps one root however long the start takes.
 const SpanPodStartupCompleted = "pod.startup.completed"
 
@@ -61,6 +62,16 @@ func (b *spanBuilder) emitCompletion(ctx context.Context, tl *correlator.Timelin
 		}
 	}
 	b.conditions(cctx, s, &after)
+	// The pulls that returned after the deadline: the report could not
+	// tell them (a call is seen as it returns). A wait or back-off before
+	// the deadline is cut to it.
+	after.ImagePulls = nil
+	for _, ip := range tl.ImagePulls {
+		if ip.Call.End.After(tl.ReportedAt) {
+			after.ImagePulls = append(after.ImagePulls, ip)
+		}
+	}
+	b.imagePulls(cctx, &after)
 	gapEvents(s, gaps, tl.ReportedAt, end)
 	for _, in := range tl.Insights {
 		ev := insightEvent(in)

@@ -15,7 +15,7 @@ import (
 )
 
 // TestSpansInsideParents: for the fixtures and every timeline of the
-// correlator's recording of the demo pods, each span lies inside its
+// correlator's recordings of the demo pods and of image pulls, each span lies inside its
 // parent and inside the root of its trace (the builder clamps, see
 // spanBuilder); at least one span had to be clipped, so the check bites.
 func TestSpansInsideParents(t *testing.T) {
@@ -28,6 +28,12 @@ func TestSpansInsideParents(t *testing.T) {
 	late.Sandbox.CNI[0].Exec = at(295)
 	tls := []*correlator.Timeline{lifecycleDemo(), kernelTimeline(), late, initFailureNever(), postStartDemo(), probeRetries(), restarts(), restartsFailedCalls(), stuckCrashLoop()}
 	tls = append(tls, replayRecording(t, "../correlator/testdata/recordings/demo-node.jsonl")...)
+	tls = append(tls, pullsTimeline())
+	for _, tl := range replayRecording(t, "../correlator/testdata/recordings/pulls-node.jsonl") {
+		if tl.ReportedAt.IsZero() { // a completion's parent is its report's root
+			tls = append(tls, tl)
+		}
+	}
 	clipped := 0
 	for _, tl := range tls {
 		spans, _ := exportToMemory(t, TraceConfig{}, tl)

@@ -25,8 +25,16 @@ import (
 // usual pod start timeout).
 var DurationBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300}
 
+// ImagePullBuckets are the bucket bounds, in seconds, of
+// readyline_image_pull_duration_seconds: the kubelet's own for
+// kubelet_image_pull_duration_seconds (pkg/kubelet/metrics
+// imagePullDurationBuckets, 1 s to 1 h), with 0.1 to 0.5 s in front for
+// pulls of layers already present, so every kubelet bound is one of them.
+var ImagePullBuckets = []float64{0.1, 0.25, 0.5, 1, 5, 10, 20, 30, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600}
+
 // Label names. They are all bounded: a namespace, a phase, a container kind,
-// an outcome, a drop source and reason, an alert rule's name (AlertNames).
+// an outcome, a drop source and reason, an alert rule's name (AlertNames),
+// an image size bucket (ImageSizeBucket).
 // Pod names and UIDs never become labels; they are in the traces.
 const (
 	LabelNamespace     = "namespace"
@@ -36,6 +44,10 @@ const (
 	LabelSource        = "source"
 	LabelReason        = "reason"
 	LabelAlert         = "alert"
+	// LabelImageSize is the kubelet's own label name and values for an
+	// image's size (kubelet_image_pull_duration_seconds image_size_in_bytes:
+	// "0-10MB", ..., "N/A" when unknown).
+	LabelImageSize = "image_size_in_bytes"
 )
 
 // Values of the phase label of readyline_container_phase_duration_seconds.
@@ -76,6 +88,7 @@ type Metrics struct {
 	podStartup     metric.Float64Histogram
 	readyToStart   metric.Float64Histogram
 	containerPhase metric.Float64Histogram
+	imagePull      metric.Float64Histogram
 	starts         metric.Int64Counter
 	dropped        metric.Int64Counter
 	exportFailures metric.Int64Counter
@@ -133,6 +146,12 @@ func NewMetrics(logger *slog.Logger) (*Metrics, error) {
 		"PodScheduled observed to PodReadyToStartContainers observed: the sandbox latency users alert on.")
 	hist(&m.containerPhase, "readyline.container.phase.duration",
 		"Duration of a container's steps during a pod start (create_to_start, run, post_start, startup_probe, ready, kubelet_reaction), by container kind.")
+	if err == nil {
+		// readyline_image_pull_duration_seconds
+		m.imagePull, err = meter.Float64Histogram("readyline.image.pull.duration", metric.WithUnit("s"),
+			metric.WithDescription("Duration of each PullImage call of the kubelet during a pod start (the call alone: not its wait in the kubelet's serialized puller, which kubelet_image_pull_duration_seconds includes), by outcome (success, failure) and image_size_in_bytes (the kubelet's size buckets; N/A when the size is unknown)."),
+			metric.WithExplicitBucketBoundaries(ImagePullBuckets...))
+	}
 	counter(&m.starts, "readyline.pod.starts", "Pod starts observed, by outcome.")
 	counter(&m.dropped, "readyline.events.dropped", "Events dropped before they reached a timeline or an export, by source and reason.")
 	counter(&m.exportFailures, "readyline.export.failures", "Trace export requests that failed; a batch sent again after a failure counts once per request.")
@@ -215,6 +234,13 @@ func (m *Metrics) Record(tl *correlator.Timeline) {
 	}
 	if d, at, ok := readyToStartContainers(tl); ok && now(at) {
 		m.readyToStart.Record(ctx, d.Seconds(), metric.WithAttributes(ns))
+	}
+	for i := range tl.ImagePulls {
+		ip := &tl.ImagePulls[i]
+		if d, ok := between(ip.Call.Start, ip.Call.End); ok && now(ip.Call.End) {
+			m.imagePull.Record(ctx, d.Seconds(), metric.WithAttributes(
+				attribute.String(LabelOutcome, pullOutcome(ip)), attribute.String(LabelImageSize, ImageSizeBucket(ip.Size))))
+		}
 	}
 	for ci := range tl.Containers {
 		c := &tl.Containers[ci]

@@ -95,7 +95,7 @@ func TestMetricsRecordAndScrape(t *testing.T) {
 	mfs := scrape(t, m.Handler(nil))
 
 	// Only bounded labels, on every readyline series.
-	allowed := []string{LabelNamespace, LabelPhase, LabelContainerKind, LabelOutcome, LabelSource, LabelReason}
+	allowed := []string{LabelNamespace, LabelPhase, LabelContainerKind, LabelOutcome, LabelSource, LabelReason, LabelImageSize}
 	var names []string
 	for name, mf := range mfs {
 		if !strings.HasPrefix(name, "readyline_") {

@@ -523,7 +523,7 @@ func (b *spanBuilder) phases(ctx context.Context, tl *correlator.Timeline, tlEnd
 	if !earlierDone {
 		b.earlierSandboxes(ctx, tl.EarlierSandboxes)
 	}
-	b.imagePulls(ctx, tl.ImagePulls)
+	b.imagePulls(ctx, tl)
 }
 
 // earlierSandboxes: one "sandbox attempt N" span per replaced sandbox, from
@@ -610,40 +610,6 @@ func (b *spanBuilder) criCall(ctx context.Context, c *correlator.CRICall, extra 
 		s.SetStatus(codes.Error, "the call returned an error")
 	}
 	b.end(s, end)
-}
-
-// imagePulls: one image.pull span per PullImage call.
-func (b *spanBuilder) imagePulls(ctx context.Context, pulls []correlator.ImagePull) {
-	for i := range pulls {
-		ip := &pulls[i]
-		if ip.Call.End.IsZero() {
-			continue
-		}
-		name, tag := splitImage(ip.Image)
-		attrs := []attribute.KeyValue{semconv.ContainerImageName(name)}
-		if tag != "" {
-			attrs = append(attrs, semconv.ContainerImageTags(tag))
-		}
-		if ip.Container != "" {
-			attrs = append(attrs, semconv.K8SContainerName(ip.Container))
-		}
-		if ip.Ref != "" {
-			attrs = append(attrs, AttrImageRef.String(ip.Ref))
-		}
-		start := ip.Call.Start
-		if start.IsZero() {
-			start = ip.Call.End
-		}
-		pctx, s, end, ok := b.start(ctx, "image.pull", start, ip.Call.End, attrs)
-		if !ok {
-			continue
-		}
-		b.criCall(pctx, &ip.Call)
-		if ip.Call.Err {
-			s.SetStatus(codes.Error, "pulling "+ip.Image+" failed")
-		}
-		b.end(s, end)
-	}
 }
 
 // pause emits the sandbox's pause process as an instant, and reports false

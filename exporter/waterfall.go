@@ -377,9 +377,24 @@ func (wf *waterfall) pause() {
 		if ip.Call.Start.IsZero() || ip.Call.End.IsZero() {
 			continue
 		}
+		if w := ip.Wait; w != nil {
+			// The serialized puller's queue: the pull it began right after.
+			label := "image.pull.wait behind " + w.Behind[len(w.Behind)-1].Image
+			wf.emit(wrow{label, wf.offset(w.Start), fmtSeconds(w.Duration()), wf.bar(w.Start, w.End, glyphBackOff)})
+		}
+		if ip.BackOff > 0 {
+			from := ip.Call.Start.Add(-ip.BackOff)
+			wf.emit(wrow{"image.pull.back_off", wf.offset(from), fmtSeconds(ip.BackOff), wf.bar(from, ip.Call.Start, glyphBackOff)})
+		}
 		label := "image.pull " + ip.Image
+		if ip.Attempt > 1 {
+			label += fmt.Sprintf(" #%d", ip.Attempt)
+		}
 		if ip.Call.Err {
 			label += " ✗"
+			if ip.ErrorReason != "" {
+				label += " " + ip.ErrorReason
+			}
 		}
 		wf.emit(wrow{label, wf.offset(ip.Call.Start), fmtSeconds(ip.Call.End.Sub(ip.Call.Start)), wf.bar(ip.Call.Start, ip.Call.End, glyphFull)})
 	}

@@ -58,6 +58,12 @@ type CRICall struct {
 	Image         string   `json:"image,omitempty"`     // PullImage: the image asked for
 	ImageRef      string   `json:"image_ref,omitempty"` // PullImage: what the runtime returned
 	Cmd           []string `json:"cmd,omitempty"`       // ExecSync: the command (bounded, redacted)
+	// ImageSize is, for PullImage, the pulled image's size in bytes; 0 when
+	// unknown. The uprobe on PullImage does not see it (the kubelet asks it
+	// with a separate ImageStatus call: k8s.io/kubernetes
+	// pkg/kubelet/images/puller.go GetImageSize) and no source fills it
+	// yet; a recording may carry it.
+	ImageSize uint64 `json:"image_size,omitempty"`
 }
 
 func (*CRICall) Type() Type        { return TypeCRICall }
