@@ -13,7 +13,7 @@
 #                         again (for fault tests: the pods keep running)
 #   node.sh import-image FILE  import an image archive into the node's containerd
 #   node.sh tool [--built] NAME  print the path of a binary node.sh builds (kubectl,
-#                         kubelet, crictl, jaeger, promtool, kind, etcd, ...), building it first
+#                         kubelet, crictl, jaeger, promtool, kind, etcd, registry, ...), building it first
 #                         when it is missing (--built: fail instead)
 # KUBELET_TRACING=1 node.sh up: the kubelet sends its own traces to the local
 # Jaeger (a running node's kubelet is restarted to take it).
@@ -34,6 +34,8 @@ JAEGER_TOOLS=$SCRIPT_DIR/tools/jaeger
 # etcd's server module has replace directives too (for kind's etcd image: the
 # local node runs Debian's etcd-server).
 ETCD_TOOLS=$SCRIPT_DIR/tools/etcd
+# The CNCF distribution registry (node.sh tool registry).
+REGISTRY_TOOLS=$SCRIPT_DIR/tools/registry
 CONFIG_SRC=$SCRIPT_DIR/config
 REPO_ROOT=$(cd "$SCRIPT_DIR/../.." && pwd)
 
@@ -89,7 +91,8 @@ set_paths() {
 	K8S_VERSION=$(tools_version "$K8S_TOOLS" k8s.io/kubernetes)
 	JAEGER_VERSION=$(tools_version "$JAEGER_TOOLS" github.com/jaegertracing/jaeger)
 	ETCD_VERSION=$(tools_version "$ETCD_TOOLS" go.etcd.io/etcd/server/v3)
-	[[ -n $K8S_VERSION && -n $JAEGER_VERSION && -n $ETCD_VERSION ]] || die "cannot read the versions from $SCRIPT_DIR/tools/*/go.mod"
+	REGISTRY_VERSION=$(tools_version "$REGISTRY_TOOLS" github.com/distribution/distribution/v3)
+	[[ -n $K8S_VERSION && -n $JAEGER_VERSION && -n $ETCD_VERSION && -n $REGISTRY_VERSION ]] || die "cannot read the versions from $SCRIPT_DIR/tools/*/go.mod"
 
 	CONTAINERD_DIR=$READYLINE_CACHE/containerd-$CONTAINERD_VERSION
 	CRICTL_DIR=$READYLINE_CACHE/cri-tools-$CRICTL_VERSION
@@ -99,6 +102,7 @@ set_paths() {
 	PROMTOOL_DIR=$READYLINE_CACHE/promtool-$PROMETHEUS_VERSION
 	ETCD_CACHE_DIR=$READYLINE_CACHE/etcd-$ETCD_VERSION
 	KIND_DIR=$READYLINE_CACHE/kind-$KIND_VERSION
+	REGISTRY_DIR=$READYLINE_CACHE/distribution-$REGISTRY_VERSION
 	KUBECTL=$K8S_DIR/bin/kubectl
 
 	LOG_DIR=$NODE_DIR/logs
