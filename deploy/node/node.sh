@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# node.sh — a real single-node Kubernetes and a real Jaeger on this machine, without
-# Docker or an image registry. See deploy/node/README.md.
+# node.sh — a real single-node Kubernetes, its own image registry and a real Jaeger
+# on this machine, without Docker. See deploy/node/README.md.
 #
-#   node.sh up            start (or reuse) the node; recovers from a killed previous run
+#   node.sh up            start (or reuse) the node and its registry on 127.0.0.1:5000;
+#                         recovers from a killed previous run
 #   node.sh down          stop what up started and leave the host as it was
-#   node.sh status        components, PIDs, kubeconfig, Jaeger URLs
+#   node.sh status        components, PIDs, kubeconfig, Jaeger and registry URLs
 #   node.sh jaeger-up     start (or reuse) Jaeger v2 on 127.0.0.1
 #   node.sh jaeger-down   stop Jaeger
 #   node.sh build         only build/cache the binaries (also builds Jaeger)
@@ -34,8 +35,11 @@ JAEGER_TOOLS=$SCRIPT_DIR/tools/jaeger
 # etcd's server module has replace directives too (for kind's etcd image: the
 # local node runs Debian's etcd-server).
 ETCD_TOOLS=$SCRIPT_DIR/tools/etcd
-# The CNCF distribution registry (node.sh tool registry).
+# The image registry the node pulls from (lib/registry.sh).
 REGISTRY_TOOLS=$SCRIPT_DIR/tools/registry
+# Our own tool that fills it (its own module: go-containerregistry stays out
+# of readyline's go.mod).
+IMAGEPUSH_TOOLS=$SCRIPT_DIR/tools/imagepush
 CONFIG_SRC=$SCRIPT_DIR/config
 REPO_ROOT=$(cd "$SCRIPT_DIR/../.." && pwd)
 
@@ -62,7 +66,8 @@ KUBERNETES_SERVICE_IP=10.96.0.1
 CLUSTER_DNS_IP=10.96.0.10
 CLUSTER_DOMAIN=cluster.local
 
-# Image references of the locally built images (no registry is ever contacted).
+# Image references of the locally built images, imported into containerd (the
+# node's registry serves them too, see lib/registry.sh).
 PAUSE_IMAGE=localhost/pause:local
 COREDNS_IMAGE=localhost/coredns:$COREDNS_VERSION
 
@@ -82,6 +87,8 @@ source "$SCRIPT_DIR/lib/images.sh"
 source "$SCRIPT_DIR/lib/pki.sh"
 # shellcheck source=lib/host.sh
 source "$SCRIPT_DIR/lib/host.sh"
+# shellcheck source=lib/registry.sh
+source "$SCRIPT_DIR/lib/registry.sh"
 # shellcheck source=lib/components.sh
 source "$SCRIPT_DIR/lib/components.sh"
 # shellcheck source=lib/pidns.sh
@@ -120,6 +127,8 @@ set_paths() {
 	CNI_BIN_DIR=$NODE_DIR/cnibin
 	IMAGES_DIR=$NODE_DIR/images
 	JAEGER_STATE=$NODE_DIR/jaeger
+	REGISTRY_STORAGE=$NODE_DIR/registry
+	REGISTRY_HOSTS_DIR=$CONF_DIR/certs.d
 	ADMIN_KUBECONFIG=$NODE_DIR/admin.kubeconfig
 
 	NODE_NAME=$(hostname)

@@ -158,8 +158,8 @@ build_etcd() {
 	log "built etcd in $((SECONDS - t0))s"
 }
 
-# The CNCF distribution registry, the node's own image registry. The version
-# stamp is the one its release Makefile sets.
+# The CNCF distribution registry, the node's own image registry
+# (lib/registry.sh). The version stamp is the one its release Makefile sets.
 build_registry() {
 	build_tools_module "$REGISTRY_TOOLS" "$REGISTRY_DIR" \
 		"-s -w -X github.com/distribution/distribution/v3/version.version=$REGISTRY_VERSION" \
@@ -227,4 +227,5 @@ build_node_binaries() {
 	build_crictl
 	build_coredns
 	build_kubernetes
+	build_registry
 }
