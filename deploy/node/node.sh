@@ -154,7 +154,8 @@ with_lock() {
 }
 
 usage() {
-	sed -n '2,21s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+	# The header comment, up to the shellcheck note.
+	sed -n '2,/^# Many settings/{/^# Many settings/d;s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"
 	exit 2
 }
 
