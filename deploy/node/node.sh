@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# node.sh — a real single-node Kubernetes and a real Jaeger on this machine, without
-# Docker or an image registry. See deploy/node/README.md.
+# node.sh — a real single-node Kubernetes, its own image registry and a real Jaeger
+# on this machine, without Docker. See deploy/node/README.md.
 #
-#   node.sh up            start (or reuse) the node; recovers from a killed previous run
+#   node.sh up            start (or reuse) the node and its registry on 127.0.0.1:5000;
+#                         recovers from a killed previous run
 #   node.sh down          stop what up started and leave the host as it was
-#   node.sh status        components, PIDs, kubeconfig, Jaeger URLs
+#   node.sh status        components, PIDs, kubeconfig, Jaeger and registry URLs
 #   node.sh jaeger-up     start (or reuse) Jaeger v2 on 127.0.0.1
 #   node.sh jaeger-down   stop Jaeger
 #   node.sh build         only build/cache the binaries (also builds Jaeger)
@@ -13,7 +14,7 @@
 #                         again (for fault tests: the pods keep running)
 #   node.sh import-image FILE  import an image archive into the node's containerd
 #   node.sh tool [--built] NAME  print the path of a binary node.sh builds (kubectl,
-#                         kubelet, crictl, jaeger, promtool, prometheus, kind, etcd, ...), building it first
+#                         kubelet, crictl, jaeger, promtool, prometheus, kind, etcd, registry, ...), building it first
 #                         when it is missing (--built: fail instead)
 # KUBELET_TRACING=1 node.sh up: the kubelet sends its own traces to the local
 # Jaeger (a running node's kubelet is restarted to take it).
@@ -34,6 +35,11 @@ JAEGER_TOOLS=$SCRIPT_DIR/tools/jaeger
 # etcd's server module has replace directives too (for kind's etcd image: the
 # local node runs Debian's etcd-server).
 ETCD_TOOLS=$SCRIPT_DIR/tools/etcd
+# The image registry the node pulls from (lib/registry.sh).
+REGISTRY_TOOLS=$SCRIPT_DIR/tools/registry
+# Our own tool that fills it (its own module: go-containerregistry stays out
+# of readyline's go.mod).
+IMAGEPUSH_TOOLS=$SCRIPT_DIR/tools/imagepush
 CONFIG_SRC=$SCRIPT_DIR/config
 REPO_ROOT=$(cd "$SCRIPT_DIR/../.." && pwd)
 
@@ -60,7 +66,8 @@ KUBERNETES_SERVICE_IP=10.96.0.1
 CLUSTER_DNS_IP=10.96.0.10
 CLUSTER_DOMAIN=cluster.local
 
-# Image references of the locally built images (no registry is ever contacted).
+# Image references of the locally built images, imported into containerd (the
+# node's registry serves them too, see lib/registry.sh).
 PAUSE_IMAGE=localhost/pause:local
 COREDNS_IMAGE=localhost/coredns:$COREDNS_VERSION
 
@@ -80,6 +87,8 @@ source "$SCRIPT_DIR/lib/images.sh"
 source "$SCRIPT_DIR/lib/pki.sh"
 # shellcheck source=lib/host.sh
 source "$SCRIPT_DIR/lib/host.sh"
+# shellcheck source=lib/registry.sh
+source "$SCRIPT_DIR/lib/registry.sh"
 # shellcheck source=lib/components.sh
 source "$SCRIPT_DIR/lib/components.sh"
 # shellcheck source=lib/pidns.sh
@@ -89,7 +98,8 @@ set_paths() {
 	K8S_VERSION=$(tools_version "$K8S_TOOLS" k8s.io/kubernetes)
 	JAEGER_VERSION=$(tools_version "$JAEGER_TOOLS" github.com/jaegertracing/jaeger)
 	ETCD_VERSION=$(tools_version "$ETCD_TOOLS" go.etcd.io/etcd/server/v3)
-	[[ -n $K8S_VERSION && -n $JAEGER_VERSION && -n $ETCD_VERSION ]] || die "cannot read the versions from $SCRIPT_DIR/tools/*/go.mod"
+	REGISTRY_VERSION=$(tools_version "$REGISTRY_TOOLS" github.com/distribution/distribution/v3)
+	[[ -n $K8S_VERSION && -n $JAEGER_VERSION && -n $ETCD_VERSION && -n $REGISTRY_VERSION ]] || die "cannot read the versions from $SCRIPT_DIR/tools/*/go.mod"
 
 	CONTAINERD_DIR=$READYLINE_CACHE/containerd-$CONTAINERD_VERSION
 	CRICTL_DIR=$READYLINE_CACHE/cri-tools-$CRICTL_VERSION
@@ -100,6 +110,7 @@ set_paths() {
 	PROMETHEUS_DIR=$READYLINE_CACHE/prometheus-$PROMETHEUS_VERSION
 	ETCD_CACHE_DIR=$READYLINE_CACHE/etcd-$ETCD_VERSION
 	KIND_DIR=$READYLINE_CACHE/kind-$KIND_VERSION
+	REGISTRY_DIR=$READYLINE_CACHE/distribution-$REGISTRY_VERSION
 	KUBECTL=$K8S_DIR/bin/kubectl
 
 	LOG_DIR=$NODE_DIR/logs
@@ -117,6 +128,8 @@ set_paths() {
 	CNI_BIN_DIR=$NODE_DIR/cnibin
 	IMAGES_DIR=$NODE_DIR/images
 	JAEGER_STATE=$NODE_DIR/jaeger
+	REGISTRY_STORAGE=$NODE_DIR/registry
+	REGISTRY_HOSTS_DIR=$CONF_DIR/certs.d
 	ADMIN_KUBECONFIG=$NODE_DIR/admin.kubeconfig
 
 	NODE_NAME=$(hostname)
@@ -142,7 +155,8 @@ with_lock() {
 }
 
 usage() {
-	sed -n '2,21s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+	# The header comment, up to the shellcheck note.
+	sed -n '2,/^# Many settings/{/^# Many settings/d;s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"
 	exit 2
 }
 

@@ -16,7 +16,7 @@ set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # node.sh and its libraries own the cache: they may name paths in it early.
-OWNERS=(node.sh build.sh common.sh components.sh host.sh images.sh pki.sh pidns.sh)
+OWNERS=(node.sh build.sh common.sh components.sh host.sh images.sh pki.sh pidns.sh registry.sh)
 
 [[ $(id -u) -eq 0 ]] || { echo "test-fresh-cache.sh must run as root (the scripts it runs do)" >&2; exit 1; }
 real_go=$(command -v go) || { echo "go is not on PATH" >&2; exit 1; }

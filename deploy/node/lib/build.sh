@@ -167,6 +167,14 @@ build_etcd() {
 	log "built etcd in $((SECONDS - t0))s"
 }
 
+# The CNCF distribution registry, the node's own image registry
+# (lib/registry.sh). The version stamp is the one its release Makefile sets.
+build_registry() {
+	build_tools_module "$REGISTRY_TOOLS" "$REGISTRY_DIR" \
+		"-s -w -X github.com/distribution/distribution/v3/version.version=$REGISTRY_VERSION" \
+		registry=github.com/distribution/distribution/v3/cmd/registry
+}
+
 # kind for deploy/kind; its go.mod has no replace directives.
 build_kind() {
 	go_install_cached "$KIND_DIR" "$KIND_VERSION" "" sigs.k8s.io/kind
@@ -185,6 +193,7 @@ tool_builder() {
 	prometheus) echo build_prometheus ;;
 	etcd) echo build_etcd ;;
 	kind) echo build_kind ;;
+	registry) echo build_registry ;;
 	*) return 1 ;;
 	esac
 }
@@ -201,6 +210,7 @@ tool_path() {
 	build_prometheus) echo "$PROMETHEUS_DIR/bin/$1" ;;
 	build_etcd) echo "$ETCD_CACHE_DIR/bin/$1" ;;
 	build_kind) echo "$KIND_DIR/bin/$1" ;;
+	build_registry) echo "$REGISTRY_DIR/bin/$1" ;;
 	esac
 }
 
@@ -212,7 +222,7 @@ tool() {
 	local build=1
 	[[ ${1:-} == --built ]] && build=0 && shift
 	local name=${1:-} builder path
-	builder=$(tool_builder "$name") || die "node.sh builds no tool named '${name}' (known: containerd containerd-shim-runc-v2 ctr crictl coredns kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl kubeadm etcd kind jaeger promtool prometheus)"
+	builder=$(tool_builder "$name") || die "node.sh builds no tool named '${name}' (known: containerd containerd-shim-runc-v2 ctr crictl coredns kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl kubeadm etcd kind registry jaeger promtool prometheus)"
 	path=$(tool_path "$name")
 	if [[ ! -x $path ]]; then
 		((build)) || die "$name is not built yet ($path): run 'node.sh tool $name' or 'node.sh build'"
@@ -228,4 +238,5 @@ build_node_binaries() {
 	build_crictl
 	build_coredns
 	build_kubernetes
+	build_registry
 }

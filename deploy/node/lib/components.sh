@@ -3,14 +3,14 @@
 # node, and the teardown order.
 
 # Start order; teardown goes the other way round.
-NODE_COMPONENTS=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
+NODE_COMPONENTS=(registry containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
 
 ETCD_CLIENT_URL=http://127.0.0.1:12379
 ETCD_PEER_URL=http://127.0.0.1:12380
 
 # Ports the node listens on. etcd is kept off 2379/2380, where Debian's own
 # etcd.service listens once etcd-server is installed on a systemd machine.
-NODE_PORTS=(6443 10248 10249 10250 10256 10257 10259 12379 12380)
+NODE_PORTS=(5000 6443 10248 10249 10250 10256 10257 10259 12379 12380)
 
 # kubectl would otherwise write its discovery cache to ~/.kube/cache.
 kctl() { "$KUBECTL" --kubeconfig "$ADMIN_KUBECONFIG" --cache-dir "$NODE_DIR/kubectl-cache" "$@"; }
@@ -51,6 +51,7 @@ render_configs() {
 	render "$CONFIG_SRC/kubelet.yaml.in" "$CONF_DIR/kubelet.yaml"
 	render "$CONFIG_SRC/kube-proxy.yaml.in" "$CONF_DIR/kube-proxy.yaml"
 	render "$CONFIG_SRC/coredns.yaml.in" "$CONF_DIR/coredns.yaml"
+	render_registry_configs
 }
 
 check_ports_free() {
@@ -267,6 +268,8 @@ node_up() {
 				log "containerd's configuration changed: restarting containerd (pods keep running)"
 				restart_containerd
 			fi
+			# Puts back what a test may have changed (the missing tag pushed).
+			push_images
 			wait_node_ready
 			node_status
 			return 0
@@ -292,6 +295,8 @@ node_up() {
 	make_kubeconfigs
 	render_configs
 	build_images
+	start_registry
+	push_images
 	if pidns_wanted; then start_node_namespace; fi
 	start_containerd
 	import_images
@@ -389,6 +394,7 @@ node_teardown() {
 	delete_runc_containers
 	stop_process kube-apiserver
 	stop_process etcd
+	stop_process registry
 	host_cleanup
 	unshare_node_dir
 	if [[ -n $(mounts_under "$NODE_DIR") ]]; then
@@ -431,6 +437,7 @@ kubectl:     $KUBECTL
 crictl:      $CRICTL_DIR/bin/crictl --runtime-endpoint unix://$CONTAINERD_SOCK
 logs:        $LOG_DIR/
 jaeger:      query $JAEGER_QUERY_URL  OTLP gRPC $JAEGER_OTLP_GRPC  OTLP HTTP $JAEGER_OTLP_HTTP
+registry:    $REGISTRY_URL  large $REGISTRY_LARGE_IMAGE  missing $REGISTRY_MISSING_IMAGE
 $(pidns_status)
 EOF
 	if ((all == 0)) && [[ -x $KUBECTL ]]; then
