@@ -76,9 +76,9 @@ demo_up() {
 		kubectl delete namespace "$NAMESPACE" --wait=true --timeout=120s >/dev/null
 	fi
 	kubectl create namespace "$NAMESPACE" >/dev/null
-	local pods=(lifecycle-demo poststart-demo init-container-failure-never
+	local pods=(lifecycle-demo poststart-demo image-pull init-container-failure-never
 		init-container-wait-for-service init-container-failure-retry)
-	for f in lifecycle-demo poststart-demo init-failure-never init-wait-for-service init-failure-retry; do
+	for f in lifecycle-demo poststart-demo image-pull init-failure-never init-wait-for-service init-failure-retry; do
 		kubectl -n "$NAMESPACE" apply -f "$EXAMPLES/$f.yaml" >/dev/null
 	done
 	log "applied the examples in namespace $NAMESPACE; the Service init-container-wait-for-service waits for comes in 8 s"

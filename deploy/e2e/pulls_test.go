@@ -1,0 +1,348 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/readyline/readyline/collector/event"
+	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter"
+)
+
+// The local node's registry (deploy/node/README.md, "Image registry").
+const (
+	largeImage   = "127.0.0.1:5000/readyline/large:256mib" // a 256 MiB random layer on busybox
+	missingImage = "127.0.0.1:5000/readyline/missing:nope" // never in the registry
+	localImage   = "localhost/busybox:local"               // imported at node up, never pulled
+	pullMethod   = string(event.CRIPullImage)
+	pullSpan     = exporter.SpanImagePull
+	outcomeKey   = string(exporter.AttrImagePullOutcome)
+	sleepForever = `command: ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]`
+)
+
+// largeImageMu serializes the tests that remove the large image from the
+// node to see it downloaded: a parallel test would find it present.
+var largeImageMu sync.Mutex
+
+// lockLargeImage holds largeImageMu until the test's cleanups ran (the
+// first registered runs last): its pods are deleted by then, and with them
+// the snapshots that would let the next pull of the image skip its layers
+// (containerd unpacks only the layers it has no snapshot of).
+func lockLargeImage(t *testing.T) {
+	largeImageMu.Lock()
+	t.Cleanup(largeImageMu.Unlock)
+}
+
+// removeImage deletes image from the node's containerd, so that the next
+// pull downloads its layers: containerd unpacks only the layers it has no
+// snapshot of, and a container keeps its snapshots, even exited, until the
+// kubelet's container GC (a minute after its pod is gone). So it waits for
+// the containers of image to stop (their pods are being deleted by an
+// earlier test's cleanup), removes them, then the image; the CRI removes it
+// with a synchronous garbage collection of its content and snapshots. An
+// image that is not there is fine.
+func removeImage(t *testing.T, ctx context.Context, image string) {
+	t.Helper()
+	path, err := Tool("crictl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crictl := func(args ...string) (string, error) {
+		args = append([]string{"--runtime-endpoint", "unix://" + env.NodeDir + "/containerd/containerd.sock"}, args...)
+		var stderr strings.Builder
+		cmd := exec.CommandContext(ctx, path, args...)
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return "", fmt.Errorf("crictl %s: %w: %s", strings.Join(args[2:], " "), err, stderr.String())
+		}
+		return strings.TrimSpace(string(out)), nil
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		running, err := crictl("ps", "-q", "--image", image)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if running == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("containers %s of %s still run after 90 s", strings.Fields(running), image)
+		}
+		time.Sleep(time.Second)
+	}
+	exited, err := crictl("ps", "-a", "-q", "--image", image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids := strings.Fields(exited); len(ids) > 0 {
+		if _, err := crictl(append([]string{"rm"}, ids...)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := crictl("rmi", image); err != nil && !strings.Contains(err.Error(), "not found") && !strings.Contains(err.Error(), "no such image") {
+		t.Fatal(err, out)
+	}
+}
+
+// onePodManifest is a pod with one container "app" of image, pulled by
+// policy, that sleeps until it is told to stop.
+func onePodManifest(name, image string, policy corev1.PullPolicy) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: %s
+    imagePullPolicy: %s
+    %s
+`, name, image, policy, sleepForever)
+}
+
+// readyTimeline starts a one-container pod, waits until it is Ready and
+// returns its timeline and its trace.
+func readyTimeline(t *testing.T, ctx context.Context, name, image string, policy corev1.PullPolicy) (*correlator.Timeline, *Trace) {
+	t.Helper()
+	d := readyline(t)
+	ns, rec := startPod(t, ctx, name, onePodManifest(name, image, policy))
+	ev, err := rec.WaitFor(ctx, ConditionTrue(corev1.PodReady))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := d.Timeline(ctx, ns, name, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := WaitForTrace(ctx, JaegerQueryURL, TraceIDFromPodUID(string(ev.Pod.UID)), 5, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tl, tr
+}
+
+// TestPullLargeImage: a pod pulls the registry's 256 MiB image, which is not
+// on the node. Its timeline has one successful pull of it, for its
+// container, with the digest the runtime resolved; the trace has one
+// image.pull span holding the PullImage call, and that call is the
+// kubelet's own PullImage span (matchKubeletCalls, as for the other CRI
+// calls).
+func TestPullLargeImage(t *testing.T) {
+	lockLargeImage(t)
+	ctx := testContext(t, 4*time.Minute)
+	removeImage(t, ctx, largeImage)
+	tl, tr := readyTimeline(t, ctx, "large", largeImage, corev1.PullAlways)
+
+	if len(tl.ImagePulls) != 1 {
+		t.Fatalf("%d pulls in the timeline, want 1: %+v", len(tl.ImagePulls), tl.ImagePulls)
+	}
+	p := tl.ImagePulls[0]
+	if p.Image != largeImage || p.Container != "app" || p.Call.Err || p.Attempt != 1 {
+		t.Errorf("pull %+v, want one successful first attempt of %s for app", p, largeImage)
+	}
+	if !strings.HasPrefix(p.Ref, "sha256:") {
+		t.Errorf("pull ref %q, want the image id the runtime resolved", p.Ref)
+	}
+	// 256 MiB from loopback: 1.6-2.6 s here; anything under 200 ms was no
+	// download (the layer was still on the node).
+	if p.Duration() < 200*time.Millisecond {
+		t.Errorf("the pull took %v: the large layer was not downloaded", p.Duration())
+	}
+	t.Logf("pull of %s: %v (%.0f MiB/s), ref %s, puller %s", p.Image, p.Duration().Round(time.Millisecond),
+		256/p.Duration().Seconds(), p.Ref, p.Puller)
+
+	st := newSpanTree(t, tr)
+	span := st.one(pullSpan)
+	if v := tagString(span, outcomeKey); v != "success" {
+		t.Errorf("%s %s=%q, want success", pullSpan, outcomeKey, v)
+	}
+	ours := criSpans(tr)[pullMethod]
+	if len(ours) != 1 || st.parent[ours[0].SpanID] != span.SpanID {
+		t.Fatalf("%d PullImage call spans, want 1 under %s", len(ours), pullSpan)
+	}
+	if dur(span) < dur(ours[0]) {
+		t.Errorf("%s (%v) is shorter than its call (%v)", pullSpan, dur(span), dur(ours[0]))
+	}
+	matchKubeletCalls(t, ctx, tl.Pod.UID, map[string][]Span{pullMethod: ours})
+}
+
+// TestPullsSerialized: two pods that need the large image, which is not on
+// the node, start at once. The kubelet's serialized puller (the default,
+// serializeImagePulls: true) pulls for one while the other waits; the
+// waiting pod's pull has a wait behind the first pod's pull of the image,
+// shown as its own span, and its call begins after the first one returned.
+func TestPullsSerialized(t *testing.T) {
+	lockLargeImage(t)
+	d := readyline(t)
+	ctx := testContext(t, 4*time.Minute)
+	removeImage(t, ctx, largeImage)
+	ns := newNamespace(t)
+	names := []string{"first", "second"}
+	recs := map[string]*PodRecorder{}
+	var manifest []string
+	for _, n := range names {
+		recs[n] = recordPod(t, ns, n)
+		manifest = append(manifest, onePodManifest(n, largeImage, corev1.PullAlways))
+	}
+	if _, err := env.Apply(ctx, ns, []byte(strings.Join(manifest, "---\n"))); err != nil {
+		t.Fatal(err)
+	}
+	tls := map[string]*correlator.Timeline{}
+	uids := map[string]string{}
+	for _, n := range names {
+		ev, err := recs[n].WaitFor(ctx, ConditionTrue(corev1.PodReady))
+		if err != nil {
+			t.Fatal(err)
+		}
+		uids[n] = string(ev.Pod.UID)
+		if tls[n], err = d.Timeline(ctx, ns, n, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if len(tls[n].ImagePulls) != 1 {
+			t.Fatalf("%s: %d pulls, want 1: %+v", n, len(tls[n].ImagePulls), tls[n].ImagePulls)
+		}
+	}
+	// Which pod the puller took first is the kubelet's choice.
+	a, b := tls["first"].ImagePulls[0], tls["second"].ImagePulls[0]
+	leader, waiter := "first", "second"
+	if b.Call.Start.Before(a.Call.Start) {
+		a, b = b, a
+		leader, waiter = waiter, leader
+	}
+	t.Logf("%s pulled in %v; %s's call began %v after it returned and took %v", leader, a.Duration().Round(time.Millisecond),
+		waiter, b.Call.Start.Sub(a.Call.End).Round(time.Millisecond), b.Duration().Round(time.Millisecond))
+	if b.Wait != nil {
+		t.Logf("%s's wait: %v from %s, behind %d pull(s)", waiter, b.Wait.Duration().Round(time.Millisecond), b.Wait.NeedEvent, len(b.Wait.Behind))
+	}
+	if a.Duration() < 200*time.Millisecond {
+		t.Errorf("%s's pull took %v: the large layer was not downloaded", leader, a.Duration())
+	}
+	if b.Call.Start.Before(a.Call.End) {
+		t.Fatalf("the two PullImage calls overlapped (%v..%v, %v..%v): the kubelet's puller is not serialized",
+			a.Call.Start, a.Call.End, b.Call.Start, b.Call.End)
+	}
+	if a.Wait != nil {
+		t.Errorf("%s's pull, the first, has a wait: %+v", leader, a.Wait)
+	}
+	if b.Wait == nil {
+		t.Fatalf("%s's pull has no wait behind %s's", waiter, leader)
+	}
+	var behind bool
+	for _, w := range b.Wait.Behind {
+		behind = behind || w.PodUID == uids[leader]
+	}
+	if !behind {
+		t.Errorf("%s's wait is behind %+v, want %s's pull (pod %s)", waiter, b.Wait.Behind, leader, uids[leader])
+	}
+	// The wait ends where the call begins and cannot be longer than the
+	// pull it waited for plus the puller's hand-off.
+	if w := b.Wait.Duration(); w <= 0 || w > a.Duration()+time.Second {
+		t.Errorf("%s's wait %v, want (0, %v]", waiter, w, a.Duration()+time.Second)
+	}
+	tr, err := WaitForTrace(ctx, JaegerQueryURL, TraceIDFromPodUID(uids[waiter]), 5, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newSpanTree(t, tr).one(exporter.SpanImagePullWait)
+}
+
+// TestPullMissingTag: a pod whose image tag is not in the registry. The
+// kubelet fails the pull (ErrImagePull), backs off (ImagePullBackOff, 10 s
+// then 20 s) and tries again; at the start timeout readyline reports the
+// start as timed out for that reason, with each failed attempt and the
+// back-off between them.
+func TestPullMissingTag(t *testing.T) {
+	t.Parallel()
+	d := readyline(t)
+	ctx := testContext(t, 4*time.Minute)
+	const name = "missing-tag"
+	ns, rec := startPod(t, ctx, name, onePodManifest(name, missingImage, corev1.PullIfNotPresent))
+	if _, err := rec.WaitFor(ctx, func(p *corev1.Pod) bool { return ContainerWaitingReason(p, "app") == "ImagePullBackOff" }); err != nil {
+		t.Fatal(err)
+	}
+	tl := waitForOutcome(t, d, ns, name, correlator.OutcomeTimeout, StartTimeout+time.Minute)
+	t.Logf("reason: %s", tl.Reason)
+	// The reason is the container's state at the timeout: ErrImagePull
+	// right after an attempt, ImagePullBackOff between them.
+	if !strings.Contains(tl.Reason, "app: ") || !strings.Contains(tl.Reason, "failed pulls of "+missingImage) ||
+		(!strings.Contains(tl.Reason, "ErrImagePull") && !strings.Contains(tl.Reason, "ImagePullBackOff")) {
+		t.Errorf("timeout reason %q, want the container, its pull reason and the failed pulls of %s", tl.Reason, missingImage)
+	}
+	var reasons []string
+	for _, c := range tl.Containers {
+		for _, w := range c.Waiting {
+			reasons = append(reasons, w.Reason)
+		}
+	}
+	if !slices.Contains(reasons, "ErrImagePull") || !slices.Contains(reasons, "ImagePullBackOff") {
+		t.Errorf("the container's waiting reasons %v, want ErrImagePull and ImagePullBackOff", reasons)
+	}
+	var failed int
+	for i, p := range tl.ImagePulls {
+		t.Logf("attempt %d: err=%v %v back-off %v reason %s: %s", p.Attempt, p.Call.Err, p.Duration().Round(time.Millisecond),
+			p.BackOff.Round(time.Millisecond), p.ErrorReason, p.Error)
+		if p.Image != missingImage || p.Container != "app" || !p.Call.Err || p.Attempt != i+1 {
+			t.Errorf("pull %d: %+v, want failed attempt %d of %s for app", i, p, i+1, missingImage)
+			continue
+		}
+		failed++
+		// The kubelet's image back-off starts at 10 s and doubles.
+		if i > 0 && p.BackOff < 5*time.Second {
+			t.Errorf("attempt %d came %v after the previous failure, want the kubelet's back-off (>= 10 s)", p.Attempt, p.BackOff)
+		}
+	}
+	if failed < 2 {
+		t.Fatalf("%d failed pulls in the timeline, want the first and at least one retry", failed)
+	}
+	if tl.ImagePulls[0].ErrorReason != "ErrImagePull" || !strings.Contains(tl.ImagePulls[0].Error, "not found") {
+		t.Errorf("first attempt's error %s %q, want ErrImagePull and the runtime's not found", tl.ImagePulls[0].ErrorReason, tl.ImagePulls[0].Error)
+	}
+	tr, err := WaitForTrace(ctx, JaegerQueryURL, TraceIDFromPodUID(tl.Pod.UID), 5, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spans, failures, backOffs int
+	for _, s := range tr.Spans {
+		switch s.OperationName {
+		case pullSpan:
+			spans++
+			if tagString(s, outcomeKey) == "failure" {
+				failures++
+			}
+		case exporter.SpanImagePullBackOff:
+			backOffs++
+		}
+	}
+	if spans != len(tl.ImagePulls) || failures != spans || backOffs < 1 {
+		t.Errorf("trace: %d %s spans (%d failed), %d %s, want %d failed and a back-off", spans, pullSpan, failures, backOffs, exporter.SpanImagePullBackOff, len(tl.ImagePulls))
+	}
+}
+
+// TestPullNotNeeded: an image already on the node with imagePullPolicy
+// IfNotPresent makes no PullImage call (image_manager.go
+// EnsureImageExists), so no pull in the timeline and no image.pull span.
+func TestPullNotNeeded(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t, 3*time.Minute)
+	tl, tr := readyTimeline(t, ctx, "present", localImage, corev1.PullIfNotPresent)
+	if len(tl.ImagePulls) != 0 {
+		t.Errorf("pulls %+v of an image on the node, want none", tl.ImagePulls)
+	}
+	for _, s := range tr.Spans {
+		if s.OperationName == pullSpan || tagString(s, "rpc.method") == pullMethod {
+			t.Errorf("span %s in the trace of a pod that pulled nothing", s.OperationName)
+		}
+	}
+}
