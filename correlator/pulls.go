@@ -329,10 +329,7 @@ func pullInsight(tl *Timeline) (Insight, bool) {
 	images := make(map[string]*image)
 	for i := range tl.ImagePulls {
 		ip := &tl.ImagePulls[i]
-		start := ip.Call.Start
-		if ip.Wait != nil {
-			start = ip.Wait.Start
-		}
+		start := ip.Begin()
 		if start.IsZero() || ip.Call.End.IsZero() {
 			continue
 		}

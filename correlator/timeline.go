@@ -320,6 +320,15 @@ type ImagePull struct {
 // End is the end of the pull's call.
 func (ip ImagePull) End() time.Time { return ip.Call.End }
 
+// Begin is when the pull began to hold its container: its wait's start in
+// the serialized puller, else its call's start (zero when not seen).
+func (ip ImagePull) Begin() time.Time {
+	if ip.Wait != nil {
+		return ip.Wait.Start
+	}
+	return ip.Call.Start
+}
+
 // Duration is the PullImage call's duration (0 when its start was not seen).
 func (ip ImagePull) Duration() time.Duration { return span(ip.Call.Start, ip.Call.End) }
 

@@ -290,10 +290,7 @@ func pullsBreakdown(tl *correlator.Timeline, start, end time.Time) string {
 	byName := make(map[string]*image)
 	for i := range tl.ImagePulls {
 		ip := &tl.ImagePulls[i]
-		from := ip.Call.Start
-		if ip.Wait != nil {
-			from = ip.Wait.Start
-		}
+		from := ip.Begin()
 		if from.IsZero() || ip.Call.End.IsZero() || (!end.IsZero() && !from.Before(end)) || !ip.Call.End.After(start) {
 			continue
 		}
