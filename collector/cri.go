@@ -72,13 +72,21 @@ type RuntimeClient interface {
 	GetContainerEvents(ctx context.Context, in *runtimeapi.GetEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[runtimeapi.ContainerEventResponse], error)
 }
 
+// ImageClient is the part of the CRI image service a CRISource uses
+// (ImageSize). runtimeapi.ImageServiceClient implements it.
+type ImageClient interface {
+	ImageStatus(ctx context.Context, in *runtimeapi.ImageStatusRequest, opts ...grpc.CallOption) (*runtimeapi.ImageStatusResponse, error)
+}
+
 // CRIConfig configures a CRISource. The zero value auto-detects the runtime.
 type CRIConfig struct {
 	// Endpoint is the runtime's socket (--cri-endpoint): unix:///path or
 	// /path. "" tries DefaultCRIEndpoints and uses the first that answers.
 	Endpoint string
-	// Client, when set, is used instead of dialing Endpoint (tests).
+	// Client, when set, is used instead of dialing Endpoint (tests), with
+	// Images for ImageSize (nil: ImageSize fails).
 	Client RuntimeClient
+	Images ImageClient
 	// PollInterval is how often sandboxes and containers are listed when the
 	// runtime has no event stream; 0 = 1 s.
 	PollInterval time.Duration
@@ -128,6 +136,7 @@ type CRISource struct {
 // criConn is one connection to the runtime.
 type criConn struct {
 	client   RuntimeClient
+	images   ImageClient // nil when the runtime's image service is not known
 	endpoint string
 	runtime  string // name and version
 	close    func()
@@ -207,6 +216,35 @@ func (s *CRISource) Stats() CRIStats {
 		Cached:         s.cache.len(),
 		Streaming:      s.streaming.Load(),
 	}
+}
+
+// ErrNoImageSize is returned by ImageSize when the runtime does not tell an
+// image's size: it does not know the image, or has no image service.
+var ErrNoImageSize = errors.New("the runtime tells no size of the image")
+
+// ImageSize asks the runtime for the size in bytes of image (a reference or
+// an image id), the call the kubelet itself makes after a pull
+// (pkg/kubelet/images/puller.go GetImageSize: ImageStatus, Image.Size). It
+// fails with ErrRuntimeUnavailable while no runtime answers, and is bounded
+// by CallTimeout. Safe for concurrent use, also while Run runs.
+func (s *CRISource) ImageSize(ctx context.Context, image string) (uint64, error) {
+	c := s.conn.Load()
+	if c == nil {
+		return 0, ErrRuntimeUnavailable
+	}
+	if c.images == nil {
+		return 0, fmt.Errorf("%s: %w", image, ErrNoImageSize)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	r, err := c.images.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: image}})
+	if err != nil {
+		return 0, fmt.Errorf("image status of %s: %w", image, criError(err))
+	}
+	if r.GetImage() == nil || r.GetImage().GetSize() == 0 {
+		return 0, fmt.Errorf("%s: %w", image, ErrNoImageSize)
+	}
+	return r.GetImage().GetSize(), nil
 }
 
 // Lookup returns what the runtime says about the container or pod sandbox
@@ -333,7 +371,7 @@ func (s *CRISource) connect(ctx context.Context) (*criConn, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &criConn{client: s.cfg.Client, endpoint: "client", runtime: v, close: func() {}}, nil
+		return &criConn{client: s.cfg.Client, images: s.cfg.Images, endpoint: "client", runtime: v, close: func() {}}, nil
 	}
 	endpoints, auto := []string{s.cfg.Endpoint}, s.cfg.Endpoint == ""
 	if auto {
@@ -361,7 +399,7 @@ func (s *CRISource) connect(ctx context.Context) (*criConn, error) {
 			errs = append(errs, fmt.Errorf("%s: %w", ep, err))
 			continue
 		}
-		return &criConn{client: client, endpoint: ep, runtime: v, close: func() { cc.Close() }}, nil
+		return &criConn{client: client, images: runtimeapi.NewImageServiceClient(cc), endpoint: ep, runtime: v, close: func() { cc.Close() }}, nil
 	}
 	if auto {
 		return nil, fmt.Errorf("%w: none of the default sockets answers: %w", ErrRuntimeUnavailable, errors.Join(errs...))

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/readyline/readyline/collector/event"
@@ -712,5 +713,50 @@ func TestCRIRuntimeAnswersButCannotList(t *testing.T) {
 	}
 	if !reflect.DeepEqual(infos, []string{"container runtime reachable again"}) {
 		t.Errorf("infos: %q", infos)
+	}
+}
+
+// fakeImages answers ImageStatus from a map of image -> size.
+type fakeImages map[string]uint64
+
+func (f fakeImages) ImageStatus(_ context.Context, req *runtimeapi.ImageStatusRequest, _ ...grpc.CallOption) (*runtimeapi.ImageStatusResponse, error) {
+	size, ok := f[req.GetImage().GetImage()]
+	if !ok {
+		return &runtimeapi.ImageStatusResponse{}, nil // the CRI's answer for an image it does not have
+	}
+	return &runtimeapi.ImageStatusResponse{Image: &runtimeapi.Image{Id: req.GetImage().GetImage(), Size: size}}, nil
+}
+
+// TestCRIImageSize: ImageSize is the runtime's ImageStatus size, an error
+// for an image it does not have, for a runtime without an image service,
+// and before Run connected.
+func TestCRIImageSize(t *testing.T) {
+	rt := newFakeRuntime()
+	rt.noEvents = true
+	src, err := NewCRISource(CRIConfig{Client: &fakeClient{rt: rt}, Images: fakeImages{"sha256:big": 270587074}, PollInterval: time.Hour}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := src.ImageSize(ctx, "sha256:big"); !errors.Is(err, ErrRuntimeUnavailable) {
+		t.Errorf("ImageSize before Run: %v, want ErrRuntimeUnavailable", err)
+	}
+	runCRI(t, src)
+	waitFor(t, 5*time.Second, "connection", func() bool { return src.Endpoint() != "" })
+	if size, err := src.ImageSize(ctx, "sha256:big"); err != nil || size != 270587074 {
+		t.Errorf("ImageSize(sha256:big) = %d, %v; want 270587074", size, err)
+	}
+	if size, err := src.ImageSize(ctx, "sha256:gone"); !errors.Is(err, ErrNoImageSize) {
+		t.Errorf("ImageSize of an image the runtime lacks = %d, %v; want ErrNoImageSize", size, err)
+	}
+
+	noImages, err := NewCRISource(CRIConfig{Client: &fakeClient{rt: rt}, PollInterval: time.Hour}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCRI(t, noImages)
+	waitFor(t, 5*time.Second, "connection", func() bool { return noImages.Endpoint() != "" })
+	if _, err := noImages.ImageSize(ctx, "sha256:big"); !errors.Is(err, ErrNoImageSize) {
+		t.Errorf("ImageSize without an image service: %v, want ErrNoImageSize", err)
 	}
 }

@@ -185,7 +185,13 @@ func (d *daemon) run(ctx context.Context) error {
 		})
 		g.Go(ctx, "cri source", func(ctx context.Context) error { return cri.Run(ctx, d.emitter(ctx)) })
 		if calls != nil {
-			g.Go(ctx, "cri call source", func(ctx context.Context) error { return calls.Run(ctx, d.emitter(ctx)) })
+			g.Go(ctx, "cri call source", func(ctx context.Context) error {
+				emit := d.emitter(ctx)
+				return calls.Run(ctx, func(ev event.Event) {
+					d.sizePull(ctx, cri, ev)
+					emit(ev)
+				})
+			})
 		}
 		if tcp != nil {
 			g.Go(ctx, "tcp source", func(ctx context.Context) error { return tcp.Run(ctx, d.emitter(ctx)) })
@@ -207,6 +213,25 @@ func (d *daemon) run(ctx context.Context) error {
 		err = errors.Join(err, d.rec.Flush(), d.recFile.Close())
 	}
 	return err
+}
+
+// sizePull fills in the image size of a successful PullImage call: the
+// kubelet's PullImage returns only the image's id, and its puller asks the
+// runtime for the size right after (images/puller.go GetImageSize); readyline
+// asks the same, before the call goes on to the correlator, so that the
+// pull's span, metric and insight know its size and rate. A runtime that
+// does not answer within the CRI source's call timeout leaves it unknown.
+func (d *daemon) sizePull(ctx context.Context, cri *collector.CRISource, ev event.Event) {
+	c, ok := ev.(*event.CRICall)
+	if !ok || c.Method != event.CRIPullImage || c.Err || c.ImageRef == "" || c.ImageSize != 0 {
+		return
+	}
+	size, err := cri.ImageSize(ctx, c.ImageRef)
+	if err != nil {
+		d.logger.Debug("no size for a pulled image", "image", c.Image, "ref", c.ImageRef, "error", err)
+		return
+	}
+	c.ImageSize = size
 }
 
 // watchSources sets up the loss accounting of the sources that run, and

@@ -160,8 +160,22 @@ func TestPullLargeImage(t *testing.T) {
 	if p.Duration() < 200*time.Millisecond {
 		t.Errorf("the pull took %v: the large layer was not downloaded", p.Duration())
 	}
-	t.Logf("pull of %s: %v (%.0f MiB/s), ref %s, puller %s", p.Image, p.Duration().Round(time.Millisecond),
-		256/p.Duration().Seconds(), p.Ref, p.Puller)
+	t.Logf("pull of %s: %v, %d bytes, ref %s, puller %s", p.Image, p.Duration().Round(time.Millisecond), p.Size, p.Ref, p.Puller)
+	// The size readyline asks the runtime, as the kubelet does after its
+	// pull: 270,587,074 bytes unpacked here (deploy/node/README.md).
+	if p.Size < 256<<20 || p.Size > 300<<20 {
+		t.Errorf("pull size %d bytes, want the image's ~270 MB", p.Size)
+	}
+	var insight string
+	for _, in := range tl.Insights {
+		if in.Kind == correlator.InsightImagePull {
+			insight = in.Message
+		}
+	}
+	if !strings.Contains(insight, largeImage) || !strings.Contains(insight, "MB/s") {
+		t.Errorf("image pull insight %q, want the image, its size and rate", insight)
+	}
+	t.Logf("insight: %s", insight)
 
 	st := newSpanTree(t, tr)
 	span := st.one(pullSpan)
