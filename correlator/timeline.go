@@ -288,8 +288,8 @@ type ImagePull struct {
 	Ref string `json:"ref,omitempty"`
 	// Size is the image's size in bytes as the runtime reports it, 0 when
 	// unknown: the kubelet asks it with a separate call after the pull
-	// (images/puller.go GetImageSize), which readyline does not probe, so
-	// it is known only when a source filled event.CRICall.ImageSize.
+	// (images/puller.go GetImageSize), and so does readyline run (the CRI
+	// source's ImageSize fills event.CRICall.ImageSize).
 	Size uint64  `json:"size,omitempty"`
 	Call CRICall `json:"call"`
 	// Attempt counts the pod's PullImage calls of this image, from 1: the

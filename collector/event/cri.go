@@ -61,8 +61,9 @@ type CRICall struct {
 	// ImageSize is, for PullImage, the pulled image's size in bytes; 0 when
 	// unknown. The uprobe on PullImage does not see it (the kubelet asks it
 	// with a separate ImageStatus call: k8s.io/kubernetes
-	// pkg/kubelet/images/puller.go GetImageSize) and no source fills it
-	// yet; a recording may carry it.
+	// pkg/kubelet/images/puller.go GetImageSize); readyline run asks the
+	// runtime the same (collector.CRISource.ImageSize) before the call
+	// goes on, and a recording carries it.
 	ImageSize uint64 `json:"image_size,omitempty"`
 }
 
