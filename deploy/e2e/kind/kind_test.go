@@ -330,11 +330,12 @@ func TestDaemonSetReadyOnBothNodes(t *testing.T) {
 // the scheduler) is that pod's probe, not an event of an unknown pod, and
 // the other node's processes and connections are never counted here.
 //
-// The cluster has just come up when it runs: the pods kind-up started beside
-// readyline (CoreDNS, Jaeger, Prometheus) may have changed before
-// readyline's pod watch listed them, and those few are counted, rightly. So
-// it first waits (up to 3 min) for 20 s with no drop on either node, and
-// logs what came meanwhile.
+// The cluster has just come up when it runs: what the pods kind-up started
+// beside readyline (CoreDNS, Jaeger, Prometheus) did before readyline's pod
+// watch listed them is counted, rightly, once it has waited its orphan TTL
+// (30 s) for a pod that never came. So it first waits until both readylines
+// have run for 90 s and then for 20 s with no drop on either node (up to
+// 4 min), and logs what came meanwhile.
 func TestIdleNodesDropNothing(t *testing.T) {
 	nodes := []string{controlPlane, worker}
 	snapshot := func() map[string]map[string]float64 {
@@ -345,8 +346,19 @@ func TestIdleNodesDropNothing(t *testing.T) {
 		return m
 	}
 	first := snapshot()
-	before := first
-	for settle := time.Now().Add(3 * time.Minute); ; {
+	for _, n := range nodes {
+		out := kubectl(t, "-n", "readyline", "get", "pod", readylinePod(t, n), "-o", "jsonpath={.status.containerStatuses[0].state.running.startedAt}")
+		started, err := time.Parse(time.RFC3339, strings.TrimSpace(out))
+		if err != nil {
+			t.Fatalf("%s's readyline: startedAt %q: %v", n, out, err)
+		}
+		if wait := time.Until(started.Add(90 * time.Second)); wait > 0 {
+			t.Logf("%s's readyline started at %s: waiting %v for its startup's orphans to expire", n, started.Format(time.TimeOnly), wait.Round(time.Second))
+			time.Sleep(wait)
+		}
+	}
+	before := snapshot()
+	for settle := time.Now().Add(4 * time.Minute); ; {
 		time.Sleep(20 * time.Second)
 		now, quiet := snapshot(), true
 		for _, n := range nodes {
