@@ -321,12 +321,12 @@ func (d *derivation) attributeConnections() {
 				continue
 			}
 			for _, ps := range probesOf(v.entry.spec) {
-				if port, ok := probePort(v.entry.spec, ps.probe); ok {
+				if port, ok := probePort(v.entry.spec, ps.probe, d.p.pod.Spec.HostNetwork); ok {
 					tg.probes = append(tg.probes, ps)
 					tg.ports[ps.kind] = port
 				}
 			}
-			if port, ok := hookPort(v.entry.spec); ok && a.PostStart == nil {
+			if port, ok := hookPort(v.entry.spec, d.p.pod.Spec.HostNetwork); ok && a.PostStart == nil {
 				tg.hookPort = port
 				if next.After(tg.gate.running) {
 					tg.hookBound = next
@@ -387,7 +387,7 @@ func (d *derivation) attributeConnections() {
 		default:
 			tg, kind := picks[0].t, picks[0].kind
 			pa := ProbeAttempt{Kind: kind, Handler: tg.spec(kind).handler, Start: c.Time, End: c.End, Result: ProbeUnknown, Conn: conn}
-			if c.Result != event.TCPEstablished {
+			if !answered(c.Result) {
 				pa.Result = ProbeFailure
 			}
 			if kind == ProbeStartup {
@@ -406,6 +406,15 @@ func (d *derivation) attributeConnections() {
 	for _, tg := range targets {
 		tg.markFlips(d.flipsBy())
 	}
+}
+
+// answered: the probe's connection was accepted, so the kernel cannot tell
+// its result. A reset after the handshake is one too: Go's servers (the
+// control plane's, probed over HTTPS) reset a connection they close with
+// the client's TLS close_notify unread, after the response went out.
+// Refused, timed-out and aborted handshakes failed the probe.
+func answered(r event.TCPResult) bool {
+	return r == event.TCPEstablished || r == event.TCPReset
 }
 
 // read is what connection c would be for this target: its httpGet hook

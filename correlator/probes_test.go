@@ -367,3 +367,47 @@ func TestLoopbackProbesOfTwoHostNetworkPods(t *testing.T) {
 		}
 	}
 }
+
+// TestKubeadmStaticPodProbes: the probes of kubeadm's static pods, as the
+// kind control plane (v1.37) has them: httpGet with host 127.0.0.1 on a
+// named port (probe-port), HTTPS. The server resets the connection after
+// the answer (the kubelet's TLS close_notify arrives after it closed): an
+// answered probe whose result the kernel cannot tell, not a failure.
+func TestKubeadmStaticPodProbes(t *testing.T) {
+	probe := httpProbeOn(0, 1, intstr.FromString("probe-port"))
+	probe.HTTPGet.Host, probe.HTTPGet.Scheme = "127.0.0.1", corev1.URISchemeHTTPS
+	sc := hostNetPod(t, "kube-scheduler-cp", "5f"+sandboxID[2:], "3f"+idMain[2:], corev1.Container{
+		Ports:          []corev1.ContainerPort{namedPort("probe-port", 10259)},
+		ReadinessProbe: probe,
+	}, 10259)
+	for i, ev := range sc.events {
+		if c, ok := ev.(*event.TCPConnection); ok {
+			c.Daddr = "127.0.0.1"
+			if i%2 == 0 {
+				c.Result, c.Error = event.TCPReset, "ECONNRESET"
+			}
+		}
+	}
+	att := findContainer(t, sc.run(Config{}), "agent").Attempts[0]
+	if fmt.Sprint(probeKinds(att)) != "[readiness@2.00/unknown readiness@3.00/success]" {
+		t.Errorf("probes %v, want its two readiness attempts, neither failed", probeKinds(att))
+	}
+}
+
+// TestLoopbackProbeHostOfPodNetwork: a pod with its own network namespace
+// whose probe names host 127.0.0.1 is probed on the kubelet's loopback,
+// not in the pod: no connection is its probe.
+func TestLoopbackProbeHostOfPodNetwork(t *testing.T) {
+	probe := httpProbeOn(0, 1, intstr.FromInt32(8080))
+	probe.HTTPGet.Host = "127.0.0.1"
+	sc := newScenario(t, "loopback-host", app(corev1.Container{ReadinessProbe: probe}))
+	startApp(sc, 1.0, 1.3)
+	withPodIP(sc)
+	sc.conn(2.0, 2.001, podIP, 8080, event.TCPEstablished)
+	sc.conn(2.1, 2.101, "127.0.0.1", 8080, event.TCPEstablished)
+	readyAt(sc, 2.4)
+	tl := sc.run(Config{})
+	if p := findContainer(t, tl, "app").Attempts[0].Probes; len(p) != 0 && p[0].Conn != nil {
+		t.Errorf("probes %+v: a connection was taken for a probe of the kubelet's own loopback", p)
+	}
+}

@@ -148,12 +148,15 @@ func isRuntimeNoise(r *procRecord) bool {
 // request with httpprobe.NewRequestForHTTPGetAction (port through
 // probe.ResolveContainerPort: a number, or a name looked up in the
 // container's ports) and dials tcp/grpc probes at status.PodIP. A probe
-// with its own host connects elsewhere, and an exec probe not at all.
-func probePort(c *corev1.Container, p *corev1.Probe) (uint16, bool) {
+// with its own host connects elsewhere (an exec probe not at all), except
+// a loopback host on a hostNetwork pod: the kubelet dials it in its own
+// network namespace, which is the pod's (kubeadm's static pods probe
+// 127.0.0.1 on a named port).
+func probePort(c *corev1.Container, p *corev1.Probe, hostNetwork bool) (uint16, bool) {
 	switch {
-	case p.HTTPGet != nil && p.HTTPGet.Host == "":
+	case p.HTTPGet != nil && podHost(p.HTTPGet.Host, hostNetwork):
 		return resolvePort(c, p.HTTPGet.Port)
-	case p.TCPSocket != nil && p.TCPSocket.Host == "":
+	case p.TCPSocket != nil && podHost(p.TCPSocket.Host, hostNetwork):
 		return resolvePort(c, p.TCPSocket.Port)
 	case p.GRPC != nil:
 		return resolvePort(c, intstr.FromInt32(p.GRPC.Port))
@@ -166,15 +169,21 @@ func probePort(c *corev1.Container, p *corev1.Probe) (uint16, bool) {
 // httpGet probe (NewRequestForHTTPGetAction, to the pod's first IP unless
 // the hook names a host). Other hooks make no connection (a tcpSocket hook
 // is not run: handlerRunner.Run has no case for it).
-func hookPort(c *corev1.Container) (uint16, bool) {
+func hookPort(c *corev1.Container, hostNetwork bool) (uint16, bool) {
 	if c.Lifecycle == nil || c.Lifecycle.PostStart == nil {
 		return 0, false
 	}
 	h := c.Lifecycle.PostStart.HTTPGet
-	if h == nil || h.Host != "" {
+	if h == nil || !podHost(h.Host, hostNetwork) {
 		return 0, false
 	}
 	return resolvePort(c, h.Port)
+}
+
+// podHost: a probe's or hook's host reaches the pod: none (the pod's IP),
+// or a loopback one when the pod shares the kubelet's network namespace.
+func podHost(host string, hostNetwork bool) bool {
+	return host == "" || hostNetwork && (host == "localhost" || isLoopback(host))
 }
 
 // resolvePort is probe.ResolveContainerPort (pkg/probe/util.go): a port
@@ -210,9 +219,9 @@ func connPorts(pod *corev1.Pod) []uint16 {
 	}
 	for _, e := range startOrder(pod) {
 		for _, ps := range probesOf(e.spec) {
-			add(probePort(e.spec, ps.probe))
+			add(probePort(e.spec, ps.probe, pod.Spec.HostNetwork))
 		}
-		add(hookPort(e.spec))
+		add(hookPort(e.spec, pod.Spec.HostNetwork))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out

@@ -493,6 +493,12 @@ func TestStaticPodThroughMirror(t *testing.T) {
 	if !strings.Contains(out, "static pod (config hash") || !strings.Contains(out, "CreateContainer") {
 		t.Errorf("the control plane's waterfall of %s is not a static pod's with CRI calls:\n%s", pod, out)
 	}
+	// kubeadm's probes: httpGet on host 127.0.0.1, a named port; the kernel
+	// sees the kubelet's connections, so the probes are observed, not
+	// inferred from the status.
+	if !probeObserved(out) {
+		t.Errorf("the control plane's waterfall of %s has no probe seen in the kernel:\n%s", pod, out)
+	}
 	eventually(t, 90*time.Second, "the trace of "+pod, func() error {
 		_, err := trace(ctx, e2e.TraceIDFromPodUID(uid))
 		return err
@@ -719,4 +725,15 @@ spec:
 			t.Logf("Prometheus: %v %s, p90 %ss", a.Labels, a.State, a.Value)
 		}
 	}
+}
+
+// probeObserved: a waterfall has a probe row drawn from connections the
+// kernel saw (● ok or ✗ failed), not only from the pod's status (◇).
+func probeObserved(waterfall string) bool {
+	for line := range strings.Lines(waterfall) {
+		if strings.Contains(line, "Probe ×") && strings.ContainsAny(line, "●✗") {
+			return true
+		}
+	}
+	return false
 }
