@@ -86,13 +86,14 @@ tools() {
 
 kind_up() {
 	need_root
-	local t0=$SECONDS
+	local t0=$SECONDS image_id
 	tools
 	if [[ -n $KIND_OFFICIAL ]]; then
 		[[ -n ${DOCKER_HOST:-} ]] || export DOCKER_HOST=unix:///var/run/docker.sock
 		docker_answers "$DOCKER_HOST" || die "KIND_OFFICIAL=1 needs a running Docker engine"
 		cluster_exists || kind create cluster --name "$KIND_CLUSTER" --config "$KIND_CONFIG" --kubeconfig "$KUBECONFIG_FILE"
 		kind load docker-image --name "$KIND_CLUSTER" "$READYLINE_IMAGE"
+		image_id=$(docker image inspect --format '{{.Id}}' "$READYLINE_IMAGE")
 	else
 		install_debian_packages "${HOST_PACKAGES[@]}"
 		[[ -f $READYLINE_ARCHIVE ]] || die "$READYLINE_ARCHIVE is missing: run make image-archive (make kind-up does)"
@@ -108,11 +109,16 @@ kind_up() {
 			log "kind create cluster took $((SECONDS - t1))s"
 		fi
 		kind load image-archive --name "$KIND_CLUSTER" "$READYLINE_ARCHIVE"
+		image_id=sha256:$(sha256sum "$READYLINE_ARCHIVE" | cut -d' ' -f1)
 		kind load image-archive --name "$KIND_CLUSTER" "$(jaeger_archive)"
 		kind load image-archive --name "$KIND_CLUSTER" "$(prometheus_archive)"
 	fi
 	kubectl wait --for=condition=Ready node --all --timeout=300s >/dev/null
 	kubectl apply -k "$REPO_ROOT/deploy/kind" >/dev/null
+	# A rebuilt readyline keeps its tag: kind load puts it on the nodes, and
+	# only a changed pod template restarts the pods on it (unchanged: no-op).
+	kubectl -n readyline patch daemonset readyline --type merge >/dev/null -p \
+		"{\"spec\":{\"template\":{\"metadata\":{\"annotations\":{\"readyline.dev/image\":\"${image_id#sha256:}\"}}}}}"
 	# The rules are deploy/alerts', outside deploy/kind/prometheus.
 	kubectl kustomize --load-restrictor=LoadRestrictionsNone "$REPO_ROOT/deploy/kind/prometheus" | kubectl apply -f - >/dev/null
 	kubectl -n readyline rollout status deployment/jaeger --timeout=300s
