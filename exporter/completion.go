@@ -23,11 +23,7 @@ const SpanPodStartupCompleted = "pod.startup.completed"
 // emitCompletion emits the spans of a timeline that completes a start
 // reported at tl.ReportedAt: what came before was exported with the report.
 func (b *spanBuilder) emitCompletion(ctx context.Context, tl *correlator.Timeline, alerts []Alert) int {
-	id := TraceIDForPod(tl.Pod.UID)
-	root := trace.NewSpanContext(trace.SpanContextConfig{
-		TraceID: id, SpanID: RootSpanID(id), TraceFlags: trace.FlagsSampled, Remote: true,
-	})
-	ctx = trace.ContextWithRemoteSpanContext(ctx, root)
+	ctx = trace.ContextWithRemoteSpanContext(ctx, RootSpanContext(tl.Pod.UID))
 	end := tl.End
 	if end.Before(tl.ReportedAt) {
 		end = tl.ReportedAt
