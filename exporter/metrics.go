@@ -210,7 +210,8 @@ func (m *Metrics) WatchExportQueue(queued func() (traces int, bytes int64)) {
 // here). The SDK keeps one exemplar per series and bucket, a uniform pick
 // among the observations since the last scrape, and the last one kept
 // until a later observation replaces it; /metrics shows them in the
-// OpenMetrics format (see Handler).
+// OpenMetrics format (see Handler). The ids are derived from the UID, so
+// they are offered whether or not the trace reaches an OTLP endpoint.
 func (m *Metrics) Record(tl *correlator.Timeline) {
 	ctx := context.Background()
 	// The OTel SDK's default exemplar filter (TraceBased) offers an
