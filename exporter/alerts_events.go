@@ -195,7 +195,8 @@ func (a *Alerter) Observe(tl *correlator.Timeline) []Alert {
 			a.cfg.Observer.AddAlerts(al.Name, 1)
 		}
 		a.logger.Info("slow pod start", "namespace", tl.Pod.Namespace, "pod", tl.Pod.Name, "uid", tl.Pod.UID,
-			"trace_id", TraceIDForPod(tl.Pod.UID).String(), "alert", al.Name, "took", fmtDuration(al.Took), "threshold", al.Threshold.String(), "message", al.Message)
+			"trace_id", TraceIDForPod(tl.Pod.UID).String(), "alert", al.Name, "took", fmtDuration(al.Took),
+			"threshold", al.Threshold.String(), "message", al.Message)
 		if a.cfg.Events == nil {
 			continue
 		}
