@@ -90,11 +90,12 @@ func (p *podState) timeline(ctx *deriveContext, end ending) *Timeline {
 	}
 	pod := p.pod
 	tl := &Timeline{
-		Pod:     PodRef{UID: p.uid, Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName},
-		Start:   p.firstPod.CreationTimestamp.Time, // as first read (clock.go)
-		End:     end.at,
-		Outcome: end.outcome,
-		Reason:  end.reason,
+		Pod:         PodRef{UID: p.uid, Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName},
+		Start:       p.firstPod.CreationTimestamp.Time, // as first read (clock.go)
+		End:         end.at,
+		Outcome:     end.outcome,
+		Reason:      end.reason,
+		TraceParent: traceParent(pod),
 	}
 	if tl.Start.IsZero() || tl.Start.After(p.firstSeen) {
 		tl.Start = p.firstSeen

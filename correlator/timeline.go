@@ -75,6 +75,10 @@ type Timeline struct {
 	// ReportedAt is when a partial timeline of this start was reported (its
 	// End); zero when none was. What came before it has been told already.
 	ReportedAt time.Time `json:"reported_at,omitzero"`
+	// TraceParent is the pod's tracing.k8s.io/traceparent annotation
+	// (TraceParentAnnotation) in the latest pod object seen, unvalidated,
+	// at most MaxTraceParent bytes; empty when the pod has none.
+	TraceParent string `json:"traceparent,omitempty"`
 
 	// ObservedSince is set when readyline saw the pod only after its start
 	// had begun (the daemon started, or restarted, in the middle of it): the

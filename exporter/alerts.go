@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/readyline/readyline/correlator"
 )
@@ -224,11 +225,20 @@ func alertMessage(tl *correlator.Timeline, m *alertMeasure, a *Alert) string {
 		b.WriteString(": ")
 		b.WriteString(s)
 	}
-	msg := b.String()
-	if len(msg) > maxAlertMessage {
-		msg = msg[:maxAlertMessage-len("...")] + "..."
+	return truncateMessage(b.String(), maxAlertMessage)
+}
+
+// truncateMessage cuts s to at most n bytes, the last three "...", on a
+// rune boundary.
+func truncateMessage(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return msg
+	cut := max(n-len("..."), 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // sandboxBreakdown: the wait before the sandbox, the RunPodSandbox call (or

@@ -195,7 +195,8 @@ func (a *Alerter) Observe(tl *correlator.Timeline) []Alert {
 			a.cfg.Observer.AddAlerts(al.Name, 1)
 		}
 		a.logger.Info("slow pod start", "namespace", tl.Pod.Namespace, "pod", tl.Pod.Name, "uid", tl.Pod.UID,
-			"alert", al.Name, "took", fmtDuration(al.Took), "threshold", al.Threshold.String(), "message", al.Message)
+			"trace_id", TraceIDForPod(tl.Pod.UID).String(), "alert", al.Name, "took", fmtDuration(al.Took),
+			"threshold", al.Threshold.String(), "message", al.Message)
 		if a.cfg.Events == nil {
 			continue
 		}
@@ -257,7 +258,7 @@ func (a *Alerter) event(tl *correlator.Timeline, al *Alert, now time.Time) *core
 			Namespace: tl.Pod.Namespace, Name: tl.Pod.Name, UID: types.UID(tl.Pod.UID),
 		},
 		Reason:              al.Reason,
-		Message:             al.Message,
+		Message:             eventMessage(tl, al),
 		Type:                corev1.EventTypeWarning,
 		Source:              corev1.EventSource{Component: EventComponent, Host: a.cfg.NodeName},
 		FirstTimestamp:      ts,
@@ -266,6 +267,15 @@ func (a *Alerter) event(tl *correlator.Timeline, al *Alert, now time.Time) *core
 		ReportingController: EventComponent,
 		ReportingInstance:   a.cfg.NodeName,
 	}
+}
+
+// eventMessage is an alert's message for its Event, followed by where the
+// pod start can be read: "<message>. Trace <trace id> (kubectl readyline
+// explain -n <namespace> <pod>)". The message is cut, never the pointer, to
+// keep it within maxAlertMessage.
+func eventMessage(tl *correlator.Timeline, al *Alert) string {
+	open := fmt.Sprintf(". Trace %s (kubectl readyline explain -n %s %s)", TraceIDForPod(tl.Pod.UID), tl.Pod.Namespace, tl.Pod.Name)
+	return truncateMessage(al.Message, maxAlertMessage-len(open)) + open
 }
 
 // Run creates the queued Events until ctx ends; what is still queued then

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	corev1 "k8s.io/api/core/v1"
@@ -82,6 +83,21 @@ func TestAlertMessageSlowSandbox(t *testing.T) {
 	}
 	if a.Reason != "SlowPodReadyToStartContainers" || a.Span != "condition PodReadyToStartContainers" || !a.Reached {
 		t.Errorf("alert %+v", a)
+	}
+}
+
+// TestEventMessageKeepsTheTraceWithinTheLimit: a breakdown too long for an
+// Event is cut, on a rune boundary, before the trace id and the explain
+// command, which stay whole.
+func TestEventMessageKeepsTheTraceWithinTheLimit(t *testing.T) {
+	tl := slowSandbox()
+	tl.Pod.Name = strings.Repeat("p", 253) // the longest pod name
+	al := &Alert{Message: strings.Repeat("é", maxAlertMessage)}
+	msg := eventMessage(tl, al)
+	suffix := ". Trace 5a1b2c3d4e5f4a6b8c7d9e0f1a2b3c4d (kubectl readyline explain -n demo " + tl.Pod.Name + ")"
+	if len(msg) > maxAlertMessage || !strings.HasSuffix(msg, "..."+suffix) || !utf8.ValidString(msg) {
+		t.Errorf("message of %d bytes (limit %d), valid UTF-8 %v, ending %q; want the cut breakdown, then %q",
+			len(msg), maxAlertMessage, utf8.ValidString(msg), msg[max(0, len(msg)-len(suffix)-5):], suffix)
 	}
 }
 
@@ -284,7 +300,13 @@ func TestAlerterEvent(t *testing.T) {
 	if ev.InvolvedObject != want {
 		t.Errorf("involvedObject %+v, want %+v", ev.InvolvedObject, want)
 	}
-	if ev.Type != corev1.EventTypeWarning || ev.Reason != "SlowPodReadyToStartContainers" || ev.Message != slowSandboxMessage ||
+	// The message, then how to open the pod's trace: its id (the UID's
+	// hex) and its waterfall.
+	wantMsg := slowSandboxMessage + ". Trace 5a1b2c3d4e5f4a6b8c7d9e0f1a2b3c4d (kubectl readyline explain -n demo slow-sandbox)"
+	if ev.Message != wantMsg {
+		t.Errorf("Event message\n got %s\nwant %s", ev.Message, wantMsg)
+	}
+	if ev.Type != corev1.EventTypeWarning || ev.Reason != "SlowPodReadyToStartContainers" ||
 		ev.Source != (corev1.EventSource{Component: "readyline", Host: "readyline-node"}) || ev.Count != 1 ||
 		!ev.FirstTimestamp.Time.Equal(at(7400)) || !strings.HasPrefix(ev.Name, "slow-sandbox.") ||
 		ev.ReportingController != "readyline" || ev.ReportingInstance != "readyline-node" {

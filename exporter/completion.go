@@ -17,17 +17,15 @@ import (
 // root span, from the deadline to the outcome, with the outcome, the whole
 // start's duration, the conditions observed after the deadline and the
 // image pulls that returned after it. The
-// trace thus keeps one root however long the start takes.
+// trace thus keeps one root however long the start takes. Like the root,
+// it links to the span the pod's tracing.k8s.io/traceparent names: the
+// report's trace may have been dropped, and each export stands alone.
 const SpanPodStartupCompleted = "pod.startup.completed"
 
 // emitCompletion emits the spans of a timeline that completes a start
 // reported at tl.ReportedAt: what came before was exported with the report.
 func (b *spanBuilder) emitCompletion(ctx context.Context, tl *correlator.Timeline, alerts []Alert) int {
-	id := TraceIDForPod(tl.Pod.UID)
-	root := trace.NewSpanContext(trace.SpanContextConfig{
-		TraceID: id, SpanID: RootSpanID(id), TraceFlags: trace.FlagsSampled, Remote: true,
-	})
-	ctx = trace.ContextWithRemoteSpanContext(ctx, root)
+	ctx = trace.ContextWithRemoteSpanContext(ctx, RootSpanContext(tl.Pod.UID))
 	end := tl.End
 	if end.Before(tl.ReportedAt) {
 		end = tl.ReportedAt
@@ -45,7 +43,10 @@ func (b *spanBuilder) emitCompletion(ctx context.Context, tl *correlator.Timelin
 	gaps := gapsAfter(tl.Gaps, tl.ReportedAt) // the report told those before
 	attrs = append(attrs, gapAttrs(nil, gaps)...)
 	attrs = append(attrs, rootAlertAttrs(alerts)...)
-	cctx, s := b.tracer.Start(ctx, SpanPodStartupCompleted, trace.WithTimestamp(tl.ReportedAt), trace.WithAttributes(attrs...))
+	link, linkAttrs := traceParentLink(tl)
+	attrs = append(attrs, linkAttrs...)
+	cctx, s := b.tracer.Start(ctx, SpanPodStartupCompleted, append(link,
+		trace.WithTimestamp(tl.ReportedAt), trace.WithAttributes(attrs...))...)
 	cctx = withWindow(cctx, window{tl.ReportedAt, end}) // its children inside it, like the root's
 	if tl.Outcome == correlator.OutcomeFailed || tl.Outcome == correlator.OutcomeTimeout {
 		reason := tl.Reason

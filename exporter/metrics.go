@@ -16,6 +16,7 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/readyline/readyline/correlator"
 )
@@ -202,8 +203,20 @@ func (m *Metrics) WatchExportQueue(queued func() (traces int, bytes int64)) {
 // (and a startup probe known only from the status), and a start that did
 // not end Ready. The conditions the correlator corrected (Coarse, at their
 // lastTransitionTime) are measured as it gives them.
+//
+// Every histogram observation is offered as an exemplar of the pod's
+// trace: trace_id TraceIDForPod, span_id the pod.startup root's
+// (RootSpanContext; the span that shows a phase has a random id, not known
+// here). The SDK keeps one exemplar per series and bucket, a uniform pick
+// among the observations since the last scrape, and the last one kept
+// until a later observation replaces it; /metrics shows them in the
+// OpenMetrics format (see Handler). The ids are derived from the UID, so
+// they are offered whether or not the trace reaches an OTLP endpoint.
 func (m *Metrics) Record(tl *correlator.Timeline) {
 	ctx := context.Background()
+	// The OTel SDK's default exemplar filter (TraceBased) offers an
+	// observation when its context carries a sampled span context.
+	traced := oteltrace.ContextWithSpanContext(ctx, RootSpanContext(tl.Pod.UID))
 	ns := attribute.String(LabelNamespace, tl.Pod.Namespace)
 	outcome := attribute.String(LabelOutcome, string(tl.Outcome))
 	// Each measure is recorded once, when it is complete: a partial timeline
@@ -224,21 +237,21 @@ func (m *Metrics) Record(tl *correlator.Timeline) {
 	if !tl.Partial {
 		m.starts.Add(ctx, 1, metric.WithAttributes(ns, outcome))
 		if d, ok := between(tl.Start, tl.End); ok && (!apiLag || tl.Outcome == correlator.OutcomeReady) {
-			m.podStartup.Record(ctx, d.Seconds(), metric.WithAttributes(ns, outcome))
+			m.podStartup.Record(traced, d.Seconds(), metric.WithAttributes(ns, outcome))
 		}
 	}
 	for _, p := range tl.Phases {
 		if d, ok := between(p.Start, p.End); ok && now(p.End) {
-			m.podPhase.Record(ctx, d.Seconds(), metric.WithAttributes(ns, attribute.String(LabelPhase, p.Name)))
+			m.podPhase.Record(traced, d.Seconds(), metric.WithAttributes(ns, attribute.String(LabelPhase, p.Name)))
 		}
 	}
 	if d, at, ok := readyToStartContainers(tl); ok && now(at) {
-		m.readyToStart.Record(ctx, d.Seconds(), metric.WithAttributes(ns))
+		m.readyToStart.Record(traced, d.Seconds(), metric.WithAttributes(ns))
 	}
 	for i := range tl.ImagePulls {
 		ip := &tl.ImagePulls[i]
 		if d, ok := between(ip.Call.Start, ip.Call.End); ok && now(ip.Call.End) {
-			m.imagePull.Record(ctx, d.Seconds(), metric.WithAttributes(
+			m.imagePull.Record(traced, d.Seconds(), metric.WithAttributes(
 				attribute.String(LabelOutcome, pullOutcome(ip)), attribute.String(LabelImageSize, ImageSizeBucket(ip.Size))))
 		}
 	}
@@ -250,7 +263,7 @@ func (m *Metrics) Record(tl *correlator.Timeline) {
 				if !now(st.end) {
 					continue
 				}
-				m.containerPhase.Record(ctx, st.d.Seconds(),
+				m.containerPhase.Record(traced, st.d.Seconds(),
 					metric.WithAttributes(ns, kind, attribute.String(LabelPhase, st.phase)))
 			}
 		}
@@ -355,15 +368,22 @@ func (m *Metrics) ExportFailed() {
 	m.exportFailures.Add(context.Background(), 1)
 }
 
-// Handler serves /metrics (Prometheus text format) and /healthz, which
-// answers 200 "ok" while health returns nil (or health is nil) and 503 with
-// the error otherwise. Mount other handlers (Store.Handler) next to it with
-// an http.ServeMux of your own.
+// Handler serves /metrics and /healthz, which answers 200 "ok" while
+// health returns nil (or health is nil) and 503 with the error otherwise.
+// Mount other handlers (Store.Handler) next to it with an http.ServeMux of
+// your own.
+//
+// /metrics answers in the format the scraper's Accept header asks for: the
+// Prometheus text format by default, OpenMetrics text for
+// "application/openmetrics-text" (the histograms' buckets then carry their
+// exemplars, "# {trace_id=...,span_id=...} value timestamp"), or protobuf
+// (which carries them too). The text format has no exemplars.
 func (m *Metrics) Handler(health func() error) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{
-		ErrorLog:      slog.NewLogLogger(m.logger.Handler(), slog.LevelWarn),
-		ErrorHandling: promhttp.ContinueOnError,
+		ErrorLog:          slog.NewLogLogger(m.logger.Handler(), slog.LevelWarn),
+		ErrorHandling:     promhttp.ContinueOnError,
+		EnableOpenMetrics: true,
 	}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -225,10 +225,7 @@ func (b *spanBuilder) pullWait(ctx context.Context, ip *correlator.ImagePull, w 
 	var opts []trace.SpanStartOption
 	if last.PodUID != "" {
 		attrs = append(attrs, AttrImagePullWaitBehindPod.String(last.PodUID))
-		id := TraceIDForPod(last.PodUID)
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: trace.NewSpanContext(trace.SpanContextConfig{
-			TraceID: id, SpanID: RootSpanID(id), TraceFlags: trace.FlagsSampled, Remote: true,
-		})}))
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: RootSpanContext(last.PodUID)}))
 	}
 	_, s, end, ok := b.start(ctx, SpanImagePullWait, w.Start, w.End, attrs, opts...)
 	if !ok {

@@ -296,10 +296,12 @@ func (b *spanBuilder) emit(ctx context.Context, tl *correlator.Timeline, alerts 
 		attrs = append(attrs, AttrCriticalPath.StringSlice(names), AttrCriticalPathMillis.Int64Slice(millis))
 	}
 	attrs = append(attrs, rootAlertAttrs(alerts)...)
+	link, linkAttrs := traceParentLink(tl)
+	attrs = append(attrs, linkAttrs...)
 	ctx = withTraceID(ctx, TraceIDForPod(tl.Pod.UID))
 	b.outside = 0
-	rootCtx, root := b.tracer.Start(ctx, SpanPodStartup,
-		trace.WithNewRoot(), trace.WithTimestamp(start), trace.WithAttributes(attrs...))
+	rootCtx, root := b.tracer.Start(ctx, SpanPodStartup, append(link,
+		trace.WithNewRoot(), trace.WithTimestamp(start), trace.WithAttributes(attrs...))...)
 	rootCtx = withWindow(rootCtx, window{start, end})
 	if tl.Outcome == correlator.OutcomeFailed || tl.Outcome == correlator.OutcomeTimeout {
 		reason := tl.Reason

@@ -43,6 +43,19 @@ func RootSpanID(id trace.TraceID) trace.SpanID {
 	return sid
 }
 
+// RootSpanContext is the span context of the pod.startup root span of the
+// start of the pod with this UID: TraceIDForPod and its RootSpanID, sampled
+// (readyline samples every start) and remote (the span is exported, or is
+// to be, apart from whoever names it). It is known without the trace:
+// spans exported later take it as their parent, other traces link to it,
+// and the histograms' exemplars carry it.
+func RootSpanContext(uid string) trace.SpanContext {
+	id := TraceIDForPod(uid)
+	return trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: id, SpanID: RootSpanID(id), TraceFlags: trace.FlagsSampled, Remote: true,
+	})
+}
+
 // traceIDKey carries the trace id a root span must use.
 type traceIDKey struct{}
 

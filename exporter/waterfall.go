@@ -171,6 +171,13 @@ func (wf *waterfall) header(w *bufio.Writer) {
 	if tl.Pod.UID != "" {
 		fmt.Fprintf(w, "  trace %s\n", TraceIDForPod(tl.Pod.UID))
 	}
+	if tl.TraceParent != "" {
+		if sc, reason := parseTraceParent(tl.TraceParent); reason == "" {
+			writeWrapped(w, "  ", fmt.Sprintf("linked to trace %s span %s (%s)", sc.TraceID(), sc.SpanID(), correlator.TraceParentAnnotation), wf.width)
+		} else {
+			writeWrapped(w, "  ", correlator.TraceParentAnnotation+" ignored: "+reason, wf.width)
+		}
+	}
 	if !tl.ObservedSince.IsZero() {
 		writeWrapped(w, "  ", "readyline saw this pod from +"+fmtSeconds(tl.ObservedSince.Sub(wf.start))+
 			": earlier kernel and CRI facts are missing", wf.width)

@@ -173,6 +173,8 @@ spec:
 	t.Logf("%s: Event %s: %s", name, ev.Reason, ev.Message)
 	for _, want := range []string{
 		correlatorCond + " took ", "(threshold " + alertThreshold.String() + ")", "RunPodSandbox ", " of which CNI ADD ", slowPlugin + " 5.",
+		// How to open the pod's trace and its waterfall.
+		". Trace " + TraceIDFromPodUID(string(ready.Pod.UID)) + " (kubectl readyline explain -n " + ns + " " + name + ")",
 	} {
 		if !strings.Contains(ev.Message, want) {
 			t.Errorf("%s: the Event's message lacks %q", name, want)

@@ -25,7 +25,7 @@ func rootSpans(ctx context.Context, t *testing.T, traceID string) []Span {
 	}
 	var roots []Span
 	for _, s := range tr.Spans {
-		if s.OperationName == "pod.startup" && len(s.References) == 0 {
+		if s.OperationName == "pod.startup" && !hasParent(s) {
 			roots = append(roots, s)
 		}
 	}
