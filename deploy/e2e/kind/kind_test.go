@@ -725,6 +725,35 @@ spec:
 			t.Logf("Prometheus: %v %s, p90 %ss", a.Labels, a.State, a.Value)
 		}
 	}
+	// From the slow bucket to the trace: the Event names it, and the
+	// histogram's exemplar in Prometheus is that trace's id.
+	traceID := e2e.TraceIDFromPodUID(podUID(t, ns, pod))
+	if !strings.Contains(msg, "Trace "+traceID) {
+		t.Errorf("the Event does not name the pod's trace %s: %q", traceID, msg)
+	}
+	series := `readyline_pod_ready_to_start_containers_seconds_bucket{namespace="` + ns + `"}`
+	eventually(t, 60*time.Second, "Prometheus' exemplar of "+series, func() error {
+		var v []struct {
+			Exemplars []struct {
+				Labels map[string]string `json:"labels"`
+				Value  string            `json:"value"`
+			} `json:"exemplars"`
+		}
+		q := url.Values{"query": {series}, "start": {fmt.Sprint(time.Now().Add(-10 * time.Minute).Unix())},
+			"end": {fmt.Sprint(time.Now().Add(time.Minute).Unix())}}
+		if err := prometheus(ctx, "query_exemplars?"+q.Encode(), &v); err != nil {
+			return err
+		}
+		for _, s := range v {
+			for _, e := range s.Exemplars {
+				if e2e.SameID(e.Labels["trace_id"], traceID) {
+					t.Logf("Prometheus: exemplar %v value %ss", e.Labels, e.Value)
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("no exemplar with trace_id %s: %+v", traceID, v)
+	})
 }
 
 // probeObserved: a waterfall has a probe row drawn from connections the
