@@ -137,7 +137,7 @@ func podState(p *corev1.Pod) string {
 func (ds *daemonSet) apiError(err error, verb, resource, namespace, why string) error {
 	switch {
 	case apierrors.IsForbidden(err):
-		return forbidden(err, verb, resource, namespace, why)
+		return forbidden(err, verb, resource, namespace, why, fmt.Sprintf("%s (verb %s)", resource, verb))
 	case apierrors.IsUnauthorized(err):
 		return fmt.Errorf("the API server did not accept the kubeconfig's credentials: %w", err)
 	}
@@ -153,16 +153,18 @@ func (ds *daemonSet) apiError(err error, verb, resource, namespace, why string) 
 // says which permission to ask for.
 func (ds *daemonSet) streamError(ctx context.Context, err error, resource string, daemon *corev1.Pod, why string) error {
 	if apierrors.IsForbidden(err) || !ds.allowed(ctx, "create", resource, daemon.Namespace, daemon.Name) {
-		return forbidden(err, "create", resource, daemon.Namespace, why)
+		// get too: a WebSocket stream is a GET (see deploy/plugin-rbac).
+		return forbidden(err, "create", resource, daemon.Namespace, why, resource+" (verbs get and create)")
 	}
 	return fmt.Errorf("%s (pod %s/%s): %w", why, daemon.Namespace, daemon.Name, err)
 }
 
 // forbidden is the error of an RBAC refusal of verb on resource in
-// namespace.
-func forbidden(err error, verb, resource, namespace, why string) error {
-	return fmt.Errorf("%w: you may not %s %s in namespace %s, which kubectl readyline needs for %s: ask for %s (verb %s) in namespace %s, as deploy/plugin-rbac grants it (the API server said: %v)",
-		errForbidden, verb, resource, namespace, why, resource, verb, namespace, err)
+// namespace, which the plugin needed for why; ask is the permission to ask
+// for ("pods (verb get)").
+func forbidden(err error, verb, resource, namespace, why, ask string) error {
+	return fmt.Errorf("%w: you may not %s %s in namespace %s, which kubectl readyline needs for %s: ask for %s in namespace %s, as deploy/plugin-rbac grants it (the API server said: %v)",
+		errForbidden, verb, resource, namespace, why, ask, namespace, err)
 }
 
 // allowed asks the API server whether the user may verb resource (with

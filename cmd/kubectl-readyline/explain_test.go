@@ -76,7 +76,7 @@ func TestExplainErrors(t *testing.T) {
 	if !errors.Is(err, errForbidden) {
 		t.Errorf("exec forbidden: %v, want errForbidden", err)
 	}
-	wantErr(t, err, "may not create pods/exec in namespace readyline", "ask for pods/exec (verb create) in namespace readyline")
+	wantErr(t, err, "may not create pods/exec in namespace readyline", "ask for pods/exec (verbs get and create) in namespace readyline")
 
 	broken := &fakeConn{answer: func(*corev1.Pod, []string, io.Writer, io.Writer) error {
 		return errors.New("error dialing backend: connection refused")

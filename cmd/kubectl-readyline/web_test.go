@@ -65,7 +65,7 @@ func TestWeb(t *testing.T) {
 	ds = testDaemonSet(t, conn, []string{"create pods/portforward"}, userPod("team", "web", "n1"),
 		daemonPod("rl-n1", "n1", corev1.PodRunning, true, t0))
 	err := ds.web(context.Background(), "team", "web", "127.0.0.1", 0, defaultAPIPort, io.Discard, io.Discard)
-	wantErr(t, err, "may not create pods/portforward in namespace readyline", "ask for pods/portforward (verb create) in namespace readyline")
+	wantErr(t, err, "may not create pods/portforward in namespace readyline", "ask for pods/portforward (verbs get and create) in namespace readyline")
 }
 
 func TestURLHost(t *testing.T) {
