@@ -80,14 +80,27 @@ func (ds *daemonSet) pods(ctx context.Context, node string) ([]corev1.Pod, error
 	return items, nil
 }
 
-// onNode returns the readyline pod that runs on node: Running and not
-// being deleted, the Ready one first and then the newest (two overlap only
-// while one ends).
+// onNode returns the readyline pod that runs on node (see pick).
 func (ds *daemonSet) onNode(ctx context.Context, node string) (*corev1.Pod, error) {
 	pods, err := ds.pods(ctx, node)
 	if err != nil {
 		return nil, err
 	}
+	best, others := pick(pods)
+	if best == nil {
+		if len(others) > 0 {
+			return nil, fmt.Errorf("%w runs on node %s: %s (%s)", errNoDaemon, node, strings.Join(others, ", "), ds.where())
+		}
+		return nil, fmt.Errorf("%w runs on node %s (%s); is readyline deployed there, or in another namespace (--readyline-namespace)?", errNoDaemon, node, ds.where())
+	}
+	return best, nil
+}
+
+// pick returns the readyline pod to ask among pods, all of one node:
+// Running and not being deleted, the Ready one first and then the newest
+// (two overlap only while one ends). When there is none, it says why of
+// each pod instead ("rl-x is Pending").
+func pick(pods []corev1.Pod) (*corev1.Pod, []string) {
 	var best *corev1.Pod
 	var others []string
 	for i := range pods {
@@ -101,13 +114,10 @@ func (ds *daemonSet) onNode(ctx context.Context, node string) (*corev1.Pod, erro
 			best = p
 		}
 	}
-	if best == nil {
-		if len(others) > 0 {
-			return nil, fmt.Errorf("%w runs on node %s: %s (%s)", errNoDaemon, node, strings.Join(others, ", "), ds.where())
-		}
-		return nil, fmt.Errorf("%w runs on node %s (%s); is readyline deployed there, or in another namespace (--readyline-namespace)?", errNoDaemon, node, ds.where())
+	if best != nil {
+		others = nil
 	}
-	return best, nil
+	return best, others
 }
 
 func running(p *corev1.Pod) bool {

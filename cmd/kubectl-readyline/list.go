@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -118,14 +121,14 @@ func (ds *daemonSet) list(ctx context.Context, namespace, output string, stdout,
 	}
 	failed := 0
 	var daemons []*corev1.Pod
-	for i := range pods {
-		p := &pods[i]
-		if !running(p) {
-			fmt.Fprintf(stderr, "error: node %s: readyline pod %s/%s %s, not asked\n", p.Spec.NodeName, p.Namespace, p.Name, podState(p))
+	for node, pods := range byNode(pods) {
+		d, others := pick(pods)
+		if d == nil {
+			fmt.Fprintf(stderr, "error: node %s: readyline pod %s, not asked\n", node, strings.Join(others, ", "))
 			failed++
 			continue
 		}
-		daemons = append(daemons, p)
+		daemons = append(daemons, d)
 	}
 	answers := ds.askAll(ctx, daemons)
 	forbiddenTold := false
@@ -159,6 +162,21 @@ func (ds *daemonSet) list(ctx context.Context, namespace, output string, stdout,
 		return errReported
 	}
 	return nil
+}
+
+// byNode groups pods by their node, in the order of the nodes' names.
+func byNode(pods []corev1.Pod) iter.Seq2[string, []corev1.Pod] {
+	nodes := map[string][]corev1.Pod{}
+	for _, p := range pods {
+		nodes[p.Spec.NodeName] = append(nodes[p.Spec.NodeName], p)
+	}
+	return func(yield func(string, []corev1.Pod) bool) {
+		for _, node := range slices.Sorted(maps.Keys(nodes)) {
+			if !yield(node, nodes[node]) {
+				return
+			}
+		}
+	}
 }
 
 // askAll asks every daemon for its list, a few at a time, and returns

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter"
@@ -34,8 +35,11 @@ func summary(namespace, name string, start time.Time, took time.Duration) export
 		Start: start, End: start.Add(took), DurationSeconds: took.Seconds()}
 }
 
-// listFixture: n1 and n2 answer, n3's readyline fails, n4's is Pending.
+// listFixture: n1 and n2 answer (n1's previous readyline pod still
+// terminating), n3's readyline fails, n4's is Pending.
 func listFixture(t *testing.T) (*daemonSet, *fakeConn) {
+	ending := daemonPod("rl-n1-old", "n1", corev1.PodRunning, true, t0.Add(-time.Hour))
+	ending.DeletionTimestamp = &metav1.Time{Time: t0}
 	answers := map[string]string{
 		"rl-n1": listAnswer(t, summary("team", "web", t0.Add(time.Minute), 1500*time.Millisecond), summary("kube-system", "dns", t0, time.Second)),
 		"rl-n2": listAnswer(t, summary("team", "db", t0.Add(2*time.Minute), 12*time.Second), summary("team", "web", t0, 2*time.Second)),
@@ -52,7 +56,7 @@ func listFixture(t *testing.T) (*daemonSet, *fakeConn) {
 		_, err := io.WriteString(stdout, a)
 		return err
 	}}
-	ds := testDaemonSet(t, conn, nil,
+	ds := testDaemonSet(t, conn, nil, ending,
 		daemonPod("rl-n1", "n1", corev1.PodRunning, true, t0), daemonPod("rl-n2", "n2", corev1.PodRunning, true, t0),
 		daemonPod("rl-n3", "n3", corev1.PodRunning, true, t0), daemonPod("rl-n4", "n4", corev1.PodPending, false, t0))
 	return ds, conn
@@ -79,14 +83,14 @@ web    n2     ready     2s         60m
 	}
 	for _, w := range []string{
 		"error: node n3: the readyline (pod readyline/rl-n3) answered: asking the daemon at 127.0.0.1:9465: connection refused\n",
-		"error: node n4: readyline pod readyline/rl-n4 is Pending, not asked\n",
+		"error: node n4: readyline pod rl-n4 is Pending, not asked\n",
 	} {
 		if !strings.Contains(stderr.String(), w) {
 			t.Errorf("stderr %q does not say %q", stderr.String(), w)
 		}
 	}
-	if len(conn.calls) != 3 {
-		t.Errorf("asked %d readyline pods, want the 3 running", len(conn.calls))
+	if len(conn.calls) != 3 || strings.Contains(stderr.String(), "n1") {
+		t.Errorf("asked %v, want the 3 running readyline pods, and nothing said of n1's that ends:\n%s", conn.calls, stderr.String())
 	}
 
 	stdout.Reset()
