@@ -24,7 +24,8 @@ var errForbidden = errors.New("forbidden")
 
 // daemonConn reaches the daemon in a readyline pod as the kubeconfig's
 // user. It is the edge to the API server's streams (apiConn; tests use a
-// fake): the rest of the plugin only lists pods.
+// fake): beside them, the plugin asks the API server only for pods and
+// access reviews.
 type daemonConn interface {
 	// Explain runs `readyline explain ARGS...` in the readyline container
 	// of daemon (pods/exec) and streams its stdout and stderr. A command
