@@ -16,8 +16,11 @@ help: ## list targets
 
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-build: ## build bin/readyline (no clang needed: bpf2go output is committed)
+build: plugin ## build bin/readyline and bin/kubectl-readyline (no clang needed: bpf2go output is committed)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN)/readyline ./cmd/readyline
+
+plugin: ## build the kubectl plugin only, bin/kubectl-readyline (kubectl readyline, once it is on the PATH)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN)/kubectl-readyline ./cmd/kubectl-readyline
 
 generate: ## regenerate bpf/vmlinux.h and the bpf2go output with Debian's clang 14
 	./bpf/generate.sh
@@ -156,4 +159,4 @@ test-kind: ## end-to-end tests on a two-node kind cluster (brings it up, deletes
 
 .PHONY: image image-archive node-image kind-up kind-demo jaeger-ui kind-down test-kind
 
-.PHONY: help build generate verify-generate lint test test-deps test-unit test-alerts bench bench-node bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down
+.PHONY: help build plugin generate verify-generate lint test test-deps test-unit test-alerts bench bench-node bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 type explainConfig struct {
 	apiAddr   string
 	width     uint
+	json      bool
 	namespace string
 	name      string // empty: list the pod starts the daemon keeps
 }
@@ -27,6 +29,7 @@ func parseExplainConfig(args []string, stderr io.Writer) (explainConfig, error) 
 	fs := newFlagSet("readyline explain", stderr)
 	fs.String(&c.apiAddr, "api-addr", "127.0.0.1:9465", "the daemon's timeline API (readyline run --api-addr)")
 	fs.Uint(&c.width, "width", 100, "width of the waterfall in columns")
+	fs.Bool(&c.json, "json", false, "print the timeline (or the list) as JSON, as the daemon's API serves it")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: readyline explain [flags] [NAMESPACE/]POD\n\nPrints the waterfall of a recent pod start on this node, from the running daemon.\nWithout a pod, lists the pod starts the daemon keeps.")
 		fs.PrintDefaults()
@@ -72,6 +75,9 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err != nil {
 			return fmt.Errorf("asking the daemon at %s: %w", cfg.apiAddr, err)
 		}
+		if cfg.json {
+			return writeIndentedJSON(stdout, timelineList{Timelines: list})
+		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "POD\tOUTCOME\tDURATION\tCREATED")
 		for _, s := range list {
@@ -87,7 +93,23 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return fmt.Errorf("asking the daemon at %s: %w", cfg.apiAddr, err)
 	}
+	if cfg.json {
+		return writeIndentedJSON(stdout, tl)
+	}
 	return printWaterfall(stdout, tl, int(cfg.width))
+}
+
+// timelineList is the body of the daemon's GET /api/v1/timelines, which
+// `explain --json` prints as it is: kubectl-readyline reads it.
+type timelineList struct {
+	Timelines []exporter.TimelineSummary `json:"timelines"`
+}
+
+// writeIndentedJSON writes v as the daemon's API does.
+func writeIndentedJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // secondsDuration converts seconds to a Duration, saturating where the

@@ -40,7 +40,9 @@ var daemonSourcesUp = []string{"process tracer attached", "pod watch synced", "p
 // time: the shared daemon of the trace tests is stopped first (the next test
 // that needs it starts it again), and Deploy refuses while any other
 // `readyline run` is left. The daemon in the pod is such a process too
-// (hostPID), so StartDaemon refuses while the DaemonSet runs.
+// (hostPID), so StartDaemon refuses while the DaemonSet runs. With
+// deploy/local, kubectl-readyline then explains the lifecycle-demo as a
+// user with only deploy/plugin-rbac's roles.
 func TestDaemonSet(t *testing.T) {
 	withoutSharedDaemon(t)
 	ctx := testContext(t, 15*time.Minute)
@@ -63,6 +65,7 @@ func TestDaemonSet(t *testing.T) {
 				overlay, d.ReadyAfter.Round(100*time.Millisecond), CPUBetween(idle[0], idle[1]), mib(idle[1].WorkingSet),
 				CPUBetween(busy[0], busy[1]), mib(max(busy[0].WorkingSet, busy[1].WorkingSet)))
 			if overlay == "deploy/local" {
+				t.Run("kubectl-plugin", func(t *testing.T) { testKubectlPlugin(t, pod) })
 				t.Run("restart-mid-start", func(t *testing.T) { testRestartMidStart(t, d) })
 			}
 		})

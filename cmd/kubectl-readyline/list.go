@@ -1,0 +1,268 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+)
+
+const listHelp = `usage: kubectl readyline list [-n NAMESPACE | -A] [-o text|json]
+
+Lists the pod starts that the readyline of every node keeps, newest first,
+in the namespace of the kubeconfig's context (-n another, -A all). A node
+whose readyline does not answer is reported on stderr, the others are
+listed, and the exit status is 1, as kubectl get does with the objects it
+could not get.`
+
+// listOptions are the flags of list.
+type listOptions struct {
+	commonOptions
+	allNamespaces bool
+}
+
+func parseList(args []string, stderr io.Writer) (listOptions, error) {
+	var o listOptions
+	fs := o.flagSet("kubectl readyline list", listHelp, stderr, func(fs *pflag.FlagSet) {
+		fs.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list the starts of pods in every namespace")
+	})
+	if err := parse(fs, args); err != nil {
+		return o, err
+	}
+	if err := o.validate(); err != nil {
+		return o, usageError(fs, err)
+	}
+	if fs.NArg() != 0 {
+		return o, usageError(fs, fmt.Errorf("list takes no arguments, got %q (explain shows one pod)", fs.Args()))
+	}
+	if o.allNamespaces && fs.Changed("namespace") {
+		return o, usageError(fs, errors.New("-A and -n exclude each other"))
+	}
+	return o, nil
+}
+
+func runList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseList(args, stderr)
+	if err != nil {
+		return err
+	}
+	ds, namespace, err := o.connect(stderr)
+	if err != nil {
+		return err
+	}
+	if o.allNamespaces {
+		namespace = ""
+	}
+	return ds.list(ctx, namespace, o.output, stdout, stderr, time.Now())
+}
+
+// startSummary is one pod start a node's readyline keeps: an entry of the
+// list `readyline explain --json` prints (exporter.TimelineSummary's JSON;
+// TestStartSummaryIsTheDaemons keeps the two in step, without the daemon's
+// exporters in this binary), and the node.
+type startSummary struct {
+	Node            string    `json:"node"`
+	Namespace       string    `json:"namespace"`
+	Name            string    `json:"name"`
+	UID             string    `json:"uid"`
+	Outcome         string    `json:"outcome"`
+	Reason          string    `json:"reason,omitempty"`
+	Start           time.Time `json:"start"`
+	End             time.Time `json:"end"`
+	DurationSeconds float64   `json:"duration_seconds"`
+}
+
+// startList is the body of `readyline explain --json` without a pod, and
+// what `list -o json` prints.
+type startList struct {
+	Timelines []startSummary `json:"timelines"`
+}
+
+// nodeAnswer is what the readyline pod of one node answered.
+type nodeAnswer struct {
+	daemon *corev1.Pod
+	starts []startSummary
+	err    error
+}
+
+// Bounds of asking every node's readyline.
+const (
+	listParallel = 8
+	listTimeout  = 30 * time.Second
+	// maxListBytes bounds one daemon's list (at most --keep entries of a
+	// few hundred bytes each).
+	maxListBytes = 16 << 20
+)
+
+// list prints the starts the readyline pods keep of pods in namespace
+// ("": all) to stdout, as a table or (output "json") a startList. The
+// pods that do not answer are reported on stderr, and then it returns
+// errReported.
+func (ds *daemonSet) list(ctx context.Context, namespace, output string, stdout, stderr io.Writer, now time.Time) error {
+	pods, err := ds.pods(ctx, "")
+	if err != nil {
+		return err
+	}
+	if len(pods) == 0 {
+		return fmt.Errorf("%w runs (%s); is readyline deployed, or in another namespace (--readyline-namespace)?", errNoDaemon, ds.where())
+	}
+	failed := 0
+	var daemons []*corev1.Pod
+	for node, pods := range byNode(pods) {
+		d, others := pick(pods)
+		if d == nil {
+			fmt.Fprintf(stderr, "error: node %s: readyline pod %s, not asked\n", node, strings.Join(others, ", "))
+			failed++
+			continue
+		}
+		daemons = append(daemons, d)
+	}
+	answers := ds.askAll(ctx, daemons)
+	forbiddenTold := false
+	for _, a := range answers {
+		if a.err == nil {
+			continue
+		}
+		failed++
+		if errors.Is(a.err, errForbidden) { // the same for every node
+			if !forbiddenTold {
+				fmt.Fprintf(stderr, "error: %v\n", a.err)
+			}
+			forbiddenTold = true
+			continue
+		}
+		fmt.Fprintf(stderr, "error: node %s: %v\n", a.daemon.Spec.NodeName, a.err)
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	starts := mergeStarts(answers, namespace)
+	if output == "json" {
+		err = writeJSON(stdout, startList{Timelines: starts})
+	} else {
+		err = printStarts(stdout, stderr, starts, namespace, now)
+	}
+	if err != nil {
+		return err
+	}
+	if failed > 0 {
+		return errReported
+	}
+	return nil
+}
+
+// byNode groups pods by their node, in the order of the nodes' names.
+func byNode(pods []corev1.Pod) iter.Seq2[string, []corev1.Pod] {
+	nodes := map[string][]corev1.Pod{}
+	for _, p := range pods {
+		nodes[p.Spec.NodeName] = append(nodes[p.Spec.NodeName], p)
+	}
+	return func(yield func(string, []corev1.Pod) bool) {
+		for _, node := range slices.Sorted(maps.Keys(nodes)) {
+			if !yield(node, nodes[node]) {
+				return
+			}
+		}
+	}
+}
+
+// askAll asks every daemon for its list, a few at a time, and returns
+// their answers in the order of daemons.
+func (ds *daemonSet) askAll(ctx context.Context, daemons []*corev1.Pod) []nodeAnswer {
+	answers := make([]nodeAnswer, len(daemons))
+	sem := make(chan struct{}, listParallel)
+	var wg sync.WaitGroup
+	for i, d := range daemons {
+		answers[i].daemon = d
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			answers[i].starts, answers[i].err = ds.ask(ctx, d)
+		})
+	}
+	wg.Wait()
+	return answers
+}
+
+// ask runs `readyline explain --json` in daemon and returns its list.
+func (ds *daemonSet) ask(ctx context.Context, daemon *corev1.Pod) ([]startSummary, error) {
+	ctx, cancel := context.WithTimeout(ctx, listTimeout)
+	defer cancel()
+	out := &cappedBuffer{max: maxListBytes}
+	remote := &cappedBuffer{max: maxRemoteStderr}
+	if err := ds.conn.Explain(ctx, daemon, []string{"--json"}, out, remote); err != nil {
+		return nil, ds.explainError(ctx, err, daemon, remote.String(), "the readyline")
+	}
+	var l startList
+	if err := json.Unmarshal(out.Bytes(), &l); err != nil {
+		return nil, fmt.Errorf("decoding the list of readyline pod %s/%s: %w", daemon.Namespace, daemon.Name, err)
+	}
+	for i := range l.Timelines {
+		l.Timelines[i].Node = daemon.Spec.NodeName
+	}
+	return l.Timelines, nil
+}
+
+// mergeStarts returns the starts the answers hold of pods in namespace
+// ("": all), newest first, then by node and pod.
+func mergeStarts(answers []nodeAnswer, namespace string) []startSummary {
+	starts := []startSummary{} // "timelines": [] when there are none
+	for _, a := range answers {
+		for _, s := range a.starts {
+			if namespace == "" || s.Namespace == namespace {
+				starts = append(starts, s)
+			}
+		}
+	}
+	slices.SortStableFunc(starts, func(a, b startSummary) int {
+		return cmp.Or(b.Start.Compare(a.Start), cmp.Compare(a.Node, b.Node),
+			cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return starts
+}
+
+// printStarts prints starts as kubectl prints a list: a table, with a
+// NAMESPACE column for all namespaces, or a line on stderr when empty.
+func printStarts(stdout, stderr io.Writer, starts []startSummary, namespace string, now time.Time) error {
+	if len(starts) == 0 {
+		if namespace == "" {
+			_, err := fmt.Fprintln(stderr, "No pod starts kept by readyline.")
+			return err
+		}
+		_, err := fmt.Fprintf(stderr, "No pod starts kept by readyline in %s namespace.\n", namespace)
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 3, ' ', 0)
+	if namespace == "" {
+		fmt.Fprint(tw, "NAMESPACE\t")
+	}
+	fmt.Fprintln(tw, "NAME\tNODE\tOUTCOME\tDURATION\tAGE")
+	for _, s := range starts {
+		if namespace == "" {
+			fmt.Fprintf(tw, "%s\t", s.Namespace)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.Node, s.Outcome,
+			s.End.Sub(s.Start).Round(time.Millisecond), duration.HumanDuration(now.Sub(s.Start)))
+	}
+	return tw.Flush()
+}
+
+// writeJSON writes v indented, as the daemon's API does.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

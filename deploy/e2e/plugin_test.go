@@ -1,0 +1,434 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/readyline/readyline/correlator"
+)
+
+// The roles of deploy/plugin-rbac/roles.yaml.
+const (
+	pluginPodsClusterRole = "readyline-plugin-pods"
+	pluginRole            = "readyline-plugin"
+)
+
+// testKubectlPlugin runs kubectl-readyline (make plugin) as the users it is
+// meant for: ServiceAccounts with nothing but deploy/plugin-rbac's roles,
+// each with a token from the TokenRequest API in a kubeconfig of its own,
+// against the DaemonSet of deploy/local and pod, the lifecycle-demo that
+// traceFromDaemonSet started (Ready and exported: the daemon keeps it).
+// The user may get pods in pod's namespace only, through a RoleBinding of
+// the ClusterRole, as deploy/plugin-rbac suggests for a team.
+func testKubectlPlugin(t *testing.T, pod *corev1.Pod) {
+	ctx := testContext(t, 6*time.Minute)
+	plugin := buildPlugin(t, ctx)
+	applyPluginRoles(t, ctx)
+	users := newNamespace(t)
+	user := pluginUser(t, ctx, users, "plugin-user", pod.Namespace, pluginRole)
+	// Enough to find the readyline pod, not to exec in it.
+	noExec := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "readyline-plugin-no-exec-" + users, Namespace: ReadylineNamespace},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}}},
+	}
+	createRBAC(t, ctx, noExec)
+	noExecUser := pluginUser(t, ctx, users, "plugin-no-exec", pod.Namespace, noExec.Name)
+	ns, name := pod.Namespace, pod.Name
+
+	t.Run("explain", func(t *testing.T) {
+		r := runPlugin(t, ctx, plugin, user, "explain", "-n", ns, name)
+		r.wantOK(t)
+		for _, want := range []string{ns + "/" + name, "conditions", "PodReadyToStartContainers"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("the waterfall does not have %q:\n%s", want, r.stdout)
+			}
+		}
+	})
+
+	t.Run("explain-json", func(t *testing.T) {
+		r := runPlugin(t, ctx, plugin, user, "explain", "-n", ns, name, "--output", "json")
+		r.wantOK(t)
+		var tl correlator.Timeline
+		if err := json.Unmarshal([]byte(r.stdout), &tl); err != nil {
+			t.Fatalf("explain -o json: %v\n%s", err, r.stdout)
+		}
+		if tl.Pod.UID != string(pod.UID) || tl.Outcome != correlator.OutcomeReady {
+			t.Errorf("explain -o json: pod %+v, outcome %q; want UID %s, ready", tl.Pod, tl.Outcome, pod.UID)
+		}
+	})
+
+	t.Run("list", func(t *testing.T) {
+		// No -n: the namespace of the kubeconfig's context, which is pod's.
+		r := runPlugin(t, ctx, plugin, user, "list")
+		r.wantOK(t)
+		found := false
+		for line := range strings.Lines(r.stdout) {
+			f := strings.Fields(line)
+			found = found || len(f) >= 3 && f[0] == name && f[1] == env.NodeName && f[2] == "ready"
+		}
+		if !found {
+			t.Errorf("list has no line %q on node %s, ready:\n%s", name, env.NodeName, r.stdout)
+		}
+
+		r = runPlugin(t, ctx, plugin, user, "list", "-A", "-o", "json")
+		r.wantOK(t)
+		var l struct {
+			Timelines []struct {
+				Node, Namespace, Name, UID string
+			}
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &l); err != nil {
+			t.Fatalf("list -A -o json: %v\n%s", err, r.stdout)
+		}
+		found = false
+		for _, s := range l.Timelines {
+			found = found || s.UID == string(pod.UID) && s.Node == env.NodeName && s.Namespace == ns && s.Name == name
+		}
+		if !found {
+			t.Errorf("list -A -o json has no start of %s/%s (%s) on %s:\n%s", ns, name, pod.UID, env.NodeName, r.stdout)
+		}
+	})
+
+	t.Run("no-pods-exec", func(t *testing.T) {
+		r := runPlugin(t, ctx, plugin, noExecUser, "explain", "-n", ns, name)
+		r.wantFailure(t, "forbidden", "create pods/exec in namespace "+ReadylineNamespace, "ask for pods/exec")
+		r = runPlugin(t, ctx, plugin, noExecUser, "explain", "--web", "-n", ns, name)
+		r.wantFailure(t, "forbidden", "create pods/portforward in namespace "+ReadylineNamespace)
+	})
+
+	t.Run("not-found", func(t *testing.T) {
+		r := runPlugin(t, ctx, plugin, user, "explain", "-n", ns, "no-such-pod")
+		r.wantFailure(t, "pod "+ns+"/no-such-pod not found")
+	})
+
+	t.Run("not-scheduled", func(t *testing.T) {
+		p := createPod(t, ctx, ns, "never-scheduled", func(p *corev1.Pod) {
+			p.Spec.NodeSelector = map[string]string{"readyline.dev/no-such-node": "true"}
+		})
+		r := runPlugin(t, ctx, plugin, user, "explain", "-n", ns, p.Name)
+		r.wantFailure(t, "pod "+ns+"/never-scheduled is not scheduled")
+	})
+
+	t.Run("not-kept", func(t *testing.T) {
+		// Running on the node but never Ready: the daemon keeps a start
+		// once it ends (here, its --start-timeout after 10 minutes).
+		p := createPod(t, ctx, ns, "never-ready", func(p *corev1.Pod) {
+			p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{
+				ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"false"}}},
+				PeriodSeconds: 1,
+			}
+		})
+		if _, err := WaitForPod(ctx, env.Client, ns, p.Name, func(p *corev1.Pod) bool { return ContainerRunning(p, "main") }); err != nil {
+			t.Fatal(err)
+		}
+		r := runPlugin(t, ctx, plugin, user, "explain", "-n", ns, p.Name)
+		r.wantFailure(t, "pod "+ns+"/never-ready is on node "+env.NodeName, "answered: no recent start of "+ns+"/never-ready")
+	})
+
+	t.Run("web", func(t *testing.T) { testPluginWeb(t, ctx, plugin, user, pod) })
+}
+
+// testPluginWeb runs `explain --web`, reads the URL it prints, asks the
+// daemon through the forward, and ends it with SIGINT as Ctrl-C would.
+func testPluginWeb(t *testing.T, ctx context.Context, plugin, kubeconfig string, pod *corev1.Pod) {
+	cmd := exec.CommandContext(ctx, plugin, "explain", "--kubeconfig", kubeconfig, "--web", "-n", pod.Namespace, pod.Name)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	stdout := bufio.NewReader(out)
+	lines := make(chan string, 1)
+	go func() {
+		line, _ := stdout.ReadString('\n')
+		lines <- strings.TrimSpace(line)
+		io.Copy(io.Discard, stdout)
+		exited <- cmd.Wait()
+	}()
+	defer func() {
+		cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("explain --web after SIGINT: %v, want exit status 0\n%s", err, stderr.String())
+			}
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("explain --web did not end within 10 s of SIGINT")
+		}
+	}()
+	var page string
+	select {
+	case page = <-lines:
+	case <-time.After(time.Minute):
+		t.Fatalf("explain --web printed no URL within a minute\n%s", stderr.String())
+	}
+	suffix := "/ui/pods/" + pod.Namespace + "/" + pod.Name
+	base, ok := strings.CutSuffix(page, suffix)
+	if !ok || !strings.HasPrefix(base, "http://127.0.0.1:") {
+		t.Fatalf("explain --web printed %q, want http://127.0.0.1:PORT%s\n%s", page, suffix, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "warning") {
+		t.Errorf("explain --web warned: %s", stderr.String())
+	}
+	// TODO(/ui/): once the daemon serves /ui/ and /ui/pods/{namespace}/{name},
+	// GET page itself and want 200 and the pod's name in it; this tree has
+	// the API only, so the test reads the pod's timeline through the forward.
+	body := httpGet(t, ctx, base+"/api/v1/timelines/"+pod.Namespace+"/"+pod.Name)
+	var tl correlator.Timeline
+	if err := json.Unmarshal(body, &tl); err != nil || tl.Pod.UID != string(pod.UID) {
+		t.Errorf("the timeline through the forward: %v, pod %+v; want UID %s\n%s", err, tl.Pod, pod.UID, body)
+	}
+	if list := httpGet(t, ctx, base+"/api/v1/timelines"); !bytes.Contains(list, []byte(pod.UID)) {
+		t.Errorf("/api/v1/timelines through the forward has no %s:\n%s", pod.UID, list)
+	}
+}
+
+// httpGet returns the body of url, which must answer 200.
+func httpGet(t *testing.T, ctx context.Context, url string) []byte {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s, %v\n%s", url, resp.Status, err, body)
+	}
+	return body
+}
+
+// buildPlugin runs `make plugin` and returns bin/kubectl-readyline.
+func buildPlugin(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "plugin")
+	cmd.Dir = env.RepoRoot
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make plugin: %v\n%s", err, out)
+	}
+	return filepath.Join(env.RepoRoot, "bin", "kubectl-readyline")
+}
+
+// applyPluginRoles applies deploy/plugin-rbac/roles.yaml (not its example
+// bindings) and deletes it when the test ends.
+func applyPluginRoles(t *testing.T, ctx context.Context) {
+	t.Helper()
+	objs, err := env.ApplyFile(ctx, "", filepath.Join(env.RepoRoot, "deploy", "plugin-rbac", "roles.yaml"))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := env.DeleteAndWait(ctx, 30*time.Second, objs...); err != nil {
+			t.Errorf("deleting deploy/plugin-rbac's roles: %v", err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// createRBAC creates role or binding obj (as cluster-admin); a namespaced
+// one goes with its namespace, the rest is deleted when the test ends.
+func createRBAC(t *testing.T, ctx context.Context, obj any) {
+	t.Helper()
+	rbac := env.Client.RbacV1()
+	var err error
+	switch o := obj.(type) {
+	case *rbacv1.Role:
+		_, err = rbac.Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		t.Cleanup(func() {
+			ignoreNotFound(t, rbac.Roles(o.Namespace).Delete(context.Background(), o.Name, metav1.DeleteOptions{}))
+		})
+	case *rbacv1.RoleBinding:
+		_, err = rbac.RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		t.Cleanup(func() {
+			ignoreNotFound(t, rbac.RoleBindings(o.Namespace).Delete(context.Background(), o.Name, metav1.DeleteOptions{}))
+		})
+	default:
+		t.Fatalf("createRBAC: %T", obj)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ignoreNotFound(t *testing.T, err error) {
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Errorf("cleaning up: %v", err)
+	}
+}
+
+// pluginUser creates ServiceAccount name in namespace users with the
+// ClusterRole readyline-plugin-pods in podNamespace (a RoleBinding) and
+// the Role role in readyline's namespace, waits until the API server's
+// RBAC says so, and returns a kubeconfig for it in the test's temporary
+// directory: the admin kubeconfig's server and CA, a token from the
+// TokenRequest API, and podNamespace as its context's namespace.
+func pluginUser(t *testing.T, ctx context.Context, users, name, podNamespace, role string) string {
+	t.Helper()
+	sa, err := env.Client.CoreV1().ServiceAccounts(users).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: users}}
+	bindingName := name + "-" + users // unique in readyline's namespace, which outlives users
+	createRBAC(t, ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: bindingName, Namespace: podNamespace},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: pluginPodsClusterRole},
+		Subjects:   subject,
+	})
+	createRBAC(t, ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: bindingName, Namespace: ReadylineNamespace},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role},
+		Subjects:   subject,
+	})
+	username := fmt.Sprintf("system:serviceaccount:%s:%s", users, name)
+	for _, attr := range []authorizationv1.ResourceAttributes{
+		{Namespace: podNamespace, Verb: "get", Resource: "pods"},
+		{Namespace: ReadylineNamespace, Verb: "list", Resource: "pods"},
+	} {
+		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			review, err := env.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+				Spec: authorizationv1.SubjectAccessReviewSpec{User: username, ResourceAttributes: &attr},
+			}, metav1.CreateOptions{})
+			return err == nil && review.Status.Allowed, nil
+		})
+		if err != nil {
+			t.Fatalf("RBAC does not let %s %s pods in %s: %v", username, attr.Verb, attr.Namespace, err)
+		}
+	}
+
+	expiration := int64(15 * 60)
+	token, err := env.Client.CoreV1().ServiceAccounts(users).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiration},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("TokenRequest for %s: %v", username, err)
+	}
+	ca := env.Config.TLSClientConfig.CAData
+	if len(ca) == 0 && env.Config.TLSClientConfig.CAFile != "" {
+		if ca, err = os.ReadFile(env.Config.TLSClientConfig.CAFile); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: ca}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token.Status.Token}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: "local", AuthInfo: name, Namespace: podNamespace}
+	cfg.CurrentContext = name
+	path := filepath.Join(t.TempDir(), name+".kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// createPod creates a pod of busybox sleeping in namespace, changed by
+// edit, and returns it; it is deleted when the test ends.
+func createPod(t *testing.T, ctx context.Context, namespace, name string, edit func(*corev1.Pod)) *corev1.Pod {
+	t.Helper()
+	grace := int64(0)
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: &grace,
+			Containers: []corev1.Container{{
+				Name: "main", Image: "localhost/busybox:local", ImagePullPolicy: corev1.PullNever,
+				Command: []string{"sleep", "3600"},
+			}},
+		},
+	}
+	edit(p)
+	p, err := env.Client.CoreV1().Pods(namespace).Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ignoreNotFound(t, env.Client.CoreV1().Pods(namespace).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: &grace}))
+	})
+	return p
+}
+
+// pluginResult is one run of kubectl-readyline.
+type pluginResult struct {
+	args           []string
+	stdout, stderr string
+	// code is the exit status.
+	code int
+}
+
+// runPlugin runs `kubectl-readyline COMMAND --kubeconfig kubeconfig ARGS`.
+func runPlugin(t *testing.T, ctx context.Context, plugin, kubeconfig string, command string, args ...string) pluginResult {
+	t.Helper()
+	args = append([]string{command, "--kubeconfig", kubeconfig}, args...)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, plugin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	r := pluginResult{args: args}
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		r.code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("kubectl-readyline %s: %v", strings.Join(args, " "), err)
+	}
+	r.stdout, r.stderr = stdout.String(), stderr.String()
+	return r
+}
+
+func (r pluginResult) wantOK(t *testing.T) {
+	t.Helper()
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("kubectl-readyline %s: exit status %d, want 0 and nothing on stderr\nstderr: %s\nstdout: %s", strings.Join(r.args, " "), r.code, r.stderr, r.stdout)
+	}
+}
+
+// wantFailure: exit status 1, with every one of want on stderr.
+func (r pluginResult) wantFailure(t *testing.T, want ...string) {
+	t.Helper()
+	if r.code != 1 {
+		t.Errorf("kubectl-readyline %s: exit status %d, want 1\nstderr: %s", strings.Join(r.args, " "), r.code, r.stderr)
+	}
+	for _, w := range want {
+		if !strings.Contains(r.stderr, w) {
+			t.Errorf("kubectl-readyline %s: stderr does not say %q:\n%s", strings.Join(r.args, " "), w, r.stderr)
+		}
+	}
+}
