@@ -140,7 +140,7 @@ KIND_OFFICIAL ?=
 kind-up: $(if $(KIND_OFFICIAL),image,image-archive) ## two-node kind cluster, readyline (DaemonSet) and Jaeger on it
 	$(KIND_SH) up
 
-kind-demo: ## the seed's pods on the kind worker; prints their waterfalls and where the traces are
+kind-demo: plugin ## the seed's pods on the kind worker; prints their waterfalls (kubectl readyline explain) and where the traces are
 	$(KIND_SH) demo
 
 jaeger-ui: ## Jaeger's UI on kind, port-forwarded to localhost (Ctrl-C ends it)

@@ -22,6 +22,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -54,6 +56,7 @@ func main() {
 // run runs the command of args and returns the exit status: 0, 1 on an
 // error (printed on stderr, as kubectl prints its own), 2 on a usage error.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	args = commandFirst(args)
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stderr, usage)
 		if len(args) == 0 {
@@ -85,6 +88,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
 	}
+}
+
+// commandFirst moves the command to the front when kubectl's flags come
+// before it, as kubectl itself allows (kubectl-readyline --kubeconfig F
+// explain POD): the first argument that names a command is the command.
+func commandFirst(args []string) []string {
+	if len(args) == 0 || !strings.HasPrefix(args[0], "-") {
+		return args
+	}
+	for i, a := range args {
+		switch a {
+		case "explain", "list", "version":
+			return slices.Concat([]string{a}, args[:i], args[i+1:])
+		}
+	}
+	return args
 }
 
 // errUsage marks an error already explained to the user with the usage.

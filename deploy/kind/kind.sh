@@ -183,9 +183,11 @@ readyline_pod() {
 		-o jsonpath='{.items[0].metadata.name}'
 }
 
-# explain NODE POD prints the waterfall of demo pod POD from NODE's readyline.
+# explain POD prints the waterfall of demo pod POD, as users read it:
+# kubectl readyline explain (make kind-demo builds bin/kubectl-readyline)
+# finds the pod's node and asks the readyline there.
 explain() {
-	kubectl -n readyline exec "$(readyline_pod "$1")" -- /readyline explain "$DEMO_NAMESPACE/$2"
+	"$REPO_ROOT/bin/kubectl-readyline" --kubeconfig "$KUBECONFIG_FILE" explain -n "$DEMO_NAMESPACE" "$1"
 }
 
 kind_demo() {
@@ -204,12 +206,12 @@ kind_demo() {
 	done
 	echo
 	for p in "${DEMO_PODS[@]}"; do
-		wait_until 90 "the timeline of $p" explain "$worker" "$p" || {
+		wait_until 90 "the timeline of $p" explain "$p" || {
 			warn "no timeline for $p on $worker"
 			continue
 		}
 		echo "== $p, from the readyline on $worker ($(readyline_pod "$worker"))"
-		explain "$worker" "$p"
+		explain "$p"
 	done
 	uid=$(kubectl -n "$DEMO_NAMESPACE" get pod lifecycle-demo -o jsonpath='{.metadata.uid}')
 	cat <<MSG
@@ -217,7 +219,9 @@ Traces are in the cluster's Jaeger (trace id = pod UID without dashes):
   make jaeger-ui   then http://localhost:16686/trace/${uid//-/}
   or: deploy/kind/kind.sh kubectl -n readyline port-forward service/jaeger 16686 &
       curl -s http://127.0.0.1:16686/api/traces/${uid//-/} | jq '.data[0].spans[] | {operationName, duration}'
-Waterfall: deploy/kind/kind.sh kubectl -n readyline exec $(readyline_pod "$worker") -- /readyline explain $DEMO_NAMESPACE/<pod>
+Waterfall: export KUBECONFIG=$KUBECONFIG_FILE PATH=$REPO_ROOT/bin:\$PATH
+           kubectl readyline explain -n $DEMO_NAMESPACE <pod>   (list: kubectl readyline list -A)
+           kubectl readyline explain --web -n $DEMO_NAMESPACE lifecycle-demo   (the page, in a browser)
 Metrics:   deploy/kind/kind.sh kubectl -n readyline port-forward pod/$(readyline_pod "$worker") 9464 &  then curl -s 127.0.0.1:9464/metrics
 Delete it all: make kind-down
 MSG
