@@ -103,6 +103,7 @@ type wrow struct {
 	style      barStyle
 	instant    bool // a mark at start rather than a bar
 	open       bool // the end is not known
+	failed     bool // a failed call, pull or hook, an attempt or process that exited non-zero or was killed
 	probes     []probeMark
 	cond       *correlator.ConditionTransition
 	// note is shown in place of a bar: "never started", "no times known".
@@ -256,7 +257,7 @@ func (wc *waterfallChart) earlierSandboxes() {
 		}
 		wc.emit(wrow{kind: rowSandbox, depth: 1, label: fmt.Sprintf("sandbox attempt %d ✗ replaced", sb.Attempt),
 			name: fmt.Sprintf("sandbox attempt %d", sb.Attempt), start: start, end: end, took: dur, open: open,
-			style: styleFull, detail: sb.ID})
+			style: styleFull, failed: true, detail: sb.ID})
 		for _, call := range sb.FailedCalls {
 			wc.call(2, "", call)
 		}
@@ -328,7 +329,7 @@ func (wc *waterfallChart) pause() {
 			detail += fmt.Sprintf(" (%.1f MiB)", float64(ip.Size)/(1<<20))
 		}
 		wc.emit(wrow{kind: rowPull, label: label, name: "image.pull/" + owner, start: ip.Call.Start, end: ip.Call.End,
-			took: fmtSeconds(ip.Call.End.Sub(ip.Call.Start)), style: styleFull, detail: detail})
+			took: fmtSeconds(ip.Call.End.Sub(ip.Call.Start)), style: styleFull, failed: ip.Call.Err, detail: detail})
 	}
 }
 
@@ -346,7 +347,7 @@ func (wc *waterfallChart) container(c *correlator.Container, depth int) {
 	for ai := range c.Attempts {
 		a := &c.Attempts[ai]
 		start, end, ok := attemptBounds(a)
-		label := name
+		label, failed := name, true
 		if a.Attempt > 0 {
 			label += fmt.Sprintf(" #%d", a.Attempt)
 		}
@@ -355,6 +356,8 @@ func (wc *waterfallChart) container(c *correlator.Container, depth int) {
 			label += fmt.Sprintf(" ✗ %s kill", a.KilledBy)
 		case a.ExitCode != nil && *a.ExitCode != 0:
 			label += fmt.Sprintf(" ✗ exit %d", *a.ExitCode)
+		default:
+			failed = false
 		}
 		if a.Reason != "" && a.Reason != "Error" && a.Reason != "Completed" {
 			label += " " + a.Reason
@@ -369,33 +372,36 @@ func (wc *waterfallChart) container(c *correlator.Container, depth int) {
 				start: from, end: from.Add(a.BackOff), took: fmtSeconds(a.BackOff), style: styleBackOff})
 		}
 		if !ok {
-			wc.emit(wrow{kind: rowNote, depth: depth, label: label, name: owner, container: owner, note: "no times known", detail: c.Image})
+			wc.emit(wrow{kind: rowNote, depth: depth, label: label, name: owner, container: owner, note: "no times known",
+				failed: failed, detail: c.Image})
 			continue
 		}
 		wc.emit(wrow{kind: rowContainer, depth: depth, label: label, name: owner, container: owner,
-			start: start, end: end, took: fmtSeconds(end.Sub(start)), style: styleFull, detail: c.Image})
+			start: start, end: end, took: fmtSeconds(end.Sub(start)), style: styleFull, failed: failed, detail: c.Image})
 		sub := depth + 1
 		for _, call := range a.Calls {
 			wc.call(sub, owner, call)
 		}
 		if p := a.Process; p != nil && !p.Exec.IsZero() {
 			pname := ProcessSpanName(p)
-			label := pname
+			label, failed := pname, false
 			switch {
 			case p.Signal != 0: // before the exit code, which a signal leaves meaningless
 				label += fmt.Sprintf(" signal %d", p.Signal)
+				failed = true
 			case p.ExitCode != nil:
 				label += fmt.Sprintf(" exit %d", *p.ExitCode)
+				failed = *p.ExitCode != 0
 			}
 			pend, dur, open := p.Exit, fmtSeconds(p.Exit.Sub(p.Exec)), false
 			if pend.IsZero() {
 				pend, dur, open = end, "running", true
 			}
 			wc.emit(wrow{kind: rowProcess, depth: sub, label: label, name: pname, container: owner,
-				start: p.Exec, end: pend, took: dur, open: open, style: styleFull, detail: strings.Join(p.Argv, " ")})
+				start: p.Exec, end: pend, took: dur, open: open, style: styleFull, failed: failed, detail: strings.Join(p.Argv, " ")})
 		}
 		if h := a.PostStart; h != nil && !h.Start.IsZero() {
-			label, style := "postStart", styleFull
+			label, style, failed := "postStart", styleFull, false
 			if h.Handler != "" && h.Handler != "exec" {
 				label += " " + h.Handler
 			}
@@ -405,13 +411,14 @@ func (wc *waterfallChart) container(c *correlator.Container, depth int) {
 			}
 			if h.ExitCode != nil && *h.ExitCode != 0 {
 				label += fmt.Sprintf(" ✗ exit %d", *h.ExitCode)
+				failed = true
 			}
 			hend, dur, open := h.End, fmtSeconds(h.End.Sub(h.Start)), false
 			if hend.IsZero() {
 				hend, dur, open = end, "?", true
 			}
 			wc.emit(wrow{kind: rowHook, depth: sub, label: label, name: "postStart/" + c.Name, container: owner,
-				start: h.Start, end: hend, took: dur, open: open, style: style, detail: strings.Join(h.Command, " ")})
+				start: h.Start, end: hend, took: dur, open: open, style: style, failed: failed, detail: strings.Join(h.Command, " ")})
 		}
 		wc.probes(sub, owner, a.Probes, a.ProbesOmitted)
 	}
@@ -429,7 +436,7 @@ func (wc *waterfallChart) call(depth int, owner string, call correlator.CRICall)
 		label += " ✗"
 	}
 	wc.emit(wrow{kind: rowCall, depth: depth, label: label, name: method, container: owner, start: call.Start, end: call.End,
-		took: fmtSeconds(call.End.Sub(call.Start)), style: styleFull, detail: string(call.Method)})
+		took: fmtSeconds(call.End.Sub(call.Start)), style: styleFull, failed: call.Err, detail: string(call.Method)})
 }
 
 // containerFacts draws what belongs to a container rather than to one of
