@@ -36,8 +36,10 @@ lint: ## gofmt + go vet
 ## ---- test
 
 # The Debian packages the tests need beyond deploy/node's own (which node.sh
-# installs): clang 14 and libbpf for verify-generate, jq for the scripts.
-TEST_PACKAGES = clang-14 llvm-14 libbpf-dev bpftool gcc libc6-dev make git jq curl
+# installs): clang 14 and libbpf for verify-generate, jq for the scripts,
+# chromium for the waterfall page's headless-browser test, with a font for
+# its text (installed without recommends, chromium brings none).
+TEST_PACKAGES = clang-14 llvm-14 libbpf-dev bpftool gcc libc6-dev make git jq curl chromium fonts-dejavu-core
 
 test-deps: ## install the Debian packages the tests need, when missing (root)
 	@missing=$$(for p in $(TEST_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \

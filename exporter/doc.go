@@ -1,7 +1,9 @@
 // Package exporter turns correlator Timelines into what users look at: one
 // OpenTelemetry trace per pod start (OTLP over gRPC or HTTP), Prometheus
-// metrics with bounded labels, a text waterfall for the terminal, and the
-// in-memory store and HTTP API that 'readyline explain' reads.
+// metrics with bounded labels, a text waterfall for the terminal, the same
+// waterfall as HTML and SVG for a browser (both drawn from one set of rows,
+// waterfall_rows.go), and the in-memory store with the HTTP API that
+// 'readyline explain' reads and the pages under /ui/.
 //
 // The exporter only presents facts the correlator established; it never
 // re-derives them. Everything here is safe for concurrent use unless a doc

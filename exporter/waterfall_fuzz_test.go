@@ -83,8 +83,9 @@ func setTimes(v reflect.Value, src *timeSource) {
 
 // FuzzWaterfall renders fixtures whose every time and duration comes from
 // the fuzzer, including the zero time, year 1 and year 9999: RenderWaterfall
-// must return promptly, never panic, keep every line within the width and
-// write no more than the fixture's rows allow.
+// and RenderWaterfallHTML must return promptly and never panic, the text
+// must keep every line within the width, and neither may write more than
+// the fixture's rows allow.
 func FuzzWaterfall(f *testing.F) {
 	word := func(sel byte, v int64) []byte {
 		return binary.LittleEndian.AppendUint64([]byte{sel}, uint64(v))
@@ -108,21 +109,28 @@ func FuzzWaterfall(f *testing.F) {
 		}
 		w = min(max(w, waterfallMinWidth), waterfallMaxWidth)
 
-		var buf bytes.Buffer
+		var buf, page bytes.Buffer
 		done := make(chan any, 1)
 		go func() {
 			defer func() { done <- recover() }()
 			if err := RenderWaterfall(&buf, tl, width); err != nil {
 				panic(err)
 			}
+			if err := RenderWaterfallHTML(&page, tl, "", ""); err != nil {
+				panic(err)
+			}
 		}()
 		select {
 		case p := <-done:
 			if p != nil {
-				t.Fatalf("RenderWaterfall panicked: %v", p)
+				t.Fatalf("rendering panicked: %v", p)
 			}
 		case <-time.After(5 * time.Second):
-			t.Fatal("RenderWaterfall did not return within 5 s")
+			t.Fatal("rendering did not return within 5 s")
+		}
+		// A page is a few KiB per row, whatever the times.
+		if max := 120 << 12; page.Len() > max {
+			t.Errorf("%d bytes of HTML, more than %d", page.Len(), max)
 		}
 		// The fixtures have fewer than 80 rows, header and footer included.
 		const maxLines = 120

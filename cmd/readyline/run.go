@@ -53,7 +53,7 @@ func parseRunConfig(args []string, stderr io.Writer) (runConfig, error) {
 	fs.Bool(&c.trace.Insecure, "otlp-insecure", false, "no TLS for a host:port endpoint")
 	fs.Bytes(&c.trace.QueueBytes, "export-queue-bytes", 16<<20, "the most pod start traces waiting for the OTLP endpoint may take while it is down or slow, by their size as OTLP requests (about 8Ki a pod; the heap they hold is ~2.3 times that), the oldest dropped first: a `size` in bytes, or e.g. 16Mi")
 	fs.String(&c.metricsAddr, "metrics-addr", ":9464", "serve Prometheus /metrics and /healthz here (empty: off)")
-	fs.String(&c.apiAddr, "api-addr", "127.0.0.1:9465", "serve the timeline API that 'readyline explain' reads here (empty: off)")
+	fs.String(&c.apiAddr, "api-addr", "127.0.0.1:9465", "serve the timeline API that 'readyline explain' reads, and the waterfall pages under /ui/, here (empty: off)")
 	fs.Bool(&c.pprof, "pprof", false, "also serve Go's profiles (net/http/pprof) under /debug/pprof/ on the timeline API's address, for a heap or CPU profile of the daemon")
 	fs.String(&c.record, "record", "", "also write every event the correlator sees to this file (JSON lines, for 'readyline replay')")
 	fs.Uint(&c.keep, "keep", 256, "how many recent pod starts the timeline API keeps")
@@ -204,7 +204,7 @@ func (d *daemon) run(ctx context.Context) error {
 			g.Go(ctx, "metrics server", d.serve(d.cfg.metricsAddr, d.metrics.Handler(d.health)))
 		}
 		if d.cfg.apiAddr != "" {
-			g.Go(ctx, "api server", d.serve(d.cfg.apiAddr, withPprof(d.store.Handler(d.logger), d.cfg.pprof)))
+			g.Go(ctx, "api server", d.serve(d.cfg.apiAddr, d.apiHandler()))
 		}
 		d.logger.Info("readyline running", "node", d.cfg.nodeName, "otlp", d.traces.Endpoint(),
 			"metrics", d.cfg.metricsAddr, "api", d.cfg.apiAddr, "record", d.cfg.record, "alerts", d.cfg.alerts.String())
@@ -455,6 +455,13 @@ func (d *daemon) health() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.healthy
+}
+
+// apiHandler is what the API address serves: the timeline API that
+// 'readyline explain' reads, the waterfall pages for a browser and, with
+// --pprof, Go's profiles.
+func (d *daemon) apiHandler() http.Handler {
+	return withPprof(withUI(d.store.Handler(d.logger), d.store.UIHandler(d.logger)), d.cfg.pprof)
 }
 
 // serve runs an HTTP server of h on addr, with defaultHTTPLimits, until ctx

@@ -91,6 +91,17 @@ func serveHTTP(ctx context.Context, srv *http.Server, ln net.Listener, l httpLim
 	return err
 }
 
+// withUI serves the waterfall pages (/ui/) beside the explain API, on its
+// address, and sends a browser that asks for / to them.
+func withUI(api, ui http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/ui", ui)
+	mux.Handle("/ui/", ui)
+	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
+	mux.Handle("/", api)
+	return mux
+}
+
 // withPprof serves Go's profiles under /debug/pprof/ beside h when on. They
 // name functions and allocation sites, never memory contents; they are off
 // by default, and the API they join listens on loopback unless told not to.

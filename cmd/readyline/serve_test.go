@@ -14,6 +14,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter"
 )
 
 // countingListener counts the connections it has accepted and not yet
@@ -237,5 +240,35 @@ func TestPprofOnlyWhenAsked(t *testing.T) {
 			t.Errorf("pprof %v: the API answered %.80q", on, body)
 		}
 		srv.Close()
+	}
+}
+
+// TestAPIAddressServesUI: the daemon's API address serves the explain API,
+// the waterfall pages beside it, and sends a browser at / to them.
+func TestAPIAddressServesUI(t *testing.T) {
+	d := &daemon{store: exporter.NewStore(exporter.StoreLimits{Timelines: 8})}
+	d.store.Add(&correlator.Timeline{
+		Pod:   correlator.PodRef{UID: "u1", Namespace: "ns", Name: "web"},
+		Start: time.Unix(1000, 0), End: time.Unix(1002, 0), Outcome: correlator.OutcomeReady,
+		Phases: []correlator.Phase{{Name: correlator.PhaseSchedule, Start: time.Unix(1000, 0), End: time.Unix(1001, 0)}},
+	})
+	srv := httptest.NewServer(d.apiHandler())
+	defer srv.Close()
+	for _, tc := range []struct{ path, contentType, body string }{
+		{"/api/v1/timelines", "application/json", `"name": "web"`},
+		{"/api/v1/timelines/ns/web", "application/json", `"pod.schedule"`},
+		{"/ui/", "text/html; charset=utf-8", `href="pods/ns/web"`},
+		{"/ui/pods/ns/web", "text/html; charset=utf-8", `data-name="pod.schedule"`},
+		{"/", "text/html; charset=utf-8", "Pod starts"}, // redirected to /ui/
+	} {
+		resp, err := http.Get(srv.URL + tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != tc.contentType || !strings.Contains(string(b), tc.body) {
+			t.Errorf("GET %s: %s %s, want %s with %q in\n%.300s", tc.path, resp.Status, resp.Header.Get("Content-Type"), tc.contentType, tc.body, b)
+		}
 	}
 }

@@ -1,0 +1,163 @@
+package exporter
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/readyline/readyline/correlator"
+)
+
+// UIContentSecurityPolicy is the Content-Security-Policy of the UI's
+// pages: they run no script and load nothing, their styles and SVG are
+// inline.
+const UIContentSecurityPolicy = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// maxReasonRunes cuts a failure's reason in the list (its page has all of it).
+const maxReasonRunes = 120
+
+// UIHandler serves the stored pod starts as pages for a browser:
+//
+//	GET /ui/                            the pod starts, newest first, each linking to its waterfall
+//	GET /ui/pods/{namespace}/{name}     the waterfall of the latest start of that pod, or 404
+//	GET /ui/uid/{uid}                   the waterfall of the start of the pod with that UID (its trace id), or 404
+//
+// The pages need no script and load nothing (UIContentSecurityPolicy);
+// their links are relative, so they work behind a proxy that serves them
+// under another path (kubectl port-forward, kubectl proxy). logger (may be
+// nil) gets a Debug line per request that fails.
+func (s *Store) UIHandler(logger *slog.Logger) http.Handler {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ui", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "ui/", http.StatusMovedPermanently)
+	})
+	mux.HandleFunc("GET /ui/{$}", func(w http.ResponseWriter, r *http.Request) {
+		writePage(w, logger, http.StatusOK, "list.html", s.listView())
+	})
+	mux.HandleFunc("GET /ui/pods/{namespace}/{name}", func(w http.ResponseWriter, r *http.Request) {
+		ns, name := r.PathValue("namespace"), r.PathValue("name")
+		tl, ok := s.Get(ns, name)
+		if !ok {
+			logger.Debug("no timeline for pod", "namespace", ns, "pod", name)
+			writePage(w, logger, http.StatusNotFound, "notfound.html", notFoundView{
+				Back: "../../", What: cut(ns+"/"+name, maxHeadingRunes), Why: s.notFoundWhy(),
+			})
+			return
+		}
+		api := "../../../api/v1/timelines/" + url.PathEscape(ns) + "/" + url.PathEscape(name)
+		writePage(w, logger, http.StatusOK, "pod.html", newPodView(tl, "../../", api))
+	})
+	mux.HandleFunc("GET /ui/uid/{uid}", func(w http.ResponseWriter, r *http.Request) {
+		uid := r.PathValue("uid")
+		tl, ok := s.GetUID(uid)
+		if !ok {
+			logger.Debug("no timeline for pod uid", "uid", uid)
+			writePage(w, logger, http.StatusNotFound, "notfound.html", notFoundView{
+				Back: "../", What: cut("uid "+uid, maxHeadingRunes), Why: s.notFoundWhy(),
+			})
+			return
+		}
+		writePage(w, logger, http.StatusOK, "pod.html", newPodView(tl, "../", ""))
+	})
+	return mux
+}
+
+func (s *Store) notFoundWhy() string {
+	return fmt.Sprintf("This daemon keeps the last %d pod starts on its node (at most %d MiB of them), "+
+		"each once it is Ready, has failed, was deleted or reached the start timeout: "+
+		"a pod still starting, one of another node or one started long ago is not here.",
+		s.limits.Timelines, s.limits.Bytes>>20)
+}
+
+// notFoundView is what notfound.html shows.
+type notFoundView struct {
+	Back string
+	What shortText
+	Why  string
+}
+
+// listView is what list.html shows.
+type listView struct {
+	Limit  int
+	Starts []startView
+}
+
+// startView is one pod start of the list.
+type startView struct {
+	Pod     shortText
+	Href    string
+	UID     string
+	Outcome correlator.Outcome
+	Result  string // the CSS class: the outcome, or partial
+	Took    string
+	Created string
+	Reason  shortText
+}
+
+// listView lists the stored starts by creation, newest first. A start
+// links to its pod's page when it is the start that page shows (the
+// latest of that name), else to its UID's page.
+func (s *Store) listView() listView {
+	s.mu.RLock()
+	tls := make([]*correlator.Timeline, 0, s.order.Len())
+	for el := s.order.Back(); el != nil; el = el.Prev() {
+		tls = append(tls, timelineAt(el))
+	}
+	latest := make(map[string]string, len(s.byName))
+	for name, uid := range s.byName {
+		latest[name] = uid
+	}
+	s.mu.RUnlock()
+	slices.SortStableFunc(tls, func(a, b *correlator.Timeline) int { return cmp.Compare(b.Start.UnixNano(), a.Start.UnixNano()) })
+	v := listView{Limit: s.limits.Timelines, Starts: make([]startView, 0, len(tls))}
+	for _, tl := range tls {
+		href := "uid/" + url.PathEscape(tl.Pod.UID)
+		if latest[tl.Pod.String()] == tl.Pod.UID {
+			href = "pods/" + url.PathEscape(tl.Pod.Namespace) + "/" + url.PathEscape(tl.Pod.Name)
+		}
+		sv := startView{
+			Pod: cut(tl.Pod.String(), maxHeadingRunes), Href: href, UID: tl.Pod.UID,
+			Outcome: tl.Outcome, Result: string(tl.Outcome), Reason: cut(tl.Reason, maxReasonRunes),
+		}
+		if tl.Partial {
+			sv.Result = "partial"
+		}
+		if d, ok := between(tl.Start, tl.End); ok {
+			sv.Took = fmtSeconds(d)
+		}
+		if !tl.Start.IsZero() {
+			sv.Created = tl.Start.UTC().Format(time.RFC3339)
+		}
+		v.Starts = append(v.Starts, sv)
+	}
+	return v
+}
+
+// writePage renders the page into memory first, so that a template error
+// is a 500, not half a page.
+func writePage(w http.ResponseWriter, logger *slog.Logger, status int, page string, data any) {
+	var buf bytes.Buffer
+	if err := pageTemplates.ExecuteTemplate(&buf, page, data); err != nil {
+		logger.Debug("rendering page", "page", page, "error", err)
+		http.Error(w, "rendering the page failed", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", UIContentSecurityPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(status)
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		logger.Debug("writing page", "page", page, "error", err)
+	}
+}
