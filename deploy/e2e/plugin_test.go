@@ -3,19 +3,17 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -156,79 +154,41 @@ func testKubectlPlugin(t *testing.T, pod *corev1.Pod) {
 // testPluginWeb runs `explain --web`, reads the URL it prints, asks the
 // daemon through the forward, and ends it with SIGINT as Ctrl-C would.
 func testPluginWeb(t *testing.T, ctx context.Context, plugin, kubeconfig string, pod *corev1.Pod) {
-	cmd := exec.CommandContext(ctx, plugin, "explain", "--kubeconfig", kubeconfig, "--web", "-n", pod.Namespace, pod.Name)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
+	page, stop, err := PluginWeb(ctx, plugin, "--kubeconfig", kubeconfig, "-n", pod.Namespace, pod.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	stdout := bufio.NewReader(out)
-	lines := make(chan string, 1)
-	go func() {
-		line, _ := stdout.ReadString('\n')
-		lines <- strings.TrimSpace(line)
-		io.Copy(io.Discard, stdout)
-		exited <- cmd.Wait()
-	}()
 	defer func() {
-		cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case err := <-exited:
-			if err != nil {
-				t.Errorf("explain --web after SIGINT: %v, want exit status 0\n%s", err, stderr.String())
-			}
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			t.Errorf("explain --web did not end within 10 s of SIGINT")
+		if said, err := stop(); err != nil {
+			t.Errorf("explain --web after SIGINT: %v, want exit status 0\n%s", err, said)
+		} else if strings.Contains(said, "warning") {
+			t.Errorf("explain --web warned: %s", said)
 		}
 	}()
-	var page string
-	select {
-	case page = <-lines:
-	case <-time.After(time.Minute):
-		t.Fatalf("explain --web printed no URL within a minute\n%s", stderr.String())
-	}
 	suffix := "/ui/pods/" + pod.Namespace + "/" + pod.Name
 	base, ok := strings.CutSuffix(page, suffix)
 	if !ok || !strings.HasPrefix(base, "http://127.0.0.1:") {
-		t.Fatalf("explain --web printed %q, want http://127.0.0.1:PORT%s\n%s", page, suffix, stderr.String())
+		t.Fatalf("explain --web printed %q, want http://127.0.0.1:PORT%s", page, suffix)
 	}
-	if strings.Contains(stderr.String(), "warning") {
-		t.Errorf("explain --web warned: %s", stderr.String())
+	body := httpGet(t, ctx, page)
+	if !bytes.Contains(body, []byte(pod.Name)) || !bytes.Contains(body, []byte(string(pod.UID))) {
+		t.Errorf("the page through the forward does not name %s (uid %s):\n%.2000s", pod.Name, pod.UID, body)
 	}
-	// TODO(/ui/): once the daemon serves /ui/ and /ui/pods/{namespace}/{name},
-	// GET page itself and want 200 and the pod's name in it; this tree has
-	// the API only, so the test reads the pod's timeline through the forward.
-	body := httpGet(t, ctx, base+"/api/v1/timelines/"+pod.Namespace+"/"+pod.Name)
-	var tl correlator.Timeline
-	if err := json.Unmarshal(body, &tl); err != nil || tl.Pod.UID != string(pod.UID) {
-		t.Errorf("the timeline through the forward: %v, pod %+v; want UID %s\n%s", err, tl.Pod, pod.UID, body)
+	want := []string{"PodScheduled", "PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready"}
+	if got := PageConditions(body); !slices.Equal(got, want) {
+		t.Errorf("the page draws the conditions %v, want %v", got, want)
 	}
-	if list := httpGet(t, ctx, base+"/api/v1/timelines"); !bytes.Contains(list, []byte(pod.UID)) {
-		t.Errorf("/api/v1/timelines through the forward has no %s:\n%s", pod.UID, list)
+	if list := httpGet(t, ctx, base+"/ui/"); !bytes.Contains(list, []byte(pod.Name)) {
+		t.Errorf("/ui/ through the forward does not list %s:\n%.2000s", pod.Name, list)
 	}
 }
 
 // httpGet returns the body of url, which must answer 200.
 func httpGet(t *testing.T, ctx context.Context, url string) []byte {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s, %v\n%s", url, resp.Status, err, body)
+	code, body, err := HTTPGet(ctx, url)
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("GET %s: %d, %v\n%.2000s", url, code, err, body)
 	}
 	return body
 }

@@ -14,13 +14,17 @@ package kind
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -454,6 +458,7 @@ func TestSeedPodsOnWorker(t *testing.T) {
 	if strings.Contains(list, demoNS+"/") {
 		t.Errorf("the control plane's readyline lists the worker's pods:\n%s", list)
 	}
+	t.Run("kubectl-readyline", func(t *testing.T) { testPlugin(t, ctx, pods) })
 	noneOfOther(t, controlPlane, worker)
 	noDropsBut(t, controlPlane, cpBefore)
 	noDropsBut(t, worker, wBefore)
@@ -765,4 +770,71 @@ func probeObserved(waterfall string) bool {
 		}
 	}
 	return false
+}
+
+// testPlugin reads the seed pods' starts as a user does, with kubectl
+// readyline (the cluster's admin kubeconfig; deploy/e2e's plugin test runs
+// it as a user with deploy/plugin-rbac's roles only): explain finds each
+// pod's node and asks the worker's readyline, list merges both nodes', and
+// explain --web port-forwards to the worker's waterfall page.
+func testPlugin(t *testing.T, ctx context.Context, pods []string) {
+	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "plugin")
+	cmd.Dir = repoRoot
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make plugin: %v\n%s", err, out)
+	}
+	plugin := filepath.Join(repoRoot, "bin", "kubectl-readyline")
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, plugin, append(args, "--kubeconfig", kindKubeconfig)...)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("kubectl readyline %s: %v\n%s%s", strings.Join(args, " "), err, out, stderrOf(err))
+		}
+		return string(out)
+	}
+	for _, p := range pods {
+		out := run("explain", "-n", demoNS, p)
+		if !strings.Contains(out, demoNS+"/"+p+"  Ready in") || !strings.Contains(out, "node "+worker) {
+			t.Errorf("kubectl readyline explain %s: not its start on %s:\n%s", p, worker, out)
+		}
+	}
+	list := run("list", "-A")
+	for _, p := range pods {
+		if !regexp.MustCompile(`(?m)^` + demoNS + `\s+` + p + `\s+` + worker + `\s+ready\s`).MatchString(list) {
+			t.Errorf("kubectl readyline list -A has no line %s %s %s ready:\n%s", demoNS, p, worker, list)
+		}
+	}
+	if !strings.Contains(list, controlPlane) {
+		t.Errorf("kubectl readyline list -A has nothing from %s (its readyline pod's own start at least):\n%s", controlPlane, list)
+	}
+	page, stop, err := e2e.PluginWeb(ctx, plugin, "--kubeconfig", kindKubeconfig, "-n", demoNS, pods[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body, err := e2e.HTTPGet(ctx, page)
+	if said, err := stop(); err != nil {
+		t.Errorf("explain --web after SIGINT: %v\n%s", err, said)
+	}
+	if err != nil || code != 200 {
+		t.Fatalf("GET %s: %d %v", page, code, err)
+	}
+	want := []string{"PodScheduled", "PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready"}
+	if got := e2e.PageConditions(body); !slices.Equal(got, want) || !strings.Contains(string(body), "node "+worker) {
+		t.Errorf("the page of %s through the forward: conditions %v (want %v), or no node %s", pods[0], got, want, worker)
+	}
+	t.Logf("kubectl readyline: explain, list -A and explain --web (%s, %d bytes) from %s's readyline", page, len(body), worker)
+}
+
+// kindKubeconfig is the cluster's kubeconfig, where kind.sh writes it
+// ($KIND_STATE/kubeconfig).
+var kindKubeconfig = filepath.Join(cmp.Or(os.Getenv("KIND_STATE"), "/var/lib/readyline-kind"), "kubeconfig")
+
+// stderrOf is what a failed command printed on stderr, if exec kept it.
+func stderrOf(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return string(ee.Stderr)
+	}
+	return ""
 }
