@@ -233,6 +233,12 @@ func (s *Store) Handler(logger *slog.Logger) http.Handler {
 	mux.HandleFunc("GET /api/v1/timelines/{namespace}/{name}", func(w http.ResponseWriter, r *http.Request) {
 		ns, name := r.PathValue("namespace"), r.PathValue("name")
 		tl, ok := s.Get(ns, name)
+		if uid := r.URL.Query().Get("uid"); uid != "" && (!ok || tl.Pod.UID != uid) {
+			// The pod of that name now, not an earlier one: a start the
+			// store still keeps, or none.
+			tl, ok = s.GetUID(uid)
+			ok = ok && tl.Pod.Namespace == ns && tl.Pod.Name == name
+		}
 		if !ok {
 			logger.Debug("no timeline for pod", "namespace", ns, "pod", name)
 			http.Error(w, fmt.Sprintf("no timeline for pod %s/%s (this daemon keeps the last %d pod starts on its node, at most %d MiB of them)",
@@ -260,7 +266,16 @@ const maxTimelineBytes = 16 << 20
 // for the latest start of pod namespace/name. It returns an error wrapping
 // ErrNotFound when the daemon has none.
 func FetchTimeline(ctx context.Context, baseURL, namespace, name string) (*correlator.Timeline, error) {
+	return FetchTimelineUID(ctx, baseURL, namespace, name, "")
+}
+
+// FetchTimelineUID is FetchTimeline for the pod of that name with uid, when
+// uid is not empty: an earlier pod's start under the same name is not it.
+func FetchTimelineUID(ctx context.Context, baseURL, namespace, name, uid string) (*correlator.Timeline, error) {
 	u := strings.TrimRight(baseURL, "/") + "/api/v1/timelines/" + url.PathEscape(namespace) + "/" + url.PathEscape(name)
+	if uid != "" {
+		u += "?" + url.Values{"uid": {uid}}.Encode()
+	}
 	var tl correlator.Timeline
 	if err := getJSON(ctx, u, &tl); err != nil {
 		return nil, fmt.Errorf("fetching timeline of %s/%s: %w", namespace, name, err)

@@ -174,3 +174,32 @@ func TestStoreByteBudget(t *testing.T) {
 		t.Errorf("a timeline over the budget: stored %v, %d timelines, %d bytes; want it alone", ok, s.Len(), s.Bytes())
 	}
 }
+
+// TestStoreAPIByUID: a pod deleted and created again under its name is
+// another pod: asked with its UID, the API answers that pod's start or
+// none, never the earlier pod's that the name still leads to.
+func TestStoreAPIByUID(t *testing.T) {
+	s := NewStore(StoreLimits{Timelines: 10})
+	first, second := lifecycleDemo(), lifecycleDemo()
+	second.Pod.UID = "uid-second"
+	s.Add(first)
+	srv := httptest.NewServer(s.Handler(nil))
+	defer srv.Close()
+	ctx := context.Background()
+	if _, err := FetchTimelineUID(ctx, srv.URL, "default", "lifecycle-demo", second.Pod.UID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the new pod before its start is kept: %v, want ErrNotFound (not the earlier pod's start)", err)
+	}
+	s.Add(second)
+	for _, uid := range []string{first.Pod.UID, second.Pod.UID} {
+		got, err := FetchTimelineUID(ctx, srv.URL, "default", "lifecycle-demo", uid)
+		if err != nil || got.Pod.UID != uid {
+			t.Errorf("uid %s: got %v, %v", uid, got, err)
+		}
+	}
+	if _, err := FetchTimelineUID(ctx, srv.URL, "other", "lifecycle-demo", first.Pod.UID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the uid of a pod of another namespace: %v, want ErrNotFound", err)
+	}
+	if got, err := FetchTimeline(ctx, srv.URL, "default", "lifecycle-demo"); err != nil || got.Pod.UID != second.Pod.UID {
+		t.Errorf("by name alone: %v, %v, want the latest start", got, err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -117,7 +118,10 @@ func (ds *daemonSet) explain(ctx context.Context, namespace, name string, args [
 		return fmt.Errorf("pod %s/%s: %w", namespace, name, err)
 	}
 	remote := &cappedBuffer{max: maxRemoteStderr}
-	err = ds.conn.Explain(ctx, daemon, append(args, namespace+"/"+name), stdout, remote)
+	// This pod's start, not an earlier pod's of the same name the daemon
+	// may still keep.
+	args = append(slices.Clip(args), "--uid="+string(pod.UID), namespace+"/"+name)
+	err = ds.conn.Explain(ctx, daemon, args, stdout, remote)
 	if err == nil {
 		_, err = stderr.Write(remote.Bytes())
 		return err

@@ -27,9 +27,9 @@ func TestExplain(t *testing.T) {
 		flags []string
 		args  []string
 	}{
-		{nil, []string{"team/web"}},
-		{[]string{"--width", "80"}, []string{"--width=80", "team/web"}},
-		{[]string{"-o", "json"}, []string{"--json", "team/web"}},
+		{nil, []string{"--uid=uid-web", "team/web"}},
+		{[]string{"--width", "80"}, []string{"--width=80", "--uid=uid-web", "team/web"}},
+		{[]string{"-o", "json"}, []string{"--json", "--uid=uid-web", "team/web"}},
 	} {
 		conn.calls = nil
 		o, err := parseExplain(append(tc.flags, "web"), io.Discard)

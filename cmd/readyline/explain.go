@@ -22,6 +22,7 @@ type explainConfig struct {
 	json      bool
 	namespace string
 	name      string // empty: list the pod starts the daemon keeps
+	uid       string // not empty: only that pod's start
 }
 
 func parseExplainConfig(args []string, stderr io.Writer) (explainConfig, error) {
@@ -29,6 +30,7 @@ func parseExplainConfig(args []string, stderr io.Writer) (explainConfig, error) 
 	fs := newFlagSet("readyline explain", stderr)
 	fs.String(&c.apiAddr, "api-addr", "127.0.0.1:9465", "the daemon's timeline API (readyline run --api-addr)")
 	fs.Uint(&c.width, "width", 100, "width of the waterfall in columns")
+	fs.String(&c.uid, "uid", "", "only the start of the pod with this UID (not an earlier pod of the same name)")
 	fs.Bool(&c.json, "json", false, "print the timeline (or the list) as JSON, as the daemon's API serves it")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: readyline explain [flags] [NAMESPACE/]POD\n\nPrints the waterfall of a recent pod start on this node, from the running daemon.\nWithout a pod, lists the pod starts the daemon keeps.")
@@ -86,9 +88,13 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		return tw.Flush()
 	}
-	tl, err := exporter.FetchTimeline(ctx, base, cfg.namespace, cfg.name)
+	tl, err := exporter.FetchTimelineUID(ctx, base, cfg.namespace, cfg.name, cfg.uid)
 	if errors.Is(err, exporter.ErrNotFound) {
-		return fmt.Errorf("no recent start of %s/%s on this node (the daemon keeps the last --keep pod starts; 'readyline explain' lists them)", cfg.namespace, cfg.name)
+		which := cfg.namespace + "/" + cfg.name
+		if cfg.uid != "" {
+			which += " (uid " + cfg.uid + ")"
+		}
+		return fmt.Errorf("no recent start of %s on this node (the daemon keeps the last --keep pod starts; 'readyline explain' lists them)", which)
 	}
 	if err != nil {
 		return fmt.Errorf("asking the daemon at %s: %w", cfg.apiAddr, err)
