@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # demo.sh — readyline on a real local node: brings up the node and Jaeger
-# (deploy/node), runs readyline on the host, starts the seed's example pods
-# and prints the waterfall of each pod start and where its trace is.
+# (deploy/node), runs readyline as the DaemonSet users deploy (deploy/demo:
+# deploy/local's privileged DaemonSet with a short start timeout), starts
+# the seed's example pods and prints the waterfall of each pod start, read
+# with `kubectl readyline explain`, and where its trace is.
 #
 #   demo.sh up     (make demo)       everything above; idempotent
 #   demo.sh down   (make demo-down)  stop readyline, the node and Jaeger
-#   demo.sh stop-readyline           stop only the demo's readyline (make test
-#                                    does: its daemons would export the same traces)
+#   demo.sh stop-readyline           remove only the demo's readyline (make test
+#                                    does: its daemon would export the same traces)
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -18,14 +20,15 @@ NODE_DIR=${NODE_DIR:-/var/lib/readyline-node}
 # shellcheck disable=SC2034
 RUN_DIR=$NODE_DIR/run
 LOG_DIR=$NODE_DIR/logs
-READYLINE=$REPO_ROOT/bin/readyline
+PLUGIN=$REPO_ROOT/bin/kubectl-readyline
+ARCHIVE=$REPO_ROOT/bin/image/readyline.tar
 NAMESPACE=${DEMO_NAMESPACE:-readyline-demo}
-API_ADDR=127.0.0.1:9465
+# deploy/demo's DaemonSet is in the host's network namespace (deploy/local).
 METRICS_ADDR=127.0.0.1:9464
 JAEGER_QUERY=http://127.0.0.1:16686
-# A pod start not Ready by then is reported as a timeout (the retry example
-# never becomes Ready: this keeps the demo short).
-START_TIMEOUT=${DEMO_START_TIMEOUT:-40s}
+# deploy/demo/kustomization.yaml: READYLINE_START_TIMEOUT, READYLINE_RECORD.
+START_TIMEOUT=40s
+RECORDING=$NODE_DIR/demo/events.jsonl
 
 # shellcheck source=../node/lib/common.sh
 source "$REPO_ROOT/deploy/node/lib/common.sh"
@@ -38,21 +41,42 @@ kubectl() {
 	"$KUBECTL" --kubeconfig "$NODE_DIR/admin.kubeconfig" "$@"
 }
 
+readyline_explain() {
+	"$PLUGIN" --kubeconfig "$NODE_DIR/admin.kubeconfig" explain "$@"
+}
+
+pod_watch_synced() {
+	kubectl -n readyline logs daemonset/readyline 2>/dev/null | grep -q '"pod watch synced"'
+}
+
+# start_readyline deploys deploy/demo with the image just built, imported
+# into the node's containerd (no registry).
 start_readyline() {
-	if is_running readyline; then
-		log "readyline is already running (pid $(recorded_pid readyline))"
-		return
-	fi
-	start_process readyline "$READYLINE" run \
-		--node-name "$(hostname)" --kubeconfig "$NODE_DIR/admin.kubeconfig" \
-		--cri-endpoint "unix://$NODE_DIR/containerd/containerd.sock" \
-		--otlp-endpoint 127.0.0.1:4317 --otlp-insecure \
-		--api-addr "$API_ADDR" --metrics-addr "$METRICS_ADDR" \
-		--start-timeout "$START_TIMEOUT" --record "$NODE_DIR/readyline-record.jsonl"
-	wait_until 30 "readyline /healthz" http_ok "http://$METRICS_ADDR/healthz" ||
-		die "readyline did not come up, see $LOG_DIR/readyline.log"
-	wait_until 30 "readyline's pod watch" grep -q '"pod watch synced"' "$LOG_DIR/readyline.log" ||
-		die "readyline's pod watch did not sync, see $LOG_DIR/readyline.log"
+	# A host process from an earlier demo would export the same traces.
+	stop_process readyline 15
+	log "readyline: make node-image, kubectl apply -k deploy/demo"
+	make -C "$REPO_ROOT" --no-print-directory node-image >/dev/null
+	kubectl apply -k "$REPO_ROOT/deploy/demo" >/dev/null
+	# The image keeps its tag: a rebuilt one restarts the pod through its
+	# template (an unchanged one is a no-op).
+	kubectl -n readyline patch daemonset readyline --type merge >/dev/null -p \
+		"{\"spec\":{\"template\":{\"metadata\":{\"annotations\":{\"readyline.dev/image\":\"$(sha256sum "$ARCHIVE" | cut -d' ' -f1)\"}}}}}"
+	kubectl -n readyline rollout status daemonset/readyline --timeout=180s >/dev/null ||
+		die "readyline's DaemonSet did not become ready: kubectl -n readyline describe pods"
+	wait_until 30 "readyline's pod watch" pod_watch_synced ||
+		die "readyline's pod watch did not sync: kubectl -n readyline logs daemonset/readyline"
+}
+
+# stop_readyline removes the demo's DaemonSet (and waits for its pod to
+# end) when the node's API server answers, and a host readyline of an
+# earlier demo.
+stop_readyline() {
+	stop_process readyline 15
+	local k
+	k=$("$NODE_SH" tool --built kubectl 2>/dev/null) || return 0
+	KUBECTL=$k
+	kubectl get --raw /readyz >/dev/null 2>&1 || return 0
+	kubectl delete -k "$REPO_ROOT/deploy/demo" --ignore-not-found --wait=true --timeout=120s >/dev/null
 }
 
 # pod_done NAME succeeds when the pod is Ready or Failed.
@@ -64,7 +88,7 @@ pod_done() {
 
 demo_up() {
 	need_root
-	log "building readyline"
+	log "building readyline and kubectl-readyline"
 	make -C "$REPO_ROOT" --no-print-directory build >/dev/null
 	"$NODE_SH" up
 	"$NODE_SH" jaeger-up
@@ -93,9 +117,9 @@ demo_up() {
 	done
 	echo
 	for p in "${pods[@]}"; do
-		wait_until 90 "the timeline of $p" "$READYLINE" explain --api-addr "$API_ADDR" "$NAMESPACE/$p" ||
+		wait_until 90 "the timeline of $p" readyline_explain -n "$NAMESPACE" "$p" ||
 			{ warn "no timeline for $p"; continue; }
-		"$READYLINE" explain --api-addr "$API_ADDR" "$NAMESPACE/$p"
+		readyline_explain -n "$NAMESPACE" "$p"
 	done
 	cat <<MSG
 Traces are in Jaeger (trace id = pod UID without dashes), e.g.:
@@ -103,16 +127,18 @@ Traces are in Jaeger (trace id = pod UID without dashes), e.g.:
   curl -s $JAEGER_QUERY/api/traces/\${uid//-/} | jq '.data[0].spans[] | {operationName, duration}'
   curl -s '$JAEGER_QUERY/api/traces?service=readyline&limit=20' | jq '.data[].traceID'
 Metrics:   curl -s http://$METRICS_ADDR/metrics | grep readyline_
-Waterfall: $READYLINE explain $NAMESPACE/<pod>   (list: $READYLINE explain)
-Logs:      $LOG_DIR/readyline.log; the event recording: $NODE_DIR/readyline-record.jsonl
-           ($READYLINE replay $NODE_DIR/readyline-record.jsonl)
+Waterfall: export KUBECONFIG=$NODE_DIR/admin.kubeconfig PATH=$REPO_ROOT/bin:\$PATH
+           kubectl readyline explain -n $NAMESPACE <pod>   (list: kubectl readyline list -n $NAMESPACE)
+           kubectl readyline explain --web -n $NAMESPACE lifecycle-demo   (the page, in a browser)
+Logs:      kubectl -n readyline logs daemonset/readyline; the event recording: $RECORDING
+           ($REPO_ROOT/bin/readyline replay $RECORDING)
 Stop it all: make demo-down
 MSG
 }
 
 demo_down() {
 	need_root
-	stop_process readyline 15
+	stop_readyline
 	"$NODE_SH" jaeger-down
 	"$NODE_SH" down
 }
@@ -120,7 +146,7 @@ demo_down() {
 case ${1:-} in
 up) demo_up ;;
 down) demo_down ;;
-stop-readyline) need_root && stop_process readyline 15 ;;
+stop-readyline) need_root && stop_readyline ;;
 *)
 	sed -n '2,10s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 	exit 2
