@@ -109,13 +109,9 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // explain runs `readyline explain ARGS NAMESPACE/NAME` in the readyline
 // pod on the node of pod namespace/name, streaming its output to stdout.
 func (ds *daemonSet) explain(ctx context.Context, namespace, name string, args []string, stdout, stderr io.Writer) error {
-	pod, err := ds.targetPod(ctx, namespace, name)
+	pod, daemon, err := ds.daemonOf(ctx, namespace, name)
 	if err != nil {
 		return err
-	}
-	daemon, err := ds.onNode(ctx, pod.Spec.NodeName)
-	if err != nil {
-		return fmt.Errorf("pod %s/%s: %w", namespace, name, err)
 	}
 	remote := &cappedBuffer{max: maxRemoteStderr}
 	// This pod's start, not an earlier pod's of the same name the daemon
@@ -127,6 +123,17 @@ func (ds *daemonSet) explain(ctx context.Context, namespace, name string, args [
 		return err
 	}
 	return ds.explainError(ctx, err, daemon, remote.String(), fmt.Sprintf("pod %s/%s is on node %s, whose readyline", namespace, name, pod.Spec.NodeName))
+}
+
+// daemonOf returns pod namespace/name and the readyline pod on its node.
+func (ds *daemonSet) daemonOf(ctx context.Context, namespace, name string) (pod, daemon *corev1.Pod, err error) {
+	if pod, err = ds.targetPod(ctx, namespace, name); err != nil {
+		return nil, nil, err
+	}
+	if daemon, err = ds.onNode(ctx, pod.Spec.NodeName); err != nil {
+		return nil, nil, fmt.Errorf("pod %s/%s: %w", namespace, name, err)
+	}
+	return pod, daemon, nil
 }
 
 // explainError explains a failed `readyline explain` in daemon: when it ran

@@ -16,13 +16,9 @@ import (
 // the node of pod namespace/name (apiPort in its pod) and prints the URL
 // of the pod's page on stdout, alone on its line, until ctx ends.
 func (ds *daemonSet) web(ctx context.Context, namespace, name, address string, localPort, apiPort uint16, stdout, stderr io.Writer) error {
-	pod, err := ds.targetPod(ctx, namespace, name)
+	_, daemon, err := ds.daemonOf(ctx, namespace, name)
 	if err != nil {
 		return err
-	}
-	daemon, err := ds.onNode(ctx, pod.Spec.NodeName)
-	if err != nil {
-		return fmt.Errorf("pod %s/%s: %w", namespace, name, err)
 	}
 	err = ds.conn.Forward(ctx, daemon, address, localPort, apiPort, func(port uint16) {
 		base := "http://" + net.JoinHostPort(urlHost(address), strconv.Itoa(int(port)))
