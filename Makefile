@@ -22,6 +22,25 @@ build: plugin ## build bin/readyline and bin/kubectl-readyline (no clang needed:
 plugin: ## build the kubectl plugin only, bin/kubectl-readyline (kubectl readyline, once it is on the PATH)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN)/kubectl-readyline ./cmd/kubectl-readyline
 
+# The plugin's release archives: one per platform kubectl users run, each
+# with the binary and the license, and their SHA-256 sums.
+PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+RELEASE_DIR ?= $(BIN)/release
+
+plugin-release: ## release archives of kubectl-readyline for PLUGIN_PLATFORMS in bin/release, with sha256sums.txt
+	rm -rf $(RELEASE_DIR) && mkdir -p $(RELEASE_DIR)
+	set -e; for p in $(PLUGIN_PLATFORMS); do \
+		os=$${p%/*} arch=$${p#*/} name=kubectl-readyline-$(VERSION)-$${p%/*}-$${p#*/}; exe=; \
+		[ $$os != windows ] || exe=.exe; \
+		mkdir -p $(RELEASE_DIR)/$$name; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" \
+			-o $(RELEASE_DIR)/$$name/kubectl-readyline$$exe ./cmd/kubectl-readyline; \
+		cp LICENSE $(RELEASE_DIR)/$$name/; \
+		tar -C $(RELEASE_DIR)/$$name -czf $(RELEASE_DIR)/$$name.tar.gz --owner=0 --group=0 --mtime=@0 .; \
+		rm -rf $(RELEASE_DIR)/$$name; \
+	done
+	cd $(RELEASE_DIR) && sha256sum *.tar.gz > sha256sums.txt && cat sha256sums.txt
+
 generate: ## regenerate bpf/vmlinux.h and the bpf2go output with Debian's clang 14
 	./bpf/generate.sh
 
@@ -161,4 +180,4 @@ test-kind: ## end-to-end tests on a two-node kind cluster (brings it up, deletes
 
 .PHONY: image image-archive node-image kind-up kind-demo jaeger-ui kind-down test-kind
 
-.PHONY: help build plugin generate verify-generate lint test test-deps test-unit test-alerts bench bench-node bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down
+.PHONY: help build plugin plugin-release generate verify-generate lint test test-deps test-unit test-alerts bench bench-node bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down
