@@ -14,7 +14,6 @@ package kind
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -773,8 +772,7 @@ func probeObserved(waterfall string) bool {
 }
 
 // testPlugin reads the seed pods' starts as a user does, with kubectl
-// readyline (the cluster's admin kubeconfig; deploy/e2e's plugin test runs
-// it as a user with deploy/plugin-rbac's roles only): explain finds each
+// readyline as a user with deploy/plugin-rbac's roles only: explain finds each
 // pod's node and asks the worker's readyline, list merges both nodes', and
 // explain --web port-forwards to the worker's waterfall page.
 func testPlugin(t *testing.T, ctx context.Context, pods []string) {
@@ -784,9 +782,10 @@ func testPlugin(t *testing.T, ctx context.Context, pods []string) {
 		t.Fatalf("make plugin: %v\n%s", err, out)
 	}
 	plugin := filepath.Join(repoRoot, "bin", "kubectl-readyline")
+	kubeconfig := pluginUser(t, ctx)
 	run := func(args ...string) string {
 		t.Helper()
-		cmd := exec.CommandContext(ctx, plugin, append(args, "--kubeconfig", kindKubeconfig)...)
+		cmd := exec.CommandContext(ctx, plugin, append(args, "--kubeconfig", kubeconfig)...)
 		out, err := cmd.Output()
 		if err != nil {
 			t.Fatalf("kubectl readyline %s: %v\n%s%s", strings.Join(args, " "), err, out, stderrOf(err))
@@ -808,7 +807,7 @@ func testPlugin(t *testing.T, ctx context.Context, pods []string) {
 	if !strings.Contains(list, controlPlane) {
 		t.Errorf("kubectl readyline list -A has nothing from %s (its readyline pod's own start at least):\n%s", controlPlane, list)
 	}
-	page, stop, err := e2e.PluginWeb(ctx, plugin, "--kubeconfig", kindKubeconfig, "-n", demoNS, pods[0])
+	page, stop, err := e2e.PluginWeb(ctx, plugin, "--kubeconfig", kubeconfig, "-n", demoNS, pods[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -826,9 +825,41 @@ func testPlugin(t *testing.T, ctx context.Context, pods []string) {
 	t.Logf("kubectl readyline: explain, list -A and explain --web (%s, %d bytes) from %s's readyline", page, len(body), worker)
 }
 
-// kindKubeconfig is the cluster's kubeconfig, where kind.sh writes it
-// ($KIND_STATE/kubeconfig).
-var kindKubeconfig = filepath.Join(cmp.Or(os.Getenv("KIND_STATE"), "/var/lib/readyline-kind"), "kubeconfig")
+// pluginUser returns a kubeconfig for a ServiceAccount with only the roles
+// of deploy/plugin-rbac: pods get in the demo's namespace, and in
+// readyline's pods list, pods/exec and pods/portforward.
+func pluginUser(t *testing.T, ctx context.Context) string {
+	const sa = "readyline-plugin-e2e"
+	user := "system:serviceaccount:" + demoNS + ":" + sa
+	if _, err := kindSh(ctx, nil, "kubectl", "apply", "-f", filepath.Join(repoRoot, "deploy", "plugin-rbac", "roles.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	kindSh(ctx, nil, "kubectl", "-n", demoNS, "create", "serviceaccount", sa)
+	kindSh(ctx, nil, "kubectl", "-n", demoNS, "create", "rolebinding", sa, "--clusterrole=readyline-plugin-pods", "--user="+user)
+	kindSh(ctx, nil, "kubectl", "-n", "readyline", "create", "rolebinding", sa, "--role=readyline-plugin", "--user="+user)
+	t.Cleanup(func() {
+		kindSh(context.Background(), nil, "kubectl", "-n", "readyline", "delete", "rolebinding", sa, "--ignore-not-found")
+	})
+	token := strings.TrimSpace(kubectl(t, "-n", demoNS, "create", "token", sa, "--duration=10m"))
+	server := kubectl(t, "config", "view", "--raw", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}")
+	ca := kubectl(t, "config", "view", "--raw", "--minify", "-o", "jsonpath={.clusters[0].cluster.certificate-authority-data}")
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	config := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: kind, cluster: {server: %q, certificate-authority-data: %q}}]
+users: [{name: %s, user: {token: %q}}]
+contexts: [{name: plugin, context: {cluster: kind, user: %s, namespace: %s}}]
+current-context: plugin
+`, server, ca, sa, token, sa, demoNS)
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The user may not do what the roles do not grant.
+	if out, err := kindSh(ctx, nil, "kubectl", "auth", "can-i", "--as="+user, "-n", "kube-system", "get", "pods"); err == nil || strings.TrimSpace(out) != "no" {
+		t.Fatalf("%s may get pods in kube-system (%q, %v): not the restricted user the test wants", user, out, err)
+	}
+	return path
+}
 
 // stderrOf is what a failed command printed on stderr, if exec kept it.
 func stderrOf(err error) string {
