@@ -116,8 +116,15 @@ func (ds *daemonSet) explain(ctx context.Context, namespace, name string, args [
 	remote := &cappedBuffer{max: maxRemoteStderr}
 	// This pod's start, not an earlier pod's of the same name the daemon
 	// may still keep.
-	args = append(slices.Clip(args), "--uid="+string(pod.UID), namespace+"/"+name)
-	err = ds.conn.Explain(ctx, daemon, args, stdout, remote)
+	pinned := append(slices.Clip(args), "--uid="+string(pod.UID), namespace+"/"+name)
+	err = ds.conn.Explain(ctx, daemon, pinned, stdout, remote)
+	if err != nil && strings.Contains(remote.String(), "flag provided but not defined: -uid") {
+		// A readyline older than the plugin: by name alone, and say so.
+		fmt.Fprintf(stderr, "warning: the readyline on node %s (pod %s/%s) is older than this plugin and answers by name only: "+
+			"this may be the start of an earlier pod of that name (this pod's uid is %s)\n", pod.Spec.NodeName, daemon.Namespace, daemon.Name, pod.UID)
+		remote.Reset()
+		err = ds.conn.Explain(ctx, daemon, append(slices.Clip(args), namespace+"/"+name), stdout, remote)
+	}
 	if err == nil {
 		_, err = stderr.Write(remote.Bytes())
 		return err

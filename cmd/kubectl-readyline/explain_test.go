@@ -90,3 +90,31 @@ func TestExplainErrors(t *testing.T) {
 	err = testDaemonSet(t, &fakeConn{}, nil, userPod("team", "web", "n9")).explain(ctx, "team", "web", nil, io.Discard, io.Discard)
 	wantErr(t, err, "pod team/web: no readyline pod runs on node n9")
 }
+
+// TestExplainOlderDaemon: a readyline image older than the plugin has no
+// --uid; the plugin asks again by name and warns that the start may be an
+// earlier pod's.
+func TestExplainOlderDaemon(t *testing.T) {
+	conn := &fakeConn{answer: func(daemon *corev1.Pod, args []string, stdout, stderr io.Writer) error {
+		if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--uid") }) {
+			fmt.Fprintln(stderr, "flag provided but not defined: -uid")
+			return exitError(2)
+		}
+		fmt.Fprintf(stdout, "waterfall of %s\n", args[len(args)-1])
+		return nil
+	}}
+	ds := testDaemonSet(t, conn, nil, userPod("team", "web", "n2"), daemonPod("rl-n2", "n2", corev1.PodRunning, true, t0))
+	var stdout, stderr bytes.Buffer
+	if err := ds.explain(context.Background(), "team", "web", nil, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if stdout.String() != "waterfall of team/web\n" {
+		t.Errorf("stdout %q", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "older than this plugin") || !strings.Contains(stderr.String(), "uid-web") {
+		t.Errorf("stderr %q: no warning naming the pod's uid", stderr.String())
+	}
+	if len(conn.calls) != 2 {
+		t.Errorf("calls %v, want the pinned one and one by name", conn.calls)
+	}
+}
