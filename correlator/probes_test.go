@@ -314,8 +314,10 @@ func TestNamedProbePort(t *testing.T) {
 // connection is the hostNetwork pod's whose probe port it is, and one to a
 // loopback port no pod probes is nobody's, not an event waiting for a pod.
 func TestLoopbackProbesOfHostNetworkPods(t *testing.T) {
-	sc := hostNetPod(t, "etcd-like", "5c"+sandboxID[2:], "3c"+idMain[2:],
-		corev1.Container{ReadinessProbe: httpProbeOn(0, 1, intstr.FromInt32(2381))}, 2381)
+	// kubeadm's etcd: httpGet on host 127.0.0.1, port 2381 by number.
+	probe := httpProbeOn(0, 1, intstr.FromInt32(2381))
+	probe.HTTPGet.Host = "127.0.0.1"
+	sc := hostNetPod(t, "etcd-like", "5c"+sandboxID[2:], "3c"+idMain[2:], corev1.Container{ReadinessProbe: probe}, 2381)
 	for _, ev := range sc.events {
 		if c, ok := ev.(*event.TCPConnection); ok {
 			c.Daddr = "127.0.0.1"
@@ -343,10 +345,12 @@ func TestLoopbackProbesOfHostNetworkPods(t *testing.T) {
 // TestLoopbackProbesOfTwoHostNetworkPods: two hostNetwork pods probed on
 // 127.0.0.1 at their own ports each get their own connections.
 func TestLoopbackProbesOfTwoHostNetworkPods(t *testing.T) {
+	// One with no host (its IP, the node's), one on host "localhost".
 	a := hostNetPod(t, "cm-like", "5d"+sandboxID[2:], "3d"+idMain[2:],
 		corev1.Container{ReadinessProbe: httpProbeOn(0, 1, intstr.FromInt32(10257))}, 10257)
-	b := hostNetPod(t, "sched-like", "5e"+sandboxID[2:], "3e"+idMain[2:],
-		corev1.Container{ReadinessProbe: tcpProbe(0, 1, intstr.FromInt32(10259))}, 10259)
+	tcp := tcpProbe(0, 1, intstr.FromInt32(10259))
+	tcp.TCPSocket.Host = "localhost"
+	b := hostNetPod(t, "sched-like", "5e"+sandboxID[2:], "3e"+idMain[2:], corev1.Container{ReadinessProbe: tcp}, 10259)
 	for _, sc := range []*scenario{a, b} {
 		for _, ev := range sc.events {
 			if c, ok := ev.(*event.TCPConnection); ok {
