@@ -57,10 +57,8 @@ start_readyline() {
 	log "readyline: make node-image, kubectl apply -k deploy/demo"
 	make -C "$REPO_ROOT" --no-print-directory node-image >/dev/null
 	kubectl apply -k "$REPO_ROOT/deploy/demo" >/dev/null
-	# The image keeps its tag: a rebuilt one restarts the pod through its
-	# template (an unchanged one is a no-op).
-	kubectl -n readyline patch daemonset readyline --type merge >/dev/null -p \
-		"{\"spec\":{\"template\":{\"metadata\":{\"annotations\":{\"readyline.dev/image\":\"$(sha256sum "$ARCHIVE" | cut -d' ' -f1)\"}}}}}"
+	# A rebuilt image restarts the pod.
+	kubectl -n readyline patch daemonset readyline --type merge -p "$(image_patch "$(sha256sum "$ARCHIVE" | cut -d' ' -f1)")" >/dev/null
 	kubectl -n readyline rollout status daemonset/readyline --timeout=180s >/dev/null ||
 		die "readyline's DaemonSet did not become ready: kubectl -n readyline describe pods"
 	wait_until 30 "readyline's pod watch" pod_watch_synced ||

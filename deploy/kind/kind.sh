@@ -115,10 +115,8 @@ kind_up() {
 	fi
 	kubectl wait --for=condition=Ready node --all --timeout=300s >/dev/null
 	kubectl apply -k "$REPO_ROOT/deploy/kind" >/dev/null
-	# A rebuilt readyline keeps its tag: kind load puts it on the nodes, and
-	# only a changed pod template restarts the pods on it (unchanged: no-op).
-	kubectl -n readyline patch daemonset readyline --type merge >/dev/null -p \
-		"{\"spec\":{\"template\":{\"metadata\":{\"annotations\":{\"readyline.dev/image\":\"${image_id#sha256:}\"}}}}}"
+	# kind load put a rebuilt readyline on the nodes; this restarts its pods.
+	kubectl -n readyline patch daemonset readyline --type merge -p "$(image_patch "$image_id")" >/dev/null
 	# The rules are deploy/alerts', outside deploy/kind/prometheus.
 	kubectl kustomize --load-restrictor=LoadRestrictionsNone "$REPO_ROOT/deploy/kind/prometheus" | kubectl apply -f - >/dev/null
 	kubectl -n readyline rollout status deployment/jaeger --timeout=300s

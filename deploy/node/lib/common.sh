@@ -149,3 +149,11 @@ render() {
 	mkdir -p "$(dirname "$out")"
 	printf '%s\n' "$text" >"$out"
 }
+
+# image_patch DIGEST prints the merge patch that stamps readyline's pod
+# template with its image's digest: the image keeps its tag
+# (localhost/readyline:dev), so only a changed template restarts the pods
+# on a rebuilt one; an unchanged digest patches nothing.
+image_patch() {
+	printf '{"spec":{"template":{"metadata":{"annotations":{"readyline.dev/image":"%s"}}}}}' "${1#sha256:}"
+}
