@@ -51,13 +51,36 @@ type GoProbeProgram struct {
 	objs GoprobeObjects
 }
 
+// GoProbeOptions tunes LoadGoProbeProgram.
+type GoProbeOptions struct {
+	// RingBufferBytes sizes the ring buffer (a power of two, at least one
+	// page). Zero keeps the compiled-in 2 MiB.
+	RingBufferBytes uint32
+	// MaxCallsInFlight bounds the calls entered and not yet returned that
+	// the kernel side holds (an LRU: beyond it the oldest is forgotten,
+	// and its return counts in ReturnsWithoutEntry). Each entry takes
+	// ~1.2 KiB of kernel memory, allocated at load. Zero keeps the
+	// compiled-in 16384 (~20 MiB).
+	MaxCallsInFlight uint32
+}
+
 // LoadGoProbeProgram loads goprobe.bpf.c.
-func LoadGoProbeProgram() (*GoProbeProgram, error) {
+func LoadGoProbeProgram(opts GoProbeOptions) (*GoProbeProgram, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("removing memlock rlimit: %w", err)
 	}
+	spec, err := LoadGoprobe()
+	if err != nil {
+		return nil, err
+	}
+	if opts.RingBufferBytes != 0 {
+		spec.Maps[GoprobeMapGoEvents].MaxEntries = opts.RingBufferBytes
+	}
+	if opts.MaxCallsInFlight != 0 {
+		spec.Maps[GoprobeMapCalls].MaxEntries = opts.MaxCallsInFlight
+	}
 	p := &GoProbeProgram{}
-	if err := LoadGoprobeObjects(&p.objs, nil); err != nil {
+	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			return nil, fmt.Errorf("loading goprobe programs: %+v", ve)

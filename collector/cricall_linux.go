@@ -26,6 +26,12 @@ type CRICallConfig struct {
 	// PerAddress forces per-address perf-event uprobes (CAP_SYS_ADMIN)
 	// instead of uprobe_multi.
 	PerAddress bool
+	// RingBufferBytes sizes the kernel ring buffer (power of two); 0 =
+	// DefaultCRICallsRingBytes.
+	RingBufferBytes uint32
+	// MaxCallsInFlight bounds the calls the kernel side follows between
+	// their entry and return; 0 = DefaultCRICallsInFlight.
+	MaxCallsInFlight uint32
 
 	// target is what to probe: the kubelet's CRI client unless a test says
 	// otherwise.
@@ -74,6 +80,7 @@ type CRICallStats struct {
 	ThreadHops uint64
 	// The kernel side's counters (see bpf.GoProbeCounters).
 	Kernel bpf.GoProbeCounters
+	Ring   RingUsage // the kernel ring buffer's size and peak fill
 }
 
 // CRICallSource reports the kubelet's CRI calls, timed in the kernel by
@@ -110,6 +117,7 @@ type CRICallSource struct {
 
 	clockOff                                               atomic.Int64
 	calls, decodeErrors, attaches, threadHops, binaryReads atomic.Uint64
+	ring                                                   ringUsage
 	kubeletPID                                             atomic.Int64
 }
 
@@ -128,7 +136,9 @@ func NewCRICallSource(cfg CRICallConfig, logger *slog.Logger) (*CRICallSource, e
 	if cfg.target == nil {
 		cfg.target = &kubeletTarget
 	}
-	prog, err := bpf.LoadGoProbeProgram()
+	prog, err := bpf.LoadGoProbeProgram(bpf.GoProbeOptions{
+		RingBufferBytes:  orDefault(cfg.RingBufferBytes, DefaultCRICallsRingBytes),
+		MaxCallsInFlight: orDefault(cfg.MaxCallsInFlight, DefaultCRICallsInFlight)})
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +151,8 @@ func NewCRICallSource(cfg CRICallConfig, logger *slog.Logger) (*CRICallSource, e
 // Stats returns the counters so far. Safe for concurrent use.
 func (s *CRICallSource) Stats() CRICallStats {
 	st := CRICallStats{Calls: s.calls.Load(), DecodeErrors: s.decodeErrors.Load(), Attaches: s.attaches.Load(),
-		BinaryReads: s.binaryReads.Load(), KubeletPID: int(s.kubeletPID.Load()), ThreadHops: s.threadHops.Load()}
+		BinaryReads: s.binaryReads.Load(), KubeletPID: int(s.kubeletPID.Load()), ThreadHops: s.threadHops.Load(),
+		Ring: s.ring.usage()}
 	st.Kernel, _ = s.prog.Counters()
 	return st
 }
@@ -187,7 +198,7 @@ func (s *CRICallSource) Run(ctx context.Context, emit func(event.Event)) error {
 			if limit.due(at) {
 				send(callRecord{drained: at})
 			}
-		})
+		}, &s.ring)
 	}()
 	defer func() {
 		stopRead()

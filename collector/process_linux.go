@@ -13,7 +13,7 @@ import (
 
 // ProcessConfig configures a ProcessSource. The zero value is usable.
 type ProcessConfig struct {
-	// RingBufferBytes sizes the kernel ring buffer (power of two); 0 = 4 MiB.
+	// RingBufferBytes sizes the kernel ring buffer (power of two); 0 = DefaultProcessRingBytes.
 	RingBufferBytes uint32
 	// CgroupMount is the cgroup2 mount point; "" finds it in mountinfo.
 	CgroupMount string
@@ -41,6 +41,7 @@ type ProcessStats struct {
 	// node's pods seen from the host: the pod cgroup is nested in a
 	// container's).
 	OtherNode uint64
+	Ring      RingUsage // the kernel ring buffer's size and peak fill
 }
 
 // ProcessSource reports exec, fork and exit of every process on the node,
@@ -52,6 +53,7 @@ type ProcessSource struct {
 	cgroups  *cgroupResolver // nil without a cgroup2 hierarchy
 	procs    processTable
 	clockOff atomic.Int64
+	ring     ringUsage
 	attached time.Time // when the tracer was attached: records are buffered from then on
 	// hostView: readyline runs in the initial PID namespace, where the
 	// tasks of nodes nested in containers (kind) are visible too; in a
@@ -96,7 +98,7 @@ func NewProcessSource(cfg ProcessConfig, logger *slog.Logger) (*ProcessSource, e
 	// The node's containers are one PID namespace below readyline's; what
 	// is deeper is another node's (kind's pods, seen from the host) or a
 	// container's own containers, and not this node's pod starts.
-	prog, err := bpf.LoadProcessProgram(bpf.ProcessOptions{RingBufferBytes: cfg.RingBufferBytes,
+	prog, err := bpf.LoadProcessProgram(bpf.ProcessOptions{RingBufferBytes: orDefault(cfg.RingBufferBytes, DefaultProcessRingBytes),
 		CNIDirs: cfg.CNIBinDirs, PIDNamespace: pidns, MaxPIDNamespaceDepth: 1})
 	if err != nil {
 		s.close()
@@ -125,6 +127,7 @@ func (s *ProcessSource) Stats() ProcessStats {
 		KernelDrops:  s.kernelDrops.Load(),
 		Unattributed: s.unattributed.Load(),
 		OtherNode:    s.otherNode.Load(),
+		Ring:         s.ring.usage(),
 	}
 }
 
@@ -158,7 +161,7 @@ func (s *ProcessSource) Run(ctx context.Context, emit func(event.Event)) error {
 		if s.enrich(ev) {
 			emit(ev)
 		}
-	}, ringLossEvery, tick, drained.at)
+	}, ringLossEvery, tick, drained.at, &s.ring)
 	s.pollDrops()
 	return err
 }

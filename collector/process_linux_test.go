@@ -284,7 +284,11 @@ func TestIntegrationRingLossStatus(t *testing.T) {
 	if lost > st.KernelDrops || lost < 300 {
 		t.Errorf("statuses say %d lost, the kernel counted %d of 300 execs' and exits' records", lost, st.KernelDrops)
 	}
-	t.Logf("%d records read, %d dropped; %d statuses", st.Records, st.KernelDrops, len(statuses))
+	// The reader found the ring full: the peak says so.
+	if page := uint64(os.Getpagesize()); st.Ring.Size != page || st.Ring.Peak < page/2 || st.Ring.Peak > page {
+		t.Errorf("ring usage %+v, want size %d and a peak near it", st.Ring, page)
+	}
+	t.Logf("%d records read, %d dropped; %d statuses; ring %+v", st.Records, st.KernelDrops, len(statuses), st.Ring)
 }
 
 // TestIntegrationShortLivedContainer: a container whose cgroup is removed

@@ -22,7 +22,7 @@ var ErrSourceClosed = errors.New("source closed")
 
 // TCPConfig configures a TCPSource. The zero value is usable.
 type TCPConfig struct {
-	// RingBufferBytes sizes the kernel ring buffer (power of two); 0 = 1 MiB.
+	// RingBufferBytes sizes the kernel ring buffer (power of two); 0 = DefaultTCPRingBytes.
 	RingBufferBytes uint32
 	// MaxConnections bounds the connections followed at once, in the kernel
 	// and in the source; 0 = DefaultTCPMaxConnections.
@@ -39,6 +39,7 @@ type TCPStats struct {
 	// MaxConnections were open; their CLOSE, if it comes, is still
 	// reported, without the times of the earlier states.
 	Evicted uint64
+	Ring    RingUsage // the kernel ring buffer's size and peak fill
 }
 
 // TCPSource reports the TCP connections that watched processes (the
@@ -49,6 +50,7 @@ type TCPSource struct {
 	logger   *slog.Logger
 	table    *tcpConnTable // owned by Run
 	clockOff atomic.Int64
+	ring     ringUsage
 	attached time.Time // when the tracer was attached: records are buffered from then on
 
 	mu   sync.Mutex // guards prog against use after close
@@ -68,7 +70,7 @@ func NewTCPSource(cfg TCPConfig, logger *slog.Logger) (*TCPSource, error) {
 		cfg.MaxConnections = DefaultTCPMaxConnections
 	}
 	prog, err := bpf.LoadTCPProgram(bpf.TCPOptions{
-		RingBufferBytes: cfg.RingBufferBytes,
+		RingBufferBytes: orDefault(cfg.RingBufferBytes, DefaultTCPRingBytes),
 		MaxConnections:  uint32(cfg.MaxConnections),
 	})
 	if err != nil {
@@ -110,6 +112,7 @@ func (s *TCPSource) Stats() TCPStats {
 		KernelDrops:  s.kernelDrops.Load(),
 		Connections:  s.connections.Load(),
 		Evicted:      s.evicted.Load(),
+		Ring:         s.ring.usage(),
 	}
 }
 
@@ -151,7 +154,7 @@ func (s *TCPSource) Run(ctx context.Context, emit func(event.Event)) error {
 			s.connections.Add(1)
 			emit(conn)
 		}
-	}, ringLossEvery, tick, drained.at)
+	}, ringLossEvery, tick, drained.at, &s.ring)
 	s.pollDrops()
 	return err
 }

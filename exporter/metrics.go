@@ -96,6 +96,7 @@ type Metrics struct {
 	alerts         metric.Int64Counter
 
 	exportQueue atomic.Pointer[func() (traces int, bytes int64)] // see WatchExportQueue
+	rings       atomic.Pointer[func() []Ring]                    // see WatchRings
 	sources     sourceHealth                                     // readyline_source_up (sources.go)
 }
 
@@ -177,6 +178,28 @@ func NewMetrics(logger *slog.Logger) (*Metrics, error) {
 			return nil
 		}, queueBytes, queueTraces)
 	}
+	// readyline_ring_buffer_size_bytes and readyline_ring_buffer_peak_bytes.
+	var ringSize, ringPeak metric.Int64ObservableGauge
+	if err == nil {
+		ringSize, err = meter.Int64ObservableGauge("readyline.ring_buffer.size", metric.WithUnit("By"),
+			metric.WithDescription("Size of each kernel ring buffer (process: --ring-buffer-size, tcp: --tcp-ring-buffer-size, cri_calls: --cri-calls-ring-buffer-size), by source."))
+	}
+	if err == nil {
+		ringPeak, err = meter.Int64ObservableGauge("readyline.ring_buffer.peak", metric.WithUnit("By"),
+			metric.WithDescription("The most each kernel ring buffer held when readyline read it, since it started, by source: near the size, a burst may be lost (readyline_events_dropped_total{reason=\"ring_full\"})."))
+	}
+	if err == nil {
+		_, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			if rings := m.rings.Load(); rings != nil {
+				for _, r := range (*rings)() {
+					src := metric.WithAttributes(attribute.String("source", r.Source))
+					o.ObserveInt64(ringSize, int64(r.Size), src)
+					o.ObserveInt64(ringPeak, int64(r.Peak), src)
+				}
+			}
+			return nil
+		}, ringSize, ringPeak)
+	}
 	if err == nil {
 		_, err = meter.Int64ObservableGauge("readyline.source.up",
 			metric.WithDescription("Whether each source sees (1) or is blind (0): not attached or not yet, its ring buffer losing records, its runtime or API server not answering; by source."),
@@ -194,6 +217,21 @@ func NewMetrics(logger *slog.Logger) (*Metrics, error) {
 // must be safe for concurrent use.
 func (m *Metrics) WatchExportQueue(queued func() (traces int, bytes int64)) {
 	m.exportQueue.Store(&queued)
+}
+
+// Ring is a source's kernel ring buffer: its size and the most it held
+// when read (collector.RingUsage).
+type Ring struct {
+	Source     string
+	Size, Peak uint64
+}
+
+// WatchRings makes readyline_ring_buffer_size_bytes and
+// readyline_ring_buffer_peak_bytes report what rings returns at each
+// scrape; until it is called they have no series. rings must be safe for
+// concurrent use.
+func (m *Metrics) WatchRings(rings func() []Ring) {
+	m.rings.Store(&rings)
 }
 
 // Record adds a finished pod start to the histograms and counters. Moments

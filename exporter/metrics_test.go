@@ -291,3 +291,38 @@ func TestMetricsExportQueue(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestMetricsRings: readyline_ring_buffer_size_bytes and _peak_bytes say,
+// per source, what WatchRings returns at the scrape.
+func TestMetricsRings(t *testing.T) {
+	m, err := NewMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := scrape(t, m.Handler(nil))["readyline_ring_buffer_peak_bytes"]; ok {
+		t.Error("ring gauges before WatchRings")
+	}
+	peak := uint64(4096)
+	m.WatchRings(func() []Ring {
+		return []Ring{{Source: "process", Size: 1 << 20, Peak: peak}, {Source: "tcp", Size: 1 << 18, Peak: 0}}
+	})
+	for _, want := range []uint64{4096, 300000} {
+		peak = want
+		mfs := scrape(t, m.Handler(nil))
+		got := map[string][2]float64{}
+		for _, fam := range []string{"readyline_ring_buffer_size_bytes", "readyline_ring_buffer_peak_bytes"} {
+			for _, s := range mfs[fam].GetMetric() {
+				v := got[labels(s)["source"]]
+				if fam == "readyline_ring_buffer_size_bytes" {
+					v[0] = s.GetGauge().GetValue()
+				} else {
+					v[1] = s.GetGauge().GetValue()
+				}
+				got[labels(s)["source"]] = v
+			}
+		}
+		if got["process"] != [2]float64{1 << 20, float64(want)} || got["tcp"] != [2]float64{1 << 18, 0} || len(got) != 2 {
+			t.Errorf("rings %v, want process [1Mi %d] and tcp [256Ki 0]", got, want)
+		}
+	}
+}

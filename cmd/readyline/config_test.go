@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"io"
+	"strings"
 	"testing"
 )
 
@@ -118,5 +119,39 @@ func TestRunExportQueueBytes(t *testing.T) {
 	}
 	if _, err := parseRunConfig([]string{"--node-name", "n", "--export-queue-bytes", "lots"}, io.Discard); !errors.Is(err, errUsage) {
 		t.Errorf("--export-queue-bytes lots: %v, want a usage error", err)
+	}
+}
+
+// TestRunRingBufferSizes: each kernel source's ring has its flag (and
+// environment twin), a power of two of at least a page.
+func TestRunRingBufferSizes(t *testing.T) {
+	c, err := parseRunConfig([]string{"--node-name", "n"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.process.cfg.RingBufferBytes != 1<<20 || c.callsRing != 512<<10 || c.tcpRing != 256<<10 {
+		t.Errorf("defaults: process %d, cri_calls %d, tcp %d; want 1Mi, 512Ki, 256Ki",
+			c.process.cfg.RingBufferBytes, c.callsRing, c.tcpRing)
+	}
+	t.Setenv("READYLINE_TCP_RING_BUFFER_SIZE", "65536")
+	c, err = parseRunConfig([]string{"--node-name", "n", "--cri-calls-ring-buffer-size", "2097152"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.callsRing != 2<<20 || c.tcpRing != 64<<10 {
+		t.Errorf("cri_calls %d, tcp %d; want 2Mi from the flag, 64Ki from the environment", c.callsRing, c.tcpRing)
+	}
+	for _, bad := range [][]string{
+		{"--tcp-ring-buffer-size", "5000"},
+		{"--tcp-ring-buffer-size", "2048"},
+		{"--cri-calls-ring-buffer-size", "3000000"},
+		{"--ring-buffer-size", "0"},
+		{"--cri-calls-in-flight", "10"},
+	} {
+		var stderr strings.Builder
+		_, err := parseRunConfig(append([]string{"--node-name", "n"}, bad...), &stderr)
+		if !errors.Is(err, errUsage) || !strings.Contains(stderr.String(), bad[0]) {
+			t.Errorf("%v: %v (%q), want a usage error naming the flag", bad, err, stderr.String())
+		}
 	}
 }

@@ -41,17 +41,17 @@ type processFlags struct {
 
 func (p *processFlags) register(fs *flagSet) {
 	fs.String(&p.cfg.CgroupMount, "cgroup-mount", "", "cgroup2 mount point (default: found in /proc/self/mountinfo)")
-	fs.Uint(&p.ringSize, "ring-buffer-size", 4<<20, "kernel ring buffer size in bytes (a power of two, at least 4096)")
+	fs.Uint(&p.ringSize, "ring-buffer-size", collector.DefaultProcessRingBytes,
+		"the process events' kernel ring buffer size in bytes (a power of two, at least 4096); readyline_ring_buffer_peak_bytes{source=\"process\"} says how much of it a burst took")
 	fs.String(&p.cniDirs, "cni-bin-dirs", strings.Join(collector.DefaultCNIBinDirs, ","),
 		"comma-separated directories the container runtime runs CNI plugins from (at most 3, each under 31 bytes)")
 }
 
 func (p *processFlags) validate(stderr io.Writer) error {
-	if p.ringSize < 4096 || bits.OnesCount(p.ringSize) != 1 || p.ringSize > 1<<30 {
-		fmt.Fprintf(stderr, "--ring-buffer-size: %d is not a power of two between 4096 and 1 GiB\n", p.ringSize)
-		return errUsage
+	var err error
+	if p.cfg.RingBufferBytes, err = ringBytes("ring-buffer-size", p.ringSize, stderr); err != nil {
+		return err
 	}
-	p.cfg.RingBufferBytes = uint32(p.ringSize)
 	p.cfg.CNIBinDirs = []string{} // none: no process is a CNI plugin
 	for _, d := range strings.Split(p.cniDirs, ",") {
 		if d = strings.TrimSpace(d); d == "" {
@@ -111,4 +111,14 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	return writeErr
+}
+
+// ringBytes checks the size a --*ring-buffer-size flag gives a kernel ring
+// buffer: the kernel takes a power of two, at least a page.
+func ringBytes(flag string, n uint, stderr io.Writer) (uint32, error) {
+	if n < 4096 || bits.OnesCount(n) != 1 || n > 1<<30 {
+		fmt.Fprintf(stderr, "--%s: %d is not a power of two between 4096 and 1 GiB\n", flag, n)
+		return 0, errUsage
+	}
+	return uint32(n), nil
 }

@@ -37,6 +37,9 @@ type runConfig struct {
 	pprof       bool
 	trace       exporter.TraceConfig
 	process     processFlags
+	tcpRing     uint // --tcp-ring-buffer-size
+	callsRing   uint // --cri-calls-ring-buffer-size
+	inFlight    uint // --cri-calls-in-flight
 	correlator  correlator.Config
 	alerts      alertRules
 }
@@ -59,6 +62,12 @@ func parseRunConfig(args []string, stderr io.Writer) (runConfig, error) {
 	fs.Uint(&c.keep, "keep", 256, "how many recent pod starts the timeline API keeps")
 	fs.Bytes(&c.keepBytes, "keep-bytes", 32<<20, "the most memory those pod starts may hold (the length of their JSON), the oldest dropped first: a `size` in bytes, or e.g. 32Mi")
 	c.process.register(fs)
+	fs.Uint(&c.tcpRing, "tcp-ring-buffer-size", collector.DefaultTCPRingBytes,
+		"the kubelet's probe connections' kernel ring buffer size in bytes (a power of two, at least 4096); see readyline_ring_buffer_peak_bytes{source=\"tcp\"}")
+	fs.Uint(&c.callsRing, "cri-calls-ring-buffer-size", collector.DefaultCRICallsRingBytes,
+		"the kubelet's CRI calls' kernel ring buffer size in bytes (a power of two, at least 4096); see readyline_ring_buffer_peak_bytes{source=\"cri_calls\"}")
+	fs.Uint(&c.inFlight, "cri-calls-in-flight", collector.DefaultCRICallsInFlight,
+		"how many of the kubelet's CRI calls the kernel follows at once between entry and return (~1.2 KiB of kernel memory each); past it the oldest is forgotten and counted in readyline_events_dropped_total{source=\"cri_calls\",reason=\"entry_missed\"}")
 	registerCorrelatorFlags(fs, &c.correlator)
 	c.alerts.register(fs)
 	if err := fs.parse(args); err != nil {
@@ -66,6 +75,18 @@ func parseRunConfig(args []string, stderr io.Writer) (runConfig, error) {
 	}
 	if err := c.process.validate(stderr); err != nil {
 		return c, err
+	}
+	for _, f := range []struct {
+		name string
+		n    uint
+	}{{"tcp-ring-buffer-size", c.tcpRing}, {"cri-calls-ring-buffer-size", c.callsRing}} {
+		if _, err := ringBytes(f.name, f.n, stderr); err != nil {
+			return c, err
+		}
+	}
+	if c.inFlight < 64 || c.inFlight > 1<<20 {
+		fmt.Fprintf(stderr, "--cri-calls-in-flight: %d is not between 64 and 1048576\n", c.inFlight)
+		return c, errUsage
 	}
 	if c.nodeName == "" {
 		h, err := os.Hostname()
@@ -161,11 +182,11 @@ func (d *daemon) run(ctx context.Context) error {
 	}
 	// The kernel-level view of the kubelet is optional: without it, the
 	// timelines fall back on the runtime's and the API's times.
-	calls, err := collector.NewCRICallSource(collector.CRICallConfig{}, d.logger.With("source", "cri_calls"))
+	calls, err := collector.NewCRICallSource(collector.CRICallConfig{RingBufferBytes: uint32(d.cfg.callsRing), MaxCallsInFlight: uint32(d.cfg.inFlight)}, d.logger.With("source", "cri_calls"))
 	if err != nil {
 		d.logger.Warn("CRI calls are not traced: the kernel refused the uprobe programs; sandbox and container phases use the runtime's times", "error", err)
 	}
-	tcp, err := collector.NewTCPSource(collector.TCPConfig{}, d.logger.With("source", "tcp"))
+	tcp, err := collector.NewTCPSource(collector.TCPConfig{RingBufferBytes: uint32(d.cfg.tcpRing)}, d.logger.With("source", "tcp"))
 	if err != nil {
 		d.logger.Warn("httpGet/tcpSocket probe attempts are not traced: the kernel refused the TCP program; they are inferred from the API's status flips", "error", err)
 	}
@@ -246,6 +267,16 @@ func (d *daemon) watchSources(procs *collector.ProcessSource, cri *collector.CRI
 	if tcp != nil {
 		d.metrics.ExpectSources(event.SourceTCP)
 	}
+	d.metrics.WatchRings(func() []exporter.Ring {
+		rings := []exporter.Ring{ring(event.SourceProcess, procs.Stats().Ring)}
+		if calls != nil {
+			rings = append(rings, ring(event.SourceCRICalls, calls.Stats().Ring))
+		}
+		if tcp != nil {
+			rings = append(rings, ring(event.SourceTCP, tcp.Stats().Ring))
+		}
+		return rings
+	})
 	d.losses = &lossCounter{sources: []lossSource{
 		{event.SourceProcess, func() []collector.Loss { return procs.Stats().Losses() }},
 		{event.SourceCRI, func() []collector.Loss { return cri.Stats().Losses() }},
@@ -264,6 +295,11 @@ func (d *daemon) watchSources(procs *collector.ProcessSource, cri *collector.CRI
 	} else {
 		d.events <- &event.SourceStatus{Time: now, Source: event.SourceTCP, Reason: event.ReasonLoadFailed}
 	}
+}
+
+// ring is a source's ring buffer usage as a metric.
+func ring(source string, u collector.RingUsage) exporter.Ring {
+	return exporter.Ring{Source: source, Size: u.Size, Peak: u.Peak}
 }
 
 // pipeline runs the sources (started by sources on the group it is given),
