@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -119,11 +120,21 @@ type daemon struct {
 	healthy error // nil while the correlator loop runs
 }
 
+// daemonGCPercent is the daemon's GOGC when the environment sets none:
+// the heap may grow half past what is live, not double. Its live heap is
+// ~10 MiB, so this keeps ~8 MiB of RSS the default 100 would hold: in
+// bench-node, 17.0 MiB anonymous 2 minutes after the load instead of 25.6,
+// for 0.056 s of CPU per pod start instead of 0.052.
+const daemonGCPercent = 50
+
 // runDaemon runs readyline on this node until ctx is done.
 func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := parseRunConfig(args, stderr)
 	if err != nil {
 		return err
+	}
+	if _, ok := os.LookupEnv("GOGC"); !ok {
+		debug.SetGCPercent(daemonGCPercent)
 	}
 	logger, err := cfg.log.logger(stderr)
 	if err != nil {
