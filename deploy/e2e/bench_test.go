@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,7 +69,12 @@ func BenchmarkNodePodStarts(b *testing.B) {
 	drops := droppedTotal(b, d) - drops0
 	loaded := processMemory(b, d.PID)
 	// Steady: what stays once the load is over (the Go runtime gives
-	// freed heap back to the kernel within minutes).
+	// freed heap back to the kernel within minutes). The accessed bits of
+	// its pages are cleared first, so that the binary's pages it used
+	// meanwhile can be told from those the kernel mapped around them.
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", d.PID), []byte("1"), 0); err != nil {
+		b.Logf("clear_refs: %v (the binary's pages in use are not told)", err)
+	}
 	time.Sleep(benchSettle)
 	steady := processMemory(b, d.PID)
 	slices.Sort(latencies)
@@ -87,11 +93,11 @@ func BenchmarkNodePodStarts(b *testing.B) {
 	b.ReportMetric(p(0.5).Seconds(), "ready-to-queryable-p50-s")
 	b.ReportMetric(p(0.99).Seconds(), "ready-to-queryable-p99-s")
 	summary := fmt.Sprintf("bench-node: %d rounds of %d pods: %d started, %d traced (%.1f%%), %v events dropped, "+
-		"readyline CPU %.4f s per start (%.1f s in all); memory after the last round: %v; %v later: %v; Ready -> queryable p50 %v p99 %v max %v",
+		"readyline CPU %.4f s per start (%.1f s in all); memory after the last round: %v; %v later: %v, of its binary's pages %.1f MiB used in those %v; Ready -> queryable p50 %v p99 %v max %v",
 		rounds, benchPods, started, traced, 100*float64(traced)/float64(max(started, 1)), drops,
-		cpu.Seconds()/float64(max(started, 1)), cpu.Seconds(), loaded, benchSettle, steady,
+		cpu.Seconds()/float64(max(started, 1)), cpu.Seconds(), loaded, benchSettle, steady, float64(steady.binaryUsed)/(1<<20), benchSettle,
 		p(0.5).Round(time.Millisecond), p(0.99).Round(time.Millisecond), p(1).Round(time.Millisecond))
-	summary += fmt.Sprintf("; drops by source/reason since the daemon started: %v", droppedBy(b, d))
+	summary += fmt.Sprintf("; drops by source/reason since the daemon started: %v; kernel ring buffers, peak/size: %s", droppedBy(b, d), ringPeaks(b, d))
 	fmt.Println(summary)
 	if dir, err := env.ArtifactsDir(); err == nil {
 		os.WriteFile(dir+"/bench-node.txt", []byte(summary+"\n"), 0o644)
@@ -237,12 +243,20 @@ type residentMemory struct {
 	// bpf: its BPF maps' (a ring buffer's data is mapped twice, so counted
 	// twice in RSS).
 	binary, bpf uint64
+	// binaryUsed: of binary, the pages accessed since the process's
+	// accessed bits were last cleared (/proc/PID/clear_refs); the rest
+	// were mapped around faults, or used earlier.
+	binaryUsed uint64
+	// bpfKernel: the kernel memory of the BPF maps it holds (their
+	// memlock in /proc/PID/fdinfo), charged to its memory cgroup, not to
+	// its RSS but for the mapped ring buffers.
+	bpfKernel uint64
 }
 
 func (m residentMemory) String() string {
 	mib := func(n uint64) float64 { return float64(n) / (1 << 20) }
-	return fmt.Sprintf("RSS %.1f MiB (anonymous %.1f, its binary %.1f, BPF maps %.1f), peak %.1f MiB",
-		mib(m.rss), mib(m.anon), mib(m.binary), mib(m.bpf), mib(m.peak))
+	return fmt.Sprintf("RSS %.1f MiB (anonymous %.1f, its binary %.1f, BPF maps %.1f), peak %.1f MiB; BPF maps' kernel memory %.1f MiB",
+		mib(m.rss), mib(m.anon), mib(m.binary), mib(m.bpf), mib(m.peak), mib(m.bpfKernel))
 }
 
 // processMemory reads pid's resident memory.
@@ -274,19 +288,36 @@ func processMemory(tb testing.TB, pid int) residentMemory {
 		tb.Fatal(err)
 	}
 	var into *uint64 // the mapping whose lines follow
+	ofBinary := false
 	for _, line := range strings.Split(string(smaps), "\n") {
 		f := strings.Fields(line)
 		switch {
 		case len(f) >= 5 && strings.Contains(f[0], "-"):
-			into = nil
+			into, ofBinary = nil, false
 			if len(f) >= 6 && f[5] == exe {
-				into = &m.binary
+				into, ofBinary = &m.binary, true
 			} else if len(f) >= 6 && f[5] == "anon_inode:bpf-map" {
 				into = &m.bpf
 			}
 		case len(f) == 3 && f[0] == "Rss:" && into != nil:
 			kb, _ := strconv.ParseUint(f[1], 10, 64)
 			*into += kb << 10
+		case len(f) == 3 && f[0] == "Referenced:" && ofBinary:
+			kb, _ := strconv.ParseUint(f[1], 10, 64)
+			m.binaryUsed += kb << 10
+		}
+	}
+	fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fdinfo/*", pid))
+	for _, fd := range fds {
+		info, err := os.ReadFile(fd)
+		if err != nil || !strings.Contains(string(info), "map_type:") {
+			continue
+		}
+		for _, line := range strings.Split(string(info), "\n") {
+			if f := strings.Fields(line); len(f) == 2 && f[0] == "memlock:" {
+				n, _ := strconv.ParseUint(f[1], 10, 64)
+				m.bpfKernel += n
+			}
 		}
 	}
 	return m
@@ -311,6 +342,21 @@ func droppedBy(tb testing.TB, d *Daemon) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// ringPeaks is, per source, the most its kernel ring buffer held when read
+// against its size: "process 96.0/4096 KiB, ...".
+func ringPeaks(tb testing.TB, d *Daemon) string {
+	tb.Helper()
+	fams := scrapeDaemon(tb, d)
+	var out []string
+	for _, s := range []string{"process", "cri_calls", "tcp"} {
+		src := map[string]string{"source": s}
+		out = append(out, fmt.Sprintf("%s %.1f/%.0f KiB", s,
+			counterValue(fams, "readyline_ring_buffer_peak_bytes", src)/1024,
+			counterValue(fams, "readyline_ring_buffer_size_bytes", src)/1024))
+	}
+	return strings.Join(out, ", ")
 }
 
 // droppedTotal is the sum of readyline_events_dropped_total.
