@@ -14,7 +14,7 @@ import (
 // bench-node's burst (100 pods at once, each with an init container and an
 // exec readiness probe; the readers poll every 100 ms) took at most 70 KiB
 // of the process ring, 52 KiB of the CRI calls' and 0.5 KiB of the TCP
-// one's: each default leaves 10 times that or more, and
+// one's: the defaults are 15, 10 and 256 times that, and
 // readyline_ring_buffer_peak_bytes says when a node needs more.
 const (
 	DefaultProcessRingBytes  = 1 << 20
