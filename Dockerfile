@@ -17,7 +17,7 @@ ARG VERSION=dev
 # committed and embedded, so the build needs no clang.
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=linux GOARCH=amd64 \
-    go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/readyline ./cmd/readyline
+    go build -trimpath -tags grpcnotrace -ldflags "-s -w -X main.version=${VERSION}" -o /out/readyline ./cmd/readyline
 
 # distroless/static: CA certificates (OTLP over TLS), /tmp, tzdata, no shell.
 FROM gcr.io/distroless/static-debian12

@@ -15,9 +15,14 @@ help: ## list targets
 ## ---- build
 
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+# The daemon's build tags: grpcnotrace leaves out grpc's golang.org/x/net/trace
+# (/debug/requests, unused), which links text/template; with it gone, the
+# linker can drop the exported methods nothing calls (text/template's
+# MethodByName keeps them all). deploy/e2e and the Dockerfile build alike.
+DAEMON_TAGS ?= grpcnotrace
 
 build: plugin ## build bin/readyline and bin/kubectl-readyline (no clang needed: bpf2go output is committed)
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN)/readyline ./cmd/readyline
+	CGO_ENABLED=0 $(GO) build -trimpath -tags "$(DAEMON_TAGS)" -ldflags "-X main.version=$(VERSION)" -o $(BIN)/readyline ./cmd/readyline
 
 plugin: ## build the kubectl plugin only, bin/kubectl-readyline (kubectl readyline, once it is on the PATH)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN)/kubectl-readyline ./cmd/kubectl-readyline
@@ -139,7 +144,7 @@ image: ## container image localhost/readyline:dev (docker build: needs a Docker 
 image-archive: ## the same image without Docker (deploy/node/mkimage): $(IMAGE_DIR)/readyline.tar
 	rm -rf $(IMAGE_DIR) && mkdir -p $(IMAGE_DIR)/rootfs/tmp $(IMAGE_DIR)/rootfs/etc/ssl/certs
 	chmod 1777 $(IMAGE_DIR)/rootfs/tmp
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(IMAGE_LDFLAGS)" -o $(IMAGE_DIR)/rootfs/readyline ./cmd/readyline
+	CGO_ENABLED=0 $(GO) build -trimpath -tags "$(DAEMON_TAGS)" -ldflags "$(IMAGE_LDFLAGS)" -o $(IMAGE_DIR)/rootfs/readyline ./cmd/readyline
 	# CA certificates for OTLP over TLS, when the host has them.
 	[ ! -f /etc/ssl/certs/ca-certificates.crt ] || cp /etc/ssl/certs/ca-certificates.crt $(IMAGE_DIR)/rootfs/etc/ssl/certs/
 	CGO_ENABLED=0 $(GO) build -o $(IMAGE_DIR)/mkimage ./deploy/node/mkimage

@@ -85,7 +85,8 @@ func (e *Env) StartDaemonWith(ctx context.Context, name string, opts DaemonOptio
 		return nil, err
 	}
 	bin := filepath.Join(dir, "readyline")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/readyline")
+	// The Makefile's DAEMON_TAGS: the binary users run.
+	build := exec.CommandContext(ctx, "go", "build", "-tags", "grpcnotrace", "-o", bin, "./cmd/readyline")
 	build.Dir = e.RepoRoot
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("building readyline: %v\n%s", err, out)
