@@ -76,7 +76,7 @@ func TestSpansInsideParents(t *testing.T) {
 	}
 }
 
-func replayRecording(t *testing.T, path string) []*correlator.Timeline {
+func replayRecording(t testing.TB, path string) []*correlator.Timeline {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {

@@ -1,7 +1,6 @@
 package exporter
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"log/slog"
@@ -40,32 +39,33 @@ func (s *Store) UIHandler(logger *slog.Logger) http.Handler {
 		http.Redirect(w, r, "ui/", http.StatusMovedPermanently)
 	})
 	mux.HandleFunc("GET /ui/{$}", func(w http.ResponseWriter, r *http.Request) {
-		writePage(w, logger, http.StatusOK, "list.html", s.listView())
+		v := s.listView()
+		writePage(w, logger, http.StatusOK, "list", func(p *htmlWriter) { writeListPage(p, &v) })
 	})
 	mux.HandleFunc("GET /ui/pods/{namespace}/{name}", func(w http.ResponseWriter, r *http.Request) {
 		ns, name := r.PathValue("namespace"), r.PathValue("name")
 		tl, ok := s.Get(ns, name)
 		if !ok {
 			logger.Debug("no timeline for pod", "namespace", ns, "pod", name)
-			writePage(w, logger, http.StatusNotFound, "notfound.html", notFoundView{
-				Back: "../../", What: cut(ns+"/"+name, maxHeadingRunes), Why: s.notFoundWhy(),
-			})
+			v := notFoundView{Back: "../../", What: cut(ns+"/"+name, maxHeadingRunes), Why: s.notFoundWhy()}
+			writePage(w, logger, http.StatusNotFound, "not found", func(p *htmlWriter) { writeNotFoundPage(p, &v) })
 			return
 		}
 		api := "../../../api/v1/timelines/" + url.PathEscape(ns) + "/" + url.PathEscape(name)
-		writePage(w, logger, http.StatusOK, "pod.html", newPodView(tl, "../../", api))
+		v := newPodView(tl, "../../", api)
+		writePage(w, logger, http.StatusOK, "pod", func(p *htmlWriter) { writePodPage(p, &v) })
 	})
 	mux.HandleFunc("GET /ui/uid/{uid}", func(w http.ResponseWriter, r *http.Request) {
 		uid := r.PathValue("uid")
 		tl, ok := s.GetUID(uid)
 		if !ok {
 			logger.Debug("no timeline for pod uid", "uid", uid)
-			writePage(w, logger, http.StatusNotFound, "notfound.html", notFoundView{
-				Back: "../", What: cut("uid "+uid, maxHeadingRunes), Why: s.notFoundWhy(),
-			})
+			v := notFoundView{Back: "../", What: cut("uid "+uid, maxHeadingRunes), Why: s.notFoundWhy()}
+			writePage(w, logger, http.StatusNotFound, "not found", func(p *htmlWriter) { writeNotFoundPage(p, &v) })
 			return
 		}
-		writePage(w, logger, http.StatusOK, "pod.html", newPodView(tl, "../", ""))
+		v := newPodView(tl, "../", "")
+		writePage(w, logger, http.StatusOK, "pod", func(p *htmlWriter) { writePodPage(p, &v) })
 	})
 	return mux
 }
@@ -77,14 +77,14 @@ func (s *Store) notFoundWhy() string {
 		s.limits.Timelines, s.limits.Bytes>>20)
 }
 
-// notFoundView is what notfound.html shows.
+// notFoundView is what the 404 page shows (writeNotFoundPage).
 type notFoundView struct {
 	Back string
 	What shortText
 	Why  string
 }
 
-// listView is what list.html shows.
+// listView is what the list of pod starts shows (writeListPage).
 type listView struct {
 	Limit  int
 	Starts []startView
@@ -141,15 +141,11 @@ func (s *Store) listView() listView {
 	return v
 }
 
-// writePage renders the page into memory first, so that a template error
-// is a 500, not half a page.
-func writePage(w http.ResponseWriter, logger *slog.Logger, status int, page string, data any) {
-	var buf bytes.Buffer
-	if err := pageTemplates.ExecuteTemplate(&buf, page, data); err != nil {
-		logger.Debug("rendering page", "page", page, "error", err)
-		http.Error(w, "rendering the page failed", http.StatusInternalServerError)
-		return
-	}
+// writePage writes the page render builds, with the headers of the UI's
+// pages: all of it at once, after the headers (render cannot fail).
+func writePage(w http.ResponseWriter, logger *slog.Logger, status int, page string, render func(*htmlWriter)) {
+	var p htmlWriter
+	render(&p)
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Content-Security-Policy", UIContentSecurityPolicy)
@@ -157,7 +153,7 @@ func writePage(w http.ResponseWriter, logger *slog.Logger, status int, page stri
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-cache")
 	w.WriteHeader(status)
-	if _, err := w.Write(buf.Bytes()); err != nil {
+	if _, err := w.Write(p.b); err != nil {
 		logger.Debug("writing page", "page", page, "error", err)
 	}
 }

@@ -168,7 +168,7 @@ func TestBrowserDrawsWaterfall(t *testing.T) {
 	if n := distinctColours(img); n < 50 {
 		t.Errorf("the screenshot has %d colours: blank?", n)
 	}
-	// The bars' fills come from the page's <style> (ui/layout.html): each
+	// The bars' fills come from the page's <style> (writeHead): each
 	// on more pixels than its legend swatch (22x12, drawn without the
 	// style) has, the styles applied and the bars drawn. The recorded bars
 	// are 3000 to 11000 pixels each.

@@ -81,25 +81,45 @@ func setTimes(v reflect.Value, src *timeSource) {
 	}
 }
 
+// waterfallFuzzFixtures are the timelines FuzzWaterfall sets the times of.
+var waterfallFuzzFixtures = []func() *correlator.Timeline{lifecycleDemo, stuckCrashLoop, restarts}
+
+// waterfallFuzzSeed is an input of FuzzWaterfall.
+type waterfallFuzzSeed struct {
+	fixture uint8
+	width   int
+	times   []byte
+}
+
+// waterfallFuzzSeeds are FuzzWaterfall's seeds (ui_template_test.go draws
+// their pages too).
+func waterfallFuzzSeeds() []waterfallFuzzSeed {
+	word := func(sel byte, v int64) []byte {
+		return binary.LittleEndian.AppendUint64([]byte{sel}, uint64(v))
+	}
+	// Year 1 at 00:00:00 is the zero time; a second later is not.
+	year1, year9999, zero := word(1, int64(time.Second)), word(2, 0), word(0, 0)
+	return []waterfallFuzzSeed{
+		{0, 100, bytes.Repeat(zero, 4)},
+		{0, 100, append(year1, year9999...)},            // Start year 1, End year 9999
+		{1, 72, append(year9999, year1...)},             // End before Start
+		{2, 100, append(word(5, 0), word(5, -1000)...)}, // End 1 s before Start
+		{0, 1 << 20, bytes.Repeat(word(4, 1<<62), 40)},  // past year 9999, very wide
+		{1, -5, bytes.Repeat(append(year1, year9999...), 30)},
+		{2, 64, bytes.Repeat(word(3, -1<<63), 50)},
+	}
+}
+
 // FuzzWaterfall renders fixtures whose every time and duration comes from
 // the fuzzer, including the zero time, year 1 and year 9999: RenderWaterfall
 // and RenderWaterfallHTML must return promptly and never panic, the text
 // must keep every line within the width, and neither may write more than
 // the fixture's rows allow.
 func FuzzWaterfall(f *testing.F) {
-	word := func(sel byte, v int64) []byte {
-		return binary.LittleEndian.AppendUint64([]byte{sel}, uint64(v))
+	for _, s := range waterfallFuzzSeeds() {
+		f.Add(s.fixture, s.width, s.times)
 	}
-	// Year 1 at 00:00:00 is the zero time; a second later is not.
-	year1, year9999, zero := word(1, int64(time.Second)), word(2, 0), word(0, 0)
-	f.Add(uint8(0), 100, bytes.Repeat(zero, 4))
-	f.Add(uint8(0), 100, append(year1, year9999...))            // Start year 1, End year 9999
-	f.Add(uint8(1), 72, append(year9999, year1...))             // End before Start
-	f.Add(uint8(2), 100, append(word(5, 0), word(5, -1000)...)) // End 1 s before Start
-	f.Add(uint8(0), 1<<20, bytes.Repeat(word(4, 1<<62), 40))    // past year 9999, very wide
-	f.Add(uint8(1), -5, bytes.Repeat(append(year1, year9999...), 30))
-	f.Add(uint8(2), 64, bytes.Repeat(word(3, -1<<63), 50))
-	fixtures := []func() *correlator.Timeline{lifecycleDemo, stuckCrashLoop, restarts}
+	fixtures := waterfallFuzzFixtures
 	f.Fuzz(func(t *testing.T, fixture uint8, width int, times []byte) {
 		tl := fixtures[int(fixture)%len(fixtures)]()
 		setTimes(reflect.ValueOf(tl), &timeSource{b: times})

@@ -1,10 +1,7 @@
 package exporter
 
 import (
-	"bytes"
-	"embed"
 	"fmt"
-	"html/template"
 	"io"
 	"strconv"
 	"strings"
@@ -13,18 +10,6 @@ import (
 
 	"github.com/readyline/readyline/correlator"
 )
-
-//go:embed ui/*.html
-var uiTemplates embed.FS
-
-// pageTemplates are the pages of the waterfall UI: html/template escapes
-// every value (pod names, messages, argv come from users) for where it is.
-var pageTemplates = template.Must(template.New("").Funcs(template.FuncMap{
-	"startRight": func() int { return svgStartRight },
-	"tookRight":  func() int { return svgTookRight },
-	"barLeft":    func() int { return svgBarLeft },
-	"sub":        func(a, b int) int { return a - b },
-}).ParseFS(uiTemplates, "ui/*.html"))
 
 // Geometry of the HTML waterfall's SVG, in CSS pixels. The label, start
 // and took columns are left of the bars, as in the text waterfall.
@@ -66,17 +51,16 @@ const (
 // JSON. Elements carry stable classes and data- attributes (data-name,
 // data-start-ms, data-duration-ms, data-type, data-lag-ms) for tests.
 func RenderWaterfallHTML(w io.Writer, tl *correlator.Timeline, back, api string) error {
-	var buf bytes.Buffer
-	if err := pageTemplates.ExecuteTemplate(&buf, "pod.html", newPodView(tl, back, api)); err != nil {
-		return fmt.Errorf("rendering waterfall page: %w", err)
-	}
-	if _, err := w.Write(buf.Bytes()); err != nil {
+	v := newPodView(tl, back, api)
+	var page htmlWriter
+	writePodPage(&page, &v)
+	if _, err := w.Write(page.b); err != nil {
 		return fmt.Errorf("writing waterfall page: %w", err)
 	}
 	return nil
 }
 
-// podView is what pod.html shows.
+// podView is what the page of a pod start shows (writePodPage).
 type podView struct {
 	Title    string
 	Back     string
