@@ -244,48 +244,28 @@ func writeRow(w *htmlWriter, r *svgRow) {
 		w.intAttr("height", r.Height-6)
 		w.raw("/>")
 	}
-	if r.Label.Text != "" {
-		w.raw(`<text class="label"`)
-		w.intAttr("x", r.LabelX)
+	// Each text of the row, when it has one: its <text> opening is
+	// `<text class="..." x=".." y=".."` (no class for the message).
+	text := func(open string, x int, anchorEnd bool, s, full string) {
+		if s == "" {
+			return
+		}
+		w.raw(open)
+		w.intAttr("x", x)
 		w.intAttr("y", r.TextY)
+		if anchorEnd {
+			w.raw(` text-anchor="end"`)
+		}
 		w.raw(">")
-		w.text(r.Label.Text)
-		w.titleIf(r.Label.Full)
+		w.text(s)
+		w.titleIf(full)
 		w.raw("</text>")
 	}
-	if r.Start != "" {
-		w.raw(`<text class="num start"`)
-		w.intAttr("x", svgStartRight)
-		w.intAttr("y", r.TextY)
-		w.raw(` text-anchor="end">`)
-		w.text(r.Start)
-		w.raw("</text>")
-	}
-	if r.Took != "" {
-		w.raw(`<text class="num took"`)
-		w.intAttr("x", svgTookRight)
-		w.intAttr("y", r.TextY)
-		w.raw(` text-anchor="end">`)
-		w.text(r.Took)
-		w.raw("</text>")
-	}
-	if r.Note != "" {
-		w.raw(`<text class="note"`)
-		w.intAttr("x", svgBarLeft)
-		w.intAttr("y", r.TextY)
-		w.raw(">")
-		w.text(r.Note)
-		w.raw("</text>")
-	}
-	if r.Message.Text != "" {
-		w.raw("<text")
-		w.intAttr("x", svgBarLeft)
-		w.intAttr("y", r.TextY)
-		w.raw(">")
-		w.text(r.Message.Text)
-		w.titleIf(r.Message.Full)
-		w.raw("</text>")
-	}
+	text(`<text class="label"`, r.LabelX, false, r.Label.Text, r.Label.Full)
+	text(`<text class="num start"`, svgStartRight, true, r.Start, "")
+	text(`<text class="num took"`, svgTookRight, true, r.Took, "")
+	text(`<text class="note"`, svgBarLeft, false, r.Note, "")
+	text("<text", svgBarLeft, false, r.Message.Text, r.Message.Full)
 	if b := r.Bar; b != nil {
 		w.raw("<rect")
 		w.attr("class", b.Class)

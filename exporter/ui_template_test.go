@@ -111,17 +111,7 @@ func uiFixtures(t testing.TB) []uiFixture {
 		"reported":               func() *correlator.Timeline { r, _ := reportedAndCompleted(); return r },
 		"completed":              func() *correlator.Timeline { _, c := reportedAndCompleted(); return c },
 		// TestWaterfallPageEscapes's.
-		"escapes": func() *correlator.Timeline {
-			const evil = `</title></text></svg><script>alert(1)</script><img src=x onerror=alert(2)>"'&`
-			tl := stuckCrashLoop()
-			tl.Reason = evil
-			tl.Insights = append(tl.Insights, correlator.Insight{Kind: correlator.InsightRetries, Message: evil})
-			tl.Containers[0].Image = evil
-			tl.Containers[0].Waiting[0].Message = evil
-			tl.Containers[0].Attempts[0].Process.Argv = []string{"sh", "-c", evil}
-			tl.Missing = []string{evil}
-			return tl
-		},
+		"escapes": escapesTimeline,
 		// TestUIPagesOfTheStore's name too long for the heading.
 		"long-name": func() *correlator.Timeline {
 			tl := lifecycleDemo()

@@ -427,18 +427,27 @@ func TestWaterfallPageSameRowsAsText(t *testing.T) {
 	}
 }
 
+// pageEvil is markup planted where users write.
+const pageEvil = `</title></text></svg><script>alert(1)</script><img src=x onerror=alert(2)>"'&`
+
+// escapesTimeline is a stuck start with pageEvil in its reason, an
+// insight, an image, a waiting message, argv and what was missing.
+func escapesTimeline() *correlator.Timeline {
+	tl := stuckCrashLoop()
+	tl.Reason = pageEvil
+	tl.Insights = append(tl.Insights, correlator.Insight{Kind: correlator.InsightRetries, Message: pageEvil})
+	tl.Containers[0].Image = pageEvil
+	tl.Containers[0].Waiting[0].Message = pageEvil
+	tl.Containers[0].Attempts[0].Process.Argv = []string{"sh", "-c", pageEvil}
+	tl.Missing = []string{pageEvil}
+	return tl
+}
+
 // TestWaterfallPageEscapes: what users write (a failure's reason, a
 // waiting message, argv, an image, an insight) is text on the page, never
 // markup.
 func TestWaterfallPageEscapes(t *testing.T) {
-	const evil = `</title></text></svg><script>alert(1)</script><img src=x onerror=alert(2)>"'&`
-	tl := stuckCrashLoop()
-	tl.Reason = evil
-	tl.Insights = append(tl.Insights, correlator.Insight{Kind: correlator.InsightRetries, Message: evil})
-	tl.Containers[0].Image = evil
-	tl.Containers[0].Waiting[0].Message = evil
-	tl.Containers[0].Attempts[0].Process.Argv = []string{"sh", "-c", evil}
-	tl.Missing = []string{evil}
+	tl := escapesTimeline()
 	var page bytes.Buffer
 	if err := RenderWaterfallHTML(&page, tl, "", ""); err != nil {
 		t.Fatal(err)
@@ -457,15 +466,15 @@ func TestWaterfallPageEscapes(t *testing.T) {
 			}
 		}
 	}
-	if got := textOf(findFirst(doc, tagClass("p", "reason"))); got != "reason: "+evil {
+	if got := textOf(findFirst(doc, tagClass("p", "reason"))); got != "reason: "+pageEvil {
 		t.Errorf("reason shown as %q", got)
 	}
 	li := findAll(doc, func(n *html.Node) bool { return n.Data == "li" && n.Parent != nil && hasClass(n.Parent, "insights") })
-	if len(li) == 0 || textOf(li[len(li)-1]) != evil {
+	if len(li) == 0 || textOf(li[len(li)-1]) != pageEvil {
 		t.Errorf("the insight is not shown as its text")
 	}
 	proc := rowNamed(t, doc, "process false", "container/app")
-	if title := titleOf(findFirst(proc, tagClass("rect", "bar"))); !strings.Contains(title, "sh -c "+evil) {
+	if title := titleOf(findFirst(proc, tagClass("rect", "bar"))); !strings.Contains(title, "sh -c "+pageEvil) {
 		t.Errorf("the process's tooltip %q does not show its argv as text", title)
 	}
 }
