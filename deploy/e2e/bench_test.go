@@ -105,6 +105,10 @@ func BenchmarkNodePodStarts(b *testing.B) {
 		if err := saveURL(d.APIURL+"/debug/pprof/heap", dir+"/bench-node.heap.pprof"); err != nil {
 			b.Logf("heap profile: %v", err)
 		}
+		// And the runtime's own account (runtime.MemStats, at its end).
+		if err := saveURL(d.APIURL+"/debug/pprof/heap?debug=1", dir+"/bench-node.heap.txt"); err != nil {
+			b.Logf("heap profile: %v", err)
+		}
 	}
 }
 
