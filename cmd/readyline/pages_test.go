@@ -77,15 +77,15 @@ func TestBinaryMappingsBadInput(t *testing.T) {
 	}
 }
 
-// TestReleaseStartupPages drops this test binary's own pages, on the real
+// TestReleaseBinaryPages drops this test binary's own pages, on the real
 // kernel, and checks that fewer of them are resident afterwards and that
 // the code still runs (it is faulted back in).
-func TestReleaseStartupPages(t *testing.T) {
+func TestReleaseBinaryPages(t *testing.T) {
 	before := binaryRSS(t)
 	if before == 0 {
 		t.Fatal("none of the test binary's read-only pages is resident, though it runs")
 	}
-	released, err := releaseStartupPages("/proc/self/smaps", "/proc/self/exe")
+	released, err := releaseBinaryPages("/proc/self/smaps", "/proc/self/exe")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestReleaseStartupPages(t *testing.T) {
 	} else {
 		t.Logf("the binary's read-only pages: %.1f MiB resident before, %.1f after", float64(before)/(1<<20), float64(after)/(1<<20))
 	}
-	if _, err := releaseStartupPages("/proc/self/smaps", "/nonexistent"); err == nil {
+	if _, err := releaseBinaryPages("/proc/self/smaps", "/nonexistent"); err == nil {
 		t.Error("no error for a binary that is not there")
 	}
 }

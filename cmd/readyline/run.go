@@ -232,7 +232,7 @@ func (d *daemon) run(ctx context.Context) error {
 			}
 		}
 		g.Go(ctx, "pod watch", func(ctx context.Context) error { return pods.Run(ctx, d.emitter(ctx)) })
-		g.Go(ctx, "startup pages", func(ctx context.Context) error { releaseStartupPagesLater(ctx, d.logger); return nil })
+		g.Go(ctx, "binary pages", func(ctx context.Context) error { trimBinaryPages(ctx, d.logger); return nil })
 		if d.cfg.metricsAddr != "" {
 			g.Go(ctx, "metrics server", d.serve(d.cfg.metricsAddr, d.metrics.Handler(d.health)))
 		}
