@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/experimental"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -385,9 +387,12 @@ func (s *CRISource) connect(ctx context.Context) (*criConn, error) {
 				continue
 			}
 		}
+		// No buffer pools, in the transport or the codec: see
+		// unpooledCodec.
 		cc, err := grpc.NewClient(ep,
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)))
+			experimental.WithBufferPool(mem.NopBufferPool{}),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20), grpc.ForceCodecV2(unpooledCodec{})))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("dialing %s: %w", ep, err))
 			continue
