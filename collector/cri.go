@@ -126,8 +126,8 @@ type CRISource struct {
 	observe chan string
 	dirty   chan struct{}
 
-	emitted, events, eventsDropped, resyncs, lookups, observeDropped atomic.Uint64
-	streaming, needResync                                            atomic.Bool
+	emitted, events, eventsDropped, resyncs, slowLists, lookups, observeDropped atomic.Uint64
+	streaming, needResync                                                       atomic.Bool
 	// behindSince: when the event stream's reader first dropped an event
 	// since the last resync (Unix ns), 0 when it did not; behindReported:
 	// the drops already told in a stream_behind status (Run's own).
@@ -150,6 +150,7 @@ type CRIStats struct {
 	Events         uint64 // events received from the runtime's stream
 	EventsDropped  uint64 // events dropped because Run fell behind (a resync follows)
 	Resyncs        uint64 // full lists of sandboxes and containers
+	SlowLists      uint64 // periodic lists that timed out while the stream went on
 	Lookups        uint64 // ids answered by the runtime, not the cache
 	ObserveDropped uint64 // Observe calls dropped: queue full
 	Cached         int    // ids in the cache
@@ -213,6 +214,7 @@ func (s *CRISource) Stats() CRIStats {
 		Events:         s.events.Load(),
 		EventsDropped:  s.eventsDropped.Load(),
 		Resyncs:        s.resyncs.Load(),
+		SlowLists:      s.slowLists.Load(),
 		Lookups:        s.lookups.Load(),
 		ObserveDropped: s.observeDropped.Load(),
 		Cached:         s.cache.len(),
@@ -467,6 +469,7 @@ func (s *CRISource) serve(ctx context.Context, conn *criConn, up func(), emit fu
 
 	ticker := time.NewTicker(s.cfg.ResyncInterval)
 	defer ticker.Stop()
+	slowLists := 0 // periodic lists in a row that timed out
 	for {
 		select {
 		case <-ctx.Done():
@@ -486,7 +489,22 @@ func (s *CRISource) serve(ctx context.Context, conn *criConn, up func(), emit fu
 			s.events.Add(1)
 			s.applyEvent(ctx, conn.client, it.resp)
 		case <-ticker.C:
-			if err := s.resync(ctx, conn.client); err != nil {
+			err := s.resync(ctx, conn.client)
+			switch {
+			case err == nil:
+				slowLists = 0
+			case slowLists == 0 && status.Code(err) == codes.DeadlineExceeded && s.streaming.Load():
+				// A runtime busy starting a hundred pods can take
+				// longer than CallTimeout to list them all. The
+				// stream still tells every change, and the list
+				// only fills gaps: dropping the connection for it
+				// would blind the source until it is back. A second
+				// slow list in a row does.
+				slowLists++
+				s.slowLists.Add(1)
+				s.logger.Info("container runtime slow to list its containers; its event stream goes on, listing again in a while",
+					"endpoint", conn.endpoint, "error", err, "next", s.cfg.ResyncInterval)
+			default:
 				return true, err
 			}
 		case id := <-s.observe:
@@ -645,12 +663,14 @@ func (s *CRISource) resync(ctx context.Context, c RuntimeClient) error {
 	s.resyncs.Add(1)
 	start := s.now()
 	lctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
-	defer cancel()
 	sbs, err := c.ListPodSandbox(lctx, &runtimeapi.ListPodSandboxRequest{})
+	cancel()
 	if err != nil {
 		return fmt.Errorf("listing pod sandboxes: %w", criError(err))
 	}
+	lctx, cancel = context.WithTimeout(ctx, s.cfg.CallTimeout)
 	ctrs, err := c.ListContainers(lctx, &runtimeapi.ListContainersRequest{})
+	cancel()
 	if err != nil {
 		return fmt.Errorf("listing containers: %w", criError(err))
 	}

@@ -256,6 +256,8 @@ type fakeClient struct {
 	down atomic.Bool
 	// failLists makes the list calls fail while Version still answers.
 	failLists atomic.Bool
+	// slowLists is how many of the next ListContainers calls time out.
+	slowLists atomic.Int32
 }
 
 func (c *fakeClient) unavailable() error {
@@ -293,6 +295,10 @@ func (c *fakeClient) ListContainers(ctx context.Context, in *runtimeapi.ListCont
 	if err := c.unavailable(); err != nil {
 		return nil, err
 	}
+	if c.slowLists.Add(-1) >= 0 {
+		return nil, status.Error(codes.DeadlineExceeded, "context deadline exceeded")
+	}
+	c.slowLists.Store(-1)
 	return c.rt.ListContainers(ctx, in)
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -713,6 +714,46 @@ func TestCRIRuntimeAnswersButCannotList(t *testing.T) {
 	}
 	if !reflect.DeepEqual(infos, []string{"container runtime reachable again"}) {
 		t.Errorf("infos: %q", infos)
+	}
+}
+
+// TestCRISlowListKeepsTheStream: one periodic list that times out while the
+// event stream goes on (a runtime busy with a burst of pod starts) keeps the
+// connection and the source up; two in a row count as the runtime lost.
+func TestCRISlowListKeepsTheStream(t *testing.T) {
+	rt := newFakeRuntime()
+	client := &fakeClient{rt: rt}
+	rec := &logRecorder{}
+	src, err := NewCRISource(CRIConfig{Client: client, ResyncInterval: 20 * time.Millisecond, RetryInterval: 5 * time.Millisecond}, slog.New(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := runCRI(t, src)
+	waitFor(t, 5*time.Second, "event subscription", func() bool { return rt.count("GetContainerEvents") == 1 })
+	rt.addSandbox("sb1", "web", "ns", "uid-1")
+	expect(t, out, "sb1", StateReady)
+	waitFor(t, 5*time.Second, "the stream in use", func() bool { return src.Stats().Streaming })
+
+	client.slowLists.Store(1)
+	waitFor(t, 5*time.Second, "a slow list", func() bool { return src.Stats().SlowLists == 1 })
+	resyncs := src.Stats().Resyncs
+	waitFor(t, 5*time.Second, "the next list", func() bool { return src.Stats().Resyncs > resyncs+1 })
+	rt.createContainer("c1", "sb1", "app", 0)
+	expect(t, out, "c1", StateCreated)
+	if n := rt.count("GetContainerEvents"); n != 1 {
+		t.Errorf("the stream was opened %d times, want once: one slow list dropped the connection", n)
+	}
+	if w := rec.messages(slog.LevelWarn); len(w) != 0 {
+		t.Errorf("warnings after one slow list: %q", w)
+	}
+	if !slices.ContainsFunc(rec.messages(slog.LevelInfo), func(m string) bool { return strings.HasPrefix(m, "container runtime slow to list") }) {
+		t.Errorf("no log of the slow list: %q", rec.messages(slog.LevelInfo))
+	}
+
+	client.slowLists.Store(2)
+	waitFor(t, 5*time.Second, "a new connection and stream", func() bool { return rt.count("GetContainerEvents") == 2 })
+	if n := src.Stats().SlowLists; n != 2 {
+		t.Errorf("SlowLists %d, want 2 (one tolerated each time)", n)
 	}
 }
 
