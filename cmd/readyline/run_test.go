@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -198,5 +199,25 @@ func TestSourcesBlindnessReachesTracesAndMetrics(t *testing.T) {
 	}
 	if attrs["readyline.blind"] != event.SourceCRI || !strings.Contains(attrs["readyline.missing"], "cri: disconnected since") {
 		t.Errorf("root attributes %v: want the runtime's outage marked", attrs)
+	}
+}
+
+func TestProfileMemory(t *testing.T) {
+	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+	for _, tc := range []struct {
+		name       string
+		rate, want int
+		pprof      bool
+	}{
+		{"off without --pprof", defaultMemProfileRate, 0, false},
+		{"stays off", 0, 0, false},
+		{"--pprof after GODEBUG=memprofilerate=0", 0, defaultMemProfileRate, true},
+		{"--pprof keeps a rate set", 4096, 4096, true},
+	} {
+		runtime.MemProfileRate = tc.rate
+		profileMemory(tc.pprof)
+		if runtime.MemProfileRate != tc.want {
+			t.Errorf("%s: MemProfileRate %d, want %d", tc.name, runtime.MemProfileRate, tc.want)
+		}
 	}
 }
