@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +65,7 @@ func TestDaemonSet(t *testing.T) {
 			t.Logf("%s: Ready %v after apply -k; idle %.1f mCPU, %.1f MiB; during lifecycle-demo %.1f mCPU, %.1f MiB",
 				overlay, d.ReadyAfter.Round(100*time.Millisecond), CPUBetween(idle[0], idle[1]), mib(idle[1].WorkingSet),
 				CPUBetween(busy[0], busy[1]), mib(max(busy[0].WorkingSet, busy[1].WorkingSet)))
+			checkPagesGivenBack(t, d)
 			if overlay == "deploy/local" {
 				t.Run("kubectl-plugin", func(t *testing.T) { testKubectlPlugin(t, pod) })
 				t.Run("restart-mid-start", func(t *testing.T) { testRestartMidStart(t, d) })
@@ -189,6 +191,43 @@ func checkDaemonLog(t *testing.T, d *Deployment, allowed ...string) {
 		if strings.Contains(line, "forbidden") {
 			t.Errorf("the API server refused the daemon something: %s", line)
 		}
+	}
+}
+
+// checkPagesGivenBack: 30 s after its start, the daemon in its container
+// gave back most of its binary's pages (cmd/readyline/pages.go), which it
+// finds there by path, the binary being on overlayfs.
+func checkPagesGivenBack(t *testing.T, d *Deployment) {
+	t.Helper()
+	const msg = "gave back the pages of readyline's binary it was not using"
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		logs, err := d.Logs(testContext(t, 30*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(logs, "\n") {
+			var rec struct {
+				Msg string `json:"msg"`
+				MiB string `json:"MiB"`
+			}
+			if json.Unmarshal([]byte(line), &rec) != nil || rec.Msg != msg {
+				continue
+			}
+			if mb, err := strconv.ParseFloat(rec.MiB, 64); err != nil || mb < 4 {
+				t.Errorf("the daemon gave back %s MiB of its binary's pages, want most of them (>= 4 MiB): %s", rec.MiB, line)
+			} else {
+				t.Logf("the daemon gave back %.1f MiB of its binary's pages", mb)
+			}
+			return
+		}
+		if strings.Contains(logs, "the pages of readyline's binary stay mapped") {
+			t.Fatalf("the daemon could not give back its binary's pages:\n%s", logs)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon never logged %q:\n%s", msg, logs)
+		}
+		time.Sleep(2 * time.Second)
 	}
 }
 

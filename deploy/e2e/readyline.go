@@ -66,6 +66,10 @@ type DaemonOptions struct {
 	// image layer has, not every page the kernel maps around a fault in a
 	// file `go build` just wrote whole into the cache.
 	ColdBinary bool
+	// AsDeployed: the daemon runs as the DaemonSet runs it (log level
+	// info, no recording, GODEBUG=memprofilerate=0), for figures a node
+	// would see; Daemon.Record is then empty.
+	AsDeployed bool
 }
 
 // StartDaemon builds readyline and runs `readyline run` against the local
@@ -116,10 +120,18 @@ func (e *Env) StartDaemonWith(ctx context.Context, name string, opts DaemonOptio
 	args := append(slices.Clone(opts.Wrap), bin, "run",
 		"--node-name", e.NodeName, "--kubeconfig", e.Kubeconfig, "--cri-endpoint", e.CRIEndpoint(),
 		"--otlp-endpoint", OTLPGRPCEndpoint, "--otlp-insecure",
-		"--api-addr", apiAddr, "--metrics-addr", metricsAddr, "--record", d.Record, "--log-level", "debug",
-		"--start-timeout", StartTimeout.String())
+		"--api-addr", apiAddr, "--metrics-addr", metricsAddr, "--start-timeout", StartTimeout.String())
+	if opts.AsDeployed {
+		d.Record = ""
+		args = append(args, "--log-level", "info")
+	} else {
+		args = append(args, "--record", d.Record, "--log-level", "debug")
+	}
 	args = append(args, opts.Args...)
 	d.cmd = exec.Command(args[0], args[1:]...)
+	if opts.AsDeployed {
+		d.cmd.Env = append(os.Environ(), "GODEBUG=memprofilerate=0")
+	}
 	d.cmd.Stdout, d.cmd.Stderr = logFile, logFile
 	if err := d.cmd.Start(); err != nil {
 		logFile.Close()
