@@ -4,10 +4,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -47,6 +49,10 @@ func BenchmarkNodePodStarts(b *testing.B) {
 	defer cancel()
 	// 100 pods at once take minutes on 2 cores: the daemon's own start
 	// timeout, not the e2e tests' 60 s, so each start is one export.
+	// Pods an earlier test deleted may still be torn down: their
+	// processes' exits belong to pods the daemon never saw, orphans it
+	// would count as drops.
+	waitNodeQuiet(b, ctx)
 	args := []string{"--start-timeout", "10m"}
 	pprof := os.Getenv("BENCH_PPROF") == "1"
 	if pprof {
@@ -121,6 +127,59 @@ func BenchmarkNodePodStarts(b *testing.B) {
 				b.Logf("heap profile: %v", err)
 			}
 		}
+	}
+}
+
+// waitNodeQuiet waits until no pod on the node is being deleted and every
+// ready sandbox of the runtime is a pod the API server has.
+func waitNodeQuiet(b testing.TB, ctx context.Context) {
+	b.Helper()
+	crictl, err := Tool("crictl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	var busy []string
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := env.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		known := map[string]bool{}
+		busy = nil
+		for _, p := range pods.Items {
+			known[string(p.UID)] = true
+			if hash := p.Annotations[corev1.MirrorPodAnnotationKey]; hash != "" {
+				known[hash] = true // a static pod's sandbox has its UID
+			}
+			if p.DeletionTimestamp != nil {
+				busy = append(busy, "deleting "+p.Namespace+"/"+p.Name)
+			}
+		}
+		out, err := exec.CommandContext(ctx, crictl, "--runtime-endpoint", env.CRIEndpoint(), "pods", "--state", "ready", "-o", "json").Output()
+		if err != nil {
+			return false, fmt.Errorf("crictl pods: %w", err)
+		}
+		var sandboxes struct {
+			Items []struct {
+				Metadata struct{ Name, Namespace, UID string }
+			}
+		}
+		if err := json.Unmarshal(out, &sandboxes); err != nil {
+			return false, fmt.Errorf("crictl pods: %w", err)
+		}
+		for _, sb := range sandboxes.Items {
+			if !known[sb.Metadata.UID] {
+				busy = append(busy, "sandbox of "+sb.Metadata.Namespace+"/"+sb.Metadata.Name+", a pod deleted")
+			}
+		}
+		return len(busy) == 0, nil
+	})
+	if err != nil {
+		b.Fatalf("the node is still tearing pods down after %v: %v (%v)", time.Since(start).Round(time.Second), busy, err)
+	}
+	if waited := time.Since(start); waited > time.Second {
+		b.Logf("waited %v for the node to tear down pods deleted before", waited.Round(time.Second))
 	}
 }
 
