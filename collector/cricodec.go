@@ -35,5 +35,10 @@ func (unpooledCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return fmt.Errorf("proto: cannot unmarshal into %T, not a proto.Message", v)
 	}
+	if len(data) == 1 {
+		// A message in one frame: decoded in place (proto.Unmarshal
+		// copies what it keeps), not copied first.
+		return proto.Unmarshal(data[0].ReadOnlyData(), m)
+	}
 	return proto.Unmarshal(data.Materialize(), m)
 }

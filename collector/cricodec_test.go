@@ -36,6 +36,12 @@ func TestUnpooledCodec(t *testing.T) {
 	if !proto.Equal(in, out) {
 		t.Errorf("round trip changed the message: %d containers, want %d", len(out.Containers), len(in.Containers))
 	}
+	// And whole, in one buffer, which a transport without a pool gives a
+	// message that fits in a frame.
+	one := &runtimeapi.ListContainersResponse{}
+	if err := c.Unmarshal(data, one); err != nil || !proto.Equal(in, one) {
+		t.Errorf("one buffer: %d containers, want %d (%v)", len(one.Containers), len(in.Containers), err)
+	}
 	if c.Name() != "proto" {
 		t.Errorf("Name %q: the content-subtype the runtime expects is proto", c.Name())
 	}
