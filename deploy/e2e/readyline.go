@@ -19,7 +19,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/readyline/readyline/collector"
 	"github.com/readyline/readyline/correlator"
@@ -66,9 +68,10 @@ type DaemonOptions struct {
 	// image layer has, not every page the kernel maps around a fault in a
 	// file `go build` just wrote whole into the cache.
 	ColdBinary bool
-	// AsDeployed: the daemon runs as the DaemonSet runs it (log level
-	// info, no recording, GODEBUG=memprofilerate=0), for figures a node
-	// would see; Daemon.Record is then empty.
+	// AsDeployed: the daemon runs with the settings the DaemonSet gives
+	// it (deployedEnv), not the tests' recording and debug log, for
+	// figures a node would see; Daemon.Record is then empty. The flags
+	// StartDaemon passes (endpoints, addresses) win over those settings.
 	AsDeployed bool
 }
 
@@ -121,16 +124,19 @@ func (e *Env) StartDaemonWith(ctx context.Context, name string, opts DaemonOptio
 		"--node-name", e.NodeName, "--kubeconfig", e.Kubeconfig, "--cri-endpoint", e.CRIEndpoint(),
 		"--otlp-endpoint", OTLPGRPCEndpoint, "--otlp-insecure",
 		"--api-addr", apiAddr, "--metrics-addr", metricsAddr, "--start-timeout", StartTimeout.String())
+	var deployed []string
 	if opts.AsDeployed {
+		if deployed, err = deployedEnv(e.RepoRoot); err != nil {
+			return nil, err
+		}
 		d.Record = ""
-		args = append(args, "--log-level", "info")
 	} else {
 		args = append(args, "--record", d.Record, "--log-level", "debug")
 	}
 	args = append(args, opts.Args...)
 	d.cmd = exec.Command(args[0], args[1:]...)
-	if opts.AsDeployed {
-		d.cmd.Env = append(os.Environ(), "GODEBUG=memprofilerate=0")
+	if deployed != nil {
+		d.cmd.Env = append(os.Environ(), deployed...)
 	}
 	d.cmd.Stdout, d.cmd.Stderr = logFile, logFile
 	if err := d.cmd.Start(); err != nil {
@@ -176,6 +182,44 @@ func (e *Env) StartDaemonWith(ctx context.Context, name string, opts DaemonOptio
 		return nil, fmt.Errorf("waiting for readyline: %w\n%s", err, log)
 	}
 	return d, nil
+}
+
+// deployedEnv is the environment deploy/base gives the daemon: the
+// settings of readyline.env (its ConfigMap) and the DaemonSet's literal
+// env values (GODEBUG, ...); values from the downward API or referring to
+// them are left out.
+func deployedEnv(root string) ([]string, error) {
+	base := filepath.Join(root, "deploy", "base")
+	settings, err := os.ReadFile(filepath.Join(base, "readyline.env"))
+	if err != nil {
+		return nil, err
+	}
+	var env []string
+	for _, line := range strings.Split(string(settings), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			env = append(env, line)
+		}
+	}
+	manifest, err := os.ReadFile(filepath.Join(base, "daemonset.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var ds appsv1.DaemonSet
+	if err := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifest), 4096).Decode(&ds); err != nil {
+		return nil, fmt.Errorf("deploy/base/daemonset.yaml: %w", err)
+	}
+	for _, c := range ds.Spec.Template.Spec.Containers {
+		if c.Name != "readyline" {
+			continue
+		}
+		for _, v := range c.Env {
+			if v.ValueFrom == nil && !strings.Contains(v.Value, "$(") {
+				env = append(env, v.Name+"="+v.Value)
+			}
+		}
+		return env, nil
+	}
+	return nil, errors.New("deploy/base/daemonset.yaml: no container named readyline")
 }
 
 // Stop interrupts the daemon (SIGINT) and waits for it, killing it after
