@@ -475,6 +475,7 @@ func (c *Correlator) expire() []*Timeline {
 	}
 	c.lastExpire = c.clock.now
 	var out []*Timeline
+	var oldest time.Time // the first sight of the oldest start still to be derived
 	for _, uid := range c.sortedUIDs() {
 		p := c.pods[uid]
 		if p.outcome == "" && p.reportedAt.IsZero() && c.clock.now.Sub(p.since) >= c.cfg.Timeout {
@@ -482,8 +483,13 @@ func (c *Correlator) expire() []*Timeline {
 		}
 		if p.outcome != "" && (c.clock.now.Sub(p.doneStamp) >= c.cfg.Grace || c.caughtUp(p)) && !c.waitsForRuntime(p) {
 			out = append(out, c.complete(p))
+			continue
+		}
+		if p.reportedAt.IsZero() {
+			oldest = earliest(oldest, p.since)
 		}
 	}
+	c.cni.prune(c.clock.now, oldest)
 	for _, m := range []map[string]*orphanEvents{c.orphans, c.index.pending} {
 		for key, o := range m {
 			ttl := c.cfg.OrphanTTL

@@ -231,40 +231,81 @@ func (x *ownerIndex) forget(now time.Time, ttl time.Duration, known func(uid str
 	}
 }
 
-// cniBuffer keeps the CNI plugin processes of the last minute: they run on
-// the host, outside any pod, and are put in a sandbox by time (inside its
-// RunPodSandbox call) when the pod's timeline is derived.
+// cniBuffer keeps the recent CNI plugin processes: they run on the host,
+// outside any pod, and are put in a sandbox by time (inside its
+// RunPodSandbox call) when the pod's timeline is derived, which may be
+// minutes later. So a process is kept for cniKeep, and longer while a pod
+// start that was seen before it is still in progress (prune), up to cniMax
+// processes.
 type cniBuffer struct {
-	procs []*procRecord
+	procs []cniProc // in the order they were seen
 	byPID map[uint32]*procRecord
 }
 
-const cniKeep = time.Minute
+// cniProc is a CNI plugin process and when the correlator learnt of it, on
+// its clock (clock.now, which never steps).
+type cniProc struct {
+	*procRecord
+	seen time.Time
+}
+
+const (
+	cniKeep = time.Minute
+	// cniMax bounds the buffer on a node that runs sandboxes non-stop
+	// while one pod start stays in progress for its whole timeout: at
+	// 3 plugins per sandbox, over 1300 sandboxes.
+	cniMax = 4096
+)
 
 func (b *cniBuffer) record(ev event.Event, now time.Time) {
-	if b.byPID == nil {
-		b.byPID = make(map[uint32]*procRecord)
-	}
 	switch e := ev.(type) {
 	case *event.ProcessExec:
+		if b.byPID == nil {
+			b.byPID = make(map[uint32]*procRecord)
+		}
 		r := &procRecord{pid: e.PID, ppid: e.PPID, exec: e.Time, filename: e.Filename, argv: e.Argv, truncated: e.ArgvTruncated,
 			cniContainerID: e.CNIContainerID, cniCommand: e.CNICommand}
-		b.procs = append(b.procs, r)
+		b.procs = append(b.procs, cniProc{r, now})
 		b.byPID[e.PID] = r
+		if len(b.procs) > cniMax {
+			b.forget(len(b.procs) - cniMax)
+		}
 	case *event.ProcessExit:
 		if r := b.byPID[e.PID]; r != nil && r.exit.IsZero() {
 			r.exit, r.exitCode, r.signal = e.Time, exitCodeOf(e), e.Signal
 		}
 	}
-	// Forget what is older than cniKeep (the buffer is in time order).
-	i := 0
-	for i < len(b.procs) && now.Sub(b.procs[i].exec) > cniKeep {
-		if b.byPID[b.procs[i].pid] == b.procs[i] {
-			delete(b.byPID, b.procs[i].pid)
-		}
-		i++
+}
+
+// prune forgets the processes seen more than cniKeep before now and
+// before oldest, when the oldest pod start in progress was first seen
+// (zero when there is none), both on the correlator's clock: a pod's
+// sandbox is set up after its pod is seen, or, when the daemon started
+// late, shortly before.
+func (b *cniBuffer) prune(now, oldest time.Time) {
+	from := now.Add(-cniKeep)
+	if !oldest.IsZero() {
+		from = earliest(from, oldest.Add(-cniKeep))
 	}
-	b.procs = b.procs[i:]
+	n := 0
+	for n < len(b.procs) && b.procs[n].seen.Before(from) {
+		n++
+	}
+	b.forget(n)
+}
+
+// forget drops the n oldest processes. An emptied buffer gives its memory
+// back: a burst of pod starts grows it, and a quiet node keeps nothing.
+func (b *cniBuffer) forget(n int) {
+	for _, r := range b.procs[:n] {
+		if b.byPID[r.pid] == r.procRecord {
+			delete(b.byPID, r.pid)
+		}
+	}
+	b.procs = b.procs[n:]
+	if len(b.procs) == 0 {
+		b.procs, b.byPID = nil, nil
+	}
 }
 
 // forSandbox returns the CNI processes that said they set up sandbox id
@@ -273,7 +314,7 @@ func (b *cniBuffer) forSandbox(id string) []*procRecord {
 	var out []*procRecord
 	for _, r := range b.procs {
 		if r.cniContainerID == id && r.cniCommand == "ADD" {
-			out = append(out, r)
+			out = append(out, r.procRecord)
 		}
 	}
 	return out
@@ -284,7 +325,7 @@ func (b *cniBuffer) within(start, end time.Time) []*procRecord {
 	var out []*procRecord
 	for _, r := range b.procs {
 		if !r.exec.Before(start) && !r.exec.After(end) {
-			out = append(out, r)
+			out = append(out, r.procRecord)
 		}
 	}
 	return out

@@ -52,6 +52,10 @@ type podState struct {
 	procs   map[string]*containerProcs // container id -> its processes
 	calls   []*event.CRICall           // the kubelet's CRI calls for the pod
 	conns   []*event.TCPConnection     // the kubelet's TCP connections to the pod
+	// cni: the CNI plugins a derivation put in each sandbox (by cniKey),
+	// for the derivations after the correlator's buffer forgot them (a
+	// start reported at its deadline and Ready later).
+	cni map[string][]*procRecord
 
 	nprocs, maxProcs int
 }

@@ -179,12 +179,35 @@ func (d *derivation) cni(sb *Sandbox, call *event.CRICall) []Process {
 	if len(procs) == 0 && call != nil && !call.Time.IsZero() {
 		procs = d.cniWithin(call.Time, call.End)
 	}
+	key := cniKey(sb, call)
+	switch {
+	case key == "":
+	case len(procs) > 0:
+		if d.p.cni == nil {
+			d.p.cni = make(map[string][]*procRecord)
+		}
+		d.p.cni[key] = procs
+	default:
+		procs = d.p.cni[key]
+	}
 	out := make([]Process, 0, len(procs))
 	for _, r := range procs {
 		out = append(out, Process{PID: r.pid, Filename: r.filename, Argv: r.argv,
 			Exec: r.exec, Exit: r.exit, ExitCode: r.exitCode, Signal: r.signal})
 	}
 	return out
+}
+
+// cniKey names a sandbox in podState.cni: its id, or, before the runtime
+// gave one, the start of its RunPodSandbox call ("" when neither is known).
+func cniKey(sb *Sandbox, call *event.CRICall) string {
+	switch {
+	case sb.ID != "":
+		return sb.ID
+	case call != nil && !call.Time.IsZero():
+		return "call " + call.Time.Format(time.RFC3339Nano)
+	}
+	return ""
 }
 
 // cniWithin returns the CNI plugin processes that ran inside this pod's
