@@ -51,6 +51,11 @@ func (t *processTable) fork(pid, ppid uint32) event.Scope {
 	return info.helper
 }
 
+// exitedProc stands for every process outside helpers whose exit was
+// reported: all the table keeps of it is that, for the pre-6.16 second
+// report, not its program (4096 exited processes, 0.3 MiB).
+var exitedProc = &procInfo{exited: true}
+
 // exit returns what is known of the process and whether this is the first
 // report of its exit.
 func (t *processTable) exit(pid uint32) (procInfo, bool) {
@@ -58,11 +63,16 @@ func (t *processTable) exit(pid uint32) (procInfo, bool) {
 	if ok && info.exited {
 		return *info, false
 	}
-	if !ok {
-		info = &procInfo{}
-		t.put(pid, info)
+	var known procInfo
+	if ok {
+		known = *info
+		known.exited = true
 	}
-	info.exited = true
+	if known.helper != "" {
+		t.put(pid, &procInfo{helper: known.helper, exited: true})
+	} else {
+		t.put(pid, exitedProc)
+	}
 	if len(t.exited) < maxExited {
 		t.exited = append(t.exited, pid)
 	} else {
@@ -73,5 +83,5 @@ func (t *processTable) exit(pid uint32) (procInfo, bool) {
 		t.exited[t.next] = pid
 		t.next = (t.next + 1) % maxExited
 	}
-	return *info, true
+	return known, true
 }

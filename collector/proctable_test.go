@@ -15,6 +15,9 @@ func TestProcessTableReportsEachExitOnce(t *testing.T) {
 	if _, first := pt.exit(10); first {
 		t.Fatal("second exit of the same process reported as first")
 	}
+	if p := pt.procs[10]; p.filename != "" {
+		t.Errorf("an exited process still holds its program %q", p.filename)
+	}
 	// PID reuse: a new process with the same pid exits again.
 	pt.fork(10, 1)
 	if _, first := pt.exit(10); !first {
@@ -27,6 +30,10 @@ func TestProcessTableHelperChildren(t *testing.T) {
 	pt.exec(20, "/usr/bin/runc", event.ScopeRuntime)
 	if pt.fork(21, 20) != event.ScopeRuntime {
 		t.Fatal("child of a runtime helper is not a helper")
+	}
+	pt.exit(20)
+	if pt.fork(22, 20) != event.ScopeRuntime {
+		t.Fatal("child of a runtime helper reported after its exit is not a helper")
 	}
 	if pt.fork(31, 30) != "" {
 		t.Fatal("child of an unknown process is a helper")
