@@ -127,8 +127,8 @@ type Alerter struct {
 	mu      sync.Mutex
 	limiter *rate.Limiter
 	seen    map[string]struct{} // uid "/" rule
-	order   []string            // seen's keys, oldest first (a ring of RememberAlerts)
-	next    int
+	order   []string            // seen's keys in order, a ring once RememberAlerts long
+	next    int                 // the oldest key in order once it is a ring
 
 	alerts, duplicates, events, rateLimited, queueFull, failed atomic.Uint64
 }
@@ -158,8 +158,9 @@ func NewAlerter(cfg AlerterConfig, logger *slog.Logger) (*Alerter, error) {
 		logger:  logger,
 		queue:   make(chan *corev1.Event, cfg.QueueSize),
 		limiter: rate.NewLimiter(rate.Limit(cfg.EventsPerMinute/60), cfg.Burst),
-		seen:    make(map[string]struct{}, cfg.RememberAlerts),
-		order:   make([]string, cfg.RememberAlerts),
+		// seen and order grow with the alerts: a node without slow
+		// starts holds nothing (preallocated, 270 KiB).
+		seen: make(map[string]struct{}),
 	}
 	if cfg.Observer != nil {
 		for _, r := range cfg.Rules {
@@ -222,12 +223,14 @@ func (a *Alerter) remember(key string) bool {
 	if _, ok := a.seen[key]; ok {
 		return false
 	}
-	if old := a.order[a.next]; old != "" {
-		delete(a.seen, old)
+	a.seen[key] = struct{}{}
+	if len(a.order) < a.cfg.RememberAlerts {
+		a.order = append(a.order, key)
+		return true
 	}
+	delete(a.seen, a.order[a.next])
 	a.order[a.next] = key
 	a.next = (a.next + 1) % len(a.order)
-	a.seen[key] = struct{}{}
 	return true
 }
 

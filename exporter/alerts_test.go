@@ -372,6 +372,9 @@ func TestAlerterRemembersBoundedPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if quiet, _ := NewAlerter(AlerterConfig{Rules: sandboxRule}, nil); cap(quiet.order) != 0 {
+		t.Errorf("an Alerter without alerts holds a ring of %d keys, want none", cap(quiet.order))
+	}
 	for _, uid := range []string{"a", "b", "a", "c", "a"} {
 		a.Observe(withUID(slowSandbox(), uid, "pod-"+uid))
 	}
