@@ -86,12 +86,9 @@ func BenchmarkNodePodStarts(b *testing.B) {
 	loaded := processMemory(b, d.PID)
 	// Steady: what stays once the load is over (the Go runtime gives
 	// freed heap back to the kernel within minutes, the daemon the pages
-	// of its binary it is not using every minute). The accessed bits of
-	// its pages are cleared first, so that the binary's pages it used
-	// meanwhile can be told from those the kernel mapped around them.
-	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", d.PID), []byte("1"), 0); err != nil {
-		b.Logf("clear_refs: %v (the binary's pages in use are not told)", err)
-	}
+	// of its binary it is not using every minute). Which of those pages
+	// it used is not told: on x86 the pages the kernel maps around a
+	// fault are marked accessed too.
 	steady := settledMemory(b, d.PID)
 	slices.Sort(latencies)
 	p := func(q float64) time.Duration {
@@ -109,9 +106,9 @@ func BenchmarkNodePodStarts(b *testing.B) {
 	b.ReportMetric(p(0.5).Seconds(), "ready-to-queryable-p50-s")
 	b.ReportMetric(p(0.99).Seconds(), "ready-to-queryable-p99-s")
 	summary := fmt.Sprintf("bench-node: %d rounds of %d pods: %d started, %d traced (%.1f%%), %v events dropped, "+
-		"readyline CPU %.4f s per start (%.1f s in all); memory after the last round: %v; the highest in the %v after it: %v, of its binary's pages %.1f MiB used since they were last cleared or given back; Ready -> queryable p50 %v p99 %v max %v",
+		"readyline CPU %.4f s per start (%.1f s in all); memory after the last round: %v; the highest from %v to %v after it: %v; Ready -> queryable p50 %v p99 %v max %v",
 		rounds, benchPods, started, traced, 100*float64(traced)/float64(max(started, 1)), drops,
-		cpu.Seconds()/float64(max(started, 1)), cpu.Seconds(), loaded, benchSettle, steady, float64(steady.binaryUsed)/(1<<20),
+		cpu.Seconds()/float64(max(started, 1)), cpu.Seconds(), loaded, benchSettleAfter, benchSettleAfter+benchSettle, steady,
 		p(0.5).Round(time.Millisecond), p(0.99).Round(time.Millisecond), p(1).Round(time.Millisecond))
 	summary += fmt.Sprintf("; drops by source/reason since the daemon started: %v; kernel ring buffers, peak/size: %s", droppedBy(b, d), ringPeaks(b, d))
 	fmt.Println(summary)
@@ -318,10 +315,6 @@ type residentMemory struct {
 	// bpf: its BPF maps' (a ring buffer's data is mapped twice, so counted
 	// twice in RSS).
 	binary, bpf uint64
-	// binaryUsed: of binary, the pages accessed since the process's
-	// accessed bits were last cleared (/proc/PID/clear_refs); the rest
-	// were mapped around faults, or used earlier.
-	binaryUsed uint64
 	// bpfKernel: the kernel memory of the BPF maps it holds (their
 	// memlock in /proc/PID/fdinfo), charged to its memory cgroup, not to
 	// its RSS but for the mapped ring buffers.
@@ -363,23 +356,19 @@ func processMemory(tb testing.TB, pid int) residentMemory {
 		tb.Fatal(err)
 	}
 	var into *uint64 // the mapping whose lines follow
-	ofBinary := false
 	for _, line := range strings.Split(string(smaps), "\n") {
 		f := strings.Fields(line)
 		switch {
 		case len(f) >= 5 && strings.Contains(f[0], "-"):
-			into, ofBinary = nil, false
+			into = nil
 			if len(f) >= 6 && f[5] == exe {
-				into, ofBinary = &m.binary, true
+				into = &m.binary
 			} else if len(f) >= 6 && f[5] == "anon_inode:bpf-map" {
 				into = &m.bpf
 			}
 		case len(f) == 3 && f[0] == "Rss:" && into != nil:
 			kb, _ := strconv.ParseUint(f[1], 10, 64)
 			*into += kb << 10
-		case len(f) == 3 && f[0] == "Referenced:" && ofBinary:
-			kb, _ := strconv.ParseUint(f[1], 10, 64)
-			m.binaryUsed += kb << 10
 		}
 	}
 	fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fdinfo/*", pid))
@@ -499,19 +488,25 @@ func saveURL(url, file string) error {
 	return os.WriteFile(file, body, 0o644)
 }
 
-// benchSettle is how long after the load the steady memory is read, every
-// benchSettleEvery.
+// The steady memory is read every benchSettleEvery for benchSettle, from
+// benchSettleAfter after the load: by then the load's garbage is
+// collected, and the daemon has given back the pages of its binary the
+// load mapped (each minute, cmd/readyline/pages.go). What it holds right
+// after the load is reported apart.
 const (
+	benchSettleAfter = time.Minute
 	benchSettle      = 2 * time.Minute
 	benchSettleEvery = 5 * time.Second
 )
 
-// settledMemory reads pid's memory every benchSettleEvery for benchSettle
-// and returns the reading with the highest RSS: the daemon's RSS goes down
-// when it gives back pages and up as it uses them again, and steady is
-// the top of that, not a reading that happened to follow a trim.
+// settledMemory reads pid's memory every benchSettleEvery for benchSettle,
+// from benchSettleAfter on, and returns the reading with the highest RSS:
+// the daemon's RSS goes down when it gives back pages and up as it uses
+// them again, and steady is the top of that over two of those cycles, not
+// a reading that happened to follow a trim.
 func settledMemory(tb testing.TB, pid int) residentMemory {
 	tb.Helper()
+	time.Sleep(benchSettleAfter)
 	var top residentMemory
 	for end := time.Now().Add(benchSettle); time.Now().Before(end); {
 		time.Sleep(benchSettleEvery)
