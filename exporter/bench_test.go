@@ -2,7 +2,9 @@ package exporter
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"runtime"
 	"testing"
 
@@ -80,4 +82,22 @@ func BenchmarkOTLPSize(b *testing.B) {
 		n = otlpSize(spans)
 	}
 	b.ReportMetric(float64(n), "bytes/trace")
+}
+
+// BenchmarkStoreAdd: the cost of keeping a finished timeline for the API,
+// and what it holds (stored-B, against its JSON's json-B).
+func BenchmarkStoreAdd(b *testing.B) {
+	s := NewStore(StoreLimits{Timelines: 256})
+	tl := lifecycleDemo()
+	js, _ := json.Marshal(tl)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		tl := lifecycleDemo()
+		tl.Pod.UID = fmt.Sprint("uid-", i)
+		i++
+		s.Add(tl)
+	}
+	b.ReportMetric(float64(s.Bytes())/float64(s.Len()), "stored-B")
+	b.ReportMetric(float64(len(js)), "json-B")
 }

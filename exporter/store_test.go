@@ -135,9 +135,9 @@ func TestStoreConcurrent(t *testing.T) {
 // estimated size passes the byte budget, whatever the count allows; the
 // latest is kept even when it alone is over.
 func TestStoreByteBudget(t *testing.T) {
-	one := timelineSize(lifecycleDemo())
-	if b, _ := json.Marshal(lifecycleDemo()); one < int64(len(b)) || one > int64(len(b))+1 {
-		t.Fatalf("estimated size %d, want the JSON's %d (+ newline)", one, len(b))
+	one := newStoreEntry(lifecycleDemo()).size
+	if b, _ := json.Marshal(lifecycleDemo()); one <= 0 || one > int64(len(b))/2 {
+		t.Fatalf("stored size %d, want under half the JSON's %d", one, len(b))
 	}
 	s := NewStore(StoreLimits{Timelines: 100, Bytes: 3*one + one/2})
 	for i := range 10 {
@@ -165,13 +165,50 @@ func TestStoreByteBudget(t *testing.T) {
 		t.Errorf("after replacing one: %d timelines, %d bytes; want 3 and %d", s.Len(), s.Bytes(), before)
 	}
 
-	// One timeline larger than the whole budget is still kept, alone.
+	// One timeline larger than the whole budget is still kept, alone. Its
+	// reason does not compress.
 	big := lifecycleDemo()
 	big.Pod.UID, big.Pod.Name = "big", "big"
-	big.Reason = strings.Repeat("x", int(4*one))
+	var reason strings.Builder
+	for i := range 64 * one {
+		fmt.Fprintf(&reason, "%x", (i*2654435761)>>7)
+	}
+	big.Reason = reason.String()
+	size := newStoreEntry(big).size
 	s.Add(big)
-	if _, ok := s.GetUID("big"); !ok || s.Len() != 1 || s.Bytes() != timelineSize(big) {
-		t.Errorf("a timeline over the budget: stored %v, %d timelines, %d bytes; want it alone", ok, s.Len(), s.Bytes())
+	if got, ok := s.GetUID("big"); !ok || s.Len() != 1 || s.Bytes() != size || size <= 3*one+one/2 || got.Reason != big.Reason {
+		t.Errorf("a timeline over the budget: stored %v, %d timelines, %d bytes (its size %d); want it alone, whole", ok, s.Len(), s.Bytes(), size)
+	}
+}
+
+// A timeline no JSON can hold (a time past year 9999) is kept as it is and
+// counted at unknownTimelineSize.
+func TestStoreUnwritableTimeline(t *testing.T) {
+	s := NewStore(StoreLimits{})
+	tl := lifecycleDemo()
+	tl.End = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.Add(tl)
+	if got, ok := s.Get(tl.Pod.Namespace, tl.Pod.Name); !ok || got != tl || s.Bytes() != unknownTimelineSize {
+		t.Errorf("stored %v (the same timeline: %v), %d bytes; want it as it is, %d", ok, got == tl, s.Bytes(), unknownTimelineSize)
+	}
+}
+
+// Get decodes what Add stored: the timeline as it was, and a new copy
+// each time (the UI and the API may change theirs).
+func TestStoreKeepsTimelinesWhole(t *testing.T) {
+	s := NewStore(StoreLimits{})
+	for _, tl := range []*correlator.Timeline{lifecycleDemo(), initFailureNever()} {
+		s.Add(tl)
+	}
+	for _, want := range []*correlator.Timeline{lifecycleDemo(), initFailureNever()} {
+		got, ok := s.GetUID(want.Pod.UID)
+		if !ok || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: stored and decoded %v, not equal to what was added", want.Pod, ok)
+		}
+		again, _ := s.GetUID(want.Pod.UID)
+		if again == got {
+			t.Errorf("%s: Get returned the same timeline twice", want.Pod)
+		}
 	}
 }
 

@@ -62,7 +62,7 @@ func parseRunConfig(args []string, stderr io.Writer) (runConfig, error) {
 	fs.Bool(&c.pprof, "pprof", false, "also serve Go's profiles (net/http/pprof) under /debug/pprof/ on the timeline API's address, for a heap or CPU profile of the daemon")
 	fs.String(&c.record, "record", "", "also write every event the correlator sees to this file (JSON lines, for 'readyline replay')")
 	fs.Uint(&c.keep, "keep", 256, "how many recent pod starts the timeline API keeps")
-	fs.Bytes(&c.keepBytes, "keep-bytes", 32<<20, "the most memory those pod starts may hold (the length of their JSON), the oldest dropped first: a `size` in bytes, or e.g. 32Mi")
+	fs.Bytes(&c.keepBytes, "keep-bytes", 32<<20, "the most memory those pod starts may hold (their JSON, deflated, as they are kept), the oldest dropped first: a `size` in bytes, or e.g. 32Mi")
 	c.process.register(fs)
 	fs.Uint(&c.tcpRing, "tcp-ring-buffer-size", collector.DefaultTCPRingBytes,
 		"the kubelet's probe connections' kernel ring buffer size in bytes (a power of two, at least 4096); see readyline_ring_buffer_peak_bytes{source=\"tcp\"}")
