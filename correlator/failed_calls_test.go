@@ -109,17 +109,25 @@ func TestFailedCallsStuck(t *testing.T) {
 	})
 }
 
-// sandboxDiesThenRetries: the first sandbox dies at 3 s with app in it;
-// the kubelet's RunPodSandbox calls at 4 s and 6 s fail; when replaced,
-// a third call at 8.5 s makes sandbox2 and app runs again in it.
-func sandboxDiesThenRetries(t *testing.T, replaced bool) *Timeline {
-	sc := newScenario(t, "cni-broke-later", corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}})
+// sandboxedApp is a pod of one container, app, whose sandbox is made by
+// 0.8 s (RunPodSandbox from 0.3 s, its CNI plugin, pid 3100, and pause, pid
+// 100), PodReadyToStartContainers observed at 0.9 s.
+func sandboxedApp(t *testing.T, name string) *scenario {
+	sc := newScenario(t, name, corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}})
 	sc.cond(corev1.PodScheduled, 0)
 	sc.cond(corev1.PodInitialized, 0)
 	sc.update(0.05)
 	sc.sandboxCall(0.3, 0.8, sandboxID, 0, 100)
 	sc.cond(corev1.PodReadyToStartContainers, 0.9)
 	sc.update(0.9)
+	return sc
+}
+
+// sandboxDiesThenRetries: the first sandbox dies at 3 s with app in it;
+// the kubelet's RunPodSandbox calls at 4 s and 6 s fail; when replaced,
+// a third call at 8.5 s makes sandbox2 and app runs again in it.
+func sandboxDiesThenRetries(t *testing.T, replaced bool) *Timeline {
+	sc := sandboxedApp(t, "cni-broke-later")
 	sc.runIn(1.05, sandboxID, idMain, "app", 0, 1.0, 1.04, 0, 0, "")
 	sc.exec(1.05, idMain, 1100, shimPID, "sleep", "3600")
 	sc.kill(3, sandboxID, 100, 9)

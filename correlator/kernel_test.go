@@ -205,13 +205,7 @@ func TestCNIByContainerID(t *testing.T) {
 // emptied and its memory given back (a quiet node after a burst of starts
 // kept the burst's last minute of plugins, 0.5 MiB in bench-node).
 func TestCNIKeptWhileTheStartIsInProgress(t *testing.T) {
-	sc := newScenario(t, "slow-after-cni", corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}})
-	sc.cond(corev1.PodScheduled, 0)
-	sc.cond(corev1.PodInitialized, 0)
-	sc.update(0.05)
-	sc.sandboxCall(0.3, 0.8, sandboxID, 0, 100)
-	sc.cond(corev1.PodReadyToStartContainers, 0.9)
-	sc.update(0.9)
+	sc := sandboxedApp(t, "slow-after-cni")
 	// Another pod's sandbox, well past a minute on.
 	sc.cniExec(70, 70.1, 4000, "bridge")
 	sc.cniExec(80, 80.1, 4001, "bridge")

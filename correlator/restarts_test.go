@@ -36,13 +36,7 @@ const sandbox2ID = "6c0000000000000000000000000000000000000000000000000000000000
 // sandboxRecreated: the first sandbox dies at 3 s with the container in it;
 // the kubelet makes a new one at 6.5 s and starts the container again.
 func sandboxRecreated(t *testing.T, watchSawTheFall bool) *Timeline {
-	sc := newScenario(t, "resandboxed", corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}})
-	sc.cond(corev1.PodScheduled, 0)
-	sc.cond(corev1.PodInitialized, 0)
-	sc.update(0.05)
-	sc.sandboxCall(0.3, 0.8, sandboxID, 0, 100)
-	sc.cond(corev1.PodReadyToStartContainers, 0.9)
-	sc.update(0.9)
+	sc := sandboxedApp(t, "resandboxed")
 	sc.runIn(1.05, sandboxID, idMain, "app", 0, 1.0, 1.04, 0, 0, "")
 	sc.exec(1.05, idMain, 1100, shimPID, "sleep", "3600")
 	sc.kill(3, sandboxID, 100, 9)
