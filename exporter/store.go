@@ -99,7 +99,10 @@ func newStoreEntry(tl *correlator.Timeline) *storeEntry {
 	} else {
 		zw.Reset(&b)
 	}
-	defer deflaters.Put(zw)
+	defer func() {
+		zw.Reset(io.Discard) // the pooled writer must not keep b alive
+		deflaters.Put(zw)
+	}()
 	if err := json.NewEncoder(zw).Encode(tl); err != nil || zw.Close() != nil {
 		return &storeEntry{head: tl, size: unknownTimelineSize}
 	}
