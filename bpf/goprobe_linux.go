@@ -163,6 +163,25 @@ func (p *GoProbeProgram) AttachEach(exe string, pid int, probes []Probe) ([]link
 // Events is the ring buffer of call records.
 func (p *GoProbeProgram) Events() *ebpf.Map { return p.objs.GoEvents }
 
+// CallsInFlight calls f with each call the entry probe saved and no return
+// has taken yet: its key and its go_call_args, as raw bytes that f must
+// not keep. The map is read while the probes write it, so a call may be
+// missed or seen just after it returned; at most the map's size of entries
+// are read.
+func (p *GoProbeProgram) CallsInFlight(f func(key GoprobeCallKey, args []byte)) error {
+	m := p.objs.Calls
+	var key GoprobeCallKey
+	args := make([]byte, m.ValueSize())
+	it := m.Iterate()
+	for n := uint32(0); n < m.MaxEntries() && it.Next(&key, args); n++ {
+		f(key, args)
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("reading the calls in flight: %w", err)
+	}
+	return nil
+}
+
 // GoProbeCounters are the programs' counters, summed over CPUs.
 type GoProbeCounters struct {
 	Drops, Entries, Returns, ReturnsWithoutEntry uint64

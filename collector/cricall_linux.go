@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -114,6 +115,11 @@ type CRICallSource struct {
 	// emit is Run's; status what the source last said of itself.
 	emit   func(event.Event)
 	status sourceState
+
+	// inFlight is what CallsInFlight reads, for other goroutines than
+	// Run's: the methods probed and the kubelet's tgid (in the initial PID
+	// namespace, as the kernel's records have it; 0 before its first call).
+	inFlight atomic.Pointer[inFlightView]
 
 	clockOff                                               atomic.Int64
 	calls, decodeErrors, attaches, threadHops, binaryReads atomic.Uint64
@@ -250,7 +256,52 @@ func (s *CRICallSource) toEvent(r *GoCallRecord) event.Event {
 	}
 	c := &event.CRICall{Time: r.Start, End: r.End, Method: m.Method, Err: r.Err, PID: r.TGID}
 	m.fill(c, r)
+	if v := s.inFlight.Load(); v != nil && v.tgid != r.TGID {
+		s.inFlight.Store(&inFlightView{methods: v.methods, tgid: r.TGID})
+	}
 	return c
+}
+
+// inFlightView is what CallsInFlight needs of the current attachment.
+type inFlightView struct {
+	methods map[uint32]*criMethod
+	tgid    uint32
+}
+
+// maxInFlightAge bounds the age of a call in flight that CallsInFlight
+// reports: an entry whose return the probes missed (a panic in the
+// kubelet) stays in the kernel's map until it is pushed out, and the
+// kubelet bounds its runtime calls at minutes (runtimeRequestTimeout).
+const maxInFlightAge = time.Hour
+
+// CallsInFlight returns the CRI calls the probed kubelet has entered and
+// not returned from, End zero, oldest first. It reads the kernel's map of
+// calls in flight (at most CRICallConfig.MaxCallsInFlight of them) and is
+// safe for concurrent use with Run; before the kubelet is probed it
+// returns none.
+func (s *CRICallSource) CallsInFlight() ([]*event.CRICall, error) {
+	view := s.inFlight.Load()
+	if view == nil {
+		return nil, nil
+	}
+	clock := BootClock{Offset: s.clockOff.Load()}
+	now := time.Now()
+	var out []*event.CRICall
+	err := s.prog.CallsInFlight(func(key bpf.GoprobeCallKey, args []byte) {
+		m := view.methods[key.Func]
+		if m == nil || (view.tgid != 0 && key.Tgid != view.tgid) {
+			return // not probed now, or an earlier kubelet's
+		}
+		r, err := DecodeGoCallEntry(key, args, clock)
+		if err != nil || r.Start.IsZero() || now.Sub(r.Start) > maxInFlightAge {
+			return
+		}
+		c := &event.CRICall{Time: r.Start, Method: m.Method, PID: r.TGID}
+		m.fill(c, &r)
+		out = append(out, c)
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
+	return out, err
 }
 
 // rescan finds the kubelet and (re)attaches when it changed.
@@ -485,6 +536,7 @@ func (s *CRICallSource) attach(p *kubeletProcess) error {
 		s.links = links
 	}
 	s.methods = methods
+	s.inFlight.Store(&inFlightView{methods: methods})
 	s.attaches.Add(1)
 	s.logger.Info("probing the kubelet's CRI client", "pid", pid, "methods", len(methods), "probes", len(probes))
 	return nil

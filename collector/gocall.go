@@ -24,14 +24,15 @@ var (
 	offGoRet       = int(unsafe.Offsetof(bpf.GoprobeGoCallEvent{}.Ret))
 	goStrCap       = len(bpf.GoprobeGoCallEvent{}.Ret)
 	offGoArgs      = int(unsafe.Offsetof(bpf.GoprobeGoCallEvent{}.Args))
-	offArgStart    = offGoArgs + int(unsafe.Offsetof(bpf.GoprobeGoCallArgs{}.StartNs))
-	offArgEntryTid = offGoArgs + int(unsafe.Offsetof(bpf.GoprobeGoCallArgs{}.EntryTid))
-	offArgStrLen   = offGoArgs + int(unsafe.Offsetof(bpf.GoprobeGoCallArgs{}.StrLen))
-	offArgDerefLen = offGoArgs + int(unsafe.Offsetof(bpf.GoprobeGoCallArgs{}.DerefLen))
-	offArgCmdN     = offGoArgs + int(unsafe.Offsetof(bpf.GoprobeGoCallArgs{}.CmdN))
-	offArgStr      = offGoArgs + int(unsafe.Offsetof(bpf.GoprobeGoCallArgs{}.Str))
-	offArgDeref    = offGoArgs + int(unsafe.Offsetof(bpf.GoprobeGoCallArgs{}.Deref))
-	offArgCmd      = offGoArgs + int(unsafe.Offsetof(bpf.GoprobeGoCallArgs{}.Cmd))
+	offArgStart    = int(unsafe.Offsetof(bpf.GoprobeGoCallArgs{}.StartNs))
+	offArgEntryTid = int(unsafe.Offsetof(bpf.GoprobeGoCallArgs{}.EntryTid))
+	offArgStrLen   = int(unsafe.Offsetof(bpf.GoprobeGoCallArgs{}.StrLen))
+	offArgDerefLen = int(unsafe.Offsetof(bpf.GoprobeGoCallArgs{}.DerefLen))
+	offArgCmdN     = int(unsafe.Offsetof(bpf.GoprobeGoCallArgs{}.CmdN))
+	offArgStr      = int(unsafe.Offsetof(bpf.GoprobeGoCallArgs{}.Str))
+	offArgDeref    = int(unsafe.Offsetof(bpf.GoprobeGoCallArgs{}.Deref))
+	offArgCmd      = int(unsafe.Offsetof(bpf.GoprobeGoCallArgs{}.Cmd))
+	goArgsSize     = int(unsafe.Sizeof(bpf.GoprobeGoCallArgs{}))
 	goCmdArgs      = len(bpf.GoprobeGoCallArgs{}.Cmd)
 	goCmdArgCap    = len(bpf.GoprobeGoCallArgs{}.Cmd[0])
 )
@@ -74,22 +75,36 @@ func DecodeGoCall(b []byte, clock BootClock) (GoCallRecord, error) {
 	r.Goroutine = le.Uint64(b[offGoGoroutine:])
 	r.End = clock.Time(le.Uint64(b[offGoBootNs:]))
 	r.Err = b[offGoErr] != 0
-	str := func(off, lenOff int) string {
-		n := int(le.Uint32(b[lenOff:]))
-		if n > goStrCap-1 {
-			n, r.Truncated = goStrCap-1, true
-		}
-		return cString(b[off : off+n])
-	}
-	r.Ret = str(offGoRet, offGoRetLen)
+	r.Ret = goString(b, offGoRet, offGoRetLen, &r.Truncated)
 	if b[offGoHasEntry] == 0 {
 		return r, nil
 	}
+	decodeGoArgs(b[offGoArgs:], &r, clock)
+	return r, nil
+}
+
+// DecodeGoCallEntry decodes a call in flight: its key and its arguments as
+// the entry probe saved them (the goprobe's calls map), End zero. It never
+// panics, whatever the input.
+func DecodeGoCallEntry(key bpf.GoprobeCallKey, args []byte, clock BootClock) (GoCallRecord, error) {
+	r := GoCallRecord{Func: key.Func, TGID: key.Tgid, Goroutine: key.Goroutine}
+	if len(args) < goArgsSize {
+		return r, fmt.Errorf("%w: go call arguments of %d bytes, want %d", ErrShortRecord, len(args), goArgsSize)
+	}
+	decodeGoArgs(args, &r, clock)
+	r.PID = r.EntryTID
+	return r, nil
+}
+
+// decodeGoArgs fills r from a goprobe go_call_args (b is at least
+// goArgsSize bytes).
+func decodeGoArgs(b []byte, r *GoCallRecord, clock BootClock) {
+	le := binary.LittleEndian
 	r.Start = clock.Time(le.Uint64(b[offArgStart:]))
 	r.EntryTID = le.Uint32(b[offArgEntryTid:])
-	r.Str = str(offArgStr, offArgStrLen)
+	r.Str = goString(b, offArgStr, offArgStrLen, &r.Truncated)
 	for i := range r.Deref {
-		r.Deref[i] = str(offArgDeref+i*goStrCap, offArgDerefLen+4*i)
+		r.Deref[i] = goString(b, offArgDeref+i*goStrCap, offArgDerefLen+4*i, &r.Truncated)
 	}
 	n := int(le.Uint32(b[offArgCmdN:]))
 	if n > goCmdArgs {
@@ -103,5 +118,14 @@ func DecodeGoCall(b []byte, clock BootClock) (GoCallRecord, error) {
 		}
 		r.Cmd = append(r.Cmd, arg)
 	}
-	return r, nil
+}
+
+// goString reads a string of a goprobe record: its bytes at off, its full
+// Go length at lenOff (longer than the buffer: cut, and *truncated set).
+func goString(b []byte, off, lenOff int, truncated *bool) string {
+	n := int(binary.LittleEndian.Uint32(b[lenOff:]))
+	if n > goStrCap-1 {
+		n, *truncated = goStrCap-1, true
+	}
+	return cString(b[off : off+n])
 }

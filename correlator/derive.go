@@ -31,6 +31,9 @@ type deriveContext struct {
 	cni          *cniBuffer
 	sandboxCalls []sandboxCall
 	pullCalls    []pullCall
+	// snapshot: the derivation is a Snapshot's, which must leave the pod's
+	// facts as they were (the CNI plugins it remembers, sandbox.go).
+	snapshot bool
 }
 
 // containerView is a container of the timeline with the moments the

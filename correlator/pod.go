@@ -58,6 +58,8 @@ type podState struct {
 	cni map[string][]*procRecord
 
 	nprocs, maxProcs int
+	// facts counts the updates and node events taken (Timeline.Facts).
+	facts int
 }
 
 // condFact is a condition's last rise to True within the start: a
@@ -201,6 +203,7 @@ func stripRuntime(id string) string {
 
 // observe takes a pod update from the API server.
 func (p *podState) observe(e *event.PodUpdate) {
+	p.facts++
 	pod := e.Pod
 	p.pod = pod
 	defer func() { p.observed = true }()
@@ -314,6 +317,7 @@ func isInitStatus(pod *corev1.Pod, name string) bool {
 // record takes a node event (runtime or kernel) for this pod. It returns 1
 // when the event was dropped by the per-pod bound.
 func (p *podState) record(ev event.Event) uint64 {
+	p.facts++
 	p.nodeSight = earliest(p.nodeSight, sightOf(ev))
 	switch e := ev.(type) {
 	case *event.ContainerInfo:

@@ -182,6 +182,7 @@ func (d *derivation) cni(sb *Sandbox, call *event.CRICall) []Process {
 	key := cniKey(sb, call)
 	switch {
 	case key == "":
+	case len(procs) > 0 && d.ctx.snapshot:
 	case len(procs) > 0:
 		if d.p.cni == nil {
 			d.p.cni = make(map[string][]*procRecord)

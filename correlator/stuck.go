@@ -279,3 +279,68 @@ func joinNonEmpty(sep string, parts ...string) string {
 	}
 	return strings.Join(out, sep)
 }
+
+// inFlightWorth is how long a call must have run before a start is said
+// to wait on it: the kubelet's calls take milliseconds when all is well.
+const inFlightWorth = time.Second
+
+// waitingOn says what a start in progress (tl, a Snapshot's) waits on now:
+// the kubelet's calls that have run long and not returned, then what the
+// pod's status and the kubelet's events say holds it (stuckDetail); when
+// neither says anything, the step it is at.
+func (p *podState) waitingOn(tl *Timeline) string {
+	var parts []string
+	for _, f := range tl.InFlight {
+		if ran := tl.AsOf.Sub(f.Start); ran >= inFlightWorth {
+			parts = append(parts, f.describe(ran))
+		}
+	}
+	if s := p.stuckDetail(); s != "" {
+		parts = append(parts, s)
+	}
+	if len(parts) == 0 {
+		parts = append(parts, stepOf(tl))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// describe is "PullImage nginx:1.27 for app: running for 4.2s".
+func (f InFlightCall) describe(ran time.Duration) string {
+	s := f.Method.Short()
+	if f.Image != "" {
+		s += " " + f.Image
+	}
+	if f.Container != "" {
+		s += " for " + f.Container
+	}
+	return s + ": running for " + fmtDur(ran) + ", not returned yet"
+}
+
+// stepOf names the step a start in progress is at, from its timeline,
+// when nothing says more: the last of the kubelet's steps that began.
+func stepOf(tl *Timeline) string {
+	switch {
+	case tl.Sandbox == nil:
+		return "the kubelet has not asked for the pod's sandbox yet (admission, volumes)"
+	case tl.Sandbox.ID == "" && len(tl.Sandbox.FailedCalls) > 0:
+		return "the sandbox: every RunPodSandbox call so far failed"
+	}
+	for i := len(tl.Containers) - 1; i >= 0; i-- {
+		c := &tl.Containers[i]
+		if len(c.Attempts) == 0 {
+			continue
+		}
+		a := &c.Attempts[len(c.Attempts)-1]
+		name := c.Name
+		if c.Kind != KindMain {
+			name = string(c.Kind) + " container " + c.Name
+		}
+		switch {
+		case a.Finished.IsZero() && (a.Process == nil || a.Process.Exit.IsZero()):
+			return name + ": running"
+		default:
+			return name + ": exited"
+		}
+	}
+	return "the sandbox is ready; no container created yet"
+}

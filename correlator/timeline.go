@@ -24,6 +24,10 @@ const (
 	// OutcomeTimeout: not Ready within the configured time. With Partial
 	// set, the start goes on and a later timeline completes it.
 	OutcomeTimeout Outcome = "timeout"
+	// OutcomeStarting: the start is still in progress. Only a Snapshot has
+	// it: derived by the same rules as of AsOf (its End), open bars drawn
+	// to then; no trace is exported for it.
+	OutcomeStarting Outcome = "starting"
 )
 
 // PodRef identifies a pod.
@@ -75,6 +79,22 @@ type Timeline struct {
 	// ReportedAt is when a partial timeline of this start was reported (its
 	// End); zero when none was. What came before it has been told already.
 	ReportedAt time.Time `json:"reported_at,omitzero"`
+	// AsOf is set on a Snapshot of a start in progress (OutcomeStarting):
+	// the moment it was derived for, also its End.
+	AsOf time.Time `json:"as_of,omitzero"`
+	// Waiting says, in the kubelet's and the runtime's own words where
+	// they gave any, what the start waits on: for a start in progress, now;
+	// for one that ended other than Ready, what it waited on last.
+	// Empty for a start that reached Ready.
+	Waiting string `json:"waiting,omitempty"`
+	// Facts counts the facts a start in progress has taken so far (pod
+	// updates, node events): a client that follows it redraws when this
+	// grows. Only a Snapshot has it.
+	Facts int `json:"facts,omitempty"`
+	// InFlight are the kubelet's CRI calls for the pod that had entered
+	// and not returned as of AsOf (a long PullImage, a RunPodSandbox hung in
+	// CNI): only a Snapshot has them, each drawn open to AsOf.
+	InFlight []InFlightCall `json:"in_flight,omitempty"`
 	// TraceParent is the pod's tracing.k8s.io/traceparent annotation
 	// (TraceParentAnnotation) in the latest pod object seen, unvalidated,
 	// at most MaxTraceParent bytes; empty when the pod has none.
@@ -257,6 +277,17 @@ func (sb *Sandbox) Begin() time.Time {
 		t = earliest(t, c.Start)
 	}
 	return t
+}
+
+// InFlightCall is a CRI call of the kubelet that had not returned when a
+// Snapshot was taken: how long it had run so far is AsOf - Start.
+type InFlightCall struct {
+	Method event.CRIMethod `json:"method"`
+	Start  time.Time       `json:"start"`
+	// Container is the container the call is for, when it names one (by
+	// name, or through its id); Image the image a PullImage pulls.
+	Container string `json:"container,omitempty"`
+	Image     string `json:"image,omitempty"`
 }
 
 // CRICall is one call of the kubelet's CRI client, timed in the kernel.

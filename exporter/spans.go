@@ -739,7 +739,7 @@ func joinNonEmpty(sep string, parts ...string) string {
 func (b *spanBuilder) containerAttempts(ctx context.Context, c *correlator.Container, last map[string]openSpan) {
 	for ai := range c.Attempts {
 		a := &c.Attempts[ai]
-		start, end, ok := attemptBounds(a)
+		start, end, ok := attemptBounds(a, time.Time{})
 		if !ok {
 			continue
 		}
@@ -1105,23 +1105,45 @@ func visitAttemptTimes(a *correlator.ContainerAttempt, g func(...time.Time)) {
 }
 
 // attemptBounds returns the interval of a container attempt: from its first
-// known moment (normally the runtime's creation) to its last one (exit,
-// readiness, the last probe attempt). ok is false when nothing is known.
-func attemptBounds(a *correlator.ContainerAttempt) (start, end time.Time, ok bool) {
+// known moment (normally the runtime's creation) to its end, when it ended
+// (attemptEnd), else to its last known moment (readiness, the last probe
+// attempt) or, when until is not zero (a start in progress), until. A call
+// or probe that began after the end (the kubelet's StopContainer and
+// RemoveContainer of a dead container, which may come long after) is no
+// part of its run. ok is false when nothing is known.
+func attemptBounds(a *correlator.ContainerAttempt, until time.Time) (start, end time.Time, ok bool) {
+	exit := attemptEnd(a)
 	visitAttemptTimes(a, func(ts ...time.Time) {
-		for _, t := range ts {
+		for i, t := range ts {
 			if t.IsZero() {
 				continue
 			}
 			if start.IsZero() || t.Before(start) {
 				start = t
 			}
+			if !exit.IsZero() && (t.After(exit) || (i > 0 && ts[0].After(exit))) {
+				continue // after the end, or the end of something begun after it
+			}
 			if end.IsZero() || t.After(end) {
 				end = t
 			}
 		}
 	})
+	if exit.IsZero() && !until.IsZero() && until.After(end) {
+		end = until
+	}
 	return start, end, !start.IsZero()
+}
+
+// attemptEnd is when an attempt ended: the later of its entrypoint's exit
+// (the kernel's) and its Finished (the runtime's finish, stamped as it
+// reaps the container; without it the exit, or the API's report); zero
+// while it runs.
+func attemptEnd(a *correlator.ContainerAttempt) time.Time {
+	if exit := attemptExit(a); exit.After(a.Finished) {
+		return exit
+	}
+	return a.Finished
 }
 
 // attemptExit is when the attempt's entrypoint ended: the kernel's exit,

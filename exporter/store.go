@@ -58,6 +58,7 @@ type Store struct {
 	order  *list.List               // of *storeEntry, oldest first
 	byUID  map[string]*list.Element // pod UID -> element
 	byName map[string]string        // namespace/name -> UID of the latest start
+	live   LiveStarts               // the starts in progress (SetLive); nil: none
 }
 
 // storeEntry is a stored timeline: head, its fields the lists and the
@@ -256,6 +257,19 @@ func (s *Store) List() []TimelineSummary {
 	return out
 }
 
+// listAll is List with the starts in progress first, newest first (a
+// start reported at its deadline and still in progress is listed once, as
+// in progress).
+func (s *Store) listAll(ctx context.Context) []TimelineSummary {
+	out, live := s.inProgress(ctx)
+	for _, st := range s.List() {
+		if !live[st.UID] {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
 // timelineList is the body of GET /api/v1/timelines.
 type timelineList struct {
 	Timelines []TimelineSummary `json:"timelines"`
@@ -273,21 +287,21 @@ func (s *Store) Handler(logger *slog.Logger) http.Handler {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/timelines", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, logger, timelineList{Timelines: s.List()})
+		writeJSON(w, logger, timelineList{Timelines: s.listAll(r.Context())})
 	})
 	mux.HandleFunc("GET /api/v1/timelines/{namespace}/{name}", func(w http.ResponseWriter, r *http.Request) {
 		ns, name := r.PathValue("namespace"), r.PathValue("name")
-		tl, ok := s.Get(ns, name)
-		if uid := r.URL.Query().Get("uid"); uid != "" && (!ok || tl.Pod.UID != uid) {
-			// The pod of that name now, not an earlier one: a start the
-			// store still keeps, or none.
-			tl, ok = s.GetUID(uid)
-			ok = ok && tl.Pod.Namespace == ns && tl.Pod.Name == name
-		}
-		if !ok {
+		// With uid: the pod of that name now, not an earlier one.
+		tl, err := s.Find(r.Context(), ns, name, r.URL.Query().Get("uid"))
+		switch {
+		case errors.Is(err, ErrNotFound):
 			logger.Debug("no timeline for pod", "namespace", ns, "pod", name)
-			http.Error(w, fmt.Sprintf("no timeline for pod %s/%s (this daemon keeps the last %d pod starts on its node, at most %d MiB of them)",
+			http.Error(w, fmt.Sprintf("no start of pod %s/%s in progress or kept (this daemon keeps the last %d pod starts on its node, at most %d MiB of them)",
 				ns, name, s.limits.Timelines, s.limits.Bytes>>20), http.StatusNotFound)
+			return
+		case err != nil:
+			logger.Debug("no timeline for pod", "namespace", ns, "pod", name, "error", err)
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		writeJSON(w, logger, tl)

@@ -2,6 +2,8 @@ package exporter
 
 import (
 	"cmp"
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -39,15 +41,15 @@ func (s *Store) UIHandler(logger *slog.Logger) http.Handler {
 		http.Redirect(w, r, "ui/", http.StatusMovedPermanently)
 	})
 	mux.HandleFunc("GET /ui/{$}", func(w http.ResponseWriter, r *http.Request) {
-		v := s.listView()
+		v := s.listView(r.Context())
 		writePage(w, logger, http.StatusOK, "list", func(p *htmlWriter) { writeListPage(p, &v) })
 	})
 	mux.HandleFunc("GET /ui/pods/{namespace}/{name}", func(w http.ResponseWriter, r *http.Request) {
 		ns, name := r.PathValue("namespace"), r.PathValue("name")
-		tl, ok := s.Get(ns, name)
-		if !ok {
-			logger.Debug("no timeline for pod", "namespace", ns, "pod", name)
-			v := notFoundView{Back: "../../", What: cut(ns+"/"+name, maxHeadingRunes), Why: s.notFoundWhy()}
+		tl, err := s.Find(r.Context(), ns, name, "")
+		if err != nil {
+			logger.Debug("no timeline for pod", "namespace", ns, "pod", name, "error", err)
+			v := notFoundView{Back: "../../", What: cut(ns+"/"+name, maxHeadingRunes), Why: s.notFoundWhy(err)}
 			writePage(w, logger, http.StatusNotFound, "not found", func(p *htmlWriter) { writeNotFoundPage(p, &v) })
 			return
 		}
@@ -60,7 +62,7 @@ func (s *Store) UIHandler(logger *slog.Logger) http.Handler {
 		tl, ok := s.GetUID(uid)
 		if !ok {
 			logger.Debug("no timeline for pod uid", "uid", uid)
-			v := notFoundView{Back: "../", What: cut("uid "+uid, maxHeadingRunes), Why: s.notFoundWhy()}
+			v := notFoundView{Back: "../", What: cut("uid "+uid, maxHeadingRunes), Why: s.notFoundWhy(ErrNotFound)}
 			writePage(w, logger, http.StatusNotFound, "not found", func(p *htmlWriter) { writeNotFoundPage(p, &v) })
 			return
 		}
@@ -70,10 +72,12 @@ func (s *Store) UIHandler(logger *slog.Logger) http.Handler {
 	return mux
 }
 
-func (s *Store) notFoundWhy() string {
-	return fmt.Sprintf("This daemon keeps the last %d pod starts on its node (at most %d MiB of them), "+
-		"each once it is Ready, has failed, was deleted or reached the start timeout: "+
-		"a pod still starting, one of another node or one started long ago is not here.",
+func (s *Store) notFoundWhy(err error) string {
+	if !errors.Is(err, ErrNotFound) {
+		return err.Error()
+	}
+	return fmt.Sprintf("This daemon shows the pod starts in progress on its node and keeps the last %d that ended (at most %d MiB of them): "+
+		"a pod of another node, or one started long ago, is not here.",
 		s.limits.Timelines, s.limits.Bytes>>20)
 }
 
@@ -105,7 +109,8 @@ type startView struct {
 // listView lists the stored starts by creation, newest first. A start
 // links to its pod's page when it is the start that page shows (the
 // latest of that name), else to its UID's page.
-func (s *Store) listView() listView {
+func (s *Store) listView(ctx context.Context) listView {
+	starting, _ := s.inProgress(ctx)
 	s.mu.RLock()
 	tls := make([]*correlator.Timeline, 0, s.order.Len())
 	for el := s.order.Back(); el != nil; el = el.Prev() {
@@ -117,8 +122,20 @@ func (s *Store) listView() listView {
 	}
 	s.mu.RUnlock()
 	slices.SortStableFunc(tls, func(a, b *correlator.Timeline) int { return cmp.Compare(b.Start.UnixNano(), a.Start.UnixNano()) })
-	v := listView{Limit: s.limits.Timelines, Starts: make([]startView, 0, len(tls))}
+	v := listView{Limit: s.limits.Timelines, Starts: make([]startView, 0, len(starting)+len(tls))}
+	live := make(map[string]bool, len(starting))
+	for _, st := range starting {
+		live[st.UID] = true
+		v.Starts = append(v.Starts, startView{
+			Pod: cut(st.Namespace+"/"+st.Name, maxHeadingRunes), Href: "pods/" + url.PathEscape(st.Namespace) + "/" + url.PathEscape(st.Name),
+			UID: st.UID, Outcome: st.Outcome, Result: string(st.Outcome), Took: fmtSeconds(st.End.Sub(st.Start)),
+			Created: st.Start.UTC().Format(time.RFC3339),
+		})
+	}
 	for _, tl := range tls {
+		if live[tl.Pod.UID] {
+			continue
+		}
 		href := "uid/" + url.PathEscape(tl.Pod.UID)
 		if latest[tl.Pod.String()] == tl.Pod.UID {
 			href = "pods/" + url.PathEscape(tl.Pod.Namespace) + "/" + url.PathEscape(tl.Pod.Name)

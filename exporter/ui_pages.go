@@ -65,6 +65,11 @@ func writePodPage(w *htmlWriter, v *podView) {
 		w.text(v.Reason)
 		w.raw("</p>\n")
 	}
+	if v.Waiting != "" {
+		w.raw(`<p class="reason waiting"><strong>waiting:</strong> `)
+		w.text(v.Waiting)
+		w.raw("</p>\n")
+	}
 
 	w.raw(`<p class="meta">`)
 	for _, m := range v.Meta {
@@ -483,12 +488,13 @@ h2 { font-size: 15px; margin: 22px 0 6px; }
 .outcome { display: inline-block; margin-left: 10px; padding: 1px 10px; border-radius: 11px; font-size: 15px; font-weight: 600; vertical-align: 2px; }
 .outcome.ready { background: #d3f9d8; color: #1b6e2d; }
 .outcome.failed, .outcome.timeout { background: #ffe3e3; color: #a61e1e; }
-.outcome.partial { background: #fff3bf; color: #8a5a00; }
+.outcome.partial, .outcome.starting { background: #fff3bf; color: #8a5a00; }
 .outcome.deleted { background: #e9ecef; color: #495057; }
 .meta { color: var(--muted); font-size: 13px; margin: 2px 0; }
 .meta span + span::before { content: "·"; margin: 0 8px; color: #adb5bd; }
 .mono, code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "DejaVu Sans Mono", monospace; font-size: 12.5px; }
 .reason { margin: 8px 0; padding: 6px 10px; border-left: 3px solid #e03131; background: #fff5f5; overflow-wrap: anywhere; }
+.reason.waiting { border-left-color: #f59f00; background: #fff9db; }
 .unseen { margin: 12px 0; padding: 8px 12px; border: 1px solid #ffd43b; background: #fff9db; border-radius: 4px; max-width: 1320px; }
 .unseen h2 { margin: 0 0 4px; font-size: 14px; }
 .unseen ul { margin: 0; padding-left: 20px; }
@@ -512,7 +518,7 @@ table.starts td.reason-cell { color: var(--muted); max-width: 480px; overflow-wr
 .badge { display: inline-block; padding: 0 8px; border-radius: 9px; font-size: 12px; font-weight: 600; }
 .badge.ready { background: #d3f9d8; color: #1b6e2d; }
 .badge.failed, .badge.timeout { background: #ffe3e3; color: #a61e1e; }
-.badge.partial { background: #fff3bf; color: #8a5a00; }
+.badge.partial, .badge.starting { background: #fff3bf; color: #8a5a00; }
 .badge.deleted { background: #e9ecef; color: #495057; }
 .empty { color: var(--muted); }
 `

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"fmt"
 	"go/parser"
@@ -199,19 +200,19 @@ func TestUIMatchesTemplate(t *testing.T) {
 		}
 		one := NewStore(StoreLimits{})
 		one.Add(tl)
-		lv := one.listView()
+		lv := one.listView(context.Background())
 		requireSamePage(t, fx.name, &lv)
 		s.Add(tl)
 	}
-	lv := s.listView()
+	lv := s.listView(context.Background())
 	if len(lv.Starts) < 20 {
 		t.Fatalf("the store lists %d starts", len(lv.Starts))
 	}
 	requireSamePage(t, "all the timelines", &lv)
-	empty := NewStore(StoreLimits{}).listView()
+	empty := NewStore(StoreLimits{}).listView(context.Background())
 	requireSamePage(t, "no timeline", &empty)
 	for _, what := range []string{"nowhere/nothing", "uid nope", "ns/" + strings.Repeat("n", 253)} {
-		v := notFoundView{Back: "../../", What: cut(what, maxHeadingRunes), Why: s.notFoundWhy()}
+		v := notFoundView{Back: "../../", What: cut(what, maxHeadingRunes), Why: s.notFoundWhy(ErrNotFound)}
 		requireSamePage(t, what, &v)
 	}
 }
@@ -378,7 +379,7 @@ func TestUIMatchesTemplateHostile(t *testing.T) {
 			requireSamePage(t, what+", every field", plantedView(&v, &planter{views: true, str: str, take: yes, num: num}))
 			store.Add(tl)
 		}
-		lv := store.listView()
+		lv := store.listView(context.Background())
 		requireSamePage(t, fmt.Sprintf("list, round %d", round), &lv)
 		requireSamePage(t, fmt.Sprintf("list, round %d, every field", round), plantedView(&lv, &planter{views: true, str: str, take: yes, num: num}))
 		nf := notFoundView{Back: str(), What: cut(str(), maxHeadingRunes), Why: str()}
@@ -444,7 +445,7 @@ func TestUIHandlerPagesMatchTemplate(t *testing.T) {
 		}
 	}
 	status, body := get("/ui/")
-	lv := s.listView()
+	lv := s.listView(context.Background())
 	same("the list", status, http.StatusOK, body, &lv)
 	for _, tl := range tls {
 		if tl.Pod.Namespace == "" || strings.ContainsAny(tl.Pod.Namespace+tl.Pod.Name, "/\x00") {
@@ -461,10 +462,10 @@ func TestUIHandlerPagesMatchTemplate(t *testing.T) {
 		same(tl.Pod.UID, status, http.StatusOK, body, &v)
 	}
 	status, body = get("/ui/pods/nowhere/" + url.PathEscape(`<b>"x'&+`))
-	nf := notFoundView{Back: "../../", What: cut(`nowhere/<b>"x'&+`, maxHeadingRunes), Why: s.notFoundWhy()}
+	nf := notFoundView{Back: "../../", What: cut(`nowhere/<b>"x'&+`, maxHeadingRunes), Why: s.notFoundWhy(ErrNotFound)}
 	same("a pod not stored", status, http.StatusNotFound, body, &nf)
 	status, body = get("/ui/uid/" + url.PathEscape(`<b>"x'&+`))
-	nf = notFoundView{Back: "../", What: cut(`uid <b>"x'&+`, maxHeadingRunes), Why: s.notFoundWhy()}
+	nf = notFoundView{Back: "../", What: cut(`uid <b>"x'&+`, maxHeadingRunes), Why: s.notFoundWhy(ErrNotFound)}
 	same("a uid not stored", status, http.StatusNotFound, body, &nf)
 }
 
@@ -512,7 +513,7 @@ func FuzzUIMatchesTemplate(f *testing.F) {
 		case 2, 3:
 			s := NewStore(StoreLimits{})
 			s.Add(tl)
-			lv := s.listView()
+			lv := s.listView(context.Background())
 			if bits%5 == 2 {
 				requireSamePage(t, fx.name+", list", &lv)
 			} else {

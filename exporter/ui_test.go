@@ -563,7 +563,7 @@ func TestUIPagesOfTheStore(t *testing.T) {
 	if h1 := textOf(findFirst(doc, func(n *html.Node) bool { return n.Data == "h1" })); h1 != "No pod start of nowhere/nothing here" {
 		t.Errorf("404 heading %q", h1)
 	}
-	if p := textOf(findFirst(doc, tagClass("p", "notfound"))); !strings.Contains(p, "keeps the last 500 pod starts") {
+	if p := textOf(findFirst(doc, tagClass("p", "notfound"))); !strings.Contains(p, "keeps the last 500 that ended") {
 		t.Errorf("404 says %q", p)
 	}
 	if resp, _, _ := getPage(t, srv.URL+"/ui/uid/nope"); resp.StatusCode != http.StatusNotFound {

@@ -101,6 +101,9 @@ func (wf *waterfall) header(w *bufio.Writer) {
 	if tl.Reason != "" {
 		writeWrapped(w, "  reason: ", tl.Reason, wf.width)
 	}
+	if tl.Waiting != "" {
+		writeWrapped(w, "  waiting: ", tl.Waiting, wf.width)
+	}
 	if meta := wf.meta(); len(meta) > 0 {
 		writeItems(w, "  ", meta, "  ", wf.width)
 	}

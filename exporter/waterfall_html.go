@@ -69,6 +69,7 @@ type podView struct {
 	Outcome  string
 	Result   string // ready, failed, timeout, deleted, partial: a CSS class
 	Reason   string
+	Waiting  string
 	Meta     []string
 	Trace    string
 	Notes    []noteView
@@ -208,6 +209,7 @@ func newPodView(tl *correlator.Timeline, back, api string) podView {
 		Outcome:  wc.outcome(),
 		Result:   string(tl.Outcome),
 		Reason:   tl.Reason,
+		Waiting:  tl.Waiting,
 		Meta:     wc.meta(),
 		Insights: tl.Insights,
 	}

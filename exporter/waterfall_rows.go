@@ -210,6 +210,7 @@ func (wc *waterfallChart) collect() {
 	}
 	containersOf(correlator.KindInit, correlator.KindSidecar, correlator.KindMain)
 
+	wc.inFlight()
 	if len(tl.Conditions) > 0 {
 		wc.emit(wrow{kind: rowSection, label: "conditions", name: "conditions"})
 		for i := range tl.Conditions {
@@ -346,7 +347,7 @@ func (wc *waterfallChart) container(c *correlator.Container, depth int) {
 	}
 	for ai := range c.Attempts {
 		a := &c.Attempts[ai]
-		start, end, ok := attemptBounds(a)
+		start, end, ok := attemptBounds(a, wc.tl.AsOf)
 		label, failed := name, true
 		if a.Attempt > 0 {
 			label += fmt.Sprintf(" #%d", a.Attempt)
@@ -437,6 +438,25 @@ func (wc *waterfallChart) call(depth int, owner string, call correlator.CRICall)
 	}
 	wc.emit(wrow{kind: rowCall, depth: depth, label: label, name: method, container: owner, start: call.Start, end: call.End,
 		took: fmtSeconds(call.End.Sub(call.Start)), style: styleFull, failed: call.Err, detail: string(call.Method)})
+}
+
+// inFlight draws the kubelet's calls that had not returned when a start in
+// progress was derived, open to then.
+func (wc *waterfallChart) inFlight() {
+	tl := wc.tl
+	for _, f := range tl.InFlight {
+		method := f.Method.Short()
+		label := method + " (in flight)"
+		detail := string(f.Method)
+		switch {
+		case f.Image != "":
+			label, detail = method+" "+f.Image+" (in flight)", detail+" "+f.Image
+		case f.Container != "":
+			label, detail = method+" "+f.Container+" (in flight)", detail+" for "+f.Container
+		}
+		wc.emit(wrow{kind: rowCall, label: label, name: method, start: f.Start, end: tl.AsOf,
+			took: fmtSeconds(tl.AsOf.Sub(f.Start)), open: true, style: styleFull, detail: detail})
+	}
 }
 
 // containerFacts draws what belongs to a container rather than to one of
@@ -555,6 +575,8 @@ func (wc *waterfallChart) outcome() string {
 		return "TIMED OUT after " + fmtSeconds(d)
 	case correlator.OutcomeDeleted:
 		return "deleted after " + fmtSeconds(d)
+	case correlator.OutcomeStarting:
+		return "STARTING for " + fmtSeconds(d) + " (as of " + tl.AsOf.UTC().Format("15:04:05Z") + ")"
 	default:
 		return string(tl.Outcome) + " after " + fmtSeconds(d)
 	}

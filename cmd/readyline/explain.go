@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter"
 )
 
@@ -23,6 +25,7 @@ type explainConfig struct {
 	namespace string
 	name      string // empty: list the pod starts the daemon keeps
 	uid       string // not empty: only that pod's start
+	watch     bool
 }
 
 func parseExplainConfig(args []string, stderr io.Writer) (explainConfig, error) {
@@ -32,6 +35,7 @@ func parseExplainConfig(args []string, stderr io.Writer) (explainConfig, error) 
 	fs.Uint(&c.width, "width", 100, "width of the waterfall in columns")
 	fs.String(&c.uid, "uid", "", "only the start of the pod with this UID (not an earlier pod of the same name)")
 	fs.Bool(&c.json, "json", false, "print the timeline (or the list) as JSON, as the daemon's API serves it")
+	fs.Bool(&c.watch, "watch", false, "for a start in progress: draw it again each time it takes a new fact (at least every 10 s), until it ends")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: readyline explain [flags] [NAMESPACE/]POD\n\nPrints the waterfall of a recent pod start on this node, from the running daemon.\nWithout a pod, lists the pod starts the daemon keeps.")
 		fs.PrintDefaults()
@@ -57,6 +61,10 @@ func parseExplainConfig(args []string, stderr io.Writer) (explainConfig, error) 
 		fs.Usage()
 		return c, errUsage
 	}
+	if c.watch && c.name == "" {
+		fmt.Fprintln(fs.Output(), "--watch follows one pod's start: name the pod")
+		return c, errUsage
+	}
 	return c, nil
 }
 
@@ -69,6 +77,9 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	base := cfg.apiAddr
 	if !strings.Contains(base, "://") {
 		base = "http://" + base
+	}
+	if cfg.watch {
+		return watchStart(ctx, cfg, base, stdout)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -88,21 +99,101 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		return tw.Flush()
 	}
+	tl, err := fetchStart(ctx, cfg, base)
+	if err != nil {
+		return err
+	}
+	if cfg.json {
+		return writeIndentedJSON(stdout, tl)
+	}
+	return printWaterfall(stdout, tl, int(cfg.width))
+}
+
+// fetchStart asks the daemon for the pod's start, in progress or kept.
+func fetchStart(ctx context.Context, cfg explainConfig, base string) (*correlator.Timeline, error) {
 	tl, err := exporter.FetchTimelineUID(ctx, base, cfg.namespace, cfg.name, cfg.uid)
 	if errors.Is(err, exporter.ErrNotFound) {
 		which := cfg.namespace + "/" + cfg.name
 		if cfg.uid != "" {
 			which += " (uid " + cfg.uid + ")"
 		}
-		return fmt.Errorf("no recent start of %s on this node (the daemon keeps the last --keep pod starts; 'readyline explain' lists them)", which)
+		return nil, fmt.Errorf("no recent start of %s on this node (none in progress, and the daemon keeps the last --keep pod starts that ended; 'readyline explain' lists them)", which)
 	}
 	if err != nil {
-		return fmt.Errorf("asking the daemon at %s: %w", cfg.apiAddr, err)
+		return nil, fmt.Errorf("asking the daemon at %s: %w", cfg.apiAddr, err)
+	}
+	return tl, nil
+}
+
+// watchEvery is how often --watch asks; watchRedraw the longest it goes
+// without drawing a start in progress again, new facts or not.
+const (
+	watchEvery  = time.Second
+	watchRedraw = 10 * time.Second
+)
+
+// watchStart draws the pod's start, and again each time it took new facts
+// (Timeline.Facts), until it ends or ctx does: one waterfall after the
+// other, separated by a blank line (or the screen cleared first, on a
+// terminal), the last one the start as it ended. A daemon that does not
+// answer a round is asked again the next one, for at most a minute.
+func watchStart(ctx context.Context, cfg explainConfig, base string, stdout io.Writer) error {
+	clear := isTerminal(stdout)
+	var last *correlator.Timeline
+	var drawn time.Time
+	failing := time.Time{}
+	t := time.NewTicker(watchEvery)
+	defer t.Stop()
+	for {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		tl, err := fetchStart(actx, cfg, base)
+		cancel()
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil // Ctrl-C
+		case err != nil && last == nil:
+			return err
+		case err != nil:
+			if failing.IsZero() {
+				failing = time.Now()
+			}
+			if time.Since(failing) > time.Minute {
+				return err
+			}
+		default:
+			failing = time.Time{}
+			done := tl.Outcome != correlator.OutcomeStarting
+			if last == nil || done || tl.Facts != last.Facts || tl.Pod.UID != last.Pod.UID || time.Since(drawn) >= watchRedraw {
+				if err := drawAgain(stdout, tl, cfg, clear, last != nil); err != nil {
+					return err
+				}
+				last, drawn = tl, time.Now()
+			}
+			if done {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// drawAgain draws tl after an earlier drawing: below it, or on a cleared
+// terminal.
+func drawAgain(w io.Writer, tl *correlator.Timeline, cfg explainConfig, clear, again bool) error {
+	switch {
+	case again && clear:
+		io.WriteString(w, "\x1b[H\x1b[2J")
+	case again:
+		io.WriteString(w, "\n")
 	}
 	if cfg.json {
-		return writeIndentedJSON(stdout, tl)
+		return writeIndentedJSON(w, tl)
 	}
-	return printWaterfall(stdout, tl, int(cfg.width))
+	return printWaterfall(w, tl, int(cfg.width))
 }
 
 // timelineList is the body of the daemon's GET /api/v1/timelines, which
@@ -132,4 +223,15 @@ func secondsDuration(s float64) time.Duration {
 		return math.MinInt64
 	}
 	return time.Duration(s * float64(time.Second))
+}
+
+// isTerminal reports whether w is a character device (a terminal), where
+// --watch clears the screen between drawings rather than appending them.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -116,6 +116,7 @@ type daemon struct {
 	rec     *event.Writer
 	recFile *os.File
 	losses  *lossCounter // the sources' drops, polled every second; nil in tests
+	live    *liveStarts  // the API's questions about starts in progress
 
 	mu      sync.Mutex
 	healthy error // nil while the correlator loop runs
@@ -221,6 +222,12 @@ func (d *daemon) run(ctx context.Context) error {
 		d.logger.Warn("httpGet/tcpSocket probe attempts are not traced: the kernel refused the TCP program; they are inferred from the API's status flips", "error", err)
 	}
 	d.watchSources(procs, cri, pods, calls, tcp)
+	var inFlight func() ([]*event.CRICall, error)
+	if calls != nil {
+		inFlight = calls.CallsInFlight
+	}
+	d.live = newLiveStarts(inFlight)
+	d.store.SetLive(d.live)
 
 	err = d.pipeline(ctx, cancel, func(ctx context.Context, g *group) {
 		g.Go(ctx, "process source", func(ctx context.Context) error {
@@ -441,6 +448,9 @@ func (d *daemon) correlate(ctx context.Context) {
 				handle(t)
 			}
 			handle(ev)
+		case req := <-d.live.pending():
+			handle(clock.Tick()) // as of now, not the last second's tick
+			req.answer(c)
 		case <-tick.C:
 			handle(clock.Tick())
 			d.losses.poll(d.metrics.AddDropped)
