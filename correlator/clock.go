@@ -283,6 +283,15 @@ func (k *clock) normalize(ev event.Event) event.Event {
 		c := *e
 		c.Time = k.baseNow(e.Time)
 		return &c
+	case *event.PodEvents:
+		c := *e
+		c.Time = k.baseNow(e.Time)
+		c.Events = make([]event.PodEvent, len(e.Events))
+		for i, pe := range e.Events {
+			pe.First, pe.Last = k.base(pe.First), k.base(pe.Last)
+			c.Events[i] = pe
+		}
+		return &c
 	case *event.PodUpdate:
 		c := *e
 		c.Time = k.baseNow(e.Time)

@@ -23,6 +23,7 @@ func (d *derivation) containers(final *Sandbox) []Container {
 			out[i].Waiting = append([]WaitingReason(nil), w.list...)
 			out[i].WaitingOmitted = w.omitted
 		}
+		out[i].Events = p.events.of(e.name)
 		v := &containerView{entry: e, out: &out[i]}
 		d.views = append(d.views, v)
 		for _, id := range d.sortAttempts(byName[e.name]) {
@@ -41,7 +42,7 @@ func (d *derivation) containers(final *Sandbox) []Container {
 		for j := range v.out.Attempts {
 			a := &v.out.Attempts[j]
 			d.completeProbes(v.entry, a)
-			a.KilledBy = killedBy(v.entry, a) // its probes all known now
+			a.KilledBy = d.killedBy(v.entry, a) // its probes and hook all known now
 		}
 		backOffs(v.out.Attempts)
 		d.milestones(v, final)
@@ -191,18 +192,23 @@ func (d *derivation) attempt(e specEntry, id string) ContainerAttempt {
 }
 
 // killedBy tells whether the kubelet killed an attempt for its liveness or
-// startup probe: the attempt ended by a signal (or a shell's 128+signal)
-// right after failureThreshold failures of that probe in a row, the
-// prober's condition for a Failure result (prober/worker.go) on which
-// computePodActions kills the container.
-func killedBy(e specEntry, a *ContainerAttempt) ProbeKind {
-	end := a.Finished
-	if a.Process != nil && !a.Process.Exit.IsZero() {
-		end = a.Process.Exit
+// startup probe, or its postStart hook (ContainerAttempt.KilledBy). The
+// kill is the kubelet's StopContainer call for the attempt, or its Killing
+// event, when the pod was not being deleted then; without either, a signal
+// (or a shell's 128+signal) exit. It is for a probe when failureThreshold
+// attempts of it in a row failed just before (the prober's condition for a
+// Failure result, prober/worker.go, on which computePodActions kills), for
+// the hook when the hook failed before it.
+func (d *derivation) killedBy(e specEntry, a *ContainerAttempt) ProbeKind {
+	if k := d.p.events.killing(e.name, firstCreated([]ContainerAttempt{*a}), attemptEnd(a)); k != "" {
+		return k // the kubelet said why
 	}
-	signalled := (a.Process != nil && a.Process.Signal != 0) || (a.ExitCode != nil && *a.ExitCode > 128)
-	if end.IsZero() || !signalled {
+	kill := d.killOf(a)
+	if kill.IsZero() {
 		return ""
+	}
+	if h := a.PostStart; h != nil && h.failed() && !h.Start.After(kill) {
+		return KilledPostStart
 	}
 	for _, ps := range probesOf(e.spec) {
 		if ps.kind == ProbeReadiness {
@@ -214,7 +220,7 @@ func killedBy(e specEntry, a *ContainerAttempt) ProbeKind {
 		}
 		var run []ProbeAttempt
 		for _, pa := range a.Probes {
-			if pa.Kind == ps.kind && !pa.Start.After(end) {
+			if pa.Kind == ps.kind && !pa.Start.After(kill) {
 				run = append(run, pa)
 			}
 		}
@@ -230,6 +236,44 @@ func killedBy(e specEntry, a *ContainerAttempt) ProbeKind {
 		}
 	}
 	return ""
+}
+
+// killOf is when the kubelet began to kill an attempt: its StopContainer
+// call, before the pod's deletion; else, when it was not seen, the
+// attempt's end if a signal ended it. Zero when it was not
+// killed, or was killed for the pod's deletion.
+func (d *derivation) killOf(a *ContainerAttempt) time.Time {
+	deleting := d.p.deletingSince()
+	var kill time.Time
+	for _, c := range a.Calls {
+		if c.Method == event.CRIStopContainer && !c.Start.IsZero() {
+			kill = earliest(kill, c.Start)
+		}
+	}
+	if !kill.IsZero() {
+		if !deleting.IsZero() && !kill.Before(deleting) {
+			return time.Time{}
+		}
+		return kill
+	}
+	end := a.Finished
+	if a.Process != nil && !a.Process.Exit.IsZero() {
+		end = a.Process.Exit
+	}
+	signalled := (a.Process != nil && a.Process.Signal != 0) || (a.ExitCode != nil && *a.ExitCode > 128)
+	if end.IsZero() || !signalled || (!deleting.IsZero() && !end.Before(deleting)) {
+		return time.Time{}
+	}
+	return end
+}
+
+// attemptEnd is when an attempt ended: its entrypoint's exit, else the
+// runtime's finish; zero while it runs.
+func attemptEnd(a *ContainerAttempt) time.Time {
+	if a.Process != nil && !a.Process.Exit.IsZero() {
+		return a.Process.Exit
+	}
+	return a.Finished
 }
 
 // exitStatus is a shell-like status: the code, or 128+signal.

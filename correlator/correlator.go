@@ -131,6 +131,9 @@ type Correlator struct {
 	blind map[string][]BlindWindow
 	// drained: how far each kernel source has said it read (drained.go).
 	drained map[string]time.Time
+	// eventsReadable: the pod_events source said Up once; the starts that
+	// end other than Ready then wait for their Events (kubelet_events.go).
+	eventsReadable bool
 	stats   Stats
 }
 
@@ -204,6 +207,9 @@ func (c *Correlator) Handle(ev event.Event) []*Timeline {
 		c.noteSource(e)       // the pod watch's outages keep held events (outage.go)
 		c.noteSourceStatus(e) // blind windows mark the starts they overlap (gaps.go)
 		c.noteRingSource(e)   // kernel sources are waited for (drained.go)
+		if e.Source == event.SourcePodEvents && e.Up {
+			c.eventsReadable = true
+		}
 	default:
 		if isCNIProcess(ev) {
 			c.cni.record(ev, c.clock.now)
@@ -297,7 +303,7 @@ func (c *Correlator) Flush() []*Timeline {
 	for _, uid := range c.sortedUIDs() {
 		p := c.pods[uid]
 		if p.outcome == "" {
-			p.finish(OutcomeTimeout, c.clock.now, p.withStuckDetail("still starting when readyline stopped"))
+			p.finish(OutcomeTimeout, c.clock.now, "still starting when readyline stopped") // what holds it: derive.go
 		}
 		out = append(out, c.complete(p))
 	}
@@ -344,6 +350,8 @@ func podUIDOf(ev event.Event) string {
 	case *event.ContainerInfo:
 		return e.PodUID
 	case *event.CRICall:
+		return e.PodUID
+	case *event.PodEvents:
 		return e.PodUID
 	}
 	return ""
@@ -479,9 +487,9 @@ func (c *Correlator) expire() []*Timeline {
 	for _, uid := range c.sortedUIDs() {
 		p := c.pods[uid]
 		if p.outcome == "" && p.reportedAt.IsZero() && c.clock.now.Sub(p.since) >= c.cfg.Timeout {
-			out = append(out, c.report(p, p.withStuckDetail("not Ready within "+c.cfg.Timeout.String())))
+			out = append(out, c.report(p, "not Ready within "+c.cfg.Timeout.String()))
 		}
-		if p.outcome != "" && (c.clock.now.Sub(p.doneStamp) >= c.cfg.Grace || c.caughtUp(p)) && !c.waitsForRuntime(p) {
+		if p.outcome != "" && (c.clock.now.Sub(p.doneStamp) >= c.cfg.Grace || c.caughtUp(p)) && !c.waitsForRuntime(p) && !c.waitsForEvents(p) {
 			out = append(out, c.complete(p))
 			continue
 		}

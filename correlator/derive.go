@@ -109,7 +109,11 @@ func (p *podState) timeline(ctx *deriveContext, end ending) *Timeline {
 		tl.Start = earliest(tl.Start, p.nodeStart())
 	}
 	d := &derivation{p: p, ctx: ctx, gates: make(map[string]*probeGate), late: p.seenLate()}
+	tl.Events, tl.EventsUnread = p.events.of(""), p.events.unread
 	tl.Sandbox, tl.EarlierSandboxes = d.sandboxes()
+	if sb := tl.Sandbox; sb != nil && len(sb.FailedCalls) > 0 {
+		sb.Error = p.events.sandboxError()
+	}
 	tl.Containers = d.containers(tl.Sandbox)
 	tl.ImagePulls = d.imagePulls(tl) // after the containers: who needed the image, and when
 	tl.AmbiguousProbes = d.ambiguous
@@ -131,6 +135,12 @@ func (p *podState) timeline(ctx *deriveContext, end ending) *Timeline {
 	if d.late {
 		tl.ObservedSince = p.firstSight()
 		tl.Missing = d.missing(tl, tl.ObservedSince)
+	}
+	switch tl.Outcome {
+	case OutcomeTimeout:
+		tl.Reason = joinNonEmpty(": ", end.reason, p.stuckDetail(tl))
+	case OutcomeFailed:
+		tl.Reason = d.failedBecause(tl, end.reason)
 	}
 	markAPILag(tl)
 	tl.Phases = d.phases(tl)

@@ -167,7 +167,8 @@ func (g SourceGap) Lacks() string {
 		event.SourceCRICalls: "CRI calls",
 		event.SourceTCP:      "probe connections",
 		event.SourceCRI:      "runtime state changes",
-		event.SourcePodWatch: "pod updates",
+		event.SourcePodWatch:  "pod updates",
+		event.SourcePodEvents: "the kubelet's Events",
 	}[g.Source]
 	if what == "" {
 		what = g.Source + " facts"
@@ -178,7 +179,7 @@ func (g SourceGap) Lacks() string {
 	}
 	// A source that lost some records may have seen the rest; the runtime
 	// and the API server, once they answer, tell the state they reached.
-	partial, late := true, g.Source == event.SourceCRI || g.Source == event.SourcePodWatch
+	partial, late := true, g.Source == event.SourceCRI || g.Source == event.SourcePodWatch || g.Source == event.SourcePodEvents
 	for _, w := range g.Windows {
 		for _, r := range strings.Split(w.Reason, ",") {
 			partial = partial && (r == event.ReasonRingFull || r == event.ReasonStreamBehind)

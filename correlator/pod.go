@@ -34,8 +34,10 @@ type podState struct {
 	outcome Outcome
 	doneAt  time.Time
 	reason  string
-	// deletedAt: when the watch reported the pod's deletion.
-	deletedAt time.Time
+	// deletedAt: when the watch reported the pod's deletion; deleting:
+	// when it first showed a deletionTimestamp (the kubelet then stops
+	// every container: no kill after it is a probe's or a hook's).
+	deletedAt, deleting time.Time
 	// reportedAt: when the start, still in progress, was reported at its
 	// deadline (Config.Timeout); zero before.
 	reportedAt time.Time
@@ -60,6 +62,8 @@ type podState struct {
 	nprocs, maxProcs int
 	// facts counts the updates and node events taken (Timeline.Facts).
 	facts int
+	// events: what the pod's Events said (kubelet_events.go).
+	events kubeletEvents
 }
 
 // condFact is a condition's last rise to True within the start: a
@@ -232,8 +236,10 @@ func (p *podState) observe(e *event.PodUpdate) {
 	switch {
 	case e.Action == event.PodDeleted:
 		p.deletedAt = e.Time
+		p.deleting = earliest(p.deleting, e.Time)
 		p.finish(OutcomeDeleted, e.Time, deletedReason(pod))
 	case pod.DeletionTimestamp != nil:
+		p.deleting = earliest(p.deleting, e.Time)
 		p.finish(OutcomeDeleted, e.Time, deletedReason(pod))
 	case pod.Status.Phase == corev1.PodFailed:
 		p.finish(OutcomeFailed, e.Time, failureReason(pod))
@@ -305,6 +311,10 @@ func (p *podState) noteTerminated(id string, at time.Time, code int, reason stri
 	}
 }
 
+// deletingSince is when the pod was first seen being deleted; zero when
+// it was not.
+func (p *podState) deletingSince() time.Time { return p.deleting }
+
 func isInitStatus(pod *corev1.Pod, name string) bool {
 	for _, c := range pod.Spec.InitContainers {
 		if c.Name == name {
@@ -322,6 +332,8 @@ func (p *podState) record(ev event.Event) uint64 {
 	switch e := ev.(type) {
 	case *event.ContainerInfo:
 		p.recordRuntime(e)
+	case *event.PodEvents:
+		p.events.take(e)
 	case *event.CRICall:
 		if !p.room() {
 			return 1

@@ -562,3 +562,9 @@ func probePeriod(c probeSpec) time.Duration {
 	}
 	return time.Duration(c.probe.PeriodSeconds) * time.Second
 }
+
+// failed reports whether the hook failed: its command exited non-zero, or
+// its ExecSync call returned an error.
+func (h *Hook) failed() bool {
+	return (h.ExitCode != nil && *h.ExitCode != 0) || (h.Call != nil && h.Call.Err)
+}

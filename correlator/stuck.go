@@ -2,6 +2,7 @@ package correlator
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -73,21 +74,24 @@ func disruption(pod *corev1.Pod) string {
 	return ""
 }
 
-// withStuckDetail appends to a timeout's reason what holds the start.
-func (p *podState) withStuckDetail(reason string) string {
-	return joinNonEmpty(": ", reason, p.stuckDetail())
-}
-
 // stuckDetail says what holds a pod start that has not reached Ready, from
-// the pod's latest status and the calls seen so far: a sandbox that could
-// not be created, then, in start order, the init container that holds the
-// ones after it, each sidecar and main container that is not ready, and the
-// readiness gates not True. Parts are joined with "; ".
-func (p *podState) stuckDetail() string {
+// the pod's latest status, the calls seen so far, the kubelet's Events and
+// the start's timeline tl as derived: the volumes the wait before the
+// sandbox waits on, a sandbox that could not be created (with the
+// runtime's error), then, in start order, the init container that holds
+// the ones after it, each sidecar and main container that is not ready
+// (with the kubelet's kills), and the readiness gates not True. Parts are
+// joined with "; ".
+func (p *podState) stuckDetail(tl *Timeline) string {
 	pod := p.pod
 	var parts []string
+	if tl.Sandbox == nil {
+		if v := p.events.volumeWait(); v != "" {
+			parts = append(parts, v)
+		}
+	}
 	if s := p.sandboxFailures(); s != "" {
-		parts = append(parts, s)
+		parts = append(parts, joinNonEmpty(": ", s, p.events.sandboxError()))
 	}
 	statuses := make(map[string]*corev1.ContainerStatus)
 	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
@@ -110,7 +114,7 @@ func (p *podState) stuckDetail() string {
 				if initialized || (cs != nil && cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0) {
 					continue
 				}
-				parts = append(parts, p.describeContainer(e, cs))
+				parts = append(parts, p.describeContainer(e, cs, tl))
 				break order
 			case KindSidecar:
 				// A sidecar lets the next container start once started,
@@ -118,17 +122,17 @@ func (p *podState) stuckDetail() string {
 				// GenerateContainersReadyCondition).
 				if cs != nil && cs.Started != nil && *cs.Started {
 					if !cs.Ready {
-						parts = append(parts, p.describeContainer(e, cs))
+						parts = append(parts, p.describeContainer(e, cs, tl))
 					}
 					continue
 				}
-				parts = append(parts, p.describeContainer(e, cs))
+				parts = append(parts, p.describeContainer(e, cs, tl))
 				if !initialized {
 					break order
 				}
 			case KindMain:
 				if cs == nil || !cs.Ready {
-					parts = append(parts, p.describeContainer(e, cs))
+					parts = append(parts, p.describeContainer(e, cs, tl))
 				}
 			}
 		}
@@ -177,8 +181,13 @@ func (p *podState) sandboxFailures() string {
 // describeContainer is describeContainer with, for a container held by
 // its image pull, the failed pulls of its image seen since it was last
 // pulled: "app: ImagePullBackOff after 3 failed pulls of nginx:nope
-// (Back-off pulling image ...)".
-func (p *podState) describeContainer(e specEntry, cs *corev1.ContainerStatus) string {
+// (Back-off pulling image ...)"; for one the kubelet killed for its probe
+// or hook, the kills: "app: killed 4 times after its startupProbe failed
+// 3 times in a row; CrashLoopBackOff 20s".
+func (p *podState) describeContainer(e specEntry, cs *corev1.ContainerStatus, tl *Timeline) string {
+	if s := describeKills(e, cs, tl); s != "" {
+		return s
+	}
 	if cs == nil || cs.State.Waiting == nil || !isPullReason(cs.State.Waiting.Reason) {
 		return describeContainer(e, cs, "")
 	}
@@ -295,7 +304,7 @@ func (p *podState) waitingOn(tl *Timeline) string {
 			parts = append(parts, f.describe(ran))
 		}
 	}
-	if s := p.stuckDetail(); s != "" {
+	if s := p.stuckDetail(tl); s != "" {
 		parts = append(parts, s)
 	}
 	if len(parts) == 0 {
@@ -343,4 +352,93 @@ func stepOf(tl *Timeline) string {
 		}
 	}
 	return "the sandbox is ready; no container created yet"
+}
+
+// backOffMessage finds the length of a crash-loop back-off in its waiting
+// message (kuberuntime_manager.go doBackOff: "back-off 20s restarting
+// failed container=app pod=...").
+var backOffMessage = regexp.MustCompile(`back-off (\S+) restarting`)
+
+// describeKills describes a container the kubelet killed for its probe or
+// hook, from its attempts in tl: "app: killed 4 times after its
+// startupProbe failed 3 times in a row; CrashLoopBackOff 20s" ("" when its
+// latest ended attempt was not killed).
+func describeKills(e specEntry, cs *corev1.ContainerStatus, tl *Timeline) string {
+	var c *Container
+	for i := range tl.Containers {
+		if tl.Containers[i].Name == e.name {
+			c = &tl.Containers[i]
+		}
+	}
+	if c == nil {
+		return ""
+	}
+	var kind ProbeKind
+	kills := 0
+	for _, a := range c.Attempts {
+		if a.KilledBy != "" {
+			kind = a.KilledBy
+			kills++
+		}
+	}
+	if kills == 0 {
+		return ""
+	}
+	name := e.name
+	switch e.kind {
+	case KindInit:
+		name = "init container " + name
+	case KindSidecar:
+		name = "sidecar " + name
+	}
+	s := fmt.Sprintf("%s: killed %s after its ", name, times(kills))
+	if kind == KilledPostStart {
+		s += "postStart hook failed"
+	} else {
+		s += fmt.Sprintf("%sProbe failed %s in a row", kind, times(failureThreshold(e, kind)))
+	}
+	if cs != nil && cs.State.Waiting != nil && cs.State.Waiting.Reason != "" {
+		s += "; " + cs.State.Waiting.Reason
+		if m := backOffMessage.FindStringSubmatch(cs.State.Waiting.Message); m != nil {
+			s += " " + m[1]
+		}
+	}
+	return s
+}
+
+// failureThreshold is the failureThreshold of the container's probe of
+// kind (3 by default).
+func failureThreshold(e specEntry, kind ProbeKind) int {
+	for _, ps := range probesOf(e.spec) {
+		if ps.kind == kind && ps.probe.FailureThreshold > 0 {
+			return int(ps.probe.FailureThreshold)
+		}
+	}
+	return 3
+}
+
+// failedBecause is the reason of a start that failed, from the pod's status
+// (reason, the reason it was given when it failed) and what only the
+// kubelet's actions and Events tell: an eviction or preemption whose pod
+// status says nothing (a pod that exits 0 on SIGTERM completes:
+// "Evicted: ...; pod completed without becoming Ready"), a container the
+// kubelet killed for its probe or hook (its exit code, 0 or 143, is the
+// kill's effect, not the cause).
+func (d *derivation) failedBecause(tl *Timeline, reason string) string {
+	if d.p.pod.Status.Reason != "" {
+		return reason // the kubelet said it in the status
+	}
+	if dis := d.p.events.disruption(); dis != "" {
+		return joinNonEmpty("; ", dis, reason)
+	}
+	for _, v := range d.views {
+		atts := v.out.Attempts
+		if len(atts) == 0 || atts[len(atts)-1].KilledBy == "" {
+			continue
+		}
+		if s := describeKills(v.entry, nil, tl); s != "" {
+			return s
+		}
+	}
+	return reason
 }

@@ -124,6 +124,14 @@ type Timeline struct {
 	// Empty when every source saw the whole start.
 	Gaps []SourceGap `json:"gaps,omitempty"`
 
+	// Events are the Events about the pod itself (naming no container)
+	// that readyline read, oldest first: Scheduled, FailedMount,
+	// FailedCreatePodSandBox, Evicted... It reads them when the start
+	// needs them: in progress after a few seconds, asked for, or ending
+	// other than Ready. EventsUnread says why they could not be read (a
+	// node without the grant to list Events).
+	Events       []event.PodEvent `json:"events,omitempty"`
+	EventsUnread string           `json:"events_unread,omitempty"`
 	// Phases are the pod-level phases in order (see the Phase* names).
 	Phases []Phase `json:"phases"`
 	// ImagePulls are the images the kubelet pulled for this pod.
@@ -249,6 +257,10 @@ type Sandbox struct {
 	// CNI are the CNI plugin processes the runtime ran for the sandbox
 	// network (ADD), seen in the kernel inside the RunPodSandbox call.
 	CNI []Process `json:"cni,omitempty"`
+	// Error is what the kubelet reported of the runtime's refusal, from its
+	// latest FailedCreatePodSandBox Event ("Failed to create pod sandbox:
+	// rpc error: ..."), when the sandbox has failed calls and it was read.
+	Error string `json:"error,omitempty"`
 	// FailedCalls are the RunPodSandbox calls that returned an error and
 	// made no sandbox (a CNI plugin that failed, a runtime handler that does
 	// not exist) while the kubelet was trying to make this one: those since
@@ -455,6 +467,11 @@ type Container struct {
 	// FailedCalls are the CreateContainer calls for this container that
 	// returned an error, and so made no attempt (CreateContainerError).
 	FailedCalls []CRICall `json:"failed_calls,omitempty"`
+	// Events are the Events about this container that readyline read (the
+	// kubelet's own words: Pulling, Pulled, Created, Started, Unhealthy with
+	// the probe's output, Killing, BackOff, FailedPostStartHook...), oldest
+	// first, de-duplicated by the API server (Count).
+	Events []event.PodEvent `json:"events,omitempty"`
 }
 
 // WaitingReason is one reason the API gave for a container not running
@@ -502,10 +519,14 @@ type ContainerAttempt struct {
 	// Reason is the runtime's (or else the API's) terminated reason: Error,
 	// OOMKilled, Completed, ...
 	Reason string `json:"reason,omitempty"`
-	// KilledBy is set when the kubelet killed the attempt for its probe:
-	// liveness or startup, failureThreshold failures in a row just before
-	// a signal (or 128+signal) ended it (kuberuntime_manager.go
-	// computePodActions: "failed liveness probe, will be restarted").
+	// KilledBy is set when the kubelet killed the attempt for its liveness
+	// or startup probe (failureThreshold failures in a row: prober/worker.go,
+	// and computePodActions "failed liveness probe, will be restarted"), or
+	// for its failed postStart hook (KilledPostStart: kuberuntime_container.go
+	// startContainer kills it). It is told by the kubelet's action, its
+	// StopContainer call (or its Killing event) after the failures, whatever
+	// the process's exit: an app that traps SIGTERM exits 0. Without either,
+	// by the symptom: a signal (or 128+signal) exit right after them.
 	KilledBy ProbeKind `json:"killed_by,omitempty"`
 	// BackOff is the wait before this attempt: the previous attempt's exit
 	// to this one's creation (the kubelet's crash-loop back-off, doBackOff,
@@ -572,6 +593,10 @@ const (
 	ProbeReadiness ProbeKind = "readiness"
 	ProbeLiveness  ProbeKind = "liveness"
 )
+
+// KilledPostStart is the KilledBy of an attempt the kubelet killed because
+// its postStart hook failed.
+const KilledPostStart ProbeKind = "postStart"
 
 // ProbeResult is the outcome of one probe attempt.
 type ProbeResult string

@@ -21,9 +21,11 @@ import (
 type liveStarts struct {
 	requests chan liveRequest
 	limit    *rate.Limiter
-	// inFlight reads the kubelet's CRI calls in flight (nil: none known);
-	// it runs on the caller's goroutine, not the loop's.
+	// inFlight reads the kubelet's CRI calls in flight (nil: none known),
+	// events the pod's Events (nil: none); both run on the caller's
+	// goroutine, not the loop's.
 	inFlight func() ([]*event.CRICall, error)
+	events   func(context.Context, correlator.Query) []*event.PodEvents
 }
 
 // liveRate bounds the questions per second the loop answers, with a burst
@@ -39,7 +41,10 @@ type liveRequest struct {
 	q        correlator.Query
 	list     bool
 	inFlight []*event.CRICall
-	reply    chan liveReply
+	// events are the pod's Events read for the question: facts the loop
+	// takes (and records) before it answers.
+	events []*event.PodEvents
+	reply  chan liveReply
 }
 
 type liveReply struct {
@@ -47,8 +52,8 @@ type liveReply struct {
 	starts []correlator.StartSummary
 }
 
-func newLiveStarts(inFlight func() ([]*event.CRICall, error)) *liveStarts {
-	return &liveStarts{requests: make(chan liveRequest), limit: rate.NewLimiter(liveRate, liveBurst), inFlight: inFlight}
+func newLiveStarts(inFlight func() ([]*event.CRICall, error), events func(context.Context, correlator.Query) []*event.PodEvents) *liveStarts {
+	return &liveStarts{requests: make(chan liveRequest), limit: rate.NewLimiter(liveRate, liveBurst), inFlight: inFlight, events: events}
 }
 
 var _ exporter.LiveStarts = (*liveStarts)(nil)
@@ -58,6 +63,9 @@ func (l *liveStarts) Snapshot(ctx context.Context, q correlator.Query) (*correla
 	req := liveRequest{q: q}
 	if l.inFlight != nil {
 		req.inFlight, _ = l.inFlight() // a map read failing leaves none: the rest still stands
+	}
+	if l.events != nil {
+		req.events = l.events(ctx, q)
 	}
 	r, err := l.ask(ctx, req)
 	if err != nil {
@@ -102,8 +110,12 @@ func (l *liveStarts) pending() <-chan liveRequest {
 	return l.requests
 }
 
-// answer is the loop's side: it answers req from c.
-func (req liveRequest) answer(c *correlator.Correlator) {
+// answer is the loop's side: it answers req from c, after handle took the
+// facts that came with it.
+func (req liveRequest) answer(c *correlator.Correlator, handle func(event.Event)) {
+	for _, ev := range req.events {
+		handle(ev)
+	}
 	var r liveReply
 	if req.list {
 		r.starts = c.InProgress()

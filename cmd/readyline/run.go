@@ -117,6 +117,7 @@ type daemon struct {
 	recFile *os.File
 	losses  *lossCounter // the sources' drops, polled every second; nil in tests
 	live    *liveStarts  // the API's questions about starts in progress
+	reads   *eventReads  // the pods' Events, read when their starts need them
 
 	mu      sync.Mutex
 	healthy error // nil while the correlator loop runs
@@ -222,11 +223,19 @@ func (d *daemon) run(ctx context.Context) error {
 		d.logger.Warn("httpGet/tcpSocket probe attempts are not traced: the kernel refused the TCP program; they are inferred from the API's status flips", "error", err)
 	}
 	d.watchSources(procs, cri, pods, calls, tcp)
+	reader, err := collector.NewPodEventReader(collector.PodEventsConfig{
+		Events: func(ns string) collector.EventLister { return client.Events(ns) }}, d.logger.With("source", event.SourcePodEvents))
+	if err != nil {
+		return err
+	}
+	d.reads = newEventReads(reader, d.logger.With("source", event.SourcePodEvents))
 	var inFlight func() ([]*event.CRICall, error)
 	if calls != nil {
 		inFlight = calls.CallsInFlight
 	}
-	d.live = newLiveStarts(inFlight)
+	d.live = newLiveStarts(inFlight, func(ctx context.Context, q correlator.Query) []*event.PodEvents {
+		return d.reads.readForQuestion(ctx, q, d.emitter(ctx))
+	})
 	d.store.SetLive(d.live)
 
 	err = d.pipeline(ctx, cancel, func(ctx context.Context, g *group) {
@@ -258,6 +267,7 @@ func (d *daemon) run(ctx context.Context) error {
 			}
 		}
 		g.Go(ctx, "pod watch", func(ctx context.Context) error { return pods.Run(ctx, d.emitter(ctx)) })
+		g.Go(ctx, "pod events", func(ctx context.Context) error { return d.reads.Run(ctx, d.emitter(ctx)) })
 		g.Go(ctx, "binary pages", func(ctx context.Context) error { trimBinaryPages(ctx, d.logger); return nil })
 		if d.cfg.metricsAddr != "" {
 			g.Go(ctx, "metrics server", d.serve(d.cfg.metricsAddr, d.metrics.Handler(d.health)))
@@ -450,9 +460,10 @@ func (d *daemon) correlate(ctx context.Context) {
 			handle(ev)
 		case req := <-d.live.pending():
 			handle(clock.Tick()) // as of now, not the last second's tick
-			req.answer(c)
+			req.answer(c, handle)
 		case <-tick.C:
 			handle(clock.Tick())
+			d.reads.schedule(c.WantEvents(), time.Now())
 			d.losses.poll(d.metrics.AddDropped)
 			if d.rec != nil {
 				d.rec.Flush()

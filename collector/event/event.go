@@ -159,6 +159,8 @@ func Unmarshal(data []byte) (Event, error) {
 		e = new(SourceStatus)
 	case TypeDrained:
 		e = new(Drained)
+	case TypePodEvents:
+		e = new(PodEvents)
 	default:
 		return nil, fmt.Errorf("%w %q", ErrUnknownType, head.Type)
 	}

@@ -31,4 +31,7 @@ const (
 	// ReasonLoadFailed: the kernel refused the source's programs; the
 	// source never ran.
 	ReasonLoadFailed = "load_failed"
+	// ReasonForbidden: the API server refused the daemon a read (its RBAC
+	// grants it not): the pods' Events, for a node deployed without it.
+	ReasonForbidden = "forbidden"
 )

@@ -13,6 +13,10 @@ const (
 	SourceTCP      = "tcp"       // the kubelet's probe connections
 	SourceCRI      = "cri"       // the runtime's CRI API (containers, sandboxes)
 	SourcePodWatch = "pod_watch" // the API server's watch of this node's pods
+	// SourcePodEvents: the pods' Events, read from the API server when a
+	// start needs them. Up once they can be read; Down (e.g. "forbidden":
+	// the node's readyline may not list Events) while they cannot.
+	SourcePodEvents = "pod_events"
 )
 
 // SourceStatus says that a source stopped or started seeing: the kubelet

@@ -1,5 +1,6 @@
 // Package kubeapi is the readyline daemon's Kubernetes API client: it lists
-// and watches pods and creates Events, the only calls the daemon makes, on
+// and watches pods, lists one pod's Events and creates Events, the only
+// calls the daemon makes, on
 // k8s.io/client-go/rest with a scheme that knows core/v1 (and the metav1
 // types it registers) and nothing else.
 //
@@ -124,7 +125,7 @@ func (p *Pods) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interf
 		Watch(ctx)
 }
 
-// Events creates the Events of one namespace.
+// Events lists and creates the Events of one namespace.
 type Events struct {
 	client    *Client
 	namespace string
@@ -133,6 +134,19 @@ type Events struct {
 // Events returns the Events of namespace.
 func (c *Client) Events(namespace string) *Events {
 	return &Events{client: c, namespace: namespace}
+}
+
+// List lists the Events opts select (a field selector on
+// involvedObject.uid, for one pod's). Like client-go's, it returns a
+// non-nil list also with an error.
+func (e *Events) List(ctx context.Context, opts metav1.ListOptions) (*corev1.EventList, error) {
+	list := &corev1.EventList{}
+	err := e.client.request("GET", e.namespace, "events").
+		VersionedParams(&opts, parameterCodec).
+		Timeout(timeout(opts)).
+		Do(ctx).
+		Into(list)
+	return list, err
 }
 
 // Create creates ev and returns the API server's copy of it.

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -226,6 +227,7 @@ type request struct {
 // client-go's clientset: the API server must see the same requests.
 func TestSameRequestsAsClientset(t *testing.T) {
 	var got []request
+	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "p.1", Namespace: "ns1"}, Reason: "SlowReady", Count: 1}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -240,6 +242,8 @@ func TestSameRequestsAsClientset(t *testing.T) {
 			kubeapitest.WriteObject(t, w, http.StatusCreated, &ev)
 		case r.URL.Query().Get("watch") == "true":
 			kubeapitest.StartWatch(t, w).Send(watch.Added, pod("a", "8"))
+		case strings.Contains(r.URL.Path, "/events"):
+			kubeapitest.WriteObject(t, w, http.StatusOK, &corev1.EventList{Items: []corev1.Event{*ev}})
 		default:
 			kubeapitest.WriteObject(t, w, http.StatusOK, &corev1.PodList{Items: []corev1.Pod{*pod("a", "5")}})
 		}
@@ -249,13 +253,13 @@ func TestSameRequestsAsClientset(t *testing.T) {
 	// kubeconfig leaves it: no QPS, content type or timeout.
 	cfg := &rest.Config{Host: srv.URL, UserAgent: agent}
 	sel := fields.OneTermEqualSelector("spec.nodeName", "node1").String()
-	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "p.1", Namespace: "ns1"}, Reason: "SlowReady", Count: 1}
 	type calls interface {
 		List(context.Context, metav1.ListOptions) (*corev1.PodList, error)
 		Watch(context.Context, metav1.ListOptions) (watch.Interface, error)
 	}
 	type creator interface {
 		Create(context.Context, *corev1.Event, metav1.CreateOptions) (*corev1.Event, error)
+		List(context.Context, metav1.ListOptions) (*corev1.EventList, error)
 	}
 	run := func(pods calls, events creator) []request {
 		t.Helper()
@@ -273,6 +277,9 @@ func TestSameRequestsAsClientset(t *testing.T) {
 		if _, err := events.Create(ctx, ev, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		if l, err := events.List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=u1", Limit: 100}); err != nil || len(l.Items) != 1 {
+			t.Fatalf("listing events: %v, %v", l, err)
+		}
 		return got
 	}
 	ours, err := kubeapi.New(cfg)
@@ -285,7 +292,7 @@ func TestSameRequestsAsClientset(t *testing.T) {
 	}
 	want := run(cs.CoreV1().Pods(""), cs.CoreV1().Events("ns1"))
 	have := run(ours.Pods(""), ours.Events("ns1"))
-	if len(want) != 3 || !slices.Equal(have, want) {
+	if len(want) != 4 || !slices.Equal(have, want) {
 		t.Errorf("kubeapi sent\n%+v\nthe clientset sent\n%+v", have, want)
 	}
 }

@@ -233,8 +233,9 @@ func checkPagesGivenBack(t *testing.T, d *Deployment) {
 
 // checkReadylineRBAC asks the API server what the daemon's ServiceAccount
 // may do, verb by verb on every resource near what it uses: exactly pods
-// list and watch (the pod watch) and core events create (the alerts), and
-// nothing else, get and patch included (deploy/base/rbac.yaml).
+// list and watch (the pod watch), core events list (one pod's Events, by
+// a field selector, when its start needs them) and create (the alerts),
+// and nothing else, get, watch and patch included (deploy/base/rbac.yaml).
 // SubjectAccessReview evaluates the same RBAC rules as its requests.
 func checkReadylineRBAC(t *testing.T) {
 	ctx := testContext(t, time.Minute)
@@ -242,6 +243,7 @@ func checkReadylineRBAC(t *testing.T) {
 	allowed := map[access]bool{
 		{resource: "pods", verb: "list"}:     true,
 		{resource: "pods", verb: "watch"}:    true,
+		{resource: "events", verb: "list"}:   true,
 		{resource: "events", verb: "create"}: true,
 	}
 	verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}

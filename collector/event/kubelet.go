@@ -1,0 +1,71 @@
+package event
+
+import "time"
+
+// TypePodEvents names PodEvents in the JSON encoding.
+const TypePodEvents Type = "pod_events"
+
+// PodEvents are the Events the API server holds about one pod, as read on
+// request (collector.PodEventReader): the kubelet's own words about the
+// pod's start (FailedMount, FailedCreatePodSandBox, Pulled, BackOff,
+// Unhealthy, Killing, FailedPostStartHook, Evicted, Preempting...), and
+// those of other components about it. Every read lists them all, so a
+// later PodEvents of the pod replaces an earlier one.
+type PodEvents struct {
+	// Time is when they were read.
+	Time      time.Time `json:"time"`
+	PodUID    string    `json:"pod_uid"`
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	// Events are the pod's Events, oldest first, at most MaxPodEvents of
+	// them (the latest), each message at most MaxEventMessage bytes and
+	// redacted.
+	Events []PodEvent `json:"events,omitempty"`
+	// Omitted counts the Events left out beyond MaxPodEvents.
+	Omitted int `json:"omitted,omitempty"`
+	// Err says why they could not be read (a node without the grant to
+	// list Events: forbidden); Events is then empty.
+	Err string `json:"err,omitempty"`
+}
+
+func (*PodEvents) Type() Type        { return TypePodEvents }
+func (e *PodEvents) When() time.Time { return e.Time }
+
+// Bounds of a PodEvents.
+const (
+	MaxPodEvents    = 64
+	MaxEventMessage = 1024
+)
+
+// PodEvent is one Event about a pod, as the API server de-duplicated it:
+// Count occurrences of the same reason and message, the first at First and
+// the last at Last (1 s precision for core/v1 timestamps).
+type PodEvent struct {
+	// Type is Normal or Warning.
+	Type   string `json:"type"`
+	Reason string `json:"reason"`
+	// Message is what the component said, redacted (an Unhealthy
+	// probe's output may hold anything) and cut at MaxEventMessage.
+	Message string `json:"message,omitempty"`
+	// FieldPath names the container the Event is about:
+	// "spec.containers{app}", "spec.initContainers{init}"; empty for the
+	// pod.
+	FieldPath string `json:"field_path,omitempty"`
+	// Component and Host are who reported it: "kubelet" and its node.
+	Component string    `json:"component,omitempty"`
+	Host      string    `json:"host,omitempty"`
+	Count     int32     `json:"count,omitempty"`
+	First     time.Time `json:"first,omitzero"`
+	Last      time.Time `json:"last,omitzero"`
+}
+
+// Container is the name of the container FieldPath names, "" when it names
+// none.
+func (e PodEvent) Container() string {
+	for _, prefix := range []string{"spec.containers{", "spec.initContainers{", "spec.ephemeralContainers{"} {
+		if len(e.FieldPath) > len(prefix) && e.FieldPath[:len(prefix)] == prefix && e.FieldPath[len(e.FieldPath)-1] == '}' {
+			return e.FieldPath[len(prefix) : len(e.FieldPath)-1]
+		}
+	}
+	return ""
+}

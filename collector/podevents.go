@@ -1,0 +1,183 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/readyline/readyline/collector/event"
+	"github.com/readyline/readyline/collector/redact"
+)
+
+// EventLister lists Events: kubeapi's, or a fake clientset's in tests.
+type EventLister interface {
+	List(ctx context.Context, opts metav1.ListOptions) (*corev1.EventList, error)
+}
+
+// PodEventsConfig configures a PodEventReader.
+type PodEventsConfig struct {
+	// Events returns the Events of a namespace.
+	Events func(namespace string) EventLister
+	// QPS and Burst bound the reads, all pods together (default 2 and 5):
+	// the API server cannot select Events by node, so each node reads the
+	// Events of its own pods one pod at a time, and only when a start
+	// needs them.
+	QPS   float64
+	Burst int
+	// Timeout bounds one read (default 5 s).
+	Timeout time.Duration
+}
+
+// PodEventReader reads the Events of one pod at a time from the API server
+// (a list with a field selector on the pod's UID or name), bounded in reads
+// per second. It is safe for concurrent use.
+type PodEventReader struct {
+	cfg    PodEventsConfig
+	limit  *rate.Limiter
+	logger *slog.Logger
+}
+
+// NewPodEventReader returns a PodEventReader.
+func NewPodEventReader(cfg PodEventsConfig, logger *slog.Logger) (*PodEventReader, error) {
+	if cfg.Events == nil {
+		return nil, fmt.Errorf("pod events: no Events client")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.QPS <= 0 {
+		cfg.QPS = 2
+	}
+	if cfg.Burst <= 0 {
+		cfg.Burst = 5
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	return &PodEventReader{cfg: cfg, limit: rate.NewLimiter(rate.Limit(cfg.QPS), cfg.Burst), logger: logger}, nil
+}
+
+// maxEventsListed bounds one read: a pod with more Events (a crash loop
+// of hours has few, the API server de-duplicates them by count) is cut,
+// and the cut counted in PodEvents.Omitted.
+const maxEventsListed = 500
+
+// Read reads the Events of the pod namespace/name with uid, or, with uid
+// empty, of every pod of that name (one PodEvents per pod UID). It waits
+// for the rate limit within ctx. A read the API server refuses is a
+// PodEvents with Err (forbidden: the daemon may not list Events), and the
+// error; the caller reports it.
+func (r *PodEventReader) Read(ctx context.Context, namespace, name, uid string) ([]*event.PodEvents, error) {
+	if err := r.limit.Wait(ctx); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+	defer cancel()
+	sel := fields.Set{"involvedObject.kind": "Pod", "involvedObject.name": name}
+	if uid != "" {
+		sel = fields.Set{"involvedObject.uid": uid}
+	}
+	list, err := r.cfg.Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: sel.String(), Limit: maxEventsListed})
+	now := time.Now().UTC()
+	if err != nil {
+		reason := "error"
+		if apierrors.IsForbidden(err) {
+			reason = event.ReasonForbidden
+		}
+		return []*event.PodEvents{{Time: now, PodUID: uid, Namespace: namespace, Name: name, Err: reason + ": " + err.Error()}},
+			fmt.Errorf("listing the events of pod %s/%s: %w", namespace, name, err)
+	}
+	return PodEventsOf(list, namespace, name, uid, now), nil
+}
+
+// PodEventsOf groups the listed Events by the pod UID they are about
+// (uid when not empty: the one asked for; every one asked by name gets
+// its own, even with no Events), each converted (ConvertEvent) and the
+// latest event.MaxPodEvents kept.
+func PodEventsOf(list *corev1.EventList, namespace, name, uid string, now time.Time) []*event.PodEvents {
+	byUID := map[string]*event.PodEvents{}
+	var out []*event.PodEvents
+	if uid != "" {
+		byUID[uid] = &event.PodEvents{Time: now, PodUID: uid, Namespace: namespace, Name: name}
+		out = append(out, byUID[uid])
+	}
+	for i := range list.Items {
+		ev := &list.Items[i]
+		u := string(ev.InvolvedObject.UID)
+		if u == "" || (uid != "" && u != uid) {
+			continue
+		}
+		pe := byUID[u]
+		if pe == nil {
+			pe = &event.PodEvents{Time: now, PodUID: u, Namespace: namespace, Name: name}
+			byUID[u] = pe
+			out = append(out, pe)
+		}
+		pe.Events = append(pe.Events, ConvertEvent(ev))
+	}
+	if list.Continue != "" {
+		for _, pe := range out {
+			pe.Omitted++ // more than one read lists: some are not here
+		}
+	}
+	for _, pe := range out {
+		slices.SortStableFunc(pe.Events, func(a, b event.PodEvent) int { return a.Last.Compare(b.Last) })
+		if n := len(pe.Events) - event.MaxPodEvents; n > 0 {
+			pe.Events, pe.Omitted = slices.Delete(pe.Events, 0, n), pe.Omitted+n
+		}
+	}
+	return out
+}
+
+// ConvertEvent is one core/v1 Event as an event.PodEvent: its first and
+// last time from the deprecated timestamps or, for Events written through
+// events.k8s.io (eventTime, series), from those; the component and host
+// likewise; the message redacted and cut at event.MaxEventMessage bytes.
+func ConvertEvent(ev *corev1.Event) event.PodEvent {
+	pe := event.PodEvent{
+		Type: ev.Type, Reason: ev.Reason, FieldPath: ev.InvolvedObject.FieldPath,
+		Component: ev.Source.Component, Host: ev.Source.Host, Count: ev.Count,
+		First: ev.FirstTimestamp.Time, Last: ev.LastTimestamp.Time,
+	}
+	if pe.Component == "" {
+		pe.Component = ev.ReportingController
+	}
+	if pe.Host == "" {
+		pe.Host = ev.ReportingInstance
+	}
+	if pe.First.IsZero() {
+		pe.First = ev.EventTime.Time
+	}
+	if s := ev.Series; s != nil {
+		pe.Count = max(pe.Count, s.Count)
+		if s.LastObservedTime.After(pe.Last) {
+			pe.Last = s.LastObservedTime.Time
+		}
+	}
+	if pe.Last.IsZero() {
+		pe.Last = pe.First
+	}
+	if pe.Count == 0 {
+		pe.Count = 1
+	}
+	pe.First, pe.Last = pe.First.UTC(), pe.Last.UTC()
+	msg := ev.Message
+	if len(msg) > event.MaxEventMessage {
+		cut := event.MaxEventMessage
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "…"
+	}
+	pe.Message = redact.Argv([]string{msg})[0]
+	return pe
+}
