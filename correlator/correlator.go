@@ -134,7 +134,7 @@ type Correlator struct {
 	// eventsReadable: the pod_events source said Up once; the starts that
 	// end other than Ready then wait for their Events (kubelet_events.go).
 	eventsReadable bool
-	stats   Stats
+	stats          Stats
 }
 
 // expireEvery is the resolution of grace periods and timeouts.

@@ -163,10 +163,10 @@ func (g SourceGap) Lost() uint64 {
 // this window are not seen".
 func (g SourceGap) Lacks() string {
 	what := map[string]string{
-		event.SourceProcess:  "process execs and exits",
-		event.SourceCRICalls: "CRI calls",
-		event.SourceTCP:      "probe connections",
-		event.SourceCRI:      "runtime state changes",
+		event.SourceProcess:   "process execs and exits",
+		event.SourceCRICalls:  "CRI calls",
+		event.SourceTCP:       "probe connections",
+		event.SourceCRI:       "runtime state changes",
 		event.SourcePodWatch:  "pod updates",
 		event.SourcePodEvents: "the kubelet's Events",
 	}[g.Source]
