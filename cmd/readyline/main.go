@@ -6,7 +6,8 @@
 //	readyline events [flags]        stream process events as JSON lines
 //	readyline replay [flags] FILE   rebuild pod start timelines from a recording
 //
-// Every flag has an environment twin: --log-level is READYLINE_LOG_LEVEL.
+// Every flag has an environment twin: --log-level is READYLINE_LOG_LEVEL
+// (but for run's --record-dir, which says where the daemon may write).
 package main
 
 import (

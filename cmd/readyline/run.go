@@ -33,7 +33,8 @@ type runConfig struct {
 	criEndpoint string
 	metricsAddr string
 	apiAddr     string
-	record      string
+	record      string // a file name in recordDir
+	recordDir   string
 	keep        uint
 	keepBytes   int64
 	pprof       bool
@@ -60,7 +61,7 @@ func parseRunConfig(args []string, stderr io.Writer) (runConfig, error) {
 	fs.String(&c.metricsAddr, "metrics-addr", ":9464", "serve Prometheus /metrics and /healthz here (empty: off)")
 	fs.String(&c.apiAddr, "api-addr", "127.0.0.1:9465", "serve the timeline API that 'readyline explain' reads, and the waterfall pages under /ui/, here (empty: off)")
 	fs.Bool(&c.pprof, "pprof", false, "also serve Go's profiles (net/http/pprof) under /debug/pprof/ on the timeline API's address, for a heap or CPU profile of the daemon")
-	fs.String(&c.record, "record", "", "also write every event the correlator sees to this file (JSON lines, for 'readyline replay')")
+	registerRecordFlags(fs, &c.record, &c.recordDir)
 	fs.Uint(&c.keep, "keep", 256, "how many recent pod starts the timeline API keeps")
 	fs.Bytes(&c.keepBytes, "keep-bytes", 32<<20, "the most memory those pod starts may hold (their JSON, deflated, as they are kept), the oldest dropped first: a `size` in bytes, or e.g. 32Mi")
 	c.process.register(fs)
@@ -76,6 +77,9 @@ func parseRunConfig(args []string, stderr io.Writer) (runConfig, error) {
 		return c, err
 	}
 	if err := c.process.validate(stderr); err != nil {
+		return c, err
+	}
+	if err := validateRecordName(c.record, c.recordDir, stderr); err != nil {
 		return c, err
 	}
 	for _, f := range []struct {
@@ -176,8 +180,8 @@ func (d *daemon) run(ctx context.Context) error {
 	}
 	d.metrics.WatchExportQueue(d.traces.Queued)
 	if d.cfg.record != "" {
-		if d.recFile, err = os.Create(d.cfg.record); err != nil {
-			return fmt.Errorf("creating recording: %w", err)
+		if d.recFile, err = openRecording(d.cfg.recordDir, d.cfg.record); err != nil {
+			return err
 		}
 		d.rec = event.NewWriter(d.recFile)
 	}

@@ -131,7 +131,8 @@ func (e *Env) StartDaemonWith(ctx context.Context, name string, opts DaemonOptio
 		}
 		d.Record = ""
 	} else {
-		args = append(args, "--record", d.Record, "--log-level", "debug")
+		// --record is a file name in --record-dir, which only a flag sets.
+		args = append(args, "--record-dir", dir, "--record", filepath.Base(d.Record), "--log-level", "debug")
 	}
 	args = append(args, opts.Args...)
 	d.cmd = exec.Command(args[0], args[1:]...)
