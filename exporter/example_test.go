@@ -12,8 +12,9 @@ import (
 
 // Example wires the exporter the way 'readyline run' is meant to: metrics
 // count the trace exporter's losses, every finished timeline goes to the
-// traces, the metrics and the store, and one HTTP server on --metrics-addr
-// serves /metrics, /healthz and the explain API.
+// traces, the metrics and the store, and one HTTP server serves /metrics
+// and the explain API. (The daemon serves each on an address of its own,
+// and its health on a third, on loopback.)
 func Example() {
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	ctx, stop := context.WithCancel(context.Background())

@@ -406,10 +406,12 @@ func (m *Metrics) ExportFailed() {
 	m.exportFailures.Add(context.Background(), 1)
 }
 
-// Handler serves /metrics and /healthz, which answers 200 "ok" while
-// health returns nil (or health is nil) and 503 with the error otherwise.
-// Mount other handlers (Store.Handler) next to it with an http.ServeMux of
-// your own.
+// Handler serves /metrics and, when health is not nil, /healthz
+// (HealthHandler). Mount other handlers (Store.Handler) next to it with an
+// http.ServeMux of your own. readyline run passes nil: it serves its
+// health on a listener of its own, which the pod network cannot reach,
+// because whoever can reach /metrics could otherwise hold the connections
+// the kubelet's probes need.
 //
 // /metrics answers in the format the scraper's Accept header asks for: the
 // Prometheus text format by default, OpenMetrics text for
@@ -423,18 +425,24 @@ func (m *Metrics) Handler(health func() error) http.Handler {
 		ErrorHandling:     promhttp.ContinueOnError,
 		EnableOpenMetrics: true,
 	}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	if health != nil {
+		mux.Handle("GET /healthz", HealthHandler(health))
+	}
+	return mux
+}
+
+// HealthHandler answers 200 "ok" while health returns nil, and 503
+// "unhealthy: " and the error otherwise.
+func HealthHandler(health func() error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if health != nil {
-			if err := health(); err != nil {
-				w.WriteHeader(http.StatusServiceUnavailable)
-				fmt.Fprintf(w, "unhealthy: %v\n", err)
-				return
-			}
+		if err := health(); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, "unhealthy: %v\n", err)
+			return
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	return mux
 }
 
 // Metrics counts a TraceExporter's failures and drops, and an Alerter's

@@ -238,6 +238,14 @@ func TestHealthz(t *testing.T) {
 	if code, body := get(); code != http.StatusServiceUnavailable || !strings.Contains(body, "pod watch not synced") {
 		t.Errorf("unhealthy: %d %q", code, body)
 	}
+
+	// Without a health func (readyline run serves its health elsewhere)
+	// there is no /healthz beside /metrics.
+	rec := httptest.NewRecorder()
+	m.Handler(nil).ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("/healthz without a health func: %d %q, want 404", rec.Code, rec.Body.String())
+	}
 }
 
 // TestMetricsExportQueue: the queue gauges follow a TraceExporter through an

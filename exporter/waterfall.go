@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter/termtext"
 )
 
 // Layout of the text waterfall: label (as wide as the longest, within
@@ -90,14 +91,15 @@ func newWaterfall(wc *waterfallChart, width int) *waterfall {
 	return &waterfall{waterfallChart: wc, width: width, labelW: labelW, barW: width - labelW - 2*waterfallNumWidth - 4}
 }
 
-// textLabel is a row's label indented by its depth.
+// textLabel is a row's label indented by its depth, terminal-safe (a
+// container's or a process's name is the pod's).
 func textLabel(r *wrow) string {
-	return strings.Repeat("  ", r.depth) + r.label
+	return strings.Repeat("  ", r.depth) + termtext.Escape(r.label)
 }
 
 func (wf *waterfall) header(w *bufio.Writer) {
 	tl := wf.tl
-	fmt.Fprintf(w, "%s  %s\n", tl.Pod.String(), wf.outcome())
+	fmt.Fprintf(w, "%s  %s\n", termtext.Escape(tl.Pod.String()), termtext.Escape(wf.outcome()))
 	if tl.Reason != "" {
 		writeWrapped(w, "  reason: ", tl.Reason, wf.width)
 	}
@@ -126,7 +128,7 @@ func (wf *waterfall) table(w *bufio.Writer) {
 		r := &wf.rows[i]
 		wf.line(w, textLabel(r), wf.offset(r.start), r.took, wf.drawRow(r))
 		if r.kind == rowWaiting {
-			for _, line := range wrapWords(r.message, wf.barW, maxWaitingMessageRows) {
+			for _, line := range wrapWords(termtext.Escape(r.message), wf.barW, maxWaitingMessageRows) {
 				wf.line(w, "", "", "", line)
 			}
 		}
@@ -137,7 +139,7 @@ func (wf *waterfall) table(w *bufio.Writer) {
 func (wf *waterfall) drawRow(r *wrow) string {
 	switch {
 	case r.note != "":
-		return r.note
+		return termtext.Escape(r.note)
 	case r.kind == rowSection || r.kind == rowNote:
 		return ""
 	case r.kind == rowCondition:
@@ -277,11 +279,13 @@ func (wf *waterfall) footer(w *bufio.Writer) {
 }
 
 // writeItems writes prefix and the items joined by sep, wrapped at width
-// between items, continuation lines indented like the prefix.
+// between items, continuation lines indented like the prefix; the items
+// are made terminal-safe.
 func writeItems(w *bufio.Writer, prefix string, items []string, sep string, width int) {
 	indent := strings.Repeat(" ", utf8.RuneCountInString(prefix))
 	line, n := prefix, utf8.RuneCountInString(prefix)
 	for i, it := range items {
+		it = termtext.Escape(it)
 		l := utf8.RuneCountInString(it)
 		if i > 0 {
 			if n+utf8.RuneCountInString(sep)+l > width {
@@ -300,7 +304,9 @@ func writeItems(w *bufio.Writer, prefix string, items []string, sep string, widt
 
 // writeWrapped writes prefix+text wrapped at width, continuation lines
 // indented like the prefix; a word longer than a line is cut across lines.
+// text is made terminal-safe first, so its newlines show as \n.
 func writeWrapped(w *bufio.Writer, prefix, text string, width int) {
+	text = termtext.Escape(text)
 	indent := strings.Repeat(" ", utf8.RuneCountInString(prefix))
 	line := prefix
 	lineLen := utf8.RuneCountInString(prefix)

@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	utilexec "k8s.io/client-go/util/exec"
+
+	"github.com/readyline/readyline/exporter/termtext"
 )
 
 const explainHelp = `usage: kubectl readyline explain [-n NAMESPACE] POD [--width N] [-o text|json]
@@ -114,6 +116,14 @@ func (ds *daemonSet) explain(ctx context.Context, namespace, name string, args [
 		return err
 	}
 	remote := &cappedBuffer{max: maxRemoteStderr}
+	if !slices.Contains(args, "--json") {
+		// A readyline that escapes its waterfall leaves nothing to do here;
+		// an older one, or anything else answering, still cannot act on the
+		// terminal (JSON escapes control characters itself).
+		text := termtext.NewWriter(stdout)
+		defer text.Flush()
+		stdout = text
+	}
 	// This pod's start, not an earlier pod's of the same name the daemon
 	// may still keep.
 	pinned := append(slices.Clip(args), "--uid="+string(pod.UID), namespace+"/"+name)
@@ -126,8 +136,11 @@ func (ds *daemonSet) explain(ctx context.Context, namespace, name string, args [
 		err = ds.conn.Explain(ctx, daemon, append(slices.Clip(args), namespace+"/"+name), stdout, remote)
 	}
 	if err == nil {
-		_, err = stderr.Write(remote.Bytes())
-		return err
+		w := termtext.NewWriter(stderr)
+		if _, err = w.Write(remote.Bytes()); err != nil {
+			return err
+		}
+		return w.Flush()
 	}
 	return ds.explainError(ctx, err, daemon, remote.String(), fmt.Sprintf("pod %s/%s is on node %s, whose readyline", namespace, name, pod.Spec.NodeName))
 }
@@ -149,7 +162,7 @@ func (ds *daemonSet) daemonOf(ctx context.Context, namespace, name string) (pod,
 func (ds *daemonSet) explainError(ctx context.Context, err error, daemon *corev1.Pod, stderr, who string) error {
 	var exit utilexec.ExitError
 	if errors.As(err, &exit) {
-		msg := strings.TrimSpace(stderr)
+		msg := termtext.Escape(strings.TrimSpace(stderr))
 		msg = strings.TrimPrefix(msg, "readyline explain: ")
 		if msg == "" {
 			msg = err.Error()

@@ -18,6 +18,8 @@ import (
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/readyline/readyline/exporter/termtext"
 )
 
 const listHelp = `usage: kubectl readyline list [-n NAMESPACE | -A] [-o text|json]
@@ -251,10 +253,12 @@ func printStarts(stdout, stderr io.Writer, starts []startSummary, namespace stri
 	}
 	fmt.Fprintln(tw, "NAME\tNODE\tOUTCOME\tDURATION\tAGE")
 	for _, s := range starts {
+		// What the daemons answered, escaped as kubectl escapes a table's
+		// cells: a name or an outcome must not act on the terminal.
 		if namespace == "" {
-			fmt.Fprintf(tw, "%s\t", s.Namespace)
+			fmt.Fprintf(tw, "%s\t", termtext.Escape(s.Namespace))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.Node, s.Outcome,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termtext.Escape(s.Name), termtext.Escape(s.Node), termtext.Escape(s.Outcome),
 			s.End.Sub(s.Start).Round(time.Millisecond), duration.HumanDuration(now.Sub(s.Start)))
 	}
 	return tw.Flush()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter"
+	"github.com/readyline/readyline/exporter/termtext"
 )
 
 // explainConfig is the validated configuration of `readyline explain`.
@@ -95,7 +96,9 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintln(tw, "POD\tOUTCOME\tDURATION\tCREATED")
 		for _, s := range list {
 			d := secondsDuration(s.DurationSeconds).Round(time.Millisecond)
-			fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\n", s.Namespace, s.Name, s.Outcome, d, s.Start.Local().Format(time.DateTime))
+			// Names come from the API and the pods, and a tab would shift the columns too.
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", termtext.Escape(s.Namespace+"/"+s.Name), termtext.Escape(string(s.Outcome)),
+				d, s.Start.Local().Format(time.DateTime))
 		}
 		return tw.Flush()
 	}

@@ -5,8 +5,10 @@
 //	readyline explain [NS/]POD      the waterfall of a recent pod start
 //	readyline events [flags]        stream process events as JSON lines
 //	readyline replay [flags] FILE   rebuild pod start timelines from a recording
+//	readyline health [flags]        ask the daemon whether it is healthy (the probes)
 //
-// Every flag has an environment twin: --log-level is READYLINE_LOG_LEVEL.
+// Every flag has an environment twin: --log-level is READYLINE_LOG_LEVEL
+// (but for run's --record-dir, which says where the daemon may write).
 package main
 
 import (
@@ -29,6 +31,8 @@ commands:
   events   stream every process event (exec, fork, exit) as one JSON line on stdout,
            and a "source" line when the kernel lost records
   replay   run the correlator on a recording and print the pod start timelines
+  health   ask the daemon on this node whether it is healthy (exit 0) or not (1):
+           the DaemonSet's probes
 
 Run 'readyline <command> -h' for the flags of a command. Every flag has an
 environment twin: --log-level is READYLINE_LOG_LEVEL.
@@ -66,6 +70,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runExplain(ctx, args[1:], stdout, stderr)
 	case "replay":
 		err = runReplay(ctx, args[1:], stdout, stderr)
+	case "health":
+		err = runHealth(ctx, args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "readyline: unknown command %q\n\n%s", args[0], usage)
 		return 2

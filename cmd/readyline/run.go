@@ -33,7 +33,9 @@ type runConfig struct {
 	criEndpoint string
 	metricsAddr string
 	apiAddr     string
-	record      string
+	healthAddr  string
+	record      string // a file name in recordDir
+	recordDir   string
 	keep        uint
 	keepBytes   int64
 	pprof       bool
@@ -57,10 +59,12 @@ func parseRunConfig(args []string, stderr io.Writer) (runConfig, error) {
 	fs.String(&c.trace.Protocol, "otlp-protocol", "", "grpc or http/protobuf (default: from the endpoint)")
 	fs.Bool(&c.trace.Insecure, "otlp-insecure", false, "no TLS for a host:port endpoint")
 	fs.Bytes(&c.trace.QueueBytes, "export-queue-bytes", 16<<20, "the most pod start traces waiting for the OTLP endpoint may take while it is down or slow, by their size as OTLP requests (about 8Ki a pod; the heap they hold is ~2.3 times that), the oldest dropped first: a `size` in bytes, or e.g. 16Mi")
-	fs.String(&c.metricsAddr, "metrics-addr", ":9464", "serve Prometheus /metrics and /healthz here (empty: off)")
+	fs.String(&c.metricsAddr, "metrics-addr", ":9464", fmt.Sprintf("serve Prometheus /metrics here (empty: off); at most %d connections at once from one address, %d in all",
+		podNetworkHTTPLimits.MaxConnsPerClient, podNetworkHTTPLimits.MaxConns))
+	registerHealthAddr(fs, &c.healthAddr)
 	fs.String(&c.apiAddr, "api-addr", "127.0.0.1:9465", "serve the timeline API that 'readyline explain' reads, and the waterfall pages under /ui/, here (empty: off)")
 	fs.Bool(&c.pprof, "pprof", false, "also serve Go's profiles (net/http/pprof) under /debug/pprof/ on the timeline API's address, for a heap or CPU profile of the daemon")
-	fs.String(&c.record, "record", "", "also write every event the correlator sees to this file (JSON lines, for 'readyline replay')")
+	registerRecordFlags(fs, &c.record, &c.recordDir)
 	fs.Uint(&c.keep, "keep", 256, "how many recent pod starts the timeline API keeps")
 	fs.Bytes(&c.keepBytes, "keep-bytes", 32<<20, "the most memory those pod starts may hold (their JSON, deflated, as they are kept), the oldest dropped first: a `size` in bytes, or e.g. 32Mi")
 	c.process.register(fs)
@@ -76,6 +80,9 @@ func parseRunConfig(args []string, stderr io.Writer) (runConfig, error) {
 		return c, err
 	}
 	if err := c.process.validate(stderr); err != nil {
+		return c, err
+	}
+	if err := validateRecordName(c.record, c.recordDir, stderr); err != nil {
 		return c, err
 	}
 	for _, f := range []struct {
@@ -121,6 +128,9 @@ type daemon struct {
 
 	mu      sync.Mutex
 	healthy error // nil while the correlator loop runs
+	// watchdog fails the health when the correlator loop stalls; nil in
+	// tests that do not look.
+	watchdog *loopWatchdog
 }
 
 // daemonGCPercent is the daemon's GOGC when the environment sets none:
@@ -162,6 +172,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	d := &daemon{cfg: cfg, logger: logger, events: make(chan event.Event, 8192), store: exporter.NewStore(exporter.StoreLimits{Timelines: int(cfg.keep), Bytes: cfg.keepBytes})}
+	d.watchdog = newLoopWatchdog(correlatorStall, func() int { return len(d.events) })
 	return d.run(ctx)
 }
 
@@ -178,8 +189,8 @@ func (d *daemon) run(ctx context.Context) error {
 	}
 	d.metrics.WatchExportQueue(d.traces.Queued)
 	if d.cfg.record != "" {
-		if d.recFile, err = os.Create(d.cfg.record); err != nil {
-			return fmt.Errorf("creating recording: %w", err)
+		if d.recFile, err = openRecording(d.cfg.recordDir, d.cfg.record); err != nil {
+			return err
 		}
 		d.rec = event.NewWriter(d.recFile)
 	}
@@ -270,13 +281,16 @@ func (d *daemon) run(ctx context.Context) error {
 		g.Go(ctx, "pod events", func(ctx context.Context) error { return d.reads.Run(ctx, d.emitter(ctx)) })
 		g.Go(ctx, "binary pages", func(ctx context.Context) error { trimBinaryPages(ctx, d.logger); return nil })
 		if d.cfg.metricsAddr != "" {
-			g.Go(ctx, "metrics server", d.serve(d.cfg.metricsAddr, d.metrics.Handler(d.health)))
+			g.Go(ctx, "metrics server", d.serve(d.cfg.metricsAddr, d.metrics.Handler(nil), podNetworkHTTPLimits))
 		}
 		if d.cfg.apiAddr != "" {
-			g.Go(ctx, "api server", d.serve(d.cfg.apiAddr, d.apiHandler()))
+			g.Go(ctx, "api server", d.serve(d.cfg.apiAddr, d.apiHandler(), defaultHTTPLimits))
+		}
+		if d.cfg.healthAddr != "" {
+			g.Go(ctx, "health server", d.serve(d.cfg.healthAddr, healthHandler(d.health), healthHTTPLimits))
 		}
 		d.logger.Info("readyline running", "node", d.cfg.nodeName, "otlp", d.traces.Endpoint(),
-			"metrics", d.cfg.metricsAddr, "api", d.cfg.apiAddr, "record", d.cfg.record, "alerts", d.cfg.alerts.String())
+			"metrics", d.cfg.metricsAddr, "api", d.cfg.apiAddr, "health", d.cfg.healthAddr, "record", d.cfg.record, "alerts", d.cfg.alerts.String())
 	})
 	if d.rec != nil {
 		err = errors.Join(err, d.rec.Flush(), d.recFile.Close())
@@ -428,6 +442,7 @@ func (d *daemon) correlate(ctx context.Context) {
 	defer tick.Stop()
 	var last correlator.Stats
 	handle := func(ev event.Event) {
+		d.watchdog.Beat()
 		if d.rec != nil {
 			if err := d.rec.Write(ev); err != nil {
 				d.logger.Error("recording stopped", "error", err)
@@ -539,10 +554,15 @@ func (d *daemon) deliver(ctx context.Context, tl *correlator.Timeline, alert boo
 	d.store.Add(tl)
 }
 
+// health is nil while the daemon runs and its correlator loop comes round.
 func (d *daemon) health() error {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.healthy
+	err := d.healthy
+	d.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return d.watchdog.Check()
 }
 
 // apiHandler is what the API address serves: the timeline API that
@@ -552,15 +572,14 @@ func (d *daemon) apiHandler() http.Handler {
 	return withPprof(withUI(d.store.Handler(d.logger), d.store.UIHandler(d.logger)), d.cfg.pprof)
 }
 
-// serve runs an HTTP server of h on addr, with defaultHTTPLimits, until ctx
-// is done.
-func (d *daemon) serve(addr string, h http.Handler) func(context.Context) error {
+// serve runs an HTTP server of h on addr, with limits l, until ctx is done.
+func (d *daemon) serve(addr string, h http.Handler, l httpLimits) func(context.Context) error {
 	return func(ctx context.Context) error {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return err
 		}
-		return serveHTTP(ctx, newHTTPServer(h, defaultHTTPLimits), ln, defaultHTTPLimits)
+		return serveHTTP(ctx, newHTTPServer(h, l), ln, l)
 	}
 }
 

@@ -12,10 +12,10 @@ import (
 )
 
 // httpLimits bound what one client of the daemon's HTTP servers (--metrics-addr,
-// --api-addr) can hold. The clients are a Prometheus scraper or two, the
-// kubelet's /healthz probes and 'readyline explain' on the node; every
-// request is a GET without a body, and the largest answer is one timeline's
-// JSON (a few MiB at most, see --keep-bytes).
+// --api-addr, --health-addr) can hold. The clients are a Prometheus scraper
+// or two, the kubelet's probes (through `readyline health`) and 'readyline
+// explain' on the node; every request is a GET without a body, and the
+// largest answer is one timeline's JSON (a few MiB at most, see --keep-bytes).
 type httpLimits struct {
 	// ReadHeaderTimeout bounds a new connection's wait for its request
 	// headers, so a connection that says nothing is closed.
@@ -40,6 +40,11 @@ type httpLimits struct {
 	// and two 4 KiB buffers); further ones wait in the kernel's accept
 	// queue until one closes.
 	MaxConns int
+	// MaxConnsPerClient bounds the connections served at once from one
+	// remote IP address (0: no bound); one more is closed as soon as it is
+	// accepted. Without it, one client that keeps MaxConns connections
+	// open, and reconnects each one the server closes, holds every slot.
+	MaxConnsPerClient int
 }
 
 // defaultHTTPLimits are the limits of the daemon's HTTP servers.
@@ -52,6 +57,16 @@ var defaultHTTPLimits = httpLimits{
 	MaxHeaderBytes:    8 << 10,
 	MaxConns:          64,
 }
+
+// podNetworkHTTPLimits are the limits of a server the pod network reaches
+// (--metrics-addr): any pod can connect, so one pod gets a few of its
+// connections, not all. Prometheus keeps one connection to a target; a
+// second scraper comes from another address.
+var podNetworkHTTPLimits = func() httpLimits {
+	l := defaultHTTPLimits
+	l.MaxConnsPerClient = 4
+	return l
+}()
 
 // newHTTPServer returns a server of h with the limits l; serve it with
 // serveHTTP.
@@ -66,10 +81,14 @@ func newHTTPServer(h http.Handler, l httpLimits) *http.Server {
 	}
 }
 
-// serveHTTP serves srv on ln, at most l.MaxConns connections at once, until
-// ctx is done; then it waits l.ShutdownTimeout for the requests in flight
-// and closes what is left. It returns nil after a shutdown.
+// serveHTTP serves srv on ln, at most l.MaxConns connections at once and
+// l.MaxConnsPerClient from one address, until ctx is done; then it waits
+// l.ShutdownTimeout for the requests in flight and closes what is left. It
+// returns nil after a shutdown.
 func serveHTTP(ctx context.Context, srv *http.Server, ln net.Listener, l httpLimits) error {
+	if l.MaxConnsPerClient > 0 {
+		ln = limitPerClient(ln, l.MaxConnsPerClient)
+	}
 	if l.MaxConns > 0 {
 		ln = netutil.LimitListener(ln, l.MaxConns)
 	}

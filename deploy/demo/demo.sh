@@ -26,7 +26,8 @@ NAMESPACE=${DEMO_NAMESPACE:-readyline-demo}
 # deploy/demo's DaemonSet is in the host's network namespace (deploy/local).
 METRICS_ADDR=127.0.0.1:9464
 JAEGER_QUERY=http://127.0.0.1:16686
-# deploy/demo/kustomization.yaml: READYLINE_START_TIMEOUT, READYLINE_RECORD.
+# deploy/demo/kustomization.yaml: READYLINE_START_TIMEOUT, READYLINE_RECORD
+# (a file in the directory deploy/demo/record.yaml mounts from here).
 START_TIMEOUT=40s
 RECORDING=$NODE_DIR/demo/events.jsonl
 

@@ -275,10 +275,35 @@ func (e *Env) ImportJaegerImage(ctx context.Context, ref, dir string) error {
 	if err := os.WriteFile(filepath.Join(rootfs, "cmd", "jaeger", "jaeger-linux"), b, 0o755); err != nil {
 		return err
 	}
-	archive := filepath.Join(dir, "jaeger.tar")
+	return e.importImage(ctx, rootfs, ref, filepath.Join(dir, "jaeger.tar"),
+		"-entrypoint", `["/cmd/jaeger/jaeger-linux"]`, "-env", "JAEGER_LISTEN_HOST=0.0.0.0", "-user", "10001")
+}
+
+// ImportGoImage builds the Go program in pkg (a directory of the
+// repository, e.g. ./deploy/e2e/testdata/connflood), static, as the one
+// file of an image named ref whose entrypoint it is, and imports that into
+// the node: a pod of the tests' own, with no base image and no registry.
+// dir holds the build.
+func (e *Env) ImportGoImage(ctx context.Context, pkg, ref, dir string) error {
+	name := filepath.Base(pkg)
+	rootfs := filepath.Join(dir, "rootfs")
+	if err := os.MkdirAll(rootfs, 0o755); err != nil {
+		return err
+	}
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", filepath.Join(rootfs, name), pkg)
+	build.Dir, build.Env = e.RepoRoot, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("building %s: %w\n%s", pkg, err, out)
+	}
+	return e.importImage(ctx, rootfs, ref, filepath.Join(dir, name+".tar"), "-entrypoint", `["/`+name+`"]`)
+}
+
+// importImage writes rootfs as the image ref (deploy/node/mkimage, with
+// more of its flags in mkimage) to archive and imports it into the node's
+// containerd.
+func (e *Env) importImage(ctx context.Context, rootfs, ref, archive string, mkimage ...string) error {
 	for _, args := range [][]string{
-		{"go", "run", "./deploy/node/mkimage", "-rootfs", rootfs, "-ref", ref, "-o", archive,
-			"-entrypoint", `["/cmd/jaeger/jaeger-linux"]`, "-env", "JAEGER_LISTEN_HOST=0.0.0.0", "-user", "10001"},
+		append([]string{"go", "run", "./deploy/node/mkimage", "-rootfs", rootfs, "-ref", ref, "-o", archive}, mkimage...),
 		{filepath.Join(e.RepoRoot, "deploy", "node", "node.sh"), "import-image", archive},
 	} {
 		cmd := exec.CommandContext(ctx, args[0], args[1:]...)

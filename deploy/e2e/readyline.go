@@ -47,8 +47,8 @@ type Daemon struct {
 	proc *os.Process
 	// PID is readyline's pid on the host.
 	PID int
-	// APIURL serves the timelines, MetricsURL /metrics and /healthz.
-	APIURL, MetricsURL string
+	// APIURL serves the timelines, MetricsURL /metrics, HealthURL /healthz.
+	APIURL, MetricsURL, HealthURL string
 	// Log and Record are the daemon's stderr and its event recording.
 	Log, Record string
 	exited      chan struct{}
@@ -77,7 +77,7 @@ type DaemonOptions struct {
 
 // StartDaemon builds readyline and runs `readyline run` against the local
 // node and Jaeger, writing its log and recording to the artifacts dir under
-// name. It returns once the daemon serves /healthz and its sources are up.
+// name. It returns once the daemon says it is healthy and its sources are up.
 func (e *Env) StartDaemon(ctx context.Context, name string) (*Daemon, error) {
 	return e.StartDaemonWith(ctx, name, DaemonOptions{})
 }
@@ -111,8 +111,12 @@ func (e *Env) StartDaemonWith(ctx context.Context, name string, opts DaemonOptio
 	if err != nil {
 		return nil, err
 	}
+	healthAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
 	d := &Daemon{
-		APIURL: "http://" + apiAddr, MetricsURL: "http://" + metricsAddr,
+		APIURL: "http://" + apiAddr, MetricsURL: "http://" + metricsAddr, HealthURL: "http://" + healthAddr,
 		Log: filepath.Join(dir, name+".log"), Record: filepath.Join(dir, name+".jsonl"),
 		exited: make(chan struct{}),
 	}
@@ -123,7 +127,7 @@ func (e *Env) StartDaemonWith(ctx context.Context, name string, opts DaemonOptio
 	args := append(slices.Clone(opts.Wrap), bin, "run",
 		"--node-name", e.NodeName, "--kubeconfig", e.Kubeconfig, "--cri-endpoint", e.CRIEndpoint(),
 		"--otlp-endpoint", OTLPGRPCEndpoint, "--otlp-insecure",
-		"--api-addr", apiAddr, "--metrics-addr", metricsAddr, "--start-timeout", StartTimeout.String())
+		"--api-addr", apiAddr, "--metrics-addr", metricsAddr, "--health-addr", healthAddr, "--start-timeout", StartTimeout.String())
 	var deployed []string
 	if opts.AsDeployed {
 		if deployed, err = deployedEnv(e.RepoRoot); err != nil {
@@ -131,7 +135,8 @@ func (e *Env) StartDaemonWith(ctx context.Context, name string, opts DaemonOptio
 		}
 		d.Record = ""
 	} else {
-		args = append(args, "--record", d.Record, "--log-level", "debug")
+		// --record is a file name in --record-dir, which only a flag sets.
+		args = append(args, "--record-dir", dir, "--record", filepath.Base(d.Record), "--log-level", "debug")
 	}
 	args = append(args, opts.Args...)
 	d.cmd = exec.Command(args[0], args[1:]...)
@@ -169,7 +174,7 @@ func (e *Env) StartDaemonWith(ctx context.Context, name string, opts DaemonOptio
 				return false, nil
 			}
 		}
-		resp, err := http.Get(d.MetricsURL + "/healthz")
+		resp, err := http.Get(d.HealthURL + "/healthz")
 		if err != nil {
 			return false, nil
 		}

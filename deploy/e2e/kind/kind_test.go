@@ -62,14 +62,19 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// recordPath is where each readyline records, in its own mount namespace.
-const recordPath = "/e2e-record/events.jsonl"
+// recordDir and recordName are where each readyline records, in its own
+// mount namespace: its recording directory (--record-dir's default) and
+// the file READYLINE_RECORD names there.
+const (
+	recordDir  = "/var/lib/readyline/recordings"
+	recordName = "events.jsonl"
+)
 
 // recordEvents makes each readyline record every event it takes in
 // (READYLINE_RECORD, on an emptyDir): what a node's readyline saw is then
 // checked for the other node's pods, sandboxes and containers.
 func recordEvents(ctx context.Context) error {
-	path := recordPath
+	path := recordName
 	have, err := kindSh(ctx, nil, "kubectl", "-n", "readyline", "get", "daemonset", "readyline", "-o",
 		`jsonpath={.spec.template.spec.containers[0].env[?(@.name=="READYLINE_RECORD")].value}`)
 	if err != nil || have == path {
@@ -84,7 +89,7 @@ func recordEvents(ctx context.Context) error {
 		}
 	}
 	patch := `[{"op":"add","path":"/spec/template/spec/volumes/-","value":{"name":"e2e-record","emptyDir":{}}},
-{"op":"add","path":"/spec/template/spec/containers/0/volumeMounts/-","value":{"name":"e2e-record","mountPath":"/e2e-record"}},
+{"op":"add","path":"/spec/template/spec/containers/0/volumeMounts/-","value":{"name":"e2e-record","mountPath":"` + recordDir + `"}},
 {"op":"add","path":"/spec/template/spec/containers/0/env/-","value":{"name":"READYLINE_RECORD","value":"` + path + `"}}]`
 	if _, err := kindSh(ctx, nil, "kubectl", "-n", "readyline", "patch", "daemonset", "readyline", "--type=json", "-p", patch); err != nil {
 		return err
@@ -98,7 +103,7 @@ func recordEvents(ctx context.Context) error {
 func recorded(t *testing.T, node string) string {
 	t.Helper()
 	out, err := kindSh(context.Background(), nil, "docker", "exec", node, "sh", "-c",
-		"for p in $(pgrep -x readyline); do cat /proc/$p/root"+recordPath+"; done")
+		"for p in $(pgrep -x readyline); do cat /proc/$p/root"+recordDir+"/"+recordName+"; done")
 	if err != nil || out == "" {
 		t.Fatalf("reading %s's recording: %v", node, err)
 	}
