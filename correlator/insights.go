@@ -59,18 +59,6 @@ func (d *derivation) insights(tl *Timeline) []Insight {
 				Message: fmt.Sprintf("%s was reported %s after %s", c.Type, fmtDur(lag), c.CauseEvent)})
 		}
 	}
-	if total := span(tl.Start, tl.End); total > 0 {
-		var slow *Phase
-		for i := range tl.Phases {
-			if slow == nil || tl.Phases[i].Duration() > slow.Duration() {
-				slow = &tl.Phases[i]
-			}
-		}
-		if slow != nil && slow.Duration() > 0 {
-			out = append(out, Insight{Kind: InsightSlowestPhase, Duration: slow.Duration(),
-				Message: fmt.Sprintf("the longest phase was %s: %s of %s", slow.Name, fmtDur(slow.Duration()), fmtDur(total))})
-		}
-	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Duration > out[j].Duration })
 	return out
 }

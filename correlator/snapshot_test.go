@@ -208,6 +208,7 @@ func noContradiction(t *testing.T, what string, snap, final *Timeline) {
 	if snap.Outcome == OutcomeStarting && snap.AsOf.IsZero() {
 		t.Errorf("%s: a start in progress without AsOf", what)
 	}
+	checkBreakdown(t, what+" "+snap.Pod.String()+" as of "+snap.AsOf.String(), snap)
 	for _, c := range snap.Conditions {
 		ok := false
 		for _, f := range final.Conditions {

@@ -246,6 +246,16 @@ func (wf *waterfall) condition(c correlator.ConditionTransition) string {
 func (wf *waterfall) footer(w *bufio.Writer) {
 	tl := wf.tl
 	w.WriteString("\n")
+	if rows := breakdownRows(tl); len(rows) > 0 {
+		w.WriteString("where the time went\n")
+		for _, r := range rows {
+			line := fmt.Sprintf("  %-32s %8s %4s", r.name, r.took, r.percent)
+			if r.what != "" {
+				line += "  " + termtext.Escape(r.what)
+			}
+			w.WriteString(cutRunes(line, wf.width) + "\n")
+		}
+	}
 	if len(tl.Insights) > 0 {
 		w.WriteString("insights\n")
 		for _, in := range tl.Insights {
@@ -276,6 +286,15 @@ func (wf *waterfall) footer(w *bufio.Writer) {
 		legend = append(legend, string(glyphWaiting)+" waiting (API)")
 	}
 	writeItems(w, "", legend, "  ", wf.width)
+}
+
+// cutRunes cuts s to at most n runes, the last one "…" when it was cut.
+func cutRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
 }
 
 // writeItems writes prefix and the items joined by sep, wrapped at width
