@@ -360,6 +360,15 @@ func (k *clock) present(tl *Timeline, since time.Time) {
 	}
 }
 
+// toCurrent moves the times of *v (a pointer to a struct the correlator
+// hands out, such as an After or a Recovery) from the base frame to the
+// current one, as present does for a timeline.
+func (k *clock) toCurrent(v any) {
+	if d := time.Duration(k.current() - k.anchor); d != 0 {
+		mapTimes(reflect.ValueOf(v).Elem(), func(t time.Time) time.Time { return t.Add(d) }, map[uintptr]reflect.Value{})
+	}
+}
+
 var timeType = reflect.TypeFor[time.Time]()
 
 // mapTimes replaces every non-zero time.Time t in v (settable) by f(t),

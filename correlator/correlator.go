@@ -131,6 +131,9 @@ type Correlator struct {
 	blind map[string][]BlindWindow
 	// drained: how far each kernel source has said it read (drained.go).
 	drained map[string]time.Time
+	// recoveries: the returns to Ready after a loss not yet taken
+	// (after.go, TakeRecoveries).
+	recoveries []Recovery
 	// eventsReadable: the pod_events source said Up once; the starts that
 	// end other than Ready then wait for their Events (kubelet_events.go).
 	eventsReadable bool
@@ -151,6 +154,8 @@ type endedPod struct {
 	deleted time.Time
 	// hash: a static pod's config hash, its alias until it is forgotten.
 	hash string
+	// after follows the pod's life after a start traced here (after.go).
+	after *afterState
 }
 
 // New returns a Correlator.
@@ -374,6 +379,12 @@ func (c *Correlator) handlePod(e *event.PodUpdate) {
 		if ep.traced {
 			c.stats.AfterStart++
 		}
+		if ep.after != nil {
+			if r := ep.after.observe(e); r != nil {
+				ep.after.take(*r)
+				c.recoveries = append(c.recoveries, *r)
+			}
+		}
 		if e.Action == event.PodDeleted && ep.deleted.IsZero() {
 			ep.deleted = c.clock.now
 			c.ended[uid] = ep
@@ -465,6 +476,9 @@ func (c *Correlator) route(uid string, ev event.Event) {
 	if ep, ok := c.ended[uid]; ok {
 		if ep.traced {
 			c.stats.AfterStart++
+		}
+		if ep.after != nil {
+			ep.after.record(ev)
 		}
 		return
 	}
@@ -616,6 +630,10 @@ func (c *Correlator) complete(p *podState) *Timeline {
 	tl := p.timeline(c.deriveContext(), ending{p.outcome, p.doneAt, p.reason})
 	tl.ReportedAt = p.reportedAt
 	tl.Gaps = c.gaps(p, tl)
+	if p.outcome == OutcomeReady {
+		ep.after = newAfter(p, tl) // its life goes on
+		c.ended[p.uid] = ep
+	}
 	c.clock.present(tl, tl.Start)
 	return tl
 }

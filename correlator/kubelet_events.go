@@ -237,6 +237,15 @@ func (c *Correlator) WantEvents() []EventsWanted {
 		}
 		out = append(out, w)
 	}
+	// Pods that lost Ready after their start: the kubelet says why
+	// (Unhealthy, Killing, BackOff).
+	for _, uid := range sortedKeys(c.ended) {
+		a := c.ended[uid].after
+		if a == nil || a.ready || a.notReady.IsZero() || a.deleting {
+			continue
+		}
+		out = append(out, EventsWanted{Query: Query{UID: uid, Namespace: a.pod.Namespace, Name: a.pod.Name}, LastRead: a.kubelet.read})
+	}
 	return out
 }
 

@@ -87,6 +87,10 @@ type Timeline struct {
 	// for one that ended other than Ready, what it waited on last.
 	// Empty for a start that reached Ready.
 	Waiting string `json:"waiting,omitempty"`
+	// After is what happened to the pod after its start (exits, restarts,
+	// Ready lost and regained, its phase), as of After.AsOf: the daemon's
+	// API adds it to a start that ended Ready, for a pod still there.
+	After *After `json:"after,omitempty"`
 	// Facts counts the facts a start in progress has taken so far (pod
 	// updates, node events): a client that follows it redraws when this
 	// grows. Only a Snapshot has it.

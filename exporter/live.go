@@ -20,6 +20,10 @@ type LiveStarts interface {
 	Snapshot(ctx context.Context, q correlator.Query) (*correlator.Timeline, error)
 	// InProgress lists the starts in progress, oldest first.
 	InProgress(ctx context.Context) ([]correlator.StartSummary, error)
+	// After returns what happened to the pod with this UID after its start
+	// ended Ready (correlator.Correlator.After); ErrNotFound when nothing
+	// is known of it.
+	After(ctx context.Context, uid string) (*correlator.After, error)
 }
 
 // ErrBusy is returned by a LiveStarts that could not answer within its
@@ -74,6 +78,11 @@ func (s *Store) Find(ctx context.Context, namespace, name, uid string) (*correla
 		}
 	}
 	if ok {
+		if l := s.liveStarts(); l != nil && stored.Outcome == correlator.OutcomeReady {
+			lctx, cancel := context.WithTimeout(ctx, liveTimeout)
+			stored.After, _ = l.After(lctx, stored.Pod.UID) // busy: the start alone
+			cancel()
+		}
 		return stored, nil
 	}
 	if liveErr != nil {

@@ -106,6 +106,9 @@ func (wf *waterfall) header(w *bufio.Writer) {
 	if tl.Waiting != "" {
 		writeWrapped(w, "  waiting: ", tl.Waiting, wf.width)
 	}
+	if then := tl.After.Summary(tl.Start); then != "" {
+		writeWrapped(w, "  ", then, wf.width)
+	}
 	if meta := wf.meta(); len(meta) > 0 {
 		writeItems(w, "  ", meta, "  ", wf.width)
 	}
@@ -256,6 +259,19 @@ func (wf *waterfall) footer(w *bufio.Writer) {
 			w.WriteString(cutRunes(line, wf.width) + "\n")
 		}
 	}
+	if af := tl.After; af != nil && (len(af.Events) > 0 || len(af.Recoveries) > 0) {
+		fmt.Fprintf(w, "after the start (as of %s)\n", af.AsOf.UTC().Format("15:04:05Z"))
+		for i, e := range af.Events {
+			if i == maxAfterEventsShown/4 && af.EventsOmitted > 0 {
+				fmt.Fprintf(w, "  (%d more)\n", af.EventsOmitted)
+			}
+			writeWrapped(w, fmt.Sprintf("  %9s  ", wf.at(e.At)), joinNonEmpty(" ", e.Container, e.What), wf.width)
+		}
+		for _, r := range af.Recoveries {
+			writeWrapped(w, "  ", "Ready again at "+wf.at(r.End)+" after "+fmtSeconds(r.Duration())+
+				" ("+joinNonEmpty(", ", r.Cause, recoveryShares(r))+")", wf.width)
+		}
+	}
 	if len(tl.Insights) > 0 {
 		w.WriteString("insights\n")
 		for _, in := range tl.Insights {
@@ -286,6 +302,20 @@ func (wf *waterfall) footer(w *bufio.Writer) {
 		legend = append(legend, string(glyphWaiting)+" waiting (API)")
 	}
 	writeItems(w, "", legend, "  ", wf.width)
+}
+
+// maxAfterEventsShown is the correlator's bound on what it keeps of a
+// pod's life after its start (the first quarter, then the latest).
+const maxAfterEventsShown = 32
+
+// recoveryShares is a Recovery's breakdown in words: "crash-loop back-off
+// 10.0s, create/start calls 0.1s, running 0.5s".
+func recoveryShares(r correlator.Recovery) string {
+	parts := make([]string, len(r.Breakdown))
+	for i, s := range r.Breakdown {
+		parts[i] = s.Kind.Name() + " " + fmtSeconds(s.Duration)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // cutRunes cuts s to at most n runes, the last one "…" when it was cut.

@@ -455,6 +455,9 @@ func (d *daemon) correlate(ctx context.Context) {
 		for _, tl := range c.Handle(ev) {
 			d.deliver(ctx, tl, true)
 		}
+		for _, r := range c.TakeRecoveries() {
+			d.deliverRecovery(ctx, &r)
+		}
 		st := c.Stats()
 		d.metrics.AddDropped("correlator", "unknown_pod", int(st.Orphaned-last.Orphaned))
 		d.metrics.AddDropped("correlator", "overflow", int(st.Overflow-last.Overflow))
@@ -555,6 +558,17 @@ func (d *daemon) deliver(ctx context.Context, tl *correlator.Timeline, alert boo
 }
 
 // health is nil while the daemon runs and its correlator loop comes round.
+// deliverRecovery hands a return to Ready after a pod's start to the
+// exporters: a span of the pod's trace and the histogram.
+func (d *daemon) deliverRecovery(ctx context.Context, r *correlator.Recovery) {
+	d.metrics.RecordRecovery(r)
+	if err := d.traces.ExportRecovery(ctx, r); err != nil {
+		d.logger.Debug("trace not exported", "namespace", r.Pod.Namespace, "pod", r.Pod.Name, "error", err)
+	}
+	d.logger.Info("pod ready again", "namespace", r.Pod.Namespace, "pod", r.Pod.Name, "uid", r.Pod.UID,
+		"after", r.Duration().Round(time.Millisecond).String(), "cause", r.Cause)
+}
+
 func (d *daemon) health() error {
 	d.mu.Lock()
 	err := d.healthy
