@@ -104,6 +104,8 @@ type afterState struct {
 	notReady time.Time // when Ready was last lost (observed)
 	phase    corev1.PodPhase
 	reason   string
+	// ended: when the phase went Failed or Succeeded (zero before).
+	ended    time.Time
 	deleting bool
 	// containers by name; names maps container ids to names.
 	containers map[string]*afterContainer
@@ -151,19 +153,27 @@ func newAfter(p *podState, tl *Timeline) *afterState {
 		a.names[id] = na.name
 	}
 	for _, c := range tl.Containers {
-		if len(c.Attempts) == 0 {
+		if n := len(c.Attempts); n > 0 && a.containers[c.Name] != nil {
+			a.containers[c.Name].id = c.Attempts[n-1].ContainerID
+		}
+	}
+	// Every attempt's entrypoint the start saw, those after its end too
+	// (a restart during the grace period): their exits are the pod's life.
+	var exits []AfterEvent
+	for _, id := range sortedKeys(p.procs) {
+		name, ok := p.names[id]
+		entry, _ := analyze(p.procs[id])
+		if !ok || entry == nil {
 			continue
 		}
-		last := c.Attempts[len(c.Attempts)-1]
-		if ac := a.containers[c.Name]; ac != nil {
-			ac.id = last.ContainerID
+		a.procs[id] = &afterProc{pid: entry.pid, exec: entry.exec, exit: entry.exit, code: entry.exitCode, signal: entry.signal}
+		if !entry.exit.IsZero() && entry.exit.After(tl.End) {
+			exits = append(exits, AfterEvent{At: entry.exit, Container: name.name, What: exitWords(entry.exitCode, entry.signal)})
 		}
-		if pr := last.Process; pr != nil && last.ContainerID != "" {
-			a.procs[last.ContainerID] = &afterProc{pid: pr.PID, exec: pr.Exec, exit: pr.Exit, code: pr.ExitCode, signal: pr.Signal}
-			if !pr.Exit.IsZero() && pr.Exit.After(tl.End) {
-				a.note(pr.Exit, c.Name, exitWords(pr.ExitCode, pr.Signal))
-			}
-		}
+	}
+	slices.SortStableFunc(exits, func(x, y AfterEvent) int { return x.At.Compare(y.At) })
+	for _, e := range exits {
+		a.note(e.At, e.Container, e.What)
 	}
 	a.ready = tl.Outcome == OutcomeReady
 	a.observePod(p.pod, tl.End, false)
@@ -231,7 +241,7 @@ func (a *afterState) observePod(pod *corev1.Pod, at time.Time, deleted bool) *Re
 	a.ready = ready
 	if pod.Status.Phase != a.phase {
 		if a.phase != "" && (pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded) {
-			a.reason = joinNonEmpty(": ", pod.Status.Reason, pod.Status.Message)
+			a.reason, a.ended = joinNonEmpty(": ", pod.Status.Reason, pod.Status.Message), at
 			a.note(at, "", joinNonEmpty(": ", "phase "+string(pod.Status.Phase), a.reason))
 		}
 		a.phase = pod.Status.Phase
@@ -434,8 +444,13 @@ func (a *afterState) take(r Recovery) {
 
 // after is what the pod's life after its start looks like now.
 func (a *afterState) after() *After {
-	out := &After{AsOf: a.asOf, Ready: a.ready, NotReadySince: a.notReady, Phase: string(a.phase), PhaseReason: a.reason,
+	reason := a.reason
+	if reason == "" && !a.ended.IsZero() {
+		reason = a.kubelet.disruption() // an eviction the status does not say
+	}
+	out := &After{AsOf: a.asOf, Ready: a.ready, NotReadySince: a.notReady, Phase: string(a.phase), PhaseReason: reason,
 		Events: slices.Clone(a.events), EventsOmitted: a.omitted, Recoveries: slices.Clone(a.recs), RecoveriesOmitted: a.recsOmit}
+	slices.SortStableFunc(out.Events, func(x, y AfterEvent) int { return x.At.Compare(y.At) })
 	for _, name := range a.order {
 		ac := a.containers[name]
 		out.Containers = append(out.Containers, AfterContainer{Name: name, Restarts: ac.restarts, State: ac.state, Message: ac.message})

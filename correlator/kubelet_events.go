@@ -241,10 +241,20 @@ func (c *Correlator) WantEvents() []EventsWanted {
 	// (Unhealthy, Killing, BackOff).
 	for _, uid := range sortedKeys(c.ended) {
 		a := c.ended[uid].after
-		if a == nil || a.ready || a.notReady.IsZero() || a.deleting {
+		if a == nil || a.deleting {
 			continue
 		}
-		out = append(out, EventsWanted{Query: Query{UID: uid, Namespace: a.pod.Namespace, Name: a.pod.Name}, LastRead: a.kubelet.read})
+		w := EventsWanted{Query: Query{UID: uid, Namespace: a.pod.Namespace, Name: a.pod.Name}, LastRead: a.kubelet.read}
+		switch {
+		case !a.ended.IsZero(): // Failed or Succeeded: why, once (an eviction)
+			if !a.kubelet.read.Before(a.ended) {
+				continue
+			}
+			w.Ended = true
+		case a.ready || a.notReady.IsZero():
+			continue
+		}
+		out = append(out, w)
 	}
 	return out
 }

@@ -132,9 +132,9 @@ func testKubectlPlugin(t *testing.T, pod *corev1.Pod) {
 		r.wantFailure(t, "pod "+ns+"/never-scheduled is not scheduled")
 	})
 
-	t.Run("not-kept", func(t *testing.T) {
-		// Running on the node but never Ready: the daemon keeps a start
-		// once it ends (here, its --start-timeout after 10 minutes).
+	t.Run("starting", func(t *testing.T) {
+		// Running on the node but never Ready: the daemon answers for the
+		// start in progress, with what it waits on.
 		p := createPod(t, ctx, ns, "never-ready", func(p *corev1.Pod) {
 			p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{
 				ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"false"}}},
@@ -145,7 +145,12 @@ func testKubectlPlugin(t *testing.T, pod *corev1.Pod) {
 			t.Fatal(err)
 		}
 		r := runPlugin(t, ctx, plugin, user, "explain", "-n", ns, p.Name)
-		r.wantFailure(t, "pod "+ns+"/never-ready is on node "+env.NodeName, "answered: no recent start of "+ns+"/never-ready")
+		r.wantOK(t)
+		for _, want := range []string{ns + "/never-ready  STARTING for", "waiting: main: running, not ready", "where the time went"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("the waterfall of a start in progress does not have %q:\n%s", want, r.stdout)
+			}
+		}
 	})
 
 	t.Run("web", func(t *testing.T) { testPluginWeb(t, ctx, plugin, user, pod) })

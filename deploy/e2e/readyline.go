@@ -49,8 +49,9 @@ type Daemon struct {
 	PID int
 	// APIURL serves the timelines, MetricsURL /metrics, HealthURL /healthz.
 	APIURL, MetricsURL, HealthURL string
-	// Log and Record are the daemon's stderr and its event recording.
-	Log, Record string
+	// Log and Record are the daemon's stderr and its event recording;
+	// Bin is the readyline binary it runs (its explain, too).
+	Log, Record, Bin string
 	exited      chan struct{}
 }
 
@@ -117,7 +118,7 @@ func (e *Env) StartDaemonWith(ctx context.Context, name string, opts DaemonOptio
 	}
 	d := &Daemon{
 		APIURL: "http://" + apiAddr, MetricsURL: "http://" + metricsAddr, HealthURL: "http://" + healthAddr,
-		Log: filepath.Join(dir, name+".log"), Record: filepath.Join(dir, name+".jsonl"),
+		Log: filepath.Join(dir, name+".log"), Record: filepath.Join(dir, name+".jsonl"), Bin: bin,
 		exited: make(chan struct{}),
 	}
 	logFile, err := os.Create(d.Log)
@@ -256,8 +257,8 @@ func (d *Daemon) Timeline(ctx context.Context, namespace, name string, timeout t
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		var err error
 		tl, err = exporter.FetchTimeline(ctx, d.APIURL, namespace, name)
-		if errors.Is(err, exporter.ErrNotFound) {
-			return false, nil
+		if errors.Is(err, exporter.ErrNotFound) || (err == nil && tl.Outcome == correlator.OutcomeStarting) {
+			return false, nil // not ended yet: a start in progress is a snapshot
 		}
 		return err == nil, err
 	})
