@@ -9,9 +9,9 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"unicode"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter/termtext"
 )
 
 // ErrUnauthorized is wrapped by an APIError of a daemon that did not
@@ -19,7 +19,7 @@ import (
 var ErrUnauthorized = errors.New("unauthorized")
 
 // APIError is a daemon's answer other than 200 OK: its status and the
-// first line of what it said. errors.Is sees ErrNotFound in a 404,
+// first line of what it said, terminal-safe (termtext). errors.Is sees ErrNotFound in a 404,
 // ErrForbidden in a 403 and ErrUnauthorized in a 401.
 type APIError struct {
 	Status  int
@@ -112,14 +112,8 @@ func (c *APIClient) get(ctx context.Context, u string, v any) error {
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(body, maxErrorBytes))
 		line, _, _ := strings.Cut(strings.TrimSpace(string(msg)), "\n")
-		// Printed in a terminal: no escape sequences.
-		line = strings.Map(func(r rune) rune {
-			if unicode.IsControl(r) {
-				return '?'
-			}
-			return r
-		}, line)
-		return &APIError{Status: resp.StatusCode, Message: line}
+		// Printed in a terminal.
+		return &APIError{Status: resp.StatusCode, Message: termtext.Escape(line)}
 	}
 	if err := json.NewDecoder(body).Decode(v); err != nil {
 		return fmt.Errorf("decoding response: %w", err)
