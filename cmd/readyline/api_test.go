@@ -18,6 +18,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
 
 	"github.com/readyline/readyline/collector/kubeapi/kubeapitest"
 	"github.com/readyline/readyline/correlator"
@@ -136,7 +137,7 @@ func TestSecureAPIServesEachUserTheirs(t *testing.T) {
 	client := func(token string) *exporter.APIClient {
 		var rt http.RoundTripper = &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
 		if token != "" {
-			rt = tokenTransport{token, rt}
+			rt = transport.NewBearerAuthRoundTripper(token, rt)
 		}
 		return &exporter.APIClient{BaseURL: "https://" + d.cfg.secureAPI.addr, HTTP: &http.Client{Transport: rt}}
 	}
@@ -157,17 +158,6 @@ func TestSecureAPIServesEachUserTheirs(t *testing.T) {
 	if _, err := client("").Timelines(ctx, ""); !errors.Is(err, exporter.ErrUnauthorized) {
 		t.Errorf("no token: %v, want 401", err)
 	}
-}
-
-type tokenTransport struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (t tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+t.token)
-	return t.next.RoundTrip(r)
 }
 
 // TestSecureAPIFlags: the TLS files go in pairs, and the secure API

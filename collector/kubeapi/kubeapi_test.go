@@ -225,18 +225,24 @@ type request struct {
 	Method, URL, Accept, ContentType, UserAgent, Body string
 }
 
+// record returns what the client sent in r, and r's body.
+func record(t *testing.T, r *http.Request) (request, []byte) {
+	t.Helper()
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		t.Error(err)
+	}
+	return request{r.Method, r.URL.String(), r.Header.Get("Accept"), r.Header.Get("Content-Type"), r.Header.Get("User-Agent"), string(body)}, body
+}
+
 // TestSameRequestsAsClientset makes the daemon's calls with kubeapi and with
 // client-go's clientset: the API server must see the same requests.
 func TestSameRequestsAsClientset(t *testing.T) {
 	var got []request
 	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "p.1", Namespace: "ns1"}, Reason: "SlowReady", Count: 1}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			t.Error(err)
-		}
-		got = append(got, request{r.Method, r.URL.String(), r.Header.Get("Accept"), r.Header.Get("Content-Type"),
-			r.Header.Get("User-Agent"), string(body)})
+		req, body := record(t, r)
+		got = append(got, req)
 		switch {
 		case r.Method == http.MethodPost:
 			var ev corev1.Event
@@ -306,12 +312,8 @@ func TestSameRequestsAsClientset(t *testing.T) {
 func TestReviewsAndClientCA(t *testing.T) {
 	var got []request
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			t.Error(err)
-		}
-		got = append(got, request{r.Method, r.URL.String(), r.Header.Get("Accept"), r.Header.Get("Content-Type"),
-			r.Header.Get("User-Agent"), string(body)})
+		req, body := record(t, r)
+		got = append(got, req)
 		switch r.URL.Path {
 		case "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication":
 			kubeapitest.WriteObject(t, w, http.StatusOK, &corev1.ConfigMap{

@@ -12,21 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/transport"
+
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter"
 )
-
-// bearer adds a bearer token to every request.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
 
 // startOf is a kept start of pod namespace/name.
 func startOf(namespace, name string) *correlator.Timeline {
@@ -71,7 +61,7 @@ func TestHandlerOverTLS(t *testing.T) {
 		return &exporter.APIClient{BaseURL: srv.URL, HTTP: &http.Client{Transport: rt(tr)}}
 	}
 	withToken := func(token string) *exporter.APIClient {
-		return client(func(tr *http.Transport) http.RoundTripper { return bearer{token, tr} })
+		return client(func(tr *http.Transport) http.RoundTripper { return transport.NewBearerAuthRoundTripper(token, tr) })
 	}
 	withCert := func(cert tls.Certificate) *exporter.APIClient {
 		return client(func(tr *http.Transport) http.RoundTripper {
