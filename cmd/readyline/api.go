@@ -44,6 +44,15 @@ func unixPath(addr string) (string, bool) {
 	return strings.TrimPrefix(path, "//"), ok
 }
 
+// unixTransport is an HTTP transport whose every connection is to the
+// unix socket at path, whatever the URL's host.
+func unixTransport(path string) *http.Transport {
+	return &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
+	}}
+}
+
 // listen listens on addr: "unix:PATH", a socket that only its owner (the
 // daemon's user, root) may connect to, or a TCP host:port.
 func listen(addr string) (net.Listener, error) {

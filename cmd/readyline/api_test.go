@@ -178,3 +178,25 @@ func TestSecureAPIFlags(t *testing.T) {
 		t.Errorf("defaults: api %q, secure api %q (%v)", c.apiAddr, c.secureAPI.addr, err)
 	}
 }
+
+// TestHealthOnUnixSocket: the daemon serves its health on a unix socket,
+// which a port-forward to its pod does not reach, and `readyline health`
+// (the probes' command) asks it there.
+func TestHealthOnUnixSocket(t *testing.T) {
+	addr := "unix:" + filepath.Join(t.TempDir(), "health.sock")
+	d := testDaemon(t, "--health-addr", addr)
+	serveUntilDone(t, d.serve(addr, healthHandler(func() error { return nil }), healthHTTPLimits))
+	var stdout, stderr bytes.Buffer
+	code := 1
+	for deadline := time.Now().Add(5 * time.Second); code != 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		stdout.Reset()
+		stderr.Reset()
+		code = run([]string{"health", "--health-addr", addr}, &stdout, &stderr)
+	}
+	if code != 0 || stdout.String() != "ok\n" {
+		t.Errorf("readyline health over %s: exit %d, stdout %q, stderr %q", addr, code, stdout.String(), stderr.String())
+	}
+	if c, _ := parseRunConfig(nil, io.Discard); c.healthAddr != "unix:/run/readyline/health.sock" {
+		t.Errorf("--health-addr defaults to %q, want the socket beside the API's", c.healthAddr)
+	}
+}

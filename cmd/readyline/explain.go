@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -209,11 +208,7 @@ func localAPIClient(addr string) *exporter.APIClient {
 		}
 		return &exporter.APIClient{BaseURL: addr}
 	}
-	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", path)
-	}
-	return &exporter.APIClient{BaseURL: "http://readyline", HTTP: &http.Client{Transport: &http.Transport{DialContext: dial}}}
+	return &exporter.APIClient{BaseURL: "http://readyline", HTTP: &http.Client{Transport: unixTransport(path)}}
 }
 
 // timelineList is the body of the daemon's GET /api/v1/timelines, which
