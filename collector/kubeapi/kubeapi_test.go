@@ -290,14 +290,7 @@ func TestSameRequestsAsClientset(t *testing.T) {
 		}
 		return got
 	}
-	ours, err := kubeapi.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ours, cs := clients(t, cfg)
 	want := run(cs.CoreV1().Pods(""), cs.CoreV1().Events("ns1"))
 	have := run(ours.Pods(""), ours.Events("ns1"))
 	if len(want) != 4 || !slices.Equal(have, want) {
@@ -367,6 +360,17 @@ func TestReviewsAndClientCA(t *testing.T) {
 		}
 		return got
 	}
+	ours, cs := clients(t, cfg)
+	want := run(cs.CoreV1().ConfigMaps("kube-system"), cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews())
+	have := run(ours.ConfigMaps("kube-system"), ours.TokenReviews(), ours.SubjectAccessReviews())
+	if len(want) != 3 || !slices.Equal(have, want) {
+		t.Errorf("kubeapi sent\n%+v\nthe clientset sent\n%+v", have, want)
+	}
+}
+
+// clients are kubeapi's client and client-go's clientset of cfg.
+func clients(t *testing.T, cfg *rest.Config) (*kubeapi.Client, *kubernetes.Clientset) {
+	t.Helper()
 	ours, err := kubeapi.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -375,9 +379,5 @@ func TestReviewsAndClientCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := run(cs.CoreV1().ConfigMaps("kube-system"), cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews())
-	have := run(ours.ConfigMaps("kube-system"), ours.TokenReviews(), ours.SubjectAccessReviews())
-	if len(want) != 3 || !slices.Equal(have, want) {
-		t.Errorf("kubeapi sent\n%+v\nthe clientset sent\n%+v", have, want)
-	}
+	return ours, cs
 }
