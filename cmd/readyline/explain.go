@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -32,7 +33,7 @@ type explainConfig struct {
 func parseExplainConfig(args []string, stderr io.Writer) (explainConfig, error) {
 	var c explainConfig
 	fs := newFlagSet("readyline explain", stderr)
-	fs.String(&c.apiAddr, "api-addr", "127.0.0.1:9465", "the daemon's timeline API (readyline run --api-addr)")
+	fs.String(&c.apiAddr, "api-addr", defaultAPIAddr, "the daemon's timeline API (readyline run --api-addr): unix:PATH, host:port or a URL")
 	fs.Uint(&c.width, "width", 100, "width of the waterfall in columns")
 	fs.String(&c.uid, "uid", "", "only the start of the pod with this UID (not an earlier pod of the same name)")
 	fs.Bool(&c.json, "json", false, "print the timeline (or the list) as JSON, as the daemon's API serves it")
@@ -75,17 +76,14 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	base := cfg.apiAddr
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
-	}
+	api := localAPIClient(cfg.apiAddr)
 	if cfg.watch {
-		return watchStart(ctx, cfg, base, stdout)
+		return watchStart(ctx, cfg, api, stdout)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if cfg.name == "" {
-		list, err := exporter.ListTimelines(ctx, base)
+		list, err := api.Timelines(ctx, "")
 		if err != nil {
 			return fmt.Errorf("asking the daemon at %s: %w", cfg.apiAddr, err)
 		}
@@ -102,7 +100,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		return tw.Flush()
 	}
-	tl, err := fetchStart(ctx, cfg, base)
+	tl, err := fetchStart(ctx, cfg, api)
 	if err != nil {
 		return err
 	}
@@ -113,8 +111,8 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 // fetchStart asks the daemon for the pod's start, in progress or kept.
-func fetchStart(ctx context.Context, cfg explainConfig, base string) (*correlator.Timeline, error) {
-	tl, err := exporter.FetchTimelineUID(ctx, base, cfg.namespace, cfg.name, cfg.uid)
+func fetchStart(ctx context.Context, cfg explainConfig, api *exporter.APIClient) (*correlator.Timeline, error) {
+	tl, err := api.Timeline(ctx, cfg.namespace, cfg.name, cfg.uid)
 	if errors.Is(err, exporter.ErrNotFound) {
 		which := cfg.namespace + "/" + cfg.name
 		if cfg.uid != "" {
@@ -140,7 +138,7 @@ const (
 // other, separated by a blank line (or the screen cleared first, on a
 // terminal), the last one the start as it ended. A daemon that does not
 // answer a round is asked again the next one, for at most a minute.
-func watchStart(ctx context.Context, cfg explainConfig, base string, stdout io.Writer) error {
+func watchStart(ctx context.Context, cfg explainConfig, api *exporter.APIClient, stdout io.Writer) error {
 	clear := isTerminal(stdout)
 	var last *correlator.Timeline
 	var drawn time.Time
@@ -149,7 +147,7 @@ func watchStart(ctx context.Context, cfg explainConfig, base string, stdout io.W
 	defer t.Stop()
 	for {
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		tl, err := fetchStart(actx, cfg, base)
+		tl, err := fetchStart(actx, cfg, api)
 		cancel()
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -197,6 +195,20 @@ func drawAgain(w io.Writer, tl *correlator.Timeline, cfg explainConfig, clear, a
 		return writeIndentedJSON(w, tl)
 	}
 	return printWaterfall(w, tl, int(cfg.width))
+}
+
+// localAPIClient is the client of the daemon's local API at addr (see
+// readyline run --api-addr): a unix socket (unix:PATH), a host:port or a
+// URL.
+func localAPIClient(addr string) *exporter.APIClient {
+	path, ok := unixPath(addr)
+	if !ok {
+		if !strings.Contains(addr, "://") {
+			addr = "http://" + addr
+		}
+		return &exporter.APIClient{BaseURL: addr}
+	}
+	return &exporter.APIClient{BaseURL: "http://readyline", HTTP: &http.Client{Transport: unixTransport(path)}}
 }
 
 // timelineList is the body of the daemon's GET /api/v1/timelines, which

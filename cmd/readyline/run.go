@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"runtime"
@@ -34,6 +33,7 @@ type runConfig struct {
 	metricsAddr string
 	apiAddr     string
 	healthAddr  string
+	secureAPI   secureAPIConfig
 	record      string // a file name in recordDir
 	recordDir   string
 	keep        uint
@@ -62,7 +62,8 @@ func parseRunConfig(args []string, stderr io.Writer) (runConfig, error) {
 	fs.String(&c.metricsAddr, "metrics-addr", ":9464", fmt.Sprintf("serve Prometheus /metrics here (empty: off); at most %d connections at once from one address, %d in all",
 		podNetworkHTTPLimits.MaxConnsPerClient, podNetworkHTTPLimits.MaxConns))
 	registerHealthAddr(fs, &c.healthAddr)
-	fs.String(&c.apiAddr, "api-addr", "127.0.0.1:9465", "serve the timeline API that 'readyline explain' reads, and the waterfall pages under /ui/, here (empty: off)")
+	fs.String(&c.apiAddr, "api-addr", defaultAPIAddr, "serve the timeline API that 'readyline explain' reads, and the waterfall pages under /ui/, here: every start, unauthenticated; unix:PATH, a socket only root may use, or a TCP host:port (empty: off)")
+	c.secureAPI.register(fs)
 	fs.Bool(&c.pprof, "pprof", false, "also serve Go's profiles (net/http/pprof) under /debug/pprof/ on the timeline API's address, for a heap or CPU profile of the daemon")
 	registerRecordFlags(fs, &c.record, &c.recordDir)
 	fs.Uint(&c.keep, "keep", 256, "how many recent pod starts the timeline API keeps")
@@ -84,6 +85,10 @@ func parseRunConfig(args []string, stderr io.Writer) (runConfig, error) {
 	}
 	if err := validateRecordName(c.record, c.recordDir, stderr); err != nil {
 		return c, err
+	}
+	if err := c.secureAPI.validate(); err != nil {
+		fmt.Fprintln(stderr, err)
+		return c, errUsage
 	}
 	for _, f := range []struct {
 		name string
@@ -248,6 +253,12 @@ func (d *daemon) run(ctx context.Context) error {
 		return d.reads.readForQuestion(ctx, q, d.emitter(ctx))
 	})
 	d.store.SetLive(d.live)
+	var secureAPI func(context.Context) error
+	if d.cfg.secureAPI.addr != "" {
+		if secureAPI, err = d.serveSecureAPI(rc); err != nil {
+			return err
+		}
+	}
 
 	err = d.pipeline(ctx, cancel, func(ctx context.Context, g *group) {
 		g.Go(ctx, "process source", func(ctx context.Context) error {
@@ -284,13 +295,17 @@ func (d *daemon) run(ctx context.Context) error {
 			g.Go(ctx, "metrics server", d.serve(d.cfg.metricsAddr, d.metrics.Handler(nil), podNetworkHTTPLimits))
 		}
 		if d.cfg.apiAddr != "" {
-			g.Go(ctx, "api server", d.serve(d.cfg.apiAddr, d.apiHandler(), defaultHTTPLimits))
+			g.Go(ctx, "api server", d.serveLocalAPI())
+		}
+		if secureAPI != nil {
+			g.Go(ctx, "secure api server", secureAPI)
 		}
 		if d.cfg.healthAddr != "" {
 			g.Go(ctx, "health server", d.serve(d.cfg.healthAddr, healthHandler(d.health), healthHTTPLimits))
 		}
 		d.logger.Info("readyline running", "node", d.cfg.nodeName, "otlp", d.traces.Endpoint(),
-			"metrics", d.cfg.metricsAddr, "api", d.cfg.apiAddr, "health", d.cfg.healthAddr, "record", d.cfg.record, "alerts", d.cfg.alerts.String())
+			"metrics", d.cfg.metricsAddr, "api", d.cfg.apiAddr, "secure_api", d.cfg.secureAPI.addr, "health", d.cfg.healthAddr,
+			"record", d.cfg.record, "alerts", d.cfg.alerts.String())
 	})
 	if d.rec != nil {
 		err = errors.Join(err, d.rec.Flush(), d.recFile.Close())
@@ -580,16 +595,17 @@ func (d *daemon) health() error {
 }
 
 // apiHandler is what the API address serves: the timeline API that
-// 'readyline explain' reads, the waterfall pages for a browser and, with
-// --pprof, Go's profiles.
+// 'readyline explain' reads and the waterfall pages, every start of them,
+// and, with --pprof, Go's profiles.
 func (d *daemon) apiHandler() http.Handler {
-	return withPprof(withUI(d.store.Handler(d.logger), d.store.UIHandler(d.logger)), d.cfg.pprof)
+	return withPprof(exporter.ServeEveryPod(d.storeHandler()), d.cfg.pprof)
 }
 
-// serve runs an HTTP server of h on addr, with limits l, until ctx is done.
+// serve runs an HTTP server of h on addr (see listen), with limits l,
+// until ctx is done.
 func (d *daemon) serve(addr string, h http.Handler, l httpLimits) func(context.Context) error {
 	return func(ctx context.Context) error {
-		ln, err := net.Listen("tcp", addr)
+		ln, err := listen(addr)
 		if err != nil {
 			return err
 		}
