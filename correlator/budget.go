@@ -38,7 +38,8 @@ import (
 // The entrypoints, the runtime's processes, the kubelet's other CRI calls
 // and the first probe runs are never dropped: when only they are left, a
 // new fact that does not fit is refused. Every fact dropped or refused is
-// counted (Stats.Trimmed, Stats.ArgvTrimmed), and the start's timeline is
+// counted (Stats.Trimmed, Stats.ArgvTrimmed; an exec that does not fit is
+// taken without its argv when that fits), and the start's timeline is
 // marked MarkTrimmed with a Missing line that says what went.
 //
 // A trim frees an eighth of the budget at once, so that its cost (a pass
@@ -61,10 +62,11 @@ type factBudget struct {
 // took from it.
 type podBudget struct {
 	bytes int
-	// argv: processes whose argv and filename were dropped; procs:
-	// processes dropped; probes: probe runs (exec sessions, ExecSync calls,
-	// connections) dropped; refused: facts not taken.
-	argv, procs, probes, refused int
+	// argv: processes whose argv and filename were dropped; bare: execs
+	// taken without them; procs: processes dropped; probes: probe runs
+	// (exec sessions, ExecSync calls, connections) dropped; refused:
+	// facts not taken.
+	argv, bare, procs, probes, refused int
 }
 
 // keepProbeRuns is how many of the first exec sessions and ExecSync calls
@@ -92,9 +94,24 @@ func (c *Correlator) factBytes() int { return c.budget.bytes + c.held.bytes }
 // past it is taken only if a trim makes room.
 func (c *Correlator) record(p *podState, ev event.Event) {
 	if size := p.newBytes(ev); size > 0 && !c.admit(size) {
-		p.budget.refused++
-		c.stats.Trimmed++
-		return
+		// An exec may fit without its argv (of a process already forked:
+		// none), and an entrypoint's start then still shows.
+		exec, ok := ev.(*event.ProcessExec)
+		if !ok {
+			p.budget.refused++
+			c.stats.Trimmed++
+			return
+		}
+		bare := *exec
+		bare.Argv, bare.Filename, bare.ArgvTruncated = nil, "", false
+		if size := p.newBytes(&bare); size > 0 && !c.admit(size) {
+			p.budget.refused++
+			c.stats.Trimmed++
+			return
+		}
+		p.budget.bare++
+		c.stats.ArgvTrimmed++
+		ev = &bare
 	}
 	cp, pid, isProc := p.procOf(ev)
 	var old *procRecord
@@ -420,6 +437,9 @@ func markTrimmed(tl *Timeline, p *podState) {
 	var what []string
 	if b.argv > 0 {
 		what = append(what, "the argv of "+count(b.argv, "process", "processes")+" that no rule reads")
+	}
+	if b.bare > 0 {
+		what = append(what, "the argv of "+count(b.bare, "process", "processes")+" that began when nothing more could go")
 	}
 	if b.procs > 0 {
 		what = append(what, count(b.procs, "process", "processes")+" that were neither an entrypoint nor a probe's or hook's, the oldest first")

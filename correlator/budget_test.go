@@ -21,11 +21,12 @@ import (
 // exiting. Its events are stamped from start on, 1 ms apart, with a tick
 // every second. It returns the pod's UID.
 func floodStart(c *Correlator, i, procs, argvBytes int, start time.Time) string {
-	return floodStartEvery(c, i, procs, argvBytes, start, time.Millisecond)
+	return floodStartEvery(c, i, procs, argvBytes, start, time.Millisecond, "/app", "--serve")
 }
 
-// floodStartEvery is floodStart with its events step apart.
-func floodStartEvery(c *Correlator, i, procs, argvBytes int, start time.Time, step time.Duration) string {
+// floodStartEvery is floodStart with its events step apart, its entrypoint
+// forked and exec'ing entry.
+func floodStartEvery(c *Correlator, i, procs, argvBytes int, start time.Time, step time.Duration, entry ...string) string {
 	uid := fmt.Sprintf("00000000-0000-4000-9000-%012x", i)
 	cid := fmt.Sprintf("%064x", 0xf100d00+i)
 	pod := &corev1.Pod{
@@ -48,7 +49,8 @@ func floodStartEvery(c *Correlator, i, procs, argvBytes int, start time.Time, st
 	proc := func(pid, ppid uint32) event.Process {
 		return event.Process{PID: pid, PPID: ppid, ContainerID: cid, PodUID: uid, Scope: event.ScopePod}
 	}
-	c.Handle(&event.ProcessExec{Time: next(), Process: proc(1000, shimPID), Filename: "/app", Argv: []string{"/app", "--serve"}})
+	c.Handle(&event.ProcessFork{Time: next(), Process: proc(1000, shimPID)})
+	c.Handle(&event.ProcessExec{Time: next(), Process: proc(1000, shimPID), Filename: entry[0], Argv: entry})
 	for k := range procs {
 		pid := uint32(1001 + k)
 		c.Handle(&event.ProcessFork{Time: next(), Process: proc(pid, 1000)})
@@ -105,7 +107,7 @@ func TestFactBudgetSparesSmallStarts(t *testing.T) {
 		got = append(got, c.Handle(ev)...)
 		if ev.When().Equal(at(7.3)) { // the sidecar is up: trims while the demo is in progress
 			for i := range 4 {
-				floodStartEvery(c, i, 4096, 512, at(7.31), 50*time.Microsecond)
+				floodStartEvery(c, i, 4096, 512, at(7.31), 50*time.Microsecond, "/app")
 			}
 			if c.Stats().Trimmed == 0 {
 				t.Fatal("the flood took nothing")
@@ -307,33 +309,71 @@ func TestFactBudgetProbeRuns(t *testing.T) {
 }
 
 // TestFactBudgetRefuses: when what the starts hold is all entrypoints, a
-// fact that does not fit is refused and counted, and the budget holds.
+// fact that does not fit is refused and counted, an exec taken without its
+// argv when that fits, and the budget holds.
 func TestFactBudgetRefuses(t *testing.T) {
-	const budget = 16 << 10
+	const budget = 32 << 10
 	c := New(Config{MaxFactBytes: budget})
 	big := strings.Repeat("x", 480)
-	for i := range 64 {
-		floodStart(c, i, 0, 0, t0.Add(time.Duration(i)*time.Second))
-		uid := fmt.Sprintf("00000000-0000-4000-9000-%012x", i)
-		cid := fmt.Sprintf("%064x", 0xf100d00+i)
-		c.Handle(&event.ProcessExec{Time: t0.Add(time.Duration(i)*time.Second + 500*time.Millisecond),
-			Process:  event.Process{PID: 5000, PPID: shimPID, ContainerID: cid + "ff", PodUID: uid, Scope: event.ScopePod},
-			Filename: "/big", Argv: []string{"big", big}})
+	proc := func(i int) event.Process {
+		return event.Process{PID: 1000, PPID: shimPID, ContainerID: fmt.Sprintf("%064x", i), PodUID: fmt.Sprintf("00000000-0000-4000-9000-%012x", i), Scope: event.ScopePod}
+	}
+	held := func() {
+		t.Helper()
 		if st := c.Stats(); st.FactBytes+st.HeldBytes > budget {
 			t.Fatalf("%d bytes held, over %d", st.FactBytes+st.HeldBytes, budget)
 		}
 	}
+	exec := func(i int) { // with 480 bytes of argv
+		c.Handle(&event.ProcessExec{Time: t0.Add(time.Second + time.Millisecond), Process: proc(i), Filename: "/app", Argv: []string{"/app", big}})
+	}
+	const pods = 160
+	for i := range pods { // forked: records without argv
+		uid := proc(i).PodUID
+		c.Handle(&event.PodUpdate{Time: t0.Add(time.Duration(i) * time.Millisecond), Action: event.PodAdded, Pod: &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i), Namespace: "tenant", UID: types.UID(uid), CreationTimestamp: metav1.NewTime(t0)},
+			Spec:       corev1.PodSpec{NodeName: "vm", Containers: []corev1.Container{{Name: "app", Image: "app"}}},
+		}})
+		c.Handle(&event.ContainerInfo{Time: t0.Add(time.Second), ContainerID: proc(i).ContainerID, PodUID: uid, ContainerName: "app",
+			CreatedAt: t0.Add(time.Second), StartedAt: t0.Add(time.Second), State: "running"})
+		c.Handle(&event.ProcessFork{Time: t0.Add(time.Second), Process: proc(i)})
+		if i < 8 {
+			exec(i)
+		}
+		held()
+	}
+	for i := 8; i < pods; i++ {
+		exec(i)
+		held()
+	}
 	st := c.Stats()
-	if st.Trimmed == 0 {
+	if st.Trimmed == 0 || st.ArgvTrimmed == 0 {
 		t.Fatalf("nothing refused: %+v", st)
 	}
+	var bare, whole, none int
 	tls := c.Flush()
-	last := tls[len(tls)-1]
-	if !slices.Contains(last.Marks, MarkTrimmed) || !strings.Contains(strings.Join(last.Missing, ";"), "nothing more could go") {
-		t.Errorf("the last start: marks %v, missing %q", last.Marks, last.Missing)
+	for _, tl := range tls {
+		switch p := findContainer(t, tl, "app").Attempts[0].Process; {
+		case p == nil:
+			none++
+		case p.Argv == nil:
+			bare++
+			if !strings.Contains(strings.Join(tl.Missing, ";"), "the argv of 1 process that began when nothing more could go") {
+				t.Errorf("%s: missing %q", tl.Pod.Name, tl.Missing)
+			}
+		default:
+			whole++
+			if slices.Contains(tl.Marks, MarkTrimmed) {
+				t.Errorf("%s, which fit: marks %v, missing %q", tl.Pod.Name, tl.Marks, tl.Missing)
+			}
+		}
 	}
-	if first := tls[0]; slices.Contains(first.Marks, MarkTrimmed) {
-		t.Errorf("the first start, which fit: marks %v, missing %q", first.Marks, first.Missing)
+	t.Logf("%d entrypoints whole, %d without argv, %d not seen; %+v", whole, bare, none, st)
+	if whole == 0 || bare == 0 || whole+bare+none != pods {
+		t.Errorf("%d entrypoints whole, %d without argv, %d not seen", whole, bare, none)
+	}
+	if last := tls[len(tls)-1]; none > 0 && !strings.Contains(strings.Join(last.Missing, ";"), "nothing more could go") {
+		t.Errorf("the last start: marks %v, missing %q", last.Marks, last.Missing)
 	}
 }
 
