@@ -113,13 +113,9 @@ func (c *Correlator) record(p *podState, ev event.Event) {
 		c.stats.ArgvTrimmed++
 		ev = &bare
 	}
-	cp, pid, isProc := p.procOf(ev)
-	var old *procRecord
-	oldBytes := 0
-	if cp != nil {
-		if old = cp.byPID[pid]; old != nil {
-			oldBytes = recordBytes(old)
-		}
+	old, oldBytes := p.procRecordOf(ev), 0
+	if old != nil {
+		oldBytes = recordBytes(old)
 	}
 	calls, conns := len(p.calls), len(p.conns)
 	c.stats.Overflow += p.record(ev)
@@ -127,14 +123,12 @@ func (c *Correlator) record(p *podState, ev event.Event) {
 	if len(p.calls) > calls || len(p.conns) > conns {
 		delta += approxSize(ev)
 	}
-	if cp, _, _ := p.procOf(ev); isProc && cp != nil {
-		switch r := cp.byPID[pid]; {
-		case r == nil:
-		case r == old:
-			delta += recordBytes(r) - oldBytes
-		default:
-			delta += recordBytes(r)
-		}
+	switch r := p.procRecordOf(ev); {
+	case r == nil:
+	case r == old:
+		delta += recordBytes(r) - oldBytes
+	default: // a new process
+		delta += recordBytes(r)
 	}
 	c.take(p, delta)
 }
@@ -164,10 +158,9 @@ func (c *Correlator) admit(size int) bool {
 	return c.factBytes()+size <= c.cfg.MaxFactBytes
 }
 
-// procOf returns the processes of the container a process event is about,
-// nil when none was recorded yet, and the event's pid; isProc is false for
-// other events.
-func (p *podState) procOf(ev event.Event) (cp *containerProcs, pid uint32, isProc bool) {
+// procRecordOf returns the latest record of the process a process event is
+// about, nil when there is none (or ev is no process event).
+func (p *podState) procRecordOf(ev event.Event) *procRecord {
 	var proc *event.Process
 	switch e := ev.(type) {
 	case *event.ProcessFork:
@@ -177,19 +170,19 @@ func (p *podState) procOf(ev event.Event) (cp *containerProcs, pid uint32, isPro
 	case *event.ProcessExit:
 		proc = &e.Process
 	default:
-		return nil, 0, false
+		return nil
 	}
-	return p.procs[proc.ContainerID], proc.PID, true
+	if cp := p.procs[proc.ContainerID]; cp != nil {
+		return cp.byPID[proc.PID]
+	}
+	return nil
 }
 
 // newBytes is about what recording ev would add to p (record's rules).
 func (p *podState) newBytes(ev event.Event) int {
-	cp, pid, _ := p.procOf(ev)
-	var live *procRecord // the process ev is about, when it is known and alive
-	if cp != nil {
-		if r := cp.byPID[pid]; r != nil && r.exit.IsZero() {
-			live = r
-		}
+	live := p.procRecordOf(ev) // the process ev is about, when it is known and alive
+	if live != nil && !live.exit.IsZero() {
+		live = nil
 	}
 	switch e := ev.(type) {
 	case *event.CRICall, *event.TCPConnection:
