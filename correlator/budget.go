@@ -74,8 +74,9 @@ type podBudget struct {
 const keepProbeRuns = 4
 
 // recordBase is about what a process record takes without its strings:
-// the struct, its exit code, its slot in the list and in the map by pid.
-var recordBase = int(reflect.TypeFor[procRecord]().Size()) + 8 + 8 + 32
+// the struct, its exit code, its slot in the list and its entry in the map
+// by pid, both as they grow (a heap profile of BenchmarkFactBudgetFlood).
+var recordBase = int(reflect.TypeFor[procRecord]().Size()) + 8 + 16 + 64
 
 // recordBytes is about what r takes in memory.
 func recordBytes(r *procRecord) int {
@@ -403,6 +404,17 @@ func (plan *trimPlan) apply() {
 				continue
 			}
 			kept = append(kept, r)
+		}
+		if len(kept) < len(cp.list)/2 {
+			// A Go map and a slice keep the room they grew to: copied,
+			// they take what is left.
+			byPID := make(map[uint32]*procRecord, len(cp.byPID))
+			for pid, r := range cp.byPID {
+				byPID[pid] = r
+			}
+			cp.byPID = byPID
+			cp.list = append([]*procRecord(nil), kept...)
+			continue
 		}
 		clear(cp.list[len(kept):])
 		cp.list = kept
