@@ -34,6 +34,10 @@ const (
 	// MaxHostBytes bounds an httpGet or tcpSocket handler's host (a DNS
 	// name has at most 253 bytes, an address fewer).
 	MaxHostBytes = 256
+	// MaxTerminationMessageBytes bounds a terminated container's message,
+	// which the container itself writes: the kubelet keeps at most 4 KiB
+	// of it, another writer of the pod's status could put more.
+	MaxTerminationMessageBytes = 4096
 )
 
 // StripPod returns a copy of pod holding only what readyline reads of it,
@@ -44,8 +48,7 @@ const (
 // for each init and main container, its name, image, restartPolicy, ports
 // and the handlers and timing of its probes and postStart hook; of the
 // status, the phase, reason, message, start time, addresses, conditions and
-// each container's status without its resources, image and termination
-// message. Everything else (managedFields, labels, env, command and args,
+// each container's status without its resources and image. Everything else (managedFields, labels, env, command and args,
 // resources, volumes, ephemeral containers, kubectl's last-applied copy of
 // the whole object, future fields) is dropped, and the strings a tenant
 // sets that stay are bounded (Max*Bytes).
@@ -216,8 +219,7 @@ func stripContainerStatuses(list []corev1.ContainerStatus) []corev1.ContainerSta
 	return out
 }
 
-// stripState keeps a container state without the termination message (up
-// to 4 KiB the container itself writes) and signal.
+// stripState keeps a container state without its signal and image.
 func stripState(s *corev1.ContainerState) corev1.ContainerState {
 	var out corev1.ContainerState
 	if w := s.Waiting; w != nil {
@@ -228,7 +230,7 @@ func stripState(s *corev1.ContainerState) corev1.ContainerState {
 	}
 	if t := s.Terminated; t != nil {
 		out.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Reason: t.Reason,
-			StartedAt: t.StartedAt, FinishedAt: t.FinishedAt, ContainerID: t.ContainerID}
+			Message: cut(t.Message, MaxTerminationMessageBytes), StartedAt: t.StartedAt, FinishedAt: t.FinishedAt, ContainerID: t.ContainerID}
 	}
 	return out
 }

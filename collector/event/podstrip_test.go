@@ -124,8 +124,11 @@ func TestStripPodLargeFields(t *testing.T) {
 	s := StripPod(pod)
 	full, stripped := jsonSize(t, pod), jsonSize(t, s)
 	t.Logf("a pod made large: %d bytes of JSON, %d stripped", full, stripped)
-	if stripped > 8<<10 {
+	if stripped > 12<<10 {
 		t.Errorf("stripped pod has %d bytes of JSON", stripped)
+	}
+	if m := s.Status.ContainerStatuses[0].State.Terminated.Message; len(m) != MaxTerminationMessageBytes {
+		t.Errorf("termination message of %d bytes kept", len(m))
 	}
 	if v := s.Annotations["tracing.k8s.io/traceparent"]; len(v) != MaxAnnotationBytes {
 		t.Errorf("traceparent of %d bytes kept", len(v))
