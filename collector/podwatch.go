@@ -29,7 +29,8 @@ import (
 )
 
 // LastAppliedAnnotation is the annotation kubectl apply writes: a copy of the
-// whole manifest, which PodWatch strips to keep recordings small.
+// whole manifest, which PodWatch strips (StripPod) with every other field
+// readyline does not read.
 const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
 // Errors of the pod watch's configuration.
@@ -420,24 +421,20 @@ func (h *podHandler) pod(obj any) *corev1.Pod {
 	return pod
 }
 
-// StripPod removes what readyline never reads and what makes pods large:
-// managedFields and kubectl's last-applied-configuration annotation. It
-// accepts a *corev1.Pod or a cache.DeletedFinalStateUnknown holding one,
-// changes the pod in place, is idempotent, and returns its argument (it is
-// a cache.TransformFunc).
+// StripPod is the pod watch's informer transform: it strips a pod to what
+// readyline reads (event.StripPod) before the informer caches it, so that
+// neither the cache nor anything downstream holds managedFields, env,
+// kubectl's last-applied copy of the object or other fields readyline never
+// reads. It accepts a *corev1.Pod or a cache.DeletedFinalStateUnknown
+// holding one, changes the pod in place, is idempotent, and returns its
+// argument (it is a cache.TransformFunc).
 func StripPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if tomb, isTomb := obj.(cache.DeletedFinalStateUnknown); isTomb {
 		pod, ok = tomb.Obj.(*corev1.Pod)
 	}
 	if ok && pod != nil {
-		pod.ManagedFields = nil
-		if _, has := pod.Annotations[LastAppliedAnnotation]; has {
-			delete(pod.Annotations, LastAppliedAnnotation)
-			if len(pod.Annotations) == 0 {
-				pod.Annotations = nil
-			}
-		}
+		*pod = *event.StripPod(pod)
 	}
 	return obj, nil
 }

@@ -99,25 +99,30 @@ func testPod(name, node string) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: "default", UID: types.UID("uid-" + name),
 			Annotations: map[string]string{
-				LastAppliedAnnotation: `{"apiVersion":"v1","kind":"Pod","metadata":{}}`,
-				"keep":                "me",
+				LastAppliedAnnotation:        `{"apiVersion":"v1","kind":"Pod","metadata":{}}`,
+				"tracing.k8s.io/traceparent": traceParent,
 			},
+			Labels:        map[string]string{"app": name},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}},
 		},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "localhost/busybox:local"}}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "localhost/busybox:local",
+			Env: []corev1.EnvVar{{Name: "PASSWORD", Value: "hunter2"}}}}},
 	}
 }
 
+const traceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+// checkStripped: p is as event.StripPod makes it.
 func checkStripped(t *testing.T, p *corev1.Pod) {
 	t.Helper()
-	if p.ManagedFields != nil {
-		t.Errorf("%s: managedFields kept", p.Name)
+	if p.ManagedFields != nil || p.Labels != nil || p.Spec.Containers[0].Env != nil {
+		t.Errorf("%s: managedFields, labels or env kept: %+v", p.Name, p)
 	}
 	if _, ok := p.Annotations[LastAppliedAnnotation]; ok {
 		t.Errorf("%s: last-applied annotation kept", p.Name)
 	}
-	if p.Annotations["keep"] != "me" {
-		t.Errorf("%s: other annotations lost: %v", p.Name, p.Annotations)
+	if p.Annotations["tracing.k8s.io/traceparent"] != traceParent || p.Spec.Containers[0].Image != "localhost/busybox:local" {
+		t.Errorf("%s: what readyline reads lost: %+v", p.Name, p)
 	}
 }
 
@@ -274,7 +279,7 @@ func TestStripPodIdempotent(t *testing.T) {
 			t.Fatalf("StripPod = %v, %v", obj, err)
 		}
 	}
-	if p.Annotations != nil || p.ManagedFields != nil {
+	if p.Annotations != nil || p.ManagedFields != nil || p.Labels != nil {
 		t.Errorf("not stripped: %+v", p.ObjectMeta)
 	}
 	if obj, err := StripPod("x"); obj != "x" || err != nil {

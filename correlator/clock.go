@@ -296,7 +296,7 @@ func (k *clock) normalize(ev event.Event) event.Event {
 		c := *e
 		c.Time = k.baseNow(e.Time)
 		if e.Pod != nil {
-			c.Pod = e.Pod.DeepCopy()
+			c.Pod = event.StripPod(e.Pod) // a copy of what the rules read: what a start keeps
 			k.basePod(c.Pod)
 		}
 		return &c

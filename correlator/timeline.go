@@ -189,6 +189,11 @@ const (
 	// after it, so durations across it are what elapsed; a time stamped
 	// within a couple of seconds of a step may still be off by the step.
 	MarkClockStep Mark = "clock_step"
+	// MarkTrimmed: readyline's memory budget for the node's facts
+	// (Config.MaxFactBytes) was full, and it dropped some of the start's
+	// detail (the argv of processes, processes, the oldest probe runs) or
+	// facts that came then; Missing says what.
+	MarkTrimmed Mark = "facts_trimmed"
 )
 
 // ClockStep is a step of the node's wall clock: At is the first tick

@@ -83,6 +83,9 @@ func parseRunConfig(args []string, stderr io.Writer) (runConfig, error) {
 	if err := c.process.validate(stderr); err != nil {
 		return c, err
 	}
+	if err := validateCorrelatorFlags(c.correlator, stderr); err != nil {
+		return c, err
+	}
 	if err := validateRecordName(c.record, c.recordDir, stderr); err != nil {
 		return c, err
 	}
@@ -476,6 +479,8 @@ func (d *daemon) correlate(ctx context.Context) {
 		st := c.Stats()
 		d.metrics.AddDropped("correlator", "unknown_pod", int(st.Orphaned-last.Orphaned))
 		d.metrics.AddDropped("correlator", "overflow", int(st.Overflow-last.Overflow))
+		d.metrics.AddDropped("correlator", "budget", int(st.Trimmed-last.Trimmed))              // facts over --max-fact-bytes
+		d.metrics.AddDropped("correlator", "budget_argv", int(st.ArgvTrimmed-last.ArgvTrimmed)) // processes kept without their argv
 		if st.ClockSteps > last.ClockSteps {
 			d.logger.Warn("the wall clock stepped: timeouts go on, times before the step are moved onto the clock after it and the pod starts across it are marked clock_step",
 				"step", st.ClockStep.String(), "steps", st.ClockSteps)
