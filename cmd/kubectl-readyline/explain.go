@@ -13,13 +13,15 @@ import (
 	"github.com/readyline/readyline/exporter"
 )
 
-const explainHelp = `usage: kubectl readyline explain [-n NAMESPACE] POD [--width N] [-o text|json]
+const explainHelp = `usage: kubectl readyline explain [-n NAMESPACE] POD [--width N] [-o text|json] [--watch]
        kubectl readyline explain --web [-n NAMESPACE] POD [--address A] [--port P]
 
 Prints the waterfall of the latest start of POD, from the readyline on the
 node it runs on: its secure API, through a port-forward (pods/portforward),
 as the kubeconfig's user, who must be allowed to get POD; -o json prints
-its timeline as the daemon's API serves it. --web serves that readyline's
+its timeline as the daemon's API serves it. A start in progress is drawn
+as of now, with what it waits on; --watch draws it again each time it
+takes a new fact, until it ends. --web serves that readyline's
 pages on a local port, as you, prints the URL of the pod's page and serves
 until Ctrl-C.`
 
@@ -28,6 +30,7 @@ type explainOptions struct {
 	commonOptions
 	pod   string
 	width uint
+	watch bool
 
 	web     bool
 	address string
@@ -38,6 +41,7 @@ func parseExplain(args []string, stderr io.Writer) (explainOptions, error) {
 	var o explainOptions
 	fs := o.flagSet("kubectl readyline explain", explainHelp, stderr, func(fs *pflag.FlagSet) {
 		fs.UintVar(&o.width, "width", 100, "width of the waterfall in columns")
+		fs.BoolVar(&o.watch, "watch", false, "draw a start in progress again each time it takes a new fact, until it ends")
 		fs.BoolVar(&o.web, "web", false, "serve the daemon's pages on a local port, as you, and print the URL of the pod's page, until Ctrl-C")
 		fs.StringVar(&o.address, "address", "127.0.0.1", "with --web: the local address to listen on")
 		fs.Uint16Var(&o.port, "port", 0, "with --web: the local port to listen on (0: a free one)")
@@ -56,7 +60,7 @@ func parseExplain(args []string, stderr io.Writer) (explainOptions, error) {
 		return o, usageError(fs, err)
 	}
 	if o.web {
-		for _, f := range []string{"width", "output"} {
+		for _, f := range []string{"width", "output", "watch"} {
 			if fs.Changed(f) {
 				return o, usageError(fs, fmt.Errorf("--%s is for the waterfall in the terminal, not --web", f))
 			}
@@ -83,18 +87,31 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if o.web {
 		return ds.web(ctx, namespace, o.pod, o.address, o.port, stdout, stderr)
 	}
+	draw := func(tl *correlator.Timeline, again bool) error {
+		if again {
+			if err := exporter.Redraw(stdout); err != nil {
+				return err
+			}
+		}
+		if o.output == "json" {
+			return writeJSON(stdout, tl)
+		}
+		if err := exporter.RenderWaterfall(stdout, tl, int(o.width)); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintln(stdout)
+		return err
+	}
+	if o.watch {
+		return exporter.Watch(ctx, func(ctx context.Context) (*correlator.Timeline, error) {
+			return ds.explain(ctx, namespace, o.pod)
+		}, draw)
+	}
 	tl, err := ds.explain(ctx, namespace, o.pod)
 	if err != nil {
 		return err
 	}
-	if o.output == "json" {
-		return writeJSON(stdout, tl)
-	}
-	if err := exporter.RenderWaterfall(stdout, tl, int(o.width)); err != nil {
-		return err
-	}
-	_, err = fmt.Fprintln(stdout)
-	return err
+	return draw(tl, false)
 }
 
 // explain asks the readyline on the node of pod namespace/name for the

@@ -9,7 +9,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -126,75 +125,21 @@ func fetchStart(ctx context.Context, cfg explainConfig, api *exporter.APIClient)
 	return tl, nil
 }
 
-// watchEvery is how often --watch asks; watchRedraw the longest it goes
-// without drawing a start in progress again, new facts or not.
-const (
-	watchEvery  = time.Second
-	watchRedraw = 10 * time.Second
-)
-
-// watchStart draws the pod's start, and again each time it took new facts
-// (Timeline.Facts), until it ends or ctx does: one waterfall after the
-// other, separated by a blank line (or the screen cleared first, on a
-// terminal), the last one the start as it ended. A daemon that does not
-// answer a round is asked again the next one, for at most a minute.
+// watchStart draws the pod's start, and again each time it took new facts,
+// until it ends or ctx does (exporter.Watch).
 func watchStart(ctx context.Context, cfg explainConfig, api *exporter.APIClient, stdout io.Writer) error {
-	clear := isTerminal(stdout)
-	var last *correlator.Timeline
-	var drawn time.Time
-	failing := time.Time{}
-	t := time.NewTicker(watchEvery)
-	defer t.Stop()
-	for {
-		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		tl, err := fetchStart(actx, cfg, api)
-		cancel()
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return nil // Ctrl-C
-		case err != nil && last == nil:
-			return err
-		case err != nil:
-			if failing.IsZero() {
-				failing = time.Now()
-			}
-			if time.Since(failing) > time.Minute {
-				return err
-			}
-		default:
-			failing = time.Time{}
-			done := tl.Outcome != correlator.OutcomeStarting
-			if last == nil || done || tl.Facts != last.Facts || tl.Pod.UID != last.Pod.UID || time.Since(drawn) >= watchRedraw {
-				if err := drawAgain(stdout, tl, cfg, clear, last != nil); err != nil {
+	return exporter.Watch(ctx, func(ctx context.Context) (*correlator.Timeline, error) { return fetchStart(ctx, cfg, api) },
+		func(tl *correlator.Timeline, again bool) error {
+			if again {
+				if err := exporter.Redraw(stdout); err != nil {
 					return err
 				}
-				last, drawn = tl, time.Now()
 			}
-			if done {
-				return nil
+			if cfg.json {
+				return writeIndentedJSON(stdout, tl)
 			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
-}
-
-// drawAgain draws tl after an earlier drawing: below it, or on a cleared
-// terminal.
-func drawAgain(w io.Writer, tl *correlator.Timeline, cfg explainConfig, clear, again bool) error {
-	switch {
-	case again && clear:
-		io.WriteString(w, "\x1b[H\x1b[2J")
-	case again:
-		io.WriteString(w, "\n")
-	}
-	if cfg.json {
-		return writeIndentedJSON(w, tl)
-	}
-	return printWaterfall(w, tl, int(cfg.width))
+			return printWaterfall(stdout, tl, int(cfg.width))
+		})
 }
 
 // localAPIClient is the client of the daemon's local API at addr (see
@@ -240,13 +185,3 @@ func secondsDuration(s float64) time.Duration {
 	return time.Duration(s * float64(time.Second))
 }
 
-// isTerminal reports whether w is a character device (a terminal), where
-// --watch clears the screen between drawings rather than appending them.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
