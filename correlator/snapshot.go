@@ -89,6 +89,14 @@ func (c *Correlator) inFlightOf(p *podState, calls []*event.CRICall) []InFlightC
 		if f.Container == "" && call.ContainerID != "" {
 			f.Container = p.names[call.ContainerID].name
 		}
+		if f.Container == "" && f.Image != "" {
+			for _, e := range startOrder(p.pod) {
+				if sameImage(e.spec.Image, f.Image) {
+					f.Container = e.name // the first that needs it: the pull is for it
+					break
+				}
+			}
+		}
 		out = append(out, f)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Start.Before(out[j].Start) })

@@ -5,8 +5,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -412,5 +414,67 @@ spec:
 	}
 	if tl.Outcome != correlator.OutcomeFailed || !strings.Contains(tl.Reason, "Evicted") || !strings.Contains(tl.Reason, `EmptyDir volume "scratch"`) {
 		t.Errorf("outcome %s, reason %q: want failed, Evicted and the kubelet's message", tl.Outcome, tl.Reason)
+	}
+}
+
+// TestExplainPullInFlight: a PullImage from a registry that accepts the
+// runtime's connection and never answers stays in flight; explain draws it
+// open to now, and says the pod waits on it.
+func TestExplainPullInFlight(t *testing.T) {
+	t.Parallel()
+	d := readyline(t)
+	ctx := testContext(t, 3*time.Minute)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held, never answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	image := ln.Addr().String() + "/readyline-e2e/stalled:never"
+	ns, pod := startedPod(t, ctx, "stalled", `apiVersion: v1
+kind: Pod
+metadata: {name: stalled}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: app, image: "`+image+`", command: ["sleep", "3600"]}
+`, func(p *corev1.Pod) bool { return ConditionStatus(p, corev1.PodReadyToStartContainers) == corev1.ConditionTrue })
+	var tl *correlator.Timeline
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		tl, _ = askWhileStarting(t, ctx, d, ns, "stalled", string(pod.UID))
+		if strings.Contains(tl.Waiting, "PullImage "+image+" for app: running for") || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !strings.Contains(tl.Waiting, "PullImage "+image+" for app: running for") {
+		t.Fatalf("waiting %q: want the PullImage in flight (in flight: %+v)", tl.Waiting, tl.InFlight)
+	}
+	var pull *correlator.InFlightCall
+	for i := range tl.InFlight {
+		if tl.InFlight[i].Method == "runtime.v1.ImageService/PullImage" {
+			pull = &tl.InFlight[i]
+		}
+	}
+	if pull == nil || pull.Image != image || pull.Start.After(tl.AsOf) {
+		t.Errorf("in flight %+v, want the PullImage of %s, begun before %v", tl.InFlight, image, tl.AsOf)
 	}
 }
