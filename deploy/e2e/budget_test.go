@@ -38,6 +38,9 @@ spec:
     image: localhost/busybox:local
     imagePullPolicy: Never
     command: ["sh", "-c", "i=0; while [ $i -lt 4000 ]; do /bin/true %s; i=$((i+1)); done; sleep 5; exit 1"]
+    # Never Ready: the flood is the start's (a start ends at Ready; what
+    # comes after is followed in bounds of its own, correlator/after.go).
+    readinessProbe: {exec: {command: ["false"]}, periodSeconds: 2}
 `, strings.Repeat("x", 500)))); err != nil {
 		t.Fatal(err)
 	}
