@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -148,7 +147,7 @@ func (d *daemon) serveSecureAPI(rc *rest.Config) (func(context.Context) error, e
 		// A client that drops the handshake (a port-forward's probe) is
 		// no news.
 		srv.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelDebug)
-		return serveHTTP(ctx, srv, tls.NewListener(ln, cfg), defaultHTTPLimits)
+		return serveHTTP(ctx, srv, ln, defaultHTTPLimits) // TLS from srv.TLSConfig
 	}, nil
 }
 
