@@ -60,8 +60,8 @@ func (c *Correlator) Snapshot(q Query, inFlight ...*event.CRICall) (tl *Timeline
 	ctx.snapshot = true
 	tl = p.timeline(ctx, end)
 	tl.ReportedAt = p.reportedAt
+	tl.AsOf, tl.Facts = c.clock.now, p.facts
 	if tl.Outcome == OutcomeStarting {
-		tl.AsOf, tl.Facts = c.clock.now, p.facts
 		tl.InFlight = c.inFlightOf(p, inFlight)
 		tl.Waiting = p.waitingOn(tl)
 	}

@@ -79,8 +79,10 @@ type Timeline struct {
 	// ReportedAt is when a partial timeline of this start was reported (its
 	// End); zero when none was. What came before it has been told already.
 	ReportedAt time.Time `json:"reported_at,omitzero"`
-	// AsOf is set on a Snapshot of a start in progress (OutcomeStarting):
-	// the moment it was derived for, also its End.
+	// AsOf is set on a Snapshot: the moment it was derived for. For a start
+	// in progress (OutcomeStarting) it is also its End; a start that has
+	// reached its outcome and waits for its last facts (the grace period)
+	// has that outcome, and its timeline without AsOf comes when it ends.
 	AsOf time.Time `json:"as_of,omitzero"`
 	// Waiting says, in the kubelet's and the runtime's own words where
 	// they gave any, what the start waits on: for a start in progress, now;

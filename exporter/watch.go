@@ -21,7 +21,8 @@ const (
 
 // Watch follows a pod start: it asks fetch for it every WatchEvery and has
 // draw draw it, then again each time it took new facts (at least every
-// 10 s), until it ends (an outcome other than starting: drawn once more) or
+// 10 s), until it ends (its timeline, no longer a snapshot with AsOf:
+// drawn once more) or
 // ctx does (nil). again is false for the first drawing. A fetch that fails
 // before the first drawing is the error; later ones are retried for a
 // minute.
@@ -49,7 +50,7 @@ func Watch(ctx context.Context, fetch func(context.Context) (*correlator.Timelin
 			}
 		default:
 			failing = time.Time{}
-			done := tl.Outcome != correlator.OutcomeStarting
+			done := tl.AsOf.IsZero() // the start as it ended, not a snapshot
 			if last == nil || done || tl.Facts != last.Facts || tl.Pod.UID != last.Pod.UID || time.Since(drawn) >= watchRedraw {
 				if err := draw(tl, last != nil); err != nil {
 					return err

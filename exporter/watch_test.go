@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/readyline/readyline/correlator"
 )
@@ -11,11 +12,12 @@ import (
 // TestWatchDrawsOnNewFacts: a start in progress is drawn first, then only
 // when it took new facts, and once more when it ended; the watch ends then.
 func TestWatchDrawsOnNewFacts(t *testing.T) {
+	now := time.Now()
 	answers := []correlator.Timeline{
-		{Outcome: correlator.OutcomeStarting, Facts: 3},
-		{Outcome: correlator.OutcomeStarting, Facts: 3},
-		{Outcome: correlator.OutcomeStarting, Facts: 5},
-		{Outcome: correlator.OutcomeReady},
+		{Outcome: correlator.OutcomeStarting, Facts: 3, AsOf: now},
+		{Outcome: correlator.OutcomeStarting, Facts: 3, AsOf: now},
+		{Outcome: correlator.OutcomeStarting, Facts: 5, AsOf: now},
+		{Outcome: correlator.OutcomeReady}, // ended: no longer a snapshot
 		{Outcome: correlator.OutcomeReady}, // never asked
 	}
 	asked := 0

@@ -268,8 +268,8 @@ func (d *Daemon) Timeline(ctx context.Context, namespace, name string, timeout t
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		var err error
 		tl, err = exporter.FetchTimeline(ctx, d.APIURL, namespace, name)
-		if errors.Is(err, exporter.ErrNotFound) || (err == nil && tl.Outcome == correlator.OutcomeStarting) {
-			return false, nil // not ended yet: a start in progress is a snapshot
+		if errors.Is(err, exporter.ErrNotFound) || (err == nil && !tl.AsOf.IsZero()) {
+			return false, nil // not ended yet: a snapshot (AsOf) of a start in progress, or of one settling
 		}
 		return err == nil, err
 	})
