@@ -270,6 +270,9 @@ func readRecording(t *testing.T, path string) []event.Event {
 	}
 }
 
+// maxSnapshotCost bounds one question's derivation (README).
+const maxSnapshotCost = 50 * time.Millisecond
+
 // BenchmarkSnapshot is the cost of one question about a start in progress:
 // what the daemon's loop spends on it between two events. The start is as
 // large as one gets: a container that has run MaxProcessesPerPod processes
@@ -313,5 +316,10 @@ func BenchmarkSnapshot(b *testing.B) {
 		if _, ok := c.Snapshot(Query{UID: sc.uid}); !ok {
 			b.Fatal("no snapshot")
 		}
+	}
+	// The README's bound: a question holds the daemon's loop (and the
+	// node's events behind it, 8192 of room) for at most this.
+	if per := b.Elapsed() / time.Duration(b.N); per > maxSnapshotCost {
+		b.Errorf("a snapshot of the largest start took %v, over %v", per, maxSnapshotCost)
 	}
 }
