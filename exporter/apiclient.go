@@ -61,9 +61,25 @@ type APIClient struct {
 // under the same name is not it). It returns an error wrapping
 // ErrNotFound when the daemon keeps none.
 func (c *APIClient) Timeline(ctx context.Context, namespace, name, uid string) (*correlator.Timeline, error) {
+	return c.timeline(ctx, namespace, name, url.Values{"uid": {uid}})
+}
+
+// KeptTimeline is Timeline of the timeline the daemon exported and keeps
+// (a start reported at its deadline, or ended), not of the start in
+// progress.
+func (c *APIClient) KeptTimeline(ctx context.Context, namespace, name, uid string) (*correlator.Timeline, error) {
+	return c.timeline(ctx, namespace, name, url.Values{"uid": {uid}, "kept": {"1"}})
+}
+
+func (c *APIClient) timeline(ctx context.Context, namespace, name string, q url.Values) (*correlator.Timeline, error) {
 	u := c.url("/api/v1/timelines/" + url.PathEscape(namespace) + "/" + url.PathEscape(name))
-	if uid != "" {
-		u += "?" + url.Values{"uid": {uid}}.Encode()
+	for k, v := range q {
+		if len(v) == 0 || v[0] == "" {
+			q.Del(k)
+		}
+	}
+	if len(q) > 0 {
+		u += "?" + q.Encode()
 	}
 	var tl correlator.Timeline
 	if err := c.get(ctx, u, &tl); err != nil {

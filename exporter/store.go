@@ -305,8 +305,19 @@ func (s *Store) Handler(logger *slog.Logger) http.Handler {
 		if !mayRead(w, r, logger, ns, name) {
 			return
 		}
-		// With uid: the pod of that name now, not an earlier one.
-		tl, err := s.Find(r.Context(), ns, name, r.URL.Query().Get("uid"))
+		// With uid: the pod of that name now, not an earlier one. With
+		// kept: the timeline as it was exported, not the start in
+		// progress (a start reported at its deadline goes on).
+		q := r.URL.Query()
+		tl, err := s.Find(r.Context(), ns, name, q.Get("uid"))
+		if q.Get("kept") != "" {
+			var ok bool
+			if tl, ok = s.kept(ns, name, q.Get("uid")); !ok {
+				err = ErrNotFound
+			} else {
+				err = nil
+			}
+		}
 		switch {
 		case errors.Is(err, ErrNotFound):
 			logger.Debug("no timeline for pod", "namespace", ns, "pod", name)
