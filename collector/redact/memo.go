@@ -3,7 +3,6 @@ package redact
 import (
 	"hash/maphash"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -17,71 +16,65 @@ const (
 	memoEntries  = 64
 )
 
-// memo remembers the redaction of long argvs, by their content: what a
-// pod spec's commands are for the correlator at every update of the pod
-// and at every timeline built from it, for a recording at every update,
-// and for the exporter at every export. An entry holds a copy of what was
-// read (at most MaxBytes, so at most memoEntries times twice that in all)
-// and is used only when that is what is asked again, byte for byte. The
-// oldest entry goes first. It is safe for concurrent use.
+// memo remembers the redaction of long argvs by their content: what a pod
+// spec's commands are for the correlator at every timeline built from the
+// pod, for a recording at every update, and for the exporter at every
+// export. It keeps no copy of what it read, only a 128-bit hash of it
+// under seeds drawn at start (which no input can aim at), and the result:
+// at most memoEntries times MaxBytes in all. The oldest entry goes first.
+// It is safe for concurrent use.
 type memo struct {
-	seed maphash.Seed
+	seeds [2]maphash.Seed
 
 	mu      sync.Mutex
-	entries map[uint64]*memoEntry
-	order   [memoEntries]uint64 // keys, oldest at next once full
+	entries map[memoKey][]string // the result; nil when it is the argv itself
+	order   [memoEntries]memoKey // oldest at next once full
 	next    int
 
 	misses atomic.Uint64 // redactions done (for tests)
 }
 
-type memoEntry struct {
-	in  []string // what was read, copied
-	cut bool
-	out []string // the result; nil when it is the argv itself
-}
+type memoKey [2]uint64
 
 var argvMemo = newMemo()
 
 func newMemo() *memo {
-	return &memo{seed: maphash.MakeSeed(), entries: make(map[uint64]*memoEntry, memoEntries)}
+	return &memo{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, entries: make(map[memoKey][]string, memoEntries)}
 }
 
 // redact returns what redactArgv(in, cut) does for argv, remembered.
 func (m *memo) redact(argv, in []string, cut bool) []string {
-	key := m.key(in, cut)
+	key := memoKey{hashArgv(m.seeds[0], in, cut), hashArgv(m.seeds[1], in, cut)}
 	m.mu.Lock()
-	e := m.entries[key]
+	out, ok := m.entries[key]
 	m.mu.Unlock()
-	if e == nil || e.cut != cut || !slices.Equal(e.in, in) {
+	if !ok {
 		m.misses.Add(1)
-		out := redactArgv(in, cut)
-		e = &memoEntry{in: cloneArgv(in), cut: cut}
-		if cut || !sameArgv(out, in) {
-			e.out = cloneArgv(out)
+		out = redactArgv(in, cut)
+		if !cut && sameArgv(out, in) {
+			out = nil
 		}
-		m.put(key, e)
+		m.put(key, out)
 	}
-	if e.out == nil {
+	if out == nil {
 		return argv
 	}
-	return slices.Clone(e.out) // the caller's to keep and change
+	return slices.Clone(out) // the caller's to keep and change
 }
 
-func (m *memo) key(in []string, cut bool) uint64 {
+// hashArgv hashes the arguments with their lengths, and cut.
+func hashArgv(seed maphash.Seed, argv []string, cut bool) uint64 {
 	var h maphash.Hash
-	h.SetSeed(m.seed)
-	for _, a := range in {
+	h.SetSeed(seed)
+	for _, a := range argv {
 		maphash.WriteComparable(&h, len(a))
 		h.WriteString(a)
 	}
-	if cut {
-		h.WriteByte(1)
-	}
+	maphash.WriteComparable(&h, cut)
 	return h.Sum64()
 }
 
-func (m *memo) put(key uint64, e *memoEntry) {
+func (m *memo) put(key memoKey, out []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.entries[key]; !ok {
@@ -91,17 +84,7 @@ func (m *memo) put(key uint64, e *memoEntry) {
 		m.order[m.next] = key
 		m.next = (m.next + 1) % memoEntries
 	}
-	m.entries[key] = e
-}
-
-// cloneArgv copies argv's strings, so that an entry keeps no larger
-// string alive (a pod object's).
-func cloneArgv(argv []string) []string {
-	out := make([]string, len(argv))
-	for i, a := range argv {
-		out[i] = strings.Clone(a)
-	}
-	return out
+	m.entries[key] = out
 }
 
 // sameArgv reports whether a and b are the same slice.
