@@ -115,3 +115,11 @@ EOF`}},
 }
 
 func TestRedactFamilies(t *testing.T) { testArgv(t, familyTests) }
+
+var escapedQuoteTests = []argvTest{
+	{"a header in escaped quotes", []string{"sh", "-c", `su app -c "curl -H \"Authorization: Bearer t0k\" http://x/"`},
+		[]string{"sh", "-c", `su app -c "curl -H \"Authorization: Bearer ` + R + `"`}},
+	{"a key in escaped quotes", []string{"sh", "-c", `su app -c "echo \"password: pw\" > f"`}, []string{"sh", "-c", `su app -c "echo \"password: ` + R + `"`}},
+}
+
+func TestRedactEscapedQuotes(t *testing.T) { testArgv(t, escapedQuoteTests) }

@@ -483,8 +483,15 @@ func (st *state) inner(w string, m chars) string {
 	}
 	v := w[off:]
 	if m&hasColon != 0 {
-		if n := headerName(v); n > 0 && isSecretKey(v[:n]) {
-			return w[:off] + st.header(v, n)
+		// A header may follow the escaped quote of a string inside
+		// another: su -c "curl -H \"Authorization: Bearer x\"". (One
+		// that a real quote opens is a script of its own: quoted.)
+		q := 0
+		for q+1 < len(v) && v[q] == '\\' && isQuote(v[q+1]) {
+			q += 2
+		}
+		if n := headerName(v[q:]); n > 0 && isSecretKey(v[q:q+n]) {
+			return w[:off+q] + st.header(v[q:], n)
 		}
 	}
 	red := v

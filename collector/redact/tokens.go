@@ -17,9 +17,8 @@ func newCharset(extra string, upper, lower, digits bool) charset {
 
 var (
 	alnum     = newCharset("", true, true, true)
-	alnumU    = newCharset("_", true, true, true)   // GitHub
-	alnumUD   = newCharset("_-", true, true, true)  // GitLab, Vault, Google
-	alnumD    = newCharset("-", true, true, true)   // Slack, Tailscale
+	alnumU    = newCharset("_", true, true, true)   // a word's characters
+	alnumUD   = newCharset("_-", true, true, true)  // most tokens' bodies: more than some need, failing closed
 	upperNum  = newCharset("", true, false, true)   // AWS access key ids
 	jwtChars  = newCharset("_-.", true, true, true) // base64url parts joined by dots
 	base64Std = newCharset("+/=", true, true, true) // a base64 PEM
@@ -41,18 +40,18 @@ type shape struct {
 var shapes = []shape{
 	// GitHub: personal, OAuth, user-to-server, server-to-server, refresh
 	// and fine-grained personal tokens.
-	{"ghp_", &alnumU, 20, true}, {"gho_", &alnumU, 20, true}, {"ghu_", &alnumU, 20, true},
-	{"ghs_", &alnumU, 20, true}, {"ghr_", &alnumU, 20, true}, {"github_pat_", &alnumU, 20, true},
+	{"ghp_", &alnumUD, 20, true}, {"gho_", &alnumUD, 20, true}, {"ghu_", &alnumUD, 20, true},
+	{"ghs_", &alnumUD, 20, true}, {"ghr_", &alnumUD, 20, true}, {"github_pat_", &alnumUD, 20, true},
 	// GitLab personal, deploy and runner tokens.
 	{"glpat-", &alnumUD, 16, true}, {"gldt-", &alnumUD, 16, true}, {"glrt-", &alnumUD, 16, true},
 	// Slack bot, user, app and other tokens.
-	{"xoxb-", &alnumD, 10, true}, {"xoxp-", &alnumD, 10, true}, {"xoxa-", &alnumD, 10, true},
-	{"xoxr-", &alnumD, 10, true}, {"xoxs-", &alnumD, 10, true}, {"xoxe-", &alnumD, 10, true}, {"xapp-", &alnumD, 10, true},
+	{"xoxb-", &alnumUD, 10, true}, {"xoxp-", &alnumUD, 10, true}, {"xoxa-", &alnumUD, 10, true},
+	{"xoxr-", &alnumUD, 10, true}, {"xoxs-", &alnumUD, 10, true}, {"xoxe-", &alnumUD, 10, true}, {"xapp-", &alnumUD, 10, true},
 	// AWS access key ids, long-lived and temporary.
 	{"AKIA", &upperNum, 16, true}, {"ASIA", &upperNum, 16, true},
 	// Vault service, batch and recovery tokens.
 	{"hvs.", &alnumUD, 20, true}, {"hvb.", &alnumUD, 20, true}, {"hvr.", &alnumUD, 20, true},
-	{"tskey-", &alnumD, 10, true},            // Tailscale auth and API keys
+	{"tskey-", &alnumUD, 10, true},           // Tailscale auth and API keys
 	{"npm_", &alnum, 36, true},               // npm (npm_config_* variables have a shorter body)
 	{"sk_live_", &alnum, 16, true},           // Stripe secret keys
 	{"rk_live_", &alnum, 16, true},           // Stripe restricted keys
