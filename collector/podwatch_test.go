@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/readyline/readyline/collector/event"
+	"github.com/readyline/readyline/collector/redact"
 )
 
 // logRecorder is a slog.Handler that keeps every record, for tests that
@@ -572,5 +574,39 @@ func TestPodWatchRetriesInPlace(t *testing.T) {
 	}
 	if n := lists.Load(); n != 7 {
 		t.Errorf("%d lists, want 6 refused and 1 answered", n)
+	}
+}
+
+// TestPodWatchArgvNone: with --argv=none the watch hands on pods whose
+// command lines are their programs' names at most; by default it hands on
+// the probes' and hooks' commands whole (what readyline exports of them it
+// redacts).
+func TestPodWatchArgvNone(t *testing.T) {
+	pod := testPod("db", "node1")
+	pod.Spec.Containers[0].Command = []string{"/bin/sh", "-c"}
+	pod.Spec.Containers[0].Args = []string{"mysqld --password=hunter2"}
+	pod.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+		Exec: &corev1.ExecAction{Command: []string{"mysqladmin", "ping", "-phunter2"}}}}
+	for _, tc := range []struct {
+		argv  redact.Policy
+		probe []string
+	}{
+		{redact.Redacted, []string{"mysqladmin", "ping", "-phunter2"}},
+		{redact.ProgramOnly, []string{"mysqladmin"}},
+	} {
+		t.Run(tc.argv.String(), func(t *testing.T) {
+			client := fake.NewClientset(pod.DeepCopy())
+			w, err := NewPodWatch(PodWatchConfig{NodeName: "node1", Pods: client.CoreV1().Pods(""), Argv: tc.argv}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := next(t, runPodWatch(t, w)).Pod.Spec.Containers[0]
+			if !slices.Equal(c.ReadinessProbe.Exec.Command, tc.probe) {
+				t.Errorf("probe %q, want %q", c.ReadinessProbe.Exec.Command, tc.probe)
+			}
+			if tc.argv == redact.ProgramOnly && (len(c.Command) > 1 || len(c.Args) > 0) {
+				t.Errorf("command %q args %q, want a program's name at most", c.Command, c.Args)
+			}
+		})
 	}
 }

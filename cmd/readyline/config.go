@@ -101,6 +101,17 @@ func bytesVar[T ~int | ~int64](fs *flagSet, p *T, name string, def T, help strin
 	fs.Var(v, name, help+" ($"+envName(name)+")")
 }
 
+// Value registers a flag of any flag.Value (an enum): its environment
+// twin is read with v.Set.
+func (fs *flagSet) Value(v flag.Value, name, help string) {
+	if env, ok := fs.env(name); ok {
+		if err := v.Set(env); err != nil {
+			fs.envErrs = append(fs.envErrs, fmt.Errorf("$%s: %w", envName(name), err))
+		}
+	}
+	fs.Var(v, name, help+" ($"+envName(name)+")")
+}
+
 // byteSize is a flag.Value of a size in bytes.
 type byteSize[T ~int | ~int64] struct{ p *T }
 

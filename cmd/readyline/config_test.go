@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/readyline/readyline/collector/redact"
 )
 
 func TestParseEventsConfig(t *testing.T) {
@@ -190,5 +192,38 @@ func TestRunRingBufferSizes(t *testing.T) {
 		if !errors.Is(err, errUsage) || !strings.Contains(stderr.String(), bad[0]) {
 			t.Errorf("%v: %v (%q), want a usage error naming the flag", bad, err, stderr.String())
 		}
+	}
+}
+
+// TestRunArgv: --argv and READYLINE_ARGV say what of command lines leaves
+// the node; the default keeps them, redacted.
+func TestRunArgv(t *testing.T) {
+	for _, tc := range []struct {
+		env  string // READYLINE_ARGV; "-" leaves it unset
+		args []string
+		want redact.Policy
+	}{
+		{"-", nil, redact.Redacted},
+		{"none", nil, redact.ProgramOnly},
+		{"none", []string{"--argv=redacted"}, redact.Redacted},
+		{"-", []string{"--argv", "none"}, redact.ProgramOnly},
+	} {
+		if tc.env != "-" {
+			t.Setenv("READYLINE_ARGV", tc.env)
+		}
+		c, err := parseRunConfig(append([]string{"--node-name", "n"}, tc.args...), io.Discard)
+		if err != nil {
+			t.Fatalf("env %q, args %q: %v", tc.env, tc.args, err)
+		}
+		if c.process.cfg.Argv != tc.want {
+			t.Errorf("env %q, args %q: argv %v, want %v", tc.env, tc.args, c.process.cfg.Argv, tc.want)
+		}
+	}
+	if _, err := parseRunConfig([]string{"--node-name", "n", "--argv", "hidden"}, io.Discard); !errors.Is(err, errUsage) {
+		t.Errorf("--argv hidden: %v, want a usage error", err)
+	}
+	t.Setenv("READYLINE_ARGV", "hidden")
+	if _, err := parseRunConfig([]string{"--node-name", "n"}, io.Discard); !errors.Is(err, errUsage) {
+		t.Errorf("READYLINE_ARGV=hidden: %v, want a usage error", err)
 	}
 }

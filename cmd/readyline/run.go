@@ -215,7 +215,7 @@ func (d *daemon) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pods, err := collector.NewPodWatch(collector.PodWatchConfig{NodeName: d.cfg.nodeName, Pods: client.Pods(metav1.NamespaceAll)},
+	pods, err := collector.NewPodWatch(collector.PodWatchConfig{NodeName: d.cfg.nodeName, Pods: client.Pods(metav1.NamespaceAll), Argv: d.cfg.process.cfg.Argv},
 		d.logger.With("source", "pods"))
 	if err != nil {
 		return err
@@ -233,7 +233,8 @@ func (d *daemon) run(ctx context.Context) error {
 	}
 	// The kernel-level view of the kubelet is optional: without it, the
 	// timelines fall back on the runtime's and the API's times.
-	calls, err := collector.NewCRICallSource(collector.CRICallConfig{RingBufferBytes: uint32(d.cfg.callsRing), MaxCallsInFlight: uint32(d.cfg.inFlight)}, d.logger.With("source", "cri_calls"))
+	calls, err := collector.NewCRICallSource(collector.CRICallConfig{RingBufferBytes: uint32(d.cfg.callsRing), MaxCallsInFlight: uint32(d.cfg.inFlight),
+		Argv: d.cfg.process.cfg.Argv}, d.logger.With("source", "cri_calls"))
 	if err != nil {
 		d.logger.Warn("CRI calls are not traced: the kernel refused the uprobe programs; sandbox and container phases use the runtime's times", "error", err)
 	}
