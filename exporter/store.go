@@ -278,7 +278,10 @@ type timelineList struct {
 //
 //	GET /api/v1/timelines                     {"timelines": [TimelineSummary...]}, newest first
 //	GET /api/v1/timelines?namespace=NS        the same, of the pods of namespace NS
-//	GET /api/v1/timelines/{namespace}/{name}  the latest correlator.Timeline of that pod, or 404
+//	GET /api/v1/timelines/{namespace}/{name}  the latest start of that pod: in progress (a snapshot as of
+//	                                          now, AsOf set), else kept (After added for a pod still
+//	                                          there), or 404; ?uid=: of the pod with that UID;
+//	                                          ?kept=1: the kept timeline as it was exported
 //
 // Each answers with the starts the request's PodReader may read only (403
 // for a pod it may not). logger (may be nil) gets a Debug line per request
