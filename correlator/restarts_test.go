@@ -269,7 +269,7 @@ func TestLivenessKill(t *testing.T) {
 	if atts[1].KilledBy != "" {
 		t.Errorf("second attempt killed by %q", atts[1].KilledBy)
 	}
-	if !hasInsight(tl, InsightRetries, "the kubelet killed attempt 0 by its livenessProbe") {
+	if !hasInsight(tl, InsightRetries, "exit codes 137 (killed: livenessProbe), running") {
 		t.Errorf("retries insight: %+v", tl.Insights)
 	}
 	if cr := findCondition(t, tl, CondContainersReady); !cr.Cause.Equal(at(9.01)) {
