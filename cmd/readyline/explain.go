@@ -184,4 +184,3 @@ func secondsDuration(s float64) time.Duration {
 	}
 	return time.Duration(s * float64(time.Second))
 }
-

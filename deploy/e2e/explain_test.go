@@ -165,7 +165,9 @@ spec:
   runtimeClassName: `+handler+`
   containers:
   - {name: app, image: localhost/busybox:local, imagePullPolicy: Never, command: ["sleep", "3600"]}
-`, func(p *corev1.Pod) bool { return p.Spec.NodeName != "" && ConditionStatus(p, corev1.PodReadyToStartContainers) == corev1.ConditionFalse })
+`, func(p *corev1.Pod) bool {
+		return p.Spec.NodeName != "" && ConditionStatus(p, corev1.PodReadyToStartContainers) == corev1.ConditionFalse
+	})
 	var tl *correlator.Timeline
 	for deadline := time.Now().Add(40 * time.Second); ; time.Sleep(2 * time.Second) {
 		tl, _ = askWhileStarting(t, ctx, d, ns, "nohandler", string(pod.UID))
@@ -457,7 +459,9 @@ spec:
   terminationGracePeriodSeconds: 1
   containers:
   - {name: app, image: "`+image+`", command: ["sleep", "3600"]}
-`, func(p *corev1.Pod) bool { return ConditionStatus(p, corev1.PodReadyToStartContainers) == corev1.ConditionTrue })
+`, func(p *corev1.Pod) bool {
+		return ConditionStatus(p, corev1.PodReadyToStartContainers) == corev1.ConditionTrue
+	})
 	var tl *correlator.Timeline
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
 		tl, _ = askWhileStarting(t, ctx, d, ns, "stalled", string(pod.UID))

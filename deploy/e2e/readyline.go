@@ -56,7 +56,7 @@ type Daemon struct {
 	// Log and Record are the daemon's stderr and its event recording;
 	// Bin is the readyline binary it runs (its explain, too).
 	Log, Record, Bin string
-	exited      chan struct{}
+	exited           chan struct{}
 }
 
 // DaemonOptions change how StartDaemonWith runs readyline.
