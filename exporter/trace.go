@@ -303,38 +303,29 @@ type exportJob struct {
 // Alerter.Observe returned for tl, are marked on the root span and on the
 // span of each alert's measure (AttrAlert and the "alert <name>" events).
 func (e *TraceExporter) Export(ctx context.Context, tl *correlator.Timeline, alerts ...Alert) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("exporting trace: %w", err)
-	}
-	if e.closed.Load() {
-		e.drop(DropReasonClosed, tl)
-		return ErrClosed
-	}
-	select {
-	case e.jobs <- exportJob{tl: tl, alerts: alerts}:
-		return nil
-	default:
-		e.drop(DropReasonQueue, tl)
-		return ErrQueueFull
-	}
+	return e.enqueue(ctx, exportJob{tl: tl, alerts: alerts})
 }
 
 // ExportRecovery enqueues a return to Ready after a pod's start to become a
 // span of the pod's trace (SpanPodReadyAgain), as Export does a start.
 func (e *TraceExporter) ExportRecovery(ctx context.Context, r *correlator.Recovery) error {
-	tl := &correlator.Timeline{Pod: r.Pod} // what drop logs
+	return e.enqueue(ctx, exportJob{tl: &correlator.Timeline{Pod: r.Pod}, rec: r}) // tl: what a drop logs
+}
+
+// enqueue hands job to Run, or drops it when the queue is full or closed.
+func (e *TraceExporter) enqueue(ctx context.Context, job exportJob) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("exporting trace: %w", err)
 	}
 	if e.closed.Load() {
-		e.drop(DropReasonClosed, tl)
+		e.drop(DropReasonClosed, job.tl)
 		return ErrClosed
 	}
 	select {
-	case e.jobs <- exportJob{tl: tl, rec: r}:
+	case e.jobs <- job:
 		return nil
 	default:
-		e.drop(DropReasonQueue, tl)
+		e.drop(DropReasonQueue, job.tl)
 		return ErrQueueFull
 	}
 }

@@ -70,6 +70,14 @@ func askWhileStarting(t *testing.T, ctx context.Context, d *Daemon, ns, name, ui
 	return tl, text
 }
 
+// wantFirstShare fails unless most of the start's time went to kind.
+func wantFirstShare(t *testing.T, tl *correlator.Timeline, kind correlator.ShareKind) {
+	t.Helper()
+	if len(tl.Breakdown) == 0 || tl.Breakdown[0].Kind != kind {
+		t.Errorf("where the time went: %+v, want %s (%s) first", tl.Breakdown, kind, kind.Name())
+	}
+}
+
 // startedPod applies manifest in a new namespace, waits until cond holds of
 // pod name and returns the namespace and the pod.
 func startedPod(t *testing.T, ctx context.Context, name, manifest string, cond func(*corev1.Pod) bool) (string, *corev1.Pod) {
@@ -100,9 +108,7 @@ spec:
 			t.Errorf("waiting %q lacks %q", tl.Waiting, want)
 		}
 	}
-	if top := tl.Breakdown[0].Kind; top != correlator.SharePullBackOff {
-		t.Errorf("where the time went: %s first, want the image pull back-off: %+v", top, tl.Breakdown)
-	}
+	wantFirstShare(t, tl, correlator.SharePullBackOff)
 }
 
 func TestExplainWhileStartingVolumeMissing(t *testing.T) {
@@ -137,9 +143,7 @@ spec:
 	if !strings.Contains(tl.Waiting, `volume cfg: configmap "not-in-this-namespace" not found`) {
 		t.Errorf("waiting %q: want the kubelet's FailedMount for volume cfg", tl.Waiting)
 	}
-	if top := tl.Breakdown[0].Kind; top != correlator.ShareWaitVolumes {
-		t.Errorf("where the time went: %s first, want waiting for volumes: %+v", top, tl.Breakdown)
-	}
+	wantFirstShare(t, tl, correlator.ShareWaitVolumes)
 }
 
 func TestExplainWhileStartingNoRuntimeHandler(t *testing.T) {
@@ -180,9 +184,7 @@ spec:
 			t.Errorf("waiting %q lacks %q (the runtime's error, from the kubelet's FailedCreatePodSandBox)", tl.Waiting, want)
 		}
 	}
-	if top := tl.Breakdown[0].Kind; top != correlator.ShareSandboxFailed {
-		t.Errorf("where the time went: %s first, want the failed sandbox attempts: %+v", top, tl.Breakdown)
-	}
+	wantFirstShare(t, tl, correlator.ShareSandboxFailed)
 }
 
 func TestExplainWhileStartingInitOOMKilled(t *testing.T) {
@@ -210,9 +212,7 @@ spec:
 	if !strings.Contains(tl.Waiting, "init container hog") || !strings.Contains(tl.Waiting, "OOMKilled") {
 		t.Errorf("waiting %q: want init container hog and OOMKilled", tl.Waiting)
 	}
-	if top := tl.Breakdown[0].Kind; top != correlator.ShareBackOff {
-		t.Errorf("where the time went: %s first, want the crash-loop back-off: %+v", top, tl.Breakdown)
-	}
+	wantFirstShare(t, tl, correlator.ShareBackOff)
 }
 
 // TestExplainGracefulAppKilledByStartupProbe: an app that traps SIGTERM and
