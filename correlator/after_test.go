@@ -15,15 +15,9 @@ import (
 // CrashLoopBackOff; the kubelet creates a new attempt at 14.0 s, Ready
 // again at 14.6 s.
 func readyThenCrash(t *testing.T) *scenario {
-	sc := newScenario(t, "crash-after", corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}})
-	sc.cond(corev1.PodScheduled, 0)
-	sc.cond(corev1.PodInitialized, 0)
-	sc.update(0.05)
-	sc.sandboxUp(0.3)
+	sc := startedApp(t, "crash-after", corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}})
 	sc.call(0.9, 0.95, event.CRICreateContainer, func(c *event.CRICall) { c.PodUID, c.ContainerName, c.ContainerID = sc.uid, "app", idMain })
 	sc.call(0.96, 1.0, event.CRIStartContainer, func(c *event.CRICall) { c.ContainerID = idMain })
-	sc.runIn(1.0, sandboxID, idMain, "app", 0, 0.95, 1.0, 0, 0, "")
-	sc.exec(1.01, idMain, 700, shimPID, "app")
 	sc.status(false, running("app", idMain, 1, true, true))
 	sc.cond(corev1.ContainersReady, 1.5)
 	sc.cond(corev1.PodReady, 1.5)
@@ -103,13 +97,7 @@ func TestAfterReadyCrashAndRecovery(t *testing.T) {
 // was Ready, restartPolicy Never: the start stays Ready, what came after
 // says the phase.
 func TestAfterReadyFailed(t *testing.T) {
-	sc := newScenario(t, "fail-after", corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "app"}}})
-	sc.cond(corev1.PodScheduled, 0)
-	sc.cond(corev1.PodInitialized, 0)
-	sc.update(0.05)
-	sc.sandboxUp(0.3)
-	sc.runIn(1.0, sandboxID, idMain, "app", 0, 0.95, 1.0, 0, 0, "")
-	sc.exec(1.01, idMain, 700, shimPID, "app")
+	sc := startedApp(t, "fail-after", corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "app"}}})
 	sc.status(false, running("app", idMain, 1, true, true))
 	sc.cond(corev1.ContainersReady, 1.5)
 	sc.cond(corev1.PodReady, 1.5)

@@ -279,14 +279,8 @@ const maxSnapshotCost = 50 * time.Millisecond
 // (an exec probe every second for over an hour), with an ExecSync call for
 // each.
 func BenchmarkSnapshot(b *testing.B) {
-	sc := newScenario(b, "busy", corev1.PodSpec{Containers: []corev1.Container{{Name: "app",
+	sc := startedApp(b, "busy", corev1.PodSpec{Containers: []corev1.Container{{Name: "app",
 		ReadinessProbe: execProbe(0, 1, "check", "--deep")}}})
-	sc.cond(corev1.PodScheduled, 0)
-	sc.cond(corev1.PodInitialized, 0)
-	sc.update(0.05)
-	sc.sandboxUp(0.3)
-	sc.runIn(1.0, sandboxID, idMain, "app", 0, 0.95, 1.0, 0, 0, "")
-	sc.exec(1.01, idMain, 700, shimPID, "app")
 	sc.status(false, running("app", idMain, 1, true, false))
 	sc.update(1.1)
 	const probes = 4000
