@@ -230,7 +230,7 @@ func wrapWords(text string, width, rows int) []string {
 	}
 	if len(out) > rows {
 		out = out[:rows]
-		out[rows-1] = truncate(out[rows-1]+" …", width)
+		out[rows-1] = cutRunes(out[rows-1]+" …", width)
 	}
 	return out
 }
@@ -387,7 +387,7 @@ func writeWrapped(w *bufio.Writer, prefix, text string, width int) {
 }
 
 func (wf *waterfall) line(w *bufio.Writer, label, offset, duration, bar string) {
-	s := padRight(truncate(label, wf.labelW), wf.labelW) + " " +
+	s := padRight(cutRunes(label, wf.labelW), wf.labelW) + " " +
 		padLeft(offset, waterfallNumWidth) + " " + padLeft(duration, waterfallNumWidth) + "  " + bar
 	w.WriteString(strings.TrimRight(s, " ") + "\n")
 }
@@ -441,14 +441,6 @@ func (wf *waterfall) bar(start, end time.Time, glyph rune) string {
 		}
 	}
 	return strings.TrimRight(string(cells), " ")
-}
-
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
 }
 
 func padRight(s string, n int) string {

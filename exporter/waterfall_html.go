@@ -91,7 +91,7 @@ func cut(s string, n int) shortText {
 	if utf8.RuneCountInString(s) <= n {
 		return shortText{Text: s}
 	}
-	return shortText{Text: truncate(s, max(n, 2)), Full: s}
+	return shortText{Text: cutRunes(s, max(n, 2)), Full: s}
 }
 
 // noteView is a chartNote.
