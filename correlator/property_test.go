@@ -390,9 +390,9 @@ func randomStart(t *testing.T, r *rand.Rand, name string, podIdx int) *scenario 
 }
 
 // checkBreakdown: where the time went adds up to the start, to the
-// nanosecond, each kind once, none negative; no attempt's span is drawn
-// past its process's end (the dead container waiting for its removal is
-// not part of its run).
+// nanosecond, each kind once, none negative; each critical-path step has a
+// kind. (That no attempt is drawn past its process's end is the exporter's
+// TestAttemptSpansEndWithTheirProcess.)
 func checkBreakdown(t *testing.T, what string, tl *Timeline) {
 	t.Helper()
 	var sum time.Duration
