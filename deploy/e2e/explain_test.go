@@ -346,39 +346,53 @@ spec:
 	}
 }
 
-// TestExplainFailsRightAfterReady: a container that exits 7 a second after
-// it is Ready, restartPolicy Never: the start is Ready, then the phase Failed.
-func TestExplainFailsRightAfterReady(t *testing.T) {
+// TestExplainEndsRightAfterReady: a container that exits a second after it
+// is Ready, restartPolicy Never: the start is Ready, then the phase goes
+// Failed (exit 7) or Succeeded (exit 0, a pod that completes).
+func TestExplainEndsRightAfterReady(t *testing.T) {
 	t.Parallel()
-	d := readyline(t)
-	ctx := testContext(t, 3*time.Minute)
-	ns, rec := startPod(t, ctx, "failafter", `apiVersion: v1
+	for _, tc := range []struct {
+		name  string
+		exit  int
+		phase corev1.PodPhase
+	}{
+		{"failafter", 7, corev1.PodFailed},
+		{"doneafter", 0, corev1.PodSucceeded},
+	} {
+		t.Run(string(tc.phase), func(t *testing.T) {
+			t.Parallel()
+			d := readyline(t)
+			ctx := testContext(t, 3*time.Minute)
+			ns, rec := startPod(t, ctx, tc.name, fmt.Sprintf(`apiVersion: v1
 kind: Pod
-metadata: {name: failafter}
+metadata: {name: %s}
 spec:
   terminationGracePeriodSeconds: 1
   restartPolicy: Never
   containers:
-  - {name: app, image: localhost/busybox:local, imagePullPolicy: Never, command: ["sh", "-c", "sleep 1; exit 7"]}
-`)
-	if _, err := rec.WaitFor(ctx, PhaseIs(corev1.PodFailed)); err != nil {
-		t.Fatal(err)
-	}
-	var then string
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(time.Second) {
-		tl, err := d.Timeline(ctx, ns, "failafter", time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if tl.Outcome != correlator.OutcomeReady {
-			t.Fatalf("outcome %s (%s), want the start Ready", tl.Outcome, tl.Reason)
-		}
-		if then = tl.After.Summary(tl.Start); strings.Contains(then, "phase Failed") || time.Now().After(deadline) {
-			break
-		}
-	}
-	if !strings.Contains(then, "app exited 7 at +") || !strings.Contains(then, "phase Failed") {
-		t.Errorf("after the start: %q, want the exit 7 and the phase Failed", then)
+  - {name: app, image: localhost/busybox:local, imagePullPolicy: Never, command: ["sh", "-c", "sleep 1; exit %d"]}
+`, tc.name, tc.exit))
+			if _, err := rec.WaitFor(ctx, PhaseIs(tc.phase)); err != nil {
+				t.Fatal(err)
+			}
+			phase := "phase " + string(tc.phase)
+			var then string
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(time.Second) {
+				tl, err := d.Timeline(ctx, ns, tc.name, time.Minute)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tl.Outcome != correlator.OutcomeReady {
+					t.Fatalf("outcome %s (%s), want the start Ready", tl.Outcome, tl.Reason)
+				}
+				if then = tl.After.Summary(tl.Start); strings.Contains(then, phase) || time.Now().After(deadline) {
+					break
+				}
+			}
+			if exited := fmt.Sprintf("app exited %d at +", tc.exit); !strings.Contains(then, exited) || !strings.Contains(then, phase) {
+				t.Errorf("after the start: %q, want %q and %q", then, exited, phase)
+			}
+		})
 	}
 }
 
