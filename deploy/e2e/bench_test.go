@@ -491,7 +491,7 @@ func saveURL(url, file string) error {
 // The steady memory is read every benchSettleEvery for benchSettle, from
 // benchSettleAfter after the load: by then the load's garbage is
 // collected, and the daemon has given back the pages of its binary the
-// load mapped (each minute, cmd/readyline/pages.go). What it holds right
+// load mapped (each minute, cmd/readyline/binary_pages.go). What it holds right
 // after the load is reported apart.
 const (
 	benchSettleAfter = time.Minute
