@@ -168,7 +168,7 @@ func (f *fakeAttach) attach(p *kubeletProcess) error {
 func newFakeCRICallSource(root string, f *fakeAttach, logs *logRecorder, statuses *[]*event.SourceStatus) *CRICallSource {
 	s := &CRICallSource{cfg: CRICallConfig{ProcRoot: root, target: &kubeletTarget}, logger: slog.New(logs)}
 	s.attachTo = f.attach
-	s.clockOff.Store(NewBootClock().Offset)
+	s.ring.sampleClock()
 	s.emit = func(ev event.Event) { *statuses = append(*statuses, ev.(*event.SourceStatus)) }
 	return s
 }
