@@ -62,8 +62,14 @@ lint: ## gofmt + go vet
 # The Debian packages the tests need beyond deploy/node's own (which node.sh
 # installs): clang 14 and libbpf for verify-generate, jq for the scripts,
 # chromium for the waterfall page's headless-browser test, with a font for
-# its text (installed without recommends, chromium brings none).
-TEST_PACKAGES = clang-14 llvm-14 libbpf-dev bpftool gcc libc6-dev make git jq curl chromium fonts-dejavu-core
+# its text (installed without recommends, chromium brings none); iproute2
+# for the ip command of collector's TCP tests (a network namespace and a
+# veth pair).
+TEST_PACKAGES = clang-14 llvm-14 libbpf-dev bpftool gcc libc6-dev make git jq curl chromium fonts-dejavu-core iproute2
+
+# Go modules of their own under deploy/node/tools, with tests that the main
+# module's ./... does not reach.
+TOOL_MODULES = deploy/node/tools/imagepush
 
 test-deps: ## install the Debian packages the tests need, when missing (root)
 	@missing=$$(for p in $(TEST_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
@@ -76,9 +82,11 @@ test: test-deps lint verify-generate ## unit + privileged (root) + end-to-end te
 	./deploy/demo/demo.sh stop-readyline # a demo left running would export the tests' pods too
 	./deploy/node/node.sh jaeger-up
 	$(GO) test -count=1 ./...
+	$(MAKE) test-tools
 	KUBELET_TRACING=1 ./deploy/node/node.sh up
+	# What needs the node's kubelet (built by node.sh up) and runtime.
 	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -tags e2e -run 'TestIntegration(PodWatch|CRI)$$' ./collector/
-	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -run 'TestIntegrationKubeletBinary' ./collector/gofunc/
+	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -run '^TestIntegrationKubelet' ./collector/gofunc/
 	./deploy/node/test-fresh-cache.sh
 	./deploy/alerts/test.sh
 	READYLINE_E2E_TEARDOWN=$${READYLINE_E2E_TEARDOWN:-1} $(GO) test -count=1 -tags e2e -timeout 60m -v ./deploy/e2e/...
@@ -86,6 +94,10 @@ test: test-deps lint verify-generate ## unit + privileged (root) + end-to-end te
 
 test-unit: ## unit and privileged tests only (no local node)
 	$(GO) test -count=1 ./...
+	$(MAKE) test-tools
+
+test-tools: ## the tests of deploy/node's tool modules (TOOL_MODULES), which ./... does not reach
+	set -e; for m in $(TOOL_MODULES); do (cd $$m && $(GO) vet ./... && $(GO) test -count=1 ./...); done
 
 bench: ## Go benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./...
@@ -185,4 +197,4 @@ test-kind: ## end-to-end tests on a two-node kind cluster (brings it up, deletes
 
 .PHONY: image image-archive node-image kind-up kind-demo jaeger-ui kind-down test-kind
 
-.PHONY: help build plugin plugin-release generate verify-generate lint test test-deps test-unit test-alerts bench bench-node bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down
+.PHONY: help build plugin plugin-release generate verify-generate lint test test-deps test-unit test-tools test-alerts bench bench-node bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down
