@@ -55,7 +55,7 @@ verify-generate: ## fail when the committed bpf2go objects are stale
 lint: ## gofmt + go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) vet -tags e2e ./deploy/e2e/... ./collector/...
+	$(GO) vet -tags e2e ./deploy/e2e/... ./deploy/node/check/ ./collector/...
 
 ## ---- test
 
@@ -84,7 +84,9 @@ test: test-deps lint verify-generate ## unit + privileged (root) + end-to-end te
 	$(GO) test -count=1 ./...
 	$(MAKE) test-tools
 	KUBELET_TRACING=1 ./deploy/node/node.sh up
-	# What needs the node's kubelet (built by node.sh up) and runtime.
+	# The node's own checks (deploy/node/check: no readyline), then what
+	# needs the node's kubelet (built by node.sh up) and runtime.
+	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -tags e2e ./deploy/node/check/
 	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -tags e2e -run 'TestIntegration(PodWatch|CRI)$$' ./collector/
 	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -run '^TestIntegrationKubelet' ./collector/gofunc/
 	./deploy/node/test-fresh-cache.sh
