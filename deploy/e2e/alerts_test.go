@@ -335,7 +335,9 @@ func withoutSharedDaemon(t *testing.T) {
 		}
 		daemonOnce, daemonRun, daemonErr = sync.Once{}, nil, nil
 	}
-	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 5*time.Minute, true, func(context.Context) (bool, error) {
+	ctx, cancel := suiteContext(5 * time.Minute)
+	defer cancel()
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(context.Context) (bool, error) {
 		return len(otherDaemons()) == 0, nil
 	})
 	if err != nil {

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"strconv"
@@ -31,7 +30,7 @@ var (
 func readyline(t testing.TB) *Daemon {
 	t.Helper()
 	daemonOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		ctx, cancel := suiteContext(5 * time.Minute)
 		defer cancel()
 		daemonRun, daemonErr = env.StartDaemon(ctx, "readyline")
 	})
