@@ -106,14 +106,16 @@ type crilikeCall struct {
 // waitAllCalls waits, once the probed process has exited, until every
 // record its probes wrote is out of the source: each return probed writes
 // one (the kernel counts them, and the ones a full ring lost), each is
-// emitted as a call or counted as undecodable. seen counts the calls
-// emitted so far. A positive end, where waiting for the stream to go quiet
+// emitted as a call (appended to calls, under mu) or counted as
+// undecodable. A positive end, where waiting for the stream to go quiet
 // would end early on a busy machine.
-func waitAllCalls(t *testing.T, src *CRICallSource, seen func() int) {
+func waitAllCalls(t *testing.T, src *CRICallSource, mu *sync.Mutex, calls *[]*event.CRICall) {
 	t.Helper()
 	waitFor(t, 10*time.Second, "every call the kernel recorded", func() bool {
 		st := src.Stats()
-		return uint64(seen())+st.DecodeErrors >= st.Kernel.Returns-st.Kernel.Drops
+		mu.Lock()
+		defer mu.Unlock()
+		return uint64(len(*calls))+st.DecodeErrors >= st.Kernel.Returns-st.Kernel.Drops
 	})
 }
 
@@ -183,11 +185,7 @@ func TestIntegrationCRICallsOfAStrippedBinary(t *testing.T) {
 			}
 			// The last records: on a busy machine they take more than a
 			// poll or two to come through.
-			waitAllCalls(t, src, func() int {
-				mu.Lock()
-				defer mu.Unlock()
-				return len(events)
-			})
+			waitAllCalls(t, src, &mu, &events)
 			st := src.Stats()
 			cancel()
 			if err := <-done; err != nil {
@@ -336,11 +334,7 @@ func TestIntegrationCRICallsOfTheNodesTargetOnly(t *testing.T) {
 	if err := target.Wait(); err != nil {
 		t.Fatalf("crilike: %v", err)
 	}
-	waitAllCalls(t, src, func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(calls)
-	})
+	waitAllCalls(t, src, &mu, &calls)
 	waitFor(t, 10*time.Second, "the Down of the target's exit", func() bool {
 		mu.Lock()
 		defer mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -139,10 +140,13 @@ func exitOf(c testCgroup, pid int) func(event.Event) bool {
 // bracketed readings.
 const clockSlack = 5 * time.Millisecond
 
-const (
-	testPodUID = "3f9c2a7e-1b4d-4e8a-9c6f-0d2b5e7a1c34"
-	testCID    = "8d3e5f7a9b1c2d4e6f8a0b1c3d5e7f9a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e"
-)
+const testPodUID = "3f9c2a7e-1b4d-4e8a-9c6f-0d2b5e7a1c34"
+
+// testCID is the container of the tests' cgroups, named after this test
+// process: a source sees every process on the machine, and another run of
+// these tests (another worktree's, another -count) execs in cgroups of the
+// same shape at the same time.
+var testCID = fmt.Sprintf("8d3e5f7a9b1c2d4e6f8a0b1c3d5e7f9a1b2c3d4e5f6a7b8c9d0e1f2a%08x", os.Getpid()) // 64 hex digits: pids fit in 8
 
 func TestIntegrationExecExitInContainerCgroup(t *testing.T) {
 	shapes := []struct{ name, rel string }{
@@ -334,7 +338,7 @@ func TestIntegrationRingLossStatus(t *testing.T) {
 func TestIntegrationShortLivedContainer(t *testing.T) {
 	rec := startProcessSource(t, ProcessConfig{PodsOnly: true})
 	for i := range 5 {
-		cid := fmt.Sprintf("%063x%d", i, i)
+		cid := testCID[:63] + strconv.Itoa(i) // this process's, as testCID
 		cg := makeTestCgroup(t, "kubepods/besteffort/pod"+testPodUID+"/"+cid, testPodUID, cid)
 		cmd := cg.Command(t, "/bin/true")
 		if err := cmd.Run(); err != nil {

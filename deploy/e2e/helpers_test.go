@@ -84,16 +84,7 @@ func newNamespace(t *testing.T) string {
 	if len(prefix) > 40 {
 		prefix = prefix[:40]
 	}
-	ns, err := env.CreateNamespace(testContext(t, time.Minute), prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.DeleteNamespace(context.Background(), ns); err != nil {
-			t.Errorf("deleting namespace %s: %v", ns, err)
-		}
-	})
-	return ns
+	return env.TestNamespace(t, prefix)
 }
 
 // recordPod starts recording pod ns/name; the recording is written to

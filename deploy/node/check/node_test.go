@@ -23,21 +23,6 @@ func testContext(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-// newNamespace creates a namespace for the test and deletes it afterwards.
-func newNamespace(t *testing.T, prefix string) string {
-	t.Helper()
-	ns, err := env.CreateNamespace(testContext(t, time.Minute), prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.DeleteNamespace(context.Background(), ns); err != nil {
-			t.Errorf("deleting namespace %s: %v", ns, err)
-		}
-	})
-	return ns
-}
-
 // TestLocalNodeReady: the node is Ready and schedulable, runs the kubelet
 // and containerd versions deploy/node builds, has its primary address as
 // InternalIP, and CoreDNS is available.
@@ -94,7 +79,7 @@ func TestLocalNodeReady(t *testing.T) {
 // the API server.)
 func TestLocalNodeServiceAccountToken(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t, "node-check-whoami")
+	ns := env.TestNamespace(t, "node-check-whoami")
 	ctx := testContext(t, 2*time.Minute)
 	const name = "whoami"
 	kubectl, err := e2e.Tool("kubectl")
