@@ -82,7 +82,9 @@ func (r *recorder) waitFor(t *testing.T, what string, n int, keep func(event.Eve
 			return got
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %d %s: got %d", n, what, len(got))
+			// The stats tell a record lost, or not attributed (its
+			// cgroup gone unnamed), from one that never came.
+			t.Fatalf("waiting for %d %s: got %d (source stats %+v)", n, what, len(got), r.src.Stats())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
