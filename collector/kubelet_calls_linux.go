@@ -16,6 +16,7 @@ import (
 	"github.com/readyline/readyline/bpf"
 	"github.com/readyline/readyline/collector/event"
 	"github.com/readyline/readyline/collector/gofunc"
+	"github.com/readyline/readyline/collector/redact"
 )
 
 // CRICallConfig configures a CRICallSource. The zero value is usable.
@@ -33,6 +34,9 @@ type CRICallConfig struct {
 	// MaxCallsInFlight bounds the calls the kernel side follows between
 	// their entry and return; 0 = DefaultCRICallsInFlight.
 	MaxCallsInFlight uint32
+	// Argv is what of an ExecSync command leaves the source: redacted (the
+	// default), or the program's name only (redact.ProgramOnly).
+	Argv redact.Policy
 
 	// target is what to probe: the kubelet's CRI client unless a test says
 	// otherwise.
@@ -256,6 +260,9 @@ func (s *CRICallSource) toEvent(r *GoCallRecord) event.Event {
 	}
 	c := &event.CRICall{Time: r.Start, End: r.End, Method: m.Method, Err: r.Err, PID: r.TGID}
 	m.fill(c, r)
+	if c.Cmd != nil {
+		c.Cmd = s.cfg.Argv.Argv(c.Cmd) // what the kubelet runs, and a pod spec holds: redacted here
+	}
 	if v := s.inFlight.Load(); v != nil && v.tgid != r.TGID {
 		s.inFlight.Store(&inFlightView{methods: v.methods, tgid: r.TGID})
 	}

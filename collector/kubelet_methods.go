@@ -10,7 +10,6 @@ import (
 
 	"github.com/readyline/readyline/bpf"
 	"github.com/readyline/readyline/collector/event"
-	"github.com/readyline/readyline/collector/redact"
 )
 
 // This file is readyline's knowledge of the kubelet's CRI client, per
@@ -155,7 +154,7 @@ var criMethods = []criMethod{
 			s.RetErr = bpf.R9 // after stdout RAX:RBX:RCX and stderr RDI:RSI:R8
 			return s
 		},
-		fill: func(c *event.CRICall, r *GoCallRecord) { c.ContainerID, c.Cmd = r.Str, redact.Argv(r.Cmd) },
+		fill: func(c *event.CRICall, r *GoCallRecord) { c.ContainerID, c.Cmd = r.Str, r.Cmd }, // redacted by toEvent
 	},
 	{
 		// PullImage(ctx, image *ImageSpec, auth *AuthConfig,

@@ -26,10 +26,12 @@ import (
 
 	"github.com/readyline/readyline/collector/event"
 	"github.com/readyline/readyline/collector/kubeapi"
+	"github.com/readyline/readyline/collector/redact"
 )
 
 // LastAppliedAnnotation is the annotation kubectl apply writes: a copy of the
-// whole manifest, which PodWatch strips to keep recordings small.
+// whole manifest, which PodWatch strips (StripPod) with every other field
+// readyline does not read.
 const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
 // Errors of the pod watch's configuration.
@@ -101,6 +103,11 @@ type PodWatchConfig struct {
 	// QueueLength bounds the updates stamped but not yet emitted; when full,
 	// the watch waits for emit. 0 = 1024.
 	QueueLength int
+	// Argv is what of the command lines of a pod's spec (its containers',
+	// probes' and hooks') leaves the watch: all of them (the default; what
+	// readyline exports of them it redacts), or with redact.ProgramOnly
+	// (--argv=none) their programs' names only.
+	Argv redact.Policy
 }
 
 // PodWatch reports every add, update and delete of the pods scheduled to one
@@ -112,6 +119,7 @@ type PodWatch struct {
 	pods   PodClient
 	logger *slog.Logger
 	qlen   int
+	argv   redact.Policy
 
 	updates, skipped atomic.Uint64
 	synced           atomic.Bool
@@ -159,7 +167,7 @@ func NewPodWatch(cfg PodWatchConfig, logger *slog.Logger) (*PodWatch, error) {
 	if cfg.QueueLength <= 0 {
 		cfg.QueueLength = 1024
 	}
-	return &PodWatch{node: cfg.NodeName, pods: pods, logger: logger, qlen: cfg.QueueLength, now: time.Now}, nil
+	return &PodWatch{node: cfg.NodeName, pods: pods, logger: logger, qlen: cfg.QueueLength, argv: cfg.Argv, now: time.Now}, nil
 }
 
 // Stats returns the counters so far.
@@ -195,7 +203,7 @@ func (w *PodWatch) Run(ctx context.Context, emit func(event.Event)) error {
 
 	informer := cache.NewSharedIndexInformerWithOptions(w.listWatch(), &corev1.Pod{},
 		cache.SharedIndexInformerOptions{ObjectDescription: "pods on node " + w.node})
-	if err := informer.SetTransform(StripPod); err != nil {
+	if err := informer.SetTransform(w.transform); err != nil {
 		return fmt.Errorf("setting pod transform: %w", err)
 	}
 	if err := informer.SetWatchErrorHandlerWithContext(w.watchError); err != nil {
@@ -420,24 +428,35 @@ func (h *podHandler) pod(obj any) *corev1.Pod {
 	return pod
 }
 
-// StripPod removes what readyline never reads and what makes pods large:
-// managedFields and kubectl's last-applied-configuration annotation. It
-// accepts a *corev1.Pod or a cache.DeletedFinalStateUnknown holding one,
-// changes the pod in place, is idempotent, and returns its argument (it is
-// a cache.TransformFunc).
-func StripPod(obj any) (any, error) {
-	pod, ok := obj.(*corev1.Pod)
+// transform is the informer's: StripPod, and the command lines of the
+// pod's spec as w.argv lets them leave (with --argv=none, in the informer's
+// cache too, so that no other path reads them).
+func (w *PodWatch) transform(obj any) (any, error) {
+	obj, err := StripPod(obj)
+	w.argv.StripCommands(podIn(obj))
+	return obj, err
+}
+
+// podIn returns the pod obj is or holds (a cache.DeletedFinalStateUnknown),
+// or nil.
+func podIn(obj any) *corev1.Pod {
 	if tomb, isTomb := obj.(cache.DeletedFinalStateUnknown); isTomb {
-		pod, ok = tomb.Obj.(*corev1.Pod)
+		obj = tomb.Obj
 	}
-	if ok && pod != nil {
-		pod.ManagedFields = nil
-		if _, has := pod.Annotations[LastAppliedAnnotation]; has {
-			delete(pod.Annotations, LastAppliedAnnotation)
-			if len(pod.Annotations) == 0 {
-				pod.Annotations = nil
-			}
-		}
+	pod, _ := obj.(*corev1.Pod)
+	return pod
+}
+
+// StripPod strips a pod to what readyline reads (event.StripPod) before the
+// informer caches it (through transform), so that neither the cache nor
+// anything downstream holds managedFields, env, kubectl's last-applied copy
+// of the object or other fields readyline never reads. It accepts a
+// *corev1.Pod or a cache.DeletedFinalStateUnknown holding one, changes the
+// pod in place, is idempotent, and returns its argument (a
+// cache.TransformFunc).
+func StripPod(obj any) (any, error) {
+	if pod := podIn(obj); pod != nil {
+		*pod = *event.StripPod(pod)
 	}
 	return obj, nil
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/readyline/readyline/collector/event"
+	"github.com/readyline/readyline/collector/redact"
 )
 
 // logRecorder is a slog.Handler that keeps every record, for tests that
@@ -101,25 +103,30 @@ func testPod(name, node string) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: "default", UID: types.UID("uid-" + name),
 			Annotations: map[string]string{
-				LastAppliedAnnotation: `{"apiVersion":"v1","kind":"Pod","metadata":{}}`,
-				"keep":                "me",
+				LastAppliedAnnotation:        `{"apiVersion":"v1","kind":"Pod","metadata":{}}`,
+				"tracing.k8s.io/traceparent": traceParent,
 			},
+			Labels:        map[string]string{"app": name},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}},
 		},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "localhost/busybox:local"}}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "localhost/busybox:local",
+			Env: []corev1.EnvVar{{Name: "PASSWORD", Value: "hunter2"}}}}},
 	}
 }
 
+const traceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+// checkStripped: p is as event.StripPod makes it.
 func checkStripped(t *testing.T, p *corev1.Pod) {
 	t.Helper()
-	if p.ManagedFields != nil {
-		t.Errorf("%s: managedFields kept", p.Name)
+	if p.ManagedFields != nil || p.Labels != nil || p.Spec.Containers[0].Env != nil {
+		t.Errorf("%s: managedFields, labels or env kept: %+v", p.Name, p)
 	}
 	if _, ok := p.Annotations[LastAppliedAnnotation]; ok {
 		t.Errorf("%s: last-applied annotation kept", p.Name)
 	}
-	if p.Annotations["keep"] != "me" {
-		t.Errorf("%s: other annotations lost: %v", p.Name, p.Annotations)
+	if p.Annotations["tracing.k8s.io/traceparent"] != traceParent || p.Spec.Containers[0].Image != "localhost/busybox:local" {
+		t.Errorf("%s: what readyline reads lost: %+v", p.Name, p)
 	}
 }
 
@@ -284,7 +291,7 @@ func TestStripPodIdempotent(t *testing.T) {
 			t.Fatalf("StripPod = %v, %v", obj, err)
 		}
 	}
-	if p.Annotations != nil || p.ManagedFields != nil {
+	if p.Annotations != nil || p.ManagedFields != nil || p.Labels != nil {
 		t.Errorf("not stripped: %+v", p.ObjectMeta)
 	}
 	if obj, err := StripPod("x"); obj != "x" || err != nil {
@@ -610,5 +617,39 @@ func TestPodWatchRetriesInPlace(t *testing.T) {
 	}
 	if n := lists.Load(); n != 7 {
 		t.Errorf("%d lists, want 6 refused and 1 answered", n)
+	}
+}
+
+// TestPodWatchArgvNone: with --argv=none the watch hands on pods whose
+// command lines are their programs' names at most; by default it hands on
+// the probes' and hooks' commands whole (what readyline exports of them it
+// redacts).
+func TestPodWatchArgvNone(t *testing.T) {
+	pod := testPod("db", "node1")
+	pod.Spec.Containers[0].Command = []string{"/bin/sh", "-c"}
+	pod.Spec.Containers[0].Args = []string{"mysqld --password=hunter2"}
+	pod.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+		Exec: &corev1.ExecAction{Command: []string{"mysqladmin", "ping", "-phunter2"}}}}
+	for _, tc := range []struct {
+		argv  redact.Policy
+		probe []string
+	}{
+		{redact.Redacted, []string{"mysqladmin", "ping", "-phunter2"}},
+		{redact.ProgramOnly, []string{"mysqladmin"}},
+	} {
+		t.Run(tc.argv.String(), func(t *testing.T) {
+			client := fake.NewClientset(pod.DeepCopy())
+			w, err := NewPodWatch(PodWatchConfig{NodeName: "node1", Pods: client.CoreV1().Pods(""), Argv: tc.argv}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := next(t, runPodWatch(t, w)).Pod.Spec.Containers[0]
+			if !slices.Equal(c.ReadinessProbe.Exec.Command, tc.probe) {
+				t.Errorf("probe %q, want %q", c.ReadinessProbe.Exec.Command, tc.probe)
+			}
+			if tc.argv == redact.ProgramOnly && (len(c.Command) > 1 || len(c.Args) > 0) {
+				t.Errorf("command %q args %q, want a program's name at most", c.Command, c.Args)
+			}
+		})
 	}
 }

@@ -24,6 +24,9 @@ type ProcessConfig struct {
 	// and runtime helpers. Off by default: host command lines may hold
 	// secrets this tool has no business exporting.
 	HostArgv bool
+	// Argv is what of the argv kept leaves the collector: redacted (the
+	// default), or the program's name only (redact.ProgramOnly, --argv=none).
+	Argv redact.Policy
 	// PodsOnly drops events of processes outside pod cgroups...
 	PodsOnly bool
 	// ...except CNI plugins' when KeepCNI is set: the correlator puts them
@@ -173,7 +176,7 @@ func (s *ProcessSource) enrich(ev event.Event) bool {
 		if p.Scope == event.ScopeHost && !s.cfg.HostArgv {
 			e.Argv, e.ArgvTruncated = nil, false
 		} else {
-			e.Argv = redact.Argv(e.Argv)
+			e.Argv = s.cfg.Argv.Argv(e.Argv)
 		}
 	case *event.ProcessFork:
 		p = &e.Process

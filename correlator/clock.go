@@ -296,7 +296,7 @@ func (k *clock) normalize(ev event.Event) event.Event {
 		c := *e
 		c.Time = k.baseNow(e.Time)
 		if e.Pod != nil {
-			c.Pod = e.Pod.DeepCopy()
+			c.Pod = event.StripPod(e.Pod) // a copy of what the rules read: what a start keeps
 			k.basePod(c.Pod)
 		}
 		return &c
@@ -357,6 +357,15 @@ func (k *clock) present(tl *Timeline, since time.Time) {
 	}
 	if d := time.Duration(k.current() - k.anchor); d != 0 {
 		mapTimes(reflect.ValueOf(tl).Elem(), func(t time.Time) time.Time { return t.Add(d) }, map[uintptr]reflect.Value{})
+	}
+}
+
+// toCurrent moves the times of *v (a pointer to a struct the correlator
+// hands out, such as an After or a Recovery) from the base frame to the
+// current one, as present does for a timeline.
+func (k *clock) toCurrent(v any) {
+	if d := time.Duration(k.current() - k.anchor); d != 0 {
+		mapTimes(reflect.ValueOf(v).Elem(), func(t time.Time) time.Time { return t.Add(d) }, map[uintptr]reflect.Value{})
 	}
 }
 

@@ -37,8 +37,15 @@ type Config struct {
 	// MaxOrphanBytes bounds the events kept for pods not (yet) seen in the
 	// API, and for ids and addresses no pod is known for, by their
 	// approximate size in memory: while the pod watch is down they are kept
-	// until it is back (outage.go), not OrphanTTL. Default 32 MiB.
+	// until it is back (outage.go), not OrphanTTL. Default half of
+	// MaxFactBytes, at most all of it.
 	MaxOrphanBytes int
+	// MaxFactBytes bounds, node-wide, what the pod starts in progress keep
+	// of the node's events (processes and their argv, CRI calls, TCP
+	// connections) and the events kept for pods not seen yet, by their
+	// approximate size in memory: past it the oldest detail goes, counted
+	// and marked (budget.go). Default 32 MiB.
+	MaxFactBytes int
 }
 
 func (c Config) withDefaults() Config {
@@ -57,8 +64,14 @@ func (c Config) withDefaults() Config {
 	if c.MaxProcessesPerPod <= 0 {
 		c.MaxProcessesPerPod = 4096
 	}
-	if c.MaxOrphanBytes <= 0 {
-		c.MaxOrphanBytes = 32 << 20
+	if c.MaxFactBytes <= 0 {
+		c.MaxFactBytes = 32 << 20
+	}
+	switch {
+	case c.MaxOrphanBytes <= 0:
+		c.MaxOrphanBytes = c.MaxFactBytes / 2
+	case c.MaxOrphanBytes > c.MaxFactBytes:
+		c.MaxOrphanBytes = c.MaxFactBytes
 	}
 	return c
 }
@@ -77,6 +90,11 @@ type Stats struct {
 	// Overflow counts events dropped by the MaxPods / MaxProcessesPerPod /
 	// MaxOrphanBytes bounds.
 	Overflow uint64
+	// Trimmed counts the facts the MaxFactBytes budget took from pod starts
+	// or refused, ArgvTrimmed the processes whose argv it dropped;
+	// FactBytes is what the starts in progress hold of it (budget.go).
+	Trimmed, ArgvTrimmed uint64
+	FactBytes            int
 	// Held is the number of events kept for pods not seen in the API yet
 	// (or ids no pod is known for), HeldBytes their approximate size.
 	Held, HeldBytes int
@@ -127,10 +145,15 @@ type Correlator struct {
 	// pod watch's outages (outage.go).
 	held  heldTotal
 	watch podWatch
+	// budget: what the starts hold of MaxFactBytes (budget.go).
+	budget factBudget
 	// blind: each source's recent blind windows, oldest first (gaps.go).
 	blind map[string][]BlindWindow
 	// drained: how far each kernel source has said it read (drained.go).
 	drained map[string]time.Time
+	// recoveries: the returns to Ready after a loss not yet taken
+	// (after.go, TakeRecoveries).
+	recoveries []Recovery
 	// eventsReadable: the pod_events source said Up once; the starts that
 	// end other than Ready then wait for their Events (kubelet_events.go).
 	eventsReadable bool
@@ -151,6 +174,8 @@ type endedPod struct {
 	deleted time.Time
 	// hash: a static pod's config hash, its alias until it is forgotten.
 	hash string
+	// after follows the pod's life after a start traced here (after.go).
+	after *afterState
 }
 
 // New returns a Correlator.
@@ -374,6 +399,12 @@ func (c *Correlator) handlePod(e *event.PodUpdate) {
 		if ep.traced {
 			c.stats.AfterStart++
 		}
+		if ep.after != nil {
+			if r := ep.after.observe(e); r != nil {
+				ep.after.take(*r)
+				c.recoveries = append(c.recoveries, *r)
+			}
+		}
 		if e.Action == event.PodDeleted && ep.deleted.IsZero() {
 			ep.deleted = c.clock.now
 			c.ended[uid] = ep
@@ -425,7 +456,7 @@ func (c *Correlator) handlePod(e *event.PodUpdate) {
 		c.release(c.orphans, key)
 	}
 	for _, ev := range early {
-		c.stats.Overflow += p.record(ev)
+		c.record(p, ev) // within the budget (budget.go)
 	}
 }
 
@@ -459,12 +490,15 @@ func alreadyStarted(pod *corev1.Pod) bool {
 func (c *Correlator) route(uid string, ev event.Event) {
 	uid = c.resolve(uid)
 	if p, ok := c.pods[uid]; ok {
-		c.stats.Overflow += p.record(ev)
+		c.record(p, ev) // within the budget (budget.go)
 		return
 	}
 	if ep, ok := c.ended[uid]; ok {
 		if ep.traced {
 			c.stats.AfterStart++
+		}
+		if ep.after != nil {
+			ep.after.record(ev)
 		}
 		return
 	}
@@ -607,6 +641,7 @@ func (c *Correlator) forget(uid string) {
 
 func (c *Correlator) complete(p *podState) *Timeline {
 	delete(c.pods, p.uid)
+	c.forgetFacts(p)
 	ep := endedPod{since: c.clock.now, traced: true, deleted: p.deletedAt}
 	if p.nodeUID != p.uid {
 		ep.hash = p.nodeUID
@@ -616,6 +651,10 @@ func (c *Correlator) complete(p *podState) *Timeline {
 	tl := p.timeline(c.deriveContext(), ending{p.outcome, p.doneAt, p.reason})
 	tl.ReportedAt = p.reportedAt
 	tl.Gaps = c.gaps(p, tl)
+	if p.outcome == OutcomeReady {
+		ep.after = newAfter(p, tl) // its life goes on
+		c.ended[p.uid] = ep
+	}
 	c.clock.present(tl, tl.Start)
 	return tl
 }

@@ -146,6 +146,7 @@ func (p *podState) timeline(ctx *deriveContext, end ending) *Timeline {
 	tl.Phases = d.phases(tl)
 	tl.Insights = d.insights(tl)
 	tl.CriticalPath = d.criticalPath(tl)
+	tl.Breakdown = BreakdownOf(tl)
 	boundProbes(tl) // last: every rule above saw every attempt
 	return tl
 }

@@ -126,6 +126,7 @@ func joinReasons(a, b string) string {
 // first. The tcp source counts only for a pod whose probes or hooks make
 // connections readyline follows.
 func (c *Correlator) gaps(p *podState, tl *Timeline) []SourceGap {
+	markTrimmed(tl, p) // and what readyline itself dropped (budget.go)
 	var out []SourceGap
 	for source, ws := range c.blind {
 		if source == event.SourceTCP && len(connPorts(p.pod)) == 0 {

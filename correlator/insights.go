@@ -59,18 +59,6 @@ func (d *derivation) insights(tl *Timeline) []Insight {
 				Message: fmt.Sprintf("%s was reported %s after %s", c.Type, fmtDur(lag), c.CauseEvent)})
 		}
 	}
-	if total := span(tl.Start, tl.End); total > 0 {
-		var slow *Phase
-		for i := range tl.Phases {
-			if slow == nil || tl.Phases[i].Duration() > slow.Duration() {
-				slow = &tl.Phases[i]
-			}
-		}
-		if slow != nil && slow.Duration() > 0 {
-			out = append(out, Insight{Kind: InsightSlowestPhase, Duration: slow.Duration(),
-				Message: fmt.Sprintf("the longest phase was %s: %s of %s", slow.Name, fmtDur(slow.Duration()), fmtDur(total))})
-		}
-	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Duration > out[j].Duration })
 	return out
 }
@@ -78,30 +66,30 @@ func (d *derivation) insights(tl *Timeline) []Insight {
 // retriesInsight: the attempts of a container, how each ended (exit code,
 // probe kill) and the back-offs between them.
 func retriesInsight(name string, atts []ContainerAttempt) Insight {
-	var codes, kills, waits []string
+	var codes, waits []string
 	var backOff time.Duration
 	for _, at := range atts {
-		switch {
-		case at.ExitCode != nil:
-			codes = append(codes, fmt.Sprint(*at.ExitCode))
+		code := "running"
+		if at.ExitCode != nil {
+			code = fmt.Sprint(*at.ExitCode)
+		}
+		switch at.KilledBy {
+		case "":
+		case KilledPostStart:
+			code += " (killed: postStart hook failed)"
 		default:
-			codes = append(codes, "running")
+			code += fmt.Sprintf(" (killed: %sProbe)", at.KilledBy)
 		}
-		if at.KilledBy != "" {
-			kills = append(kills, fmt.Sprintf("attempt %d by its %sProbe", at.Attempt, at.KilledBy))
-		}
+		codes = append(codes, code)
 		if at.BackOff > 0 {
 			waits = append(waits, fmtDur(at.BackOff))
 			backOff += at.BackOff
 		}
 	}
-	took := span(atts[0].Created, atts[len(atts)-1].Created)
+	took := span(firstCreated(atts), firstCreated(atts[len(atts)-1:]))
 	msg := fmt.Sprintf("%s ran %d times (exit codes %s); the retries took %s", name, len(atts), strings.Join(codes, ", "), fmtDur(took))
 	if len(waits) > 0 {
 		msg += fmt.Sprintf(", %s of it back-off (%s)", fmtDur(backOff), strings.Join(waits, ", "))
-	}
-	if len(kills) > 0 {
-		msg += "; the kubelet killed " + strings.Join(kills, ", ")
 	}
 	return Insight{Kind: InsightRetries, Container: name, Duration: took, Message: msg}
 }

@@ -10,6 +10,19 @@ import (
 	"github.com/readyline/readyline/collector/event"
 )
 
+// startedApp is a pod of spec whose container app (pid 700, idMain) runs
+// from 1.0 s in the sandbox made at 0.3 s.
+func startedApp(t testing.TB, name string, spec corev1.PodSpec) *scenario {
+	sc := newScenario(t, name, spec)
+	sc.cond(corev1.PodScheduled, 0)
+	sc.cond(corev1.PodInitialized, 0)
+	sc.update(0.05)
+	sc.sandboxUp(0.3)
+	sc.runIn(1.0, sandboxID, idMain, "app", 0, 0.95, 1.0, 0, 0, "")
+	sc.exec(1.01, idMain, 700, shimPID, "app")
+	return sc
+}
+
 // gracefulKills is an app that traps SIGTERM and exits 0, with a
 // startupProbe (exec, failureThreshold 3, every second) that never
 // succeeds: the kubelet kills each attempt after three failures
@@ -80,14 +93,8 @@ func TestKilledByTheKubeletWhateverTheExit(t *testing.T) {
 // the kernel does not see, kills the app; the kubelet's Killing event
 // says why.
 func TestKilledByTheKubeletsEvent(t *testing.T) {
-	sc := newScenario(t, "http-live", corev1.PodSpec{Containers: []corev1.Container{{Name: "app",
+	sc := startedApp(t, "http-live", corev1.PodSpec{Containers: []corev1.Container{{Name: "app",
 		LivenessProbe: httpProbe(0, 1)}}})
-	sc.cond(corev1.PodScheduled, 0)
-	sc.cond(corev1.PodInitialized, 0)
-	sc.update(0.05)
-	sc.sandboxUp(0.3)
-	sc.runIn(1.0, sandboxID, idMain, "app", 0, 0.95, 1.0, 0, 0, "")
-	sc.exec(1.01, idMain, 700, shimPID, "app")
 	sc.exit(5.2, idMain, 700, 0)
 	sc.runIn(5.3, sandboxID, idMain, "app", 0, 0.95, 1.0, 5.2, 0, "Completed")
 	sc.status(false, lastExit(waiting("app", "CrashLoopBackOff", "back-off 10s restarting failed container=app pod=x"), idMain, 0, 1))
@@ -143,13 +150,7 @@ func TestStoppedForTheDeletionIsNoKill(t *testing.T) {
 func TestPostStartHookKill(t *testing.T) {
 	c := corev1.Container{Name: "app", Lifecycle: &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{
 		Exec: &corev1.ExecAction{Command: []string{"setup"}}}}}
-	sc := newScenario(t, "hook-kill", corev1.PodSpec{Containers: []corev1.Container{c}})
-	sc.cond(corev1.PodScheduled, 0)
-	sc.cond(corev1.PodInitialized, 0)
-	sc.update(0.05)
-	sc.sandboxUp(0.3)
-	sc.runIn(1.0, sandboxID, idMain, "app", 0, 0.95, 1.0, 0, 0, "")
-	sc.exec(1.01, idMain, 700, shimPID, "app")
+	sc := startedApp(t, "hook-kill", corev1.PodSpec{Containers: []corev1.Container{c}})
 	sc.call(1.05, 1.6, event.CRIExecSync, func(c *event.CRICall) { c.ContainerID, c.Cmd, c.Err = idMain, []string{"setup"}, true })
 	sc.exec(1.06, idMain, 720, shimPID, "setup")
 	sc.exit(1.55, idMain, 720, 2)

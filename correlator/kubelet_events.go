@@ -237,6 +237,25 @@ func (c *Correlator) WantEvents() []EventsWanted {
 		}
 		out = append(out, w)
 	}
+	// Pods that lost Ready after their start: the kubelet says why
+	// (Unhealthy, Killing, BackOff).
+	for _, uid := range sortedKeys(c.ended) {
+		a := c.ended[uid].after
+		if a == nil || a.deleting {
+			continue
+		}
+		w := EventsWanted{Query: Query{UID: uid, Namespace: a.pod.Namespace, Name: a.pod.Name}, LastRead: a.kubelet.read}
+		switch {
+		case !a.ended.IsZero(): // Failed or Succeeded: why, once (an eviction)
+			if !a.kubelet.read.Before(a.ended) {
+				continue
+			}
+			w.Ended = true
+		case a.ready || a.notReady.IsZero():
+			continue
+		}
+		out = append(out, w)
+	}
 	return out
 }
 

@@ -12,7 +12,7 @@ import (
 // (the owner index's pending, by key). They wait for their pod for
 // OrphanTTL (outage.go: longer while the pod watch is down), within bounds:
 // MaxPods keys in each map, MaxProcessesPerPod events a key and
-// MaxOrphanBytes in all.
+// MaxOrphanBytes in all, itself a part of MaxFactBytes (budget.go).
 
 type orphanEvents struct {
 	first  time.Time
@@ -33,6 +33,9 @@ func (c *Correlator) hold(m map[string]*orphanEvents, key string, ev event.Event
 		o != nil && len(o.events) >= c.cfg.MaxProcessesPerPod,
 		c.held.bytes+size > c.cfg.MaxOrphanBytes:
 		c.stats.Overflow++
+		return
+	case !c.admit(size): // the node-wide budget (budget.go)
+		c.stats.Trimmed++
 		return
 	case o == nil:
 		o = &orphanEvents{first: c.clock.now}

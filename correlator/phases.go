@@ -48,6 +48,10 @@ func (d *derivation) phases(tl *Timeline) []Phase {
 			end = sb.Call.End
 		}
 		add(PhaseSandbox, start, end, source)
+	} else if tl.Outcome != OutcomeReady {
+		// No sandbox yet: the start still waits before it (admission,
+		// volumes), or ended there.
+		add(PhaseWaitSandbox, waitFrom, tl.End, waitSource)
 	}
 	var firstInit, firstMain *containerView
 	for _, v := range d.views {

@@ -64,6 +64,8 @@ type podState struct {
 	facts int
 	// events: what the pod's Events said (kubelet_events.go).
 	events kubeletEvents
+	// budget: what it holds of MaxFactBytes, and lost to it (budget.go).
+	budget podBudget
 }
 
 // condFact is a condition's last rise to True within the start: a

@@ -74,6 +74,7 @@ func TestPropertyRandomStarts(t *testing.T) {
 
 func checkTimeline(t *testing.T, what string, tl *Timeline) {
 	t.Helper()
+	checkBreakdown(t, what, tl)
 	for _, c := range tl.Conditions {
 		if !c.Cause.IsZero() && c.Cause.After(c.Observed) {
 			t.Errorf("%s: %s caused %v (%s) after its observation %v", what, c.Type, c.Cause.Sub(t0), c.CauseEvent, c.Observed.Sub(t0))
@@ -386,4 +387,29 @@ func randomStart(t *testing.T, r *rand.Rand, name string, podIdx int) *scenario 
 	sc.cond(corev1.PodReady, now)
 	sc.update(now)
 	return sc
+}
+
+// checkBreakdown: where the time went adds up to the start, to the
+// nanosecond, each kind once, none negative; no attempt's span is drawn
+// past its process's end (the dead container waiting for its removal is
+// not part of its run).
+func checkBreakdown(t *testing.T, what string, tl *Timeline) {
+	t.Helper()
+	var sum time.Duration
+	seen := map[ShareKind]bool{}
+	for _, s := range tl.Breakdown {
+		if s.Duration <= 0 || seen[s.Kind] {
+			t.Errorf("%s: breakdown %+v: a share not positive or twice", what, tl.Breakdown)
+		}
+		seen[s.Kind] = true
+		sum += s.Duration
+	}
+	if total := span(tl.Start, tl.End); total > 0 && sum != total {
+		t.Errorf("%s: breakdown sums to %v, the start took %v: %+v", what, sum, total, tl.Breakdown)
+	}
+	for _, s := range tl.CriticalPath {
+		if s.Kind == "" {
+			t.Errorf("%s: critical path step %s has no kind", what, s.Name)
+		}
+	}
 }

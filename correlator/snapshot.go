@@ -60,8 +60,8 @@ func (c *Correlator) Snapshot(q Query, inFlight ...*event.CRICall) (tl *Timeline
 	ctx.snapshot = true
 	tl = p.timeline(ctx, end)
 	tl.ReportedAt = p.reportedAt
+	tl.AsOf, tl.Facts = c.clock.now, p.facts
 	if tl.Outcome == OutcomeStarting {
-		tl.AsOf, tl.Facts = c.clock.now, p.facts
 		tl.InFlight = c.inFlightOf(p, inFlight)
 		tl.Waiting = p.waitingOn(tl)
 	}
@@ -88,6 +88,14 @@ func (c *Correlator) inFlightOf(p *podState, calls []*event.CRICall) []InFlightC
 		f := InFlightCall{Method: call.Method, Start: call.Time, Container: call.ContainerName, Image: call.Image}
 		if f.Container == "" && call.ContainerID != "" {
 			f.Container = p.names[call.ContainerID].name
+		}
+		if f.Container == "" && f.Image != "" {
+			for _, e := range startOrder(p.pod) {
+				if sameImage(e.spec.Image, f.Image) {
+					f.Container = e.name // the first that needs it: the pull is for it
+					break
+				}
+			}
 		}
 		out = append(out, f)
 	}

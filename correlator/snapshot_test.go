@@ -208,6 +208,7 @@ func noContradiction(t *testing.T, what string, snap, final *Timeline) {
 	if snap.Outcome == OutcomeStarting && snap.AsOf.IsZero() {
 		t.Errorf("%s: a start in progress without AsOf", what)
 	}
+	checkBreakdown(t, what+" "+snap.Pod.String()+" as of "+snap.AsOf.String(), snap)
 	for _, c := range snap.Conditions {
 		ok := false
 		for _, f := range final.Conditions {
@@ -269,25 +270,50 @@ func readRecording(t *testing.T, path string) []event.Event {
 	}
 }
 
+// maxSnapshotCost bounds one question's derivation (README).
+const maxSnapshotCost = 50 * time.Millisecond
+
 // BenchmarkSnapshot is the cost of one question about a start in progress:
-// what the daemon's loop spends on it between two events.
+// what the daemon's loop spends on it between two events. The start is as
+// large as one gets: a container that has run MaxProcessesPerPod processes
+// (an exec probe every second for over an hour), with an ExecSync call for
+// each.
 func BenchmarkSnapshot(b *testing.B) {
-	sc := pullBackOffPod(b)
-	// A busy start: a sidecar-like stream of probes over ten minutes.
-	for i := range 600 {
-		s := 20 + float64(i)
+	sc := startedApp(b, "busy", corev1.PodSpec{Containers: []corev1.Container{{Name: "app",
+		ReadinessProbe: execProbe(0, 1, "check", "--deep")}}})
+	sc.status(false, running("app", idMain, 1, true, false))
+	sc.update(1.1)
+	const probes = 4000
+	for i := range probes {
+		s := 2 + float64(i)
 		pid := uint32(20000 + i)
+		sc.call(s-0.01, s+0.02, event.CRIExecSync, func(c *event.CRICall) { c.ContainerID, c.Cmd, c.Err = idMain, []string{"check", "--deep"}, true })
 		sc.exec(s, idMain, pid, shimPID, "check", "--deep")
 		sc.exit(s+0.01, idMain, pid, 1)
+		if i%60 == 0 {
+			sc.events = append(sc.events, &event.Tick{Time: at(s)})
+		}
 	}
-	c := New(Config{Timeout: time.Hour})
+	c := New(Config{Timeout: 2 * time.Hour})
 	for _, ev := range sc.events {
 		c.Handle(ev)
+	}
+	tl, ok := c.Snapshot(Query{UID: sc.uid})
+	if !ok || len(tl.Containers[0].Attempts) != 1 {
+		b.Fatalf("snapshot %v: %+v", ok, tl)
+	}
+	if n := len(tl.Containers[0].Attempts[0].Probes); n < 64 {
+		b.Fatalf("%d probe attempts in the snapshot: the start is not the busy one meant", n)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, ok := c.Snapshot(Query{UID: sc.uid}); !ok {
 			b.Fatal("no snapshot")
 		}
+	}
+	// The README's bound: a question holds the daemon's loop (and the
+	// node's events behind it, 8192 of room) for at most this.
+	if per := b.Elapsed() / time.Duration(b.N); per > maxSnapshotCost {
+		b.Errorf("a snapshot of the largest start took %v, over %v", per, maxSnapshotCost)
 	}
 }

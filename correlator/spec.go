@@ -218,8 +218,12 @@ func connPorts(pod *corev1.Pod) []uint16 {
 		}
 	}
 	for _, e := range startOrder(pod) {
-		for _, ps := range probesOf(e.spec) {
-			add(probePort(e.spec, ps.probe, pod.Spec.HostNetwork))
+		// Not probesOf: this runs at every update of the pod, and needs no
+		// (redacted) command.
+		for _, p := range []*corev1.Probe{e.spec.StartupProbe, e.spec.ReadinessProbe, e.spec.LivenessProbe} {
+			if p != nil {
+				add(probePort(e.spec, p, pod.Spec.HostNetwork))
+			}
 		}
 		add(hookPort(e.spec, pod.Spec.HostNetwork))
 	}

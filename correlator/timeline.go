@@ -79,14 +79,20 @@ type Timeline struct {
 	// ReportedAt is when a partial timeline of this start was reported (its
 	// End); zero when none was. What came before it has been told already.
 	ReportedAt time.Time `json:"reported_at,omitzero"`
-	// AsOf is set on a Snapshot of a start in progress (OutcomeStarting):
-	// the moment it was derived for, also its End.
+	// AsOf is set on a Snapshot: the moment it was derived for. For a start
+	// in progress (OutcomeStarting) it is also its End; a start that has
+	// reached its outcome and waits for its last facts (the grace period)
+	// has that outcome, and its timeline without AsOf comes when it ends.
 	AsOf time.Time `json:"as_of,omitzero"`
 	// Waiting says, in the kubelet's and the runtime's own words where
 	// they gave any, what the start waits on: for a start in progress, now;
 	// for one that ended other than Ready, what it waited on last.
 	// Empty for a start that reached Ready.
 	Waiting string `json:"waiting,omitempty"`
+	// After is what happened to the pod after its start (exits, restarts,
+	// Ready lost and regained, its phase), as of After.AsOf: the daemon's
+	// API adds it to a start that ended Ready, for a pod still there.
+	After *After `json:"after,omitempty"`
 	// Facts counts the facts a start in progress has taken so far (pod
 	// updates, node events): a client that follows it redraws when this
 	// grows. Only a Snapshot has it.
@@ -163,6 +169,10 @@ type Timeline struct {
 	// CriticalPath names, in order, the phases and containers whose time made
 	// up the start (each one waited for the previous).
 	CriticalPath []Step `json:"critical_path,omitempty"`
+	// Breakdown is where the time went: the critical path's time by kind,
+	// and the time between its steps, largest first; it adds up to End -
+	// Start (for a start in progress, to its AsOf).
+	Breakdown []Share `json:"breakdown,omitempty"`
 }
 
 // Mark names a way in which a timeline is less exact than its sources.
@@ -181,6 +191,11 @@ const (
 	// after it, so durations across it are what elapsed; a time stamped
 	// within a couple of seconds of a step may still be off by the step.
 	MarkClockStep Mark = "clock_step"
+	// MarkTrimmed: readyline's memory budget for the node's facts
+	// (Config.MaxFactBytes) was full, and it dropped some of the start's
+	// detail (the argv of processes, processes, the oldest probe runs) or
+	// facts that came then; Missing says what.
+	MarkTrimmed Mark = "facts_trimmed"
 )
 
 // ClockStep is a step of the node's wall clock: At is the first tick
@@ -735,8 +750,6 @@ const (
 	// InsightKubeletReaction: the kubelet acted on a container's exit late
 	// (next container created long after the exit).
 	InsightKubeletReaction InsightKind = "kubelet_reaction"
-	// InsightSlowestPhase: the phase that took the largest share.
-	InsightSlowestPhase InsightKind = "slowest_phase"
 	// InsightRetries: a container needed several attempts.
 	InsightRetries InsightKind = "retries"
 	// InsightSandboxChanged: the sandbox was replaced, so every container
@@ -757,7 +770,53 @@ type Insight struct {
 
 // Step is one element of the critical path.
 type Step struct {
-	Name  string    `json:"name"` // a phase name, or "<kind>/<container name>"
+	// Name is the row of the waterfall the step is on: a phase name,
+	// "<kind>/<container name>", "image.pull/<container>", "back-off",
+	// "RunPodSandbox", "postStart/<container>"...; consecutive steps may
+	// share it (a container's calls, run and probes).
+	Name string `json:"name"`
+	// Kind is what the step's time was (a ShareKind); What what it was for
+	// (a container, an image, a volume's wait), when it says more.
+	Kind  ShareKind `json:"kind,omitempty"`
+	What  string    `json:"what,omitempty"`
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end"`
+}
+
+// ShareKind names what part of a start's time went to.
+type ShareKind string
+
+// Kinds of time in a start (the critical path's steps, and Breakdown).
+const (
+	ShareSchedule        ShareKind = "schedule"         // creation -> bound to the node (1 s)
+	ShareWaitVolumes     ShareKind = "wait.volumes"     // before the sandbox, the kubelet failing to mount volumes (FailedMount)
+	ShareWaitSandbox     ShareKind = "wait.sandbox"     // before the sandbox: admission, volumes, the pod worker
+	ShareSandbox         ShareKind = "sandbox"          // the RunPodSandbox that made it (CNI, pause)
+	ShareSandboxFailed   ShareKind = "sandbox.failed"   // failed RunPodSandbox calls and the back-off between them
+	ShareSandboxReplaced ShareKind = "sandbox.replaced" // sandboxes that died, and their containers
+	SharePullWait        ShareKind = "pull.wait"        // a pull queued in the serialized puller
+	SharePull            ShareKind = "pull"             // PullImage calls that pulled
+	SharePullFailed      ShareKind = "pull.failed"      // PullImage calls that failed
+	SharePullBackOff     ShareKind = "pull.back_off"    // the image back-off between failed pulls
+	ShareCalls           ShareKind = "calls"            // CreateContainer, StartContainer
+	ShareRun             ShareKind = "run"              // a container's process running, up to its end, start or readiness
+	ShareHook            ShareKind = "hook"             // postStart hooks
+	ShareProbeDelay      ShareKind = "probe.delay"      // process up, before the first attempt of its gating probe
+	ShareProbeFailing    ShareKind = "probe.failing"    // the gating probe failing, up to its last failure
+	ShareStop            ShareKind = "stop"             // the kubelet's kill (StopContainer) to the process's exit
+	ShareBackOff         ShareKind = "back_off"         // crash-loop back-off between attempts
+	ShareGate            ShareKind = "gate"             // readiness gates set by their controllers
+	ShareAPILag          ShareKind = "api.lag"          // the last cause to Ready as the API reported it
+	ShareOther           ShareKind = "other"            // between the steps: the kubelet's own work, not seen
+)
+
+// Share is one kind of time of a start, summed over its critical path and
+// the time between its steps: a Timeline's Breakdown adds up to End -
+// Start.
+type Share struct {
+	Kind ShareKind `json:"kind"`
+	// What the time went to, when one thing had it all (a container, an
+	// image, a volume's wait); empty when several did.
+	What     string        `json:"what,omitempty"`
+	Duration time.Duration `json:"duration"`
 }

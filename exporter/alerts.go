@@ -225,6 +225,14 @@ func alertMessage(tl *correlator.Timeline, m *alertMeasure, a *Alert) string {
 		b.WriteString(": ")
 		b.WriteString(s)
 	}
+	// The start's own account, as the waterfall, the root span and the
+	// page give it: what it waits on, where its time went.
+	if tl.Waiting != "" && !a.Reached {
+		b.WriteString("; waiting: " + tl.Waiting)
+	}
+	if s := tl.WhereTheTimeWent(); s != "" {
+		b.WriteString("; where the time went: " + s)
+	}
 	return truncateMessage(b.String(), maxAlertMessage)
 }
 
@@ -248,11 +256,22 @@ func truncateMessage(s string, n int) string {
 func sandboxBreakdown(tl *correlator.Timeline, start, end time.Time) string {
 	var parts []string
 	if d, ok := phaseDuration(tl, correlator.PhaseWaitSandbox); ok {
-		parts = append(parts, "waiting before the sandbox "+fmtDuration(d))
+		wait := "waiting before the sandbox " + fmtDuration(d)
+		for _, st := range tl.CriticalPath {
+			if st.Kind == correlator.ShareWaitVolumes && st.What != "" {
+				wait += " (" + st.What + ")" // the kubelet's FailedMount
+			}
+		}
+		parts = append(parts, wait)
 	}
 	sb := tl.Sandbox
 	var call string
 	switch {
+	case sb != nil && sb.ID == "" && len(sb.FailedCalls) > 0:
+		call = fmt.Sprintf("RunPodSandbox failed %d times", len(sb.FailedCalls))
+		if sb.Error != "" {
+			call += " (" + sb.Error + ")"
+		}
 	case sb != nil && sb.Call != nil && !sb.Call.Start.IsZero() && !sb.Call.End.IsZero():
 		call = "RunPodSandbox " + fmtDuration(sb.Call.End.Sub(sb.Call.Start))
 		if sb.Call.Err {
@@ -289,7 +308,7 @@ func sandboxBreakdown(tl *correlator.Timeline, start, end time.Time) string {
 		parts = append(parts, p+" (after the sandbox was ready: they do not hold PodReadyToStartContainers)")
 	}
 	if len(parts) == 0 {
-		return "no sandbox details were seen"
+		return "no sandbox was made yet"
 	}
 	return strings.Join(parts, ", ")
 }

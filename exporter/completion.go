@@ -92,3 +92,44 @@ func (b *spanBuilder) emitCompletion(ctx context.Context, tl *correlator.Timelin
 // reportedAfter is how long after its creation a start was reported still
 // in progress, for the waterfall.
 func reportedAfter(tl *correlator.Timeline) time.Duration { return tl.ReportedAt.Sub(tl.Start) }
+
+// SpanPodReadyAgain is a return to Ready after the pod's start was over (a
+// container that crashed or was killed, restarted and got ready again; a
+// readiness probe that failed and passed again): a child of the pod.startup
+// root span, exported when Ready is observed again, from the loss to the
+// return, with a child span per step of the way back (AttrStepKind says
+// what its time was) and the breakdown as on the root.
+const SpanPodReadyAgain = "pod.ready_again"
+
+// AttrStepKind is what a step of a return to Ready was (correlator.ShareKind).
+const AttrStepKind = attribute.Key("readyline.step.kind")
+
+// emitRecovery emits the spans of a return to Ready.
+func (b *spanBuilder) emitRecovery(ctx context.Context, r *correlator.Recovery) int {
+	b.spans = 0
+	ctx = trace.ContextWithRemoteSpanContext(ctx, RootSpanContext(r.Pod.UID))
+	attrs := []attribute.KeyValue{
+		semconv.K8SPodUID(r.Pod.UID),
+		semconv.K8SPodName(r.Pod.Name),
+		semconv.K8SNamespaceName(r.Pod.Namespace),
+	}
+	if r.Cause != "" {
+		attrs = append(attrs, AttrReason.String(r.Cause))
+	}
+	if len(r.Breakdown) > 0 {
+		kinds := make([]string, len(r.Breakdown))
+		millis := make([]int64, len(r.Breakdown))
+		for i, sh := range r.Breakdown {
+			kinds[i], millis[i] = string(sh.Kind), sh.Duration.Milliseconds()
+		}
+		attrs = append(attrs, AttrBreakdown.StringSlice(kinds), AttrBreakdownMillis.Int64Slice(millis))
+	}
+	cctx, s := b.tracer.Start(ctx, SpanPodReadyAgain, trace.WithTimestamp(r.Start), trace.WithAttributes(attrs...))
+	b.spans++
+	cctx = withWindow(cctx, window{r.Start, r.End})
+	for _, st := range r.Steps {
+		b.leaf(cctx, st.Name, st.Start, st.End, "", AttrStepKind.String(string(st.Kind)))
+	}
+	b.end(s, r.End)
+	return b.spans
+}

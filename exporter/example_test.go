@@ -44,7 +44,9 @@ func Example() {
 	_ = finished
 
 	mux := http.NewServeMux()
-	mux.Handle("/api/", store.Handler(logger))
+	// Every start, to whoever reaches the address: root on the node only
+	// (exporter/apiauth serves each user what they may read).
+	mux.Handle("/api/", exporter.ServeEveryPod(store.Handler(logger)))
 	mux.Handle("/", metrics.Handler(nil))
 	_ = &http.Server{Addr: "127.0.0.1:9464", Handler: mux}
 }

@@ -24,7 +24,7 @@ const lifecycleUID = "7c0e4f3a-9b1d-4e2f-8a6b-3c5d7e9f1a2b"
 // init-sidecar gated by an exec startupProbe (initialDelaySeconds 5), nginx
 // with httpGet startup and readiness probes; Ready after 27.1 s.
 func lifecycleDemo() *correlator.Timeline {
-	return &correlator.Timeline{
+	return withBreakdown(&correlator.Timeline{
 		Pod:     correlator.PodRef{UID: lifecycleUID, Namespace: "default", Name: "lifecycle-demo", Node: "readyline-node"},
 		Start:   t0,
 		End:     at(27097),
@@ -97,18 +97,16 @@ func lifecycleDemo() *correlator.Timeline {
 		Insights: []correlator.Insight{
 			{Kind: correlator.InsightProbeDelay, Container: "init-sidecar", Duration: 5015 * time.Millisecond,
 				Message: "startupProbe initialDelaySeconds left init-sidecar idle 5.0s after its process was up"},
-			{Kind: correlator.InsightSlowestPhase, Duration: 10328 * time.Millisecond,
-				Message: "pod.init took 10.3s of 27.1s (38%)"},
 		},
 		CriticalPath: []correlator.Step{
-			{Name: correlator.PhaseSchedule, Start: at(0), End: at(45)},
-			{Name: correlator.PhaseWaitSandbox, Start: at(52), End: at(310)},
-			{Name: correlator.PhaseSandbox, Start: at(310), End: at(742)},
-			{Name: "init/init-regular", Start: at(4912), End: at(10036)},
-			{Name: "sidecar/init-sidecar", Start: at(10118), End: at(15300)},
-			{Name: "container/nginx", Start: at(21880), End: at(27090)},
+			{Name: correlator.PhaseSchedule, Kind: correlator.ShareSchedule, Start: at(0), End: at(45)},
+			{Name: correlator.PhaseWaitSandbox, Kind: correlator.ShareWaitSandbox, Start: at(52), End: at(310)},
+			{Name: correlator.PhaseSandbox, Kind: correlator.ShareSandbox, Start: at(310), End: at(742)},
+			{Name: "init/init-regular", Kind: correlator.ShareRun, What: "init-regular", Start: at(4912), End: at(10036)},
+			{Name: "sidecar/init-sidecar", Kind: correlator.ShareProbeDelay, What: "init-sidecar", Start: at(10118), End: at(15300)},
+			{Name: "container/nginx", Kind: correlator.ShareRun, What: "nginx", Start: at(21880), End: at(27090)},
 		},
-	}
+	})
 }
 
 const failedUID = "0d9e8f7a-6b5c-4d3e-9f2a-1b0c9d8e7f6a"
@@ -148,9 +146,6 @@ func initFailureNever() *correlator.Timeline {
 		Conditions: []correlator.ConditionTransition{
 			{Type: correlator.CondPodScheduled, Observed: at(38), LastTransitionTime: t0},
 			{Type: correlator.CondPodReadyToStartContainers, Observed: at(670), LastTransitionTime: t0, Cause: at(655), CauseEvent: "sandbox ready"},
-		},
-		Insights: []correlator.Insight{
-			{Kind: correlator.InsightSlowestPhase, Duration: 778 * time.Millisecond, Message: "pod.init took 0.8s of 1.6s (48%)"},
 		},
 	}
 }
@@ -338,5 +333,12 @@ func blindSources() *correlator.Timeline {
 		}},
 		{Source: cri.SourcePodWatch, Windows: []correlator.BlindWindow{{Reason: cri.ReasonDisconnected, From: at(26000)}}},
 	}
+	return tl
+}
+
+// withBreakdown sets tl's Breakdown from its critical path, as the
+// correlator does.
+func withBreakdown(tl *correlator.Timeline) *correlator.Timeline {
+	tl.Breakdown = correlator.BreakdownOf(tl)
 	return tl
 }

@@ -20,6 +20,10 @@ type LiveStarts interface {
 	Snapshot(ctx context.Context, q correlator.Query) (*correlator.Timeline, error)
 	// InProgress lists the starts in progress, oldest first.
 	InProgress(ctx context.Context) ([]correlator.StartSummary, error)
+	// After returns what happened to the pod with this UID after its start
+	// ended Ready (correlator.Correlator.After); ErrNotFound when nothing
+	// is known of it.
+	After(ctx context.Context, uid string) (*correlator.After, error)
 }
 
 // ErrBusy is returned by a LiveStarts that could not answer within its
@@ -52,11 +56,7 @@ func (s *Store) liveStarts() LiveStarts {
 // neither, ErrBusy when the start in progress could not be derived in time
 // and none is stored.
 func (s *Store) Find(ctx context.Context, namespace, name, uid string) (*correlator.Timeline, error) {
-	stored, ok := s.Get(namespace, name)
-	if uid != "" && (!ok || stored.Pod.UID != uid) {
-		stored, ok = s.GetUID(uid)
-		ok = ok && stored.Pod.Namespace == namespace && stored.Pod.Name == name
-	}
+	stored, ok := s.kept(namespace, name, uid)
 	var liveErr error
 	if l := s.liveStarts(); l != nil {
 		lctx, cancel := context.WithTimeout(ctx, liveTimeout)
@@ -74,12 +74,29 @@ func (s *Store) Find(ctx context.Context, namespace, name, uid string) (*correla
 		}
 	}
 	if ok {
+		if l := s.liveStarts(); l != nil && stored.Outcome == correlator.OutcomeReady {
+			lctx, cancel := context.WithTimeout(ctx, liveTimeout)
+			stored.After, _ = l.After(lctx, stored.Pod.UID) // busy: the start alone
+			cancel()
+		}
 		return stored, nil
 	}
 	if liveErr != nil {
 		return nil, fmt.Errorf("the start of %s/%s in progress: %w", namespace, name, liveErr)
 	}
 	return nil, ErrNotFound
+}
+
+// kept returns the kept start of pod namespace/name (with uid, when not
+// empty: that pod's): the timeline as it was exported, a start reported at
+// its deadline included.
+func (s *Store) kept(namespace, name, uid string) (*correlator.Timeline, bool) {
+	tl, ok := s.Get(namespace, name)
+	if uid != "" && (!ok || tl.Pod.UID != uid) {
+		tl, ok = s.GetUID(uid)
+		ok = ok && tl.Pod.Namespace == namespace && tl.Pod.Name == name
+	}
+	return tl, ok
 }
 
 // inProgress lists the starts in progress as the list shows them, newest

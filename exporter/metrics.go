@@ -90,6 +90,7 @@ type Metrics struct {
 	readyToStart   metric.Float64Histogram
 	containerPhase metric.Float64Histogram
 	imagePull      metric.Float64Histogram
+	readyAgain     metric.Float64Histogram
 	starts         metric.Int64Counter
 	dropped        metric.Int64Counter
 	exportFailures metric.Int64Counter
@@ -146,6 +147,8 @@ func NewMetrics(logger *slog.Logger) (*Metrics, error) {
 		"Pod creation to the end of its start (Ready, failure, deletion or timeout), by outcome.")
 	hist(&m.readyToStart, "readyline.pod.ready_to_start_containers",
 		"PodScheduled observed to PodReadyToStartContainers observed: the sandbox latency users alert on.")
+	hist(&m.readyAgain, "readyline.pod.ready_again.duration",
+		"A return to Ready after a pod lost it once its start was over: the exit of the container that took it away (or the loss, as the API showed it) to Ready observed again, by namespace.")
 	hist(&m.containerPhase, "readyline.container.phase.duration",
 		"Duration of a container's steps during a pod start (create_to_start, run, post_start, startup_probe, ready, kubelet_reaction), by container kind.")
 	if err == nil {
@@ -250,6 +253,15 @@ func (m *Metrics) WatchRings(rings func() []Ring) {
 // until a later observation replaces it; /metrics shows them in the
 // OpenMetrics format (see Handler). The ids are derived from the UID, so
 // they are offered whether or not the trace reaches an OTLP endpoint.
+// RecordRecovery records a return to Ready after a pod's start
+// (readyline_pod_ready_again_duration_seconds), its exemplar the pod's trace.
+func (m *Metrics) RecordRecovery(r *correlator.Recovery) {
+	if d, ok := between(r.Start, r.End); ok {
+		traced := oteltrace.ContextWithSpanContext(context.Background(), RootSpanContext(r.Pod.UID))
+		m.readyAgain.Record(traced, d.Seconds(), metric.WithAttributes(attribute.String(LabelNamespace, r.Pod.Namespace)))
+	}
+}
+
 func (m *Metrics) Record(tl *correlator.Timeline) {
 	ctx := context.Background()
 	// The OTel SDK's default exemplar filter (TraceBased) offers an

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/readyline/readyline/correlator"
 )
@@ -28,22 +29,7 @@ func TestTraceHoldsNoSecrets(t *testing.T) {
 		t.Errorf("hook command %q, want %q", hook, want)
 	}
 	for _, s := range spans {
-		texts := []string{s.Name}
-		add := func(kvs []attribute.KeyValue) {
-			for _, kv := range kvs {
-				if kv.Value.Type() == attribute.STRINGSLICE {
-					texts = append(texts, strings.Join(kv.Value.AsStringSlice(), " "))
-				} else {
-					texts = append(texts, kv.Value.Emit())
-				}
-			}
-		}
-		add(s.Attributes)
-		for _, ev := range s.Events {
-			texts = append(texts, ev.Name)
-			add(ev.Attributes)
-		}
-		for _, text := range texts {
+		for _, text := range spanTexts(s) {
 			for _, secret := range []string{"hunter2", "s3cr3t-root"} {
 				if strings.Contains(text, secret) {
 					t.Errorf("span %q holds %q: %s", s.Name, secret, text)
@@ -57,6 +43,28 @@ func TestTraceHoldsNoSecrets(t *testing.T) {
 	if !correlatorArgvUnchanged(tl) {
 		t.Error("exporting modified the Timeline")
 	}
+}
+
+// spanTexts returns every text of a span: its name, its attributes' and
+// its events' values (a string slice joined with spaces), its events'
+// names.
+func spanTexts(s tracetest.SpanStub) []string {
+	texts := []string{s.Name}
+	add := func(kvs []attribute.KeyValue) {
+		for _, kv := range kvs {
+			if kv.Value.Type() == attribute.STRINGSLICE {
+				texts = append(texts, strings.Join(kv.Value.AsStringSlice(), " "))
+			} else {
+				texts = append(texts, kv.Value.Emit())
+			}
+		}
+	}
+	add(s.Attributes)
+	for _, ev := range s.Events {
+		texts = append(texts, ev.Name)
+		add(ev.Attributes)
+	}
+	return texts
 }
 
 func correlatorArgvUnchanged(tl *correlator.Timeline) bool {

@@ -14,6 +14,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
+	rlevent "github.com/readyline/readyline/collector/event"
 	"github.com/readyline/readyline/collector/redact"
 	"github.com/readyline/readyline/correlator"
 )
@@ -30,22 +31,39 @@ const (
 	AttrReason             = attribute.Key("readyline.reason")
 	AttrCriticalPath       = attribute.Key("readyline.critical_path")
 	AttrCriticalPathMillis = attribute.Key("readyline.critical_path.duration_ms")
-	AttrPhaseSource        = attribute.Key("readyline.phase.source")
-	AttrSandboxID          = attribute.Key("readyline.sandbox.id")
-	AttrContainerKind      = attribute.Key("readyline.container.kind")
-	AttrContainerExitCode  = attribute.Key("readyline.container.exit_code")
-	AttrNextCreatedLagMS   = attribute.Key("readyline.container.next_created_lag_ms")
-	AttrProcessSignal      = attribute.Key("readyline.process.signal")
-	AttrProcessRunning     = attribute.Key("readyline.process.running")
-	AttrHookHandler        = attribute.Key("readyline.hook.handler")
-	AttrHookCommand        = attribute.Key("readyline.hook.command")
-	AttrHookExitCode       = attribute.Key("readyline.hook.exit_code")
-	AttrProbeKind          = attribute.Key("readyline.probe.kind")
-	AttrProbeHandler       = attribute.Key("readyline.probe.handler")
-	AttrProbeResult        = attribute.Key("readyline.probe.result")
-	AttrProbeExitCode      = attribute.Key("readyline.probe.exit_code")
-	AttrInferred           = attribute.Key("readyline.inferred")
-	AttrIncomplete         = attribute.Key("readyline.incomplete")
+	AttrCriticalPathKinds  = attribute.Key("readyline.critical_path.kind")
+	// AttrBreakdown and AttrBreakdownMillis are where the time went
+	// (correlator.Timeline.Breakdown): each kind of time, largest first, and
+	// its milliseconds, adding up to the root span's; AttrTimeWent says it
+	// in a line; AttrWaiting what a start that did not reach Ready waited on
+	// last.
+	AttrBreakdown       = attribute.Key("readyline.breakdown")
+	AttrBreakdownMillis = attribute.Key("readyline.breakdown.duration_ms")
+	AttrTimeWent        = attribute.Key("readyline.time_went")
+	AttrWaiting         = attribute.Key("readyline.waiting")
+	// The kubelet's Events about a pod are events "kubelet <Reason>" on the
+	// root span (about the pod) or the container's span, at their first
+	// time, with their type, message, count and last time (RFC 3339).
+	AttrKubeletEventType    = attribute.Key("readyline.kubelet_event.type")
+	AttrKubeletEventMessage = attribute.Key("readyline.kubelet_event.message")
+	AttrKubeletEventCount   = attribute.Key("readyline.kubelet_event.count")
+	AttrKubeletEventLast    = attribute.Key("readyline.kubelet_event.last")
+	AttrPhaseSource         = attribute.Key("readyline.phase.source")
+	AttrSandboxID           = attribute.Key("readyline.sandbox.id")
+	AttrContainerKind       = attribute.Key("readyline.container.kind")
+	AttrContainerExitCode   = attribute.Key("readyline.container.exit_code")
+	AttrNextCreatedLagMS    = attribute.Key("readyline.container.next_created_lag_ms")
+	AttrProcessSignal       = attribute.Key("readyline.process.signal")
+	AttrProcessRunning      = attribute.Key("readyline.process.running")
+	AttrHookHandler         = attribute.Key("readyline.hook.handler")
+	AttrHookCommand         = attribute.Key("readyline.hook.command")
+	AttrHookExitCode        = attribute.Key("readyline.hook.exit_code")
+	AttrProbeKind           = attribute.Key("readyline.probe.kind")
+	AttrProbeHandler        = attribute.Key("readyline.probe.handler")
+	AttrProbeResult         = attribute.Key("readyline.probe.result")
+	AttrProbeExitCode       = attribute.Key("readyline.probe.exit_code")
+	AttrInferred            = attribute.Key("readyline.inferred")
+	AttrIncomplete          = attribute.Key("readyline.incomplete")
 	// AttrClipped marks a span cut to lie inside its parent (and so inside
 	// the root): what the timeline knew reached outside it, e.g. a probe
 	// attempt after Ready. Spans wholly outside their parent are not made;
@@ -256,6 +274,17 @@ func (b *spanBuilder) emit(ctx context.Context, tl *correlator.Timeline, alerts 
 	if tl.Reason != "" {
 		attrs = append(attrs, AttrReason.String(tl.Reason))
 	}
+	if tl.Waiting != "" {
+		attrs = append(attrs, AttrWaiting.String(tl.Waiting))
+	}
+	if len(tl.Breakdown) > 0 {
+		kinds := make([]string, len(tl.Breakdown))
+		millis := make([]int64, len(tl.Breakdown))
+		for i, sh := range tl.Breakdown {
+			kinds[i], millis[i] = string(sh.Kind), sh.Duration.Milliseconds()
+		}
+		attrs = append(attrs, AttrBreakdown.StringSlice(kinds), AttrBreakdownMillis.Int64Slice(millis), AttrTimeWent.String(tl.WhereTheTimeWent()))
+	}
 	if tl.Partial {
 		attrs = append(attrs, AttrPartial.Bool(true))
 	}
@@ -288,12 +317,13 @@ func (b *spanBuilder) emit(ctx context.Context, tl *correlator.Timeline, alerts 
 	}
 	if len(tl.CriticalPath) > 0 {
 		names := make([]string, len(tl.CriticalPath))
+		kinds := make([]string, len(tl.CriticalPath))
 		millis := make([]int64, len(tl.CriticalPath))
 		for i, s := range tl.CriticalPath {
-			names[i] = s.Name
+			names[i], kinds[i] = s.Name, string(s.Kind)
 			millis[i] = durationMS(s.Start, s.End)
 		}
-		attrs = append(attrs, AttrCriticalPath.StringSlice(names), AttrCriticalPathMillis.Int64Slice(millis))
+		attrs = append(attrs, AttrCriticalPath.StringSlice(names), AttrCriticalPathKinds.StringSlice(kinds), AttrCriticalPathMillis.Int64Slice(millis))
 	}
 	attrs = append(attrs, rootAlertAttrs(alerts)...)
 	link, linkAttrs := traceParentLink(tl)
@@ -315,6 +345,7 @@ func (b *spanBuilder) emit(ctx context.Context, tl *correlator.Timeline, alerts 
 	last := b.containers(rootCtx, tl)
 	b.conditions(rootCtx, root, tl)
 	ambiguousProbes(root, tl)
+	kubeletEvents(root, tl.Events)
 
 	for _, in := range tl.Insights {
 		ev := insightEvent(in)
@@ -671,9 +702,23 @@ func (b *spanBuilder) containers(ctx context.Context, tl *correlator.Timeline) m
 		}
 		if open, ok := last[c.Name]; ok {
 			waitingEvents(open.span, c)
+			kubeletEvents(open.span, c.Events)
 		}
 	}
 	return last
+}
+
+// kubeletEvents adds the kubelet's Events (of the pod, or of a container)
+// to a span, each at its first time.
+func kubeletEvents(s trace.Span, evs []rlevent.PodEvent) {
+	for _, e := range evs {
+		attrs := []attribute.KeyValue{AttrKubeletEventType.String(e.Type), AttrKubeletEventCount.Int(int(e.Count)),
+			AttrKubeletEventLast.String(e.Last.UTC().Format(time.RFC3339))}
+		if e.Message != "" {
+			attrs = append(attrs, AttrKubeletEventMessage.String(e.Message))
+		}
+		s.AddEvent("kubelet "+e.Reason, trace.WithTimestamp(e.First), trace.WithAttributes(attrs...))
+	}
 }
 
 // waitingEvents adds a container's waiting reasons to its span.

@@ -11,8 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"strings"
+	"slices"
 	"sync"
 	"time"
 
@@ -278,21 +277,50 @@ type timelineList struct {
 // Handler serves the explain API:
 //
 //	GET /api/v1/timelines                     {"timelines": [TimelineSummary...]}, newest first
-//	GET /api/v1/timelines/{namespace}/{name}  the latest correlator.Timeline of that pod, or 404
+//	GET /api/v1/timelines?namespace=NS        the same, of the pods of namespace NS
+//	GET /api/v1/timelines/{namespace}/{name}  the latest start of that pod: in progress (a snapshot as of
+//	                                          now, AsOf set), else kept (After added for a pod still
+//	                                          there), or 404; ?uid=: of the pod with that UID;
+//	                                          ?kept=1: the kept timeline as it was exported
 //
-// logger (may be nil) gets a Debug line per request that fails.
+// Each answers with the starts the request's PodReader may read only (403
+// for a pod it may not). logger (may be nil) gets a Debug line per request
+// that fails.
 func (s *Store) Handler(logger *slog.Logger) http.Handler {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/timelines", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, logger, timelineList{Timelines: s.listAll(r.Context())})
+		list := s.listAll(r.Context())
+		if ns := r.URL.Query().Get("namespace"); ns != "" {
+			list = slices.DeleteFunc(list, func(s TimelineSummary) bool { return s.Namespace != ns })
+		}
+		list, err := readable(podReaderOf(r), list, func(s TimelineSummary) (string, string) { return s.Namespace, s.Name })
+		if err != nil {
+			http.Error(w, err.Error(), accessStatus(err))
+			return
+		}
+		writeJSON(w, logger, timelineList{Timelines: list})
 	})
 	mux.HandleFunc("GET /api/v1/timelines/{namespace}/{name}", func(w http.ResponseWriter, r *http.Request) {
 		ns, name := r.PathValue("namespace"), r.PathValue("name")
-		// With uid: the pod of that name now, not an earlier one.
-		tl, err := s.Find(r.Context(), ns, name, r.URL.Query().Get("uid"))
+		if !mayRead(w, r, logger, ns, name) {
+			return
+		}
+		// With uid: the pod of that name now, not an earlier one. With
+		// kept: the timeline as it was exported, not the start in
+		// progress (a start reported at its deadline goes on).
+		q := r.URL.Query()
+		tl, err := s.Find(r.Context(), ns, name, q.Get("uid"))
+		if q.Get("kept") != "" {
+			var ok bool
+			if tl, ok = s.kept(ns, name, q.Get("uid")); !ok {
+				err = ErrNotFound
+			} else {
+				err = nil
+			}
+		}
 		switch {
 		case errors.Is(err, ErrNotFound):
 			logger.Debug("no timeline for pod", "namespace", ns, "pod", name)
@@ -331,48 +359,11 @@ func FetchTimeline(ctx context.Context, baseURL, namespace, name string) (*corre
 // FetchTimelineUID is FetchTimeline for the pod of that name with uid, when
 // uid is not empty: an earlier pod's start under the same name is not it.
 func FetchTimelineUID(ctx context.Context, baseURL, namespace, name, uid string) (*correlator.Timeline, error) {
-	u := strings.TrimRight(baseURL, "/") + "/api/v1/timelines/" + url.PathEscape(namespace) + "/" + url.PathEscape(name)
-	if uid != "" {
-		u += "?" + url.Values{"uid": {uid}}.Encode()
-	}
-	var tl correlator.Timeline
-	if err := getJSON(ctx, u, &tl); err != nil {
-		return nil, fmt.Errorf("fetching timeline of %s/%s: %w", namespace, name, err)
-	}
-	return &tl, nil
+	return (&APIClient{BaseURL: baseURL}).Timeline(ctx, namespace, name, uid)
 }
 
 // ListTimelines asks the daemon at baseURL for the summaries of the pod
 // starts it keeps, newest first.
 func ListTimelines(ctx context.Context, baseURL string) ([]TimelineSummary, error) {
-	var l timelineList
-	if err := getJSON(ctx, strings.TrimRight(baseURL, "/")+"/api/v1/timelines", &l); err != nil {
-		return nil, fmt.Errorf("listing timelines: %w", err)
-	}
-	return l.Timelines, nil
-}
-
-func getJSON(ctx context.Context, u string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body := io.LimitReader(resp.Body, maxTimelineBytes)
-	switch {
-	case resp.StatusCode == http.StatusNotFound:
-		return ErrNotFound
-	case resp.StatusCode != http.StatusOK:
-		msg, _ := io.ReadAll(io.LimitReader(body, 512))
-		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(msg)))
-	}
-	if err := json.NewDecoder(body).Decode(v); err != nil {
-		return fmt.Errorf("decoding response: %w", err)
-	}
-	return nil
+	return (&APIClient{BaseURL: baseURL}).Timelines(ctx, "")
 }

@@ -19,7 +19,7 @@ func TestStoreAPIRoundTrip(t *testing.T) {
 	s := NewStore(StoreLimits{Timelines: 10})
 	s.Add(lifecycleDemo())
 	s.Add(initFailureNever())
-	srv := httptest.NewServer(s.Handler(nil))
+	srv := httptest.NewServer(ServeEveryPod(s.Handler(nil)))
 	defer srv.Close()
 	ctx := context.Background()
 
@@ -103,7 +103,7 @@ func TestStoreLatestStartWins(t *testing.T) {
 
 func TestStoreConcurrent(t *testing.T) {
 	s := NewStore(StoreLimits{Timelines: 50})
-	srv := httptest.NewServer(s.Handler(nil))
+	srv := httptest.NewServer(ServeEveryPod(s.Handler(nil)))
 	defer srv.Close()
 	var wg sync.WaitGroup
 	for w := range 4 {
@@ -220,7 +220,7 @@ func TestStoreAPIByUID(t *testing.T) {
 	first, second := lifecycleDemo(), lifecycleDemo()
 	second.Pod.UID = "uid-second"
 	s.Add(first)
-	srv := httptest.NewServer(s.Handler(nil))
+	srv := httptest.NewServer(ServeEveryPod(s.Handler(nil)))
 	defer srv.Close()
 	ctx := context.Background()
 	if _, err := FetchTimelineUID(ctx, srv.URL, "default", "lifecycle-demo", second.Pod.UID); !errors.Is(err, ErrNotFound) {

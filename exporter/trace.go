@@ -292,6 +292,8 @@ func (e *TraceExporter) Endpoint() string { return e.endpoint }
 type exportJob struct {
 	tl     *correlator.Timeline
 	alerts []Alert
+	// rec, instead of tl: a return to Ready after the start.
+	rec *correlator.Recovery
 }
 
 // Export enqueues tl to become a trace and returns at once. It returns
@@ -301,18 +303,29 @@ type exportJob struct {
 // Alerter.Observe returned for tl, are marked on the root span and on the
 // span of each alert's measure (AttrAlert and the "alert <name>" events).
 func (e *TraceExporter) Export(ctx context.Context, tl *correlator.Timeline, alerts ...Alert) error {
+	return e.enqueue(ctx, exportJob{tl: tl, alerts: alerts})
+}
+
+// ExportRecovery enqueues a return to Ready after a pod's start to become a
+// span of the pod's trace (SpanPodReadyAgain), as Export does a start.
+func (e *TraceExporter) ExportRecovery(ctx context.Context, r *correlator.Recovery) error {
+	return e.enqueue(ctx, exportJob{tl: &correlator.Timeline{Pod: r.Pod}, rec: r}) // tl: what a drop logs
+}
+
+// enqueue hands job to Run, or drops it when the queue is full or closed.
+func (e *TraceExporter) enqueue(ctx context.Context, job exportJob) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("exporting trace: %w", err)
 	}
 	if e.closed.Load() {
-		e.drop(DropReasonClosed, tl)
+		e.drop(DropReasonClosed, job.tl)
 		return ErrClosed
 	}
 	select {
-	case e.jobs <- exportJob{tl: tl, alerts: alerts}:
+	case e.jobs <- job:
 		return nil
 	default:
-		e.drop(DropReasonQueue, tl)
+		e.drop(DropReasonQueue, job.tl)
 		return ErrQueueFull
 	}
 }
@@ -438,7 +451,12 @@ func (e *TraceExporter) dropQueued(reason string) {
 // its oldest traces if this one needs their room.
 func (e *TraceExporter) build(job exportJob) {
 	tl := job.tl
-	n := e.builder.emit(context.Background(), tl, job.alerts...)
+	var n int
+	if job.rec != nil {
+		n = e.builder.emitRecovery(context.Background(), job.rec)
+	} else {
+		n = e.builder.emit(context.Background(), tl, job.alerts...)
+	}
 	spans := e.ended.take()
 	t := &queuedTrace{id: TraceIDForPod(tl.Pod.UID), pod: tl.Pod.Namespace + "/" + tl.Pod.Name, spans: spans, bytes: otlpSize(spans)}
 	e.logger.Debug("pod start trace built", "pod", tl.Pod.Name, "namespace", tl.Pod.Namespace,

@@ -230,7 +230,7 @@ func TestTraceLifecycleDemo(t *testing.T) {
 	}
 	wantEvents := []string{
 		"condition PodScheduled", "condition PodReadyToStartContainers", "condition Initialized",
-		"condition ContainersReady", "condition Ready", "insight probe_initial_delay", "insight slowest_phase",
+		"condition ContainersReady", "condition Ready", "insight probe_initial_delay",
 	}
 	if !slices.Equal(evNames, wantEvents) {
 		t.Errorf("root events %q, want %q", evNames, wantEvents)

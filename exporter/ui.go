@@ -41,11 +41,19 @@ func (s *Store) UIHandler(logger *slog.Logger) http.Handler {
 		http.Redirect(w, r, "ui/", http.StatusMovedPermanently)
 	})
 	mux.HandleFunc("GET /ui/{$}", func(w http.ResponseWriter, r *http.Request) {
-		v := s.listView(r.Context())
+		v, err := s.listView(r.Context(), podReaderOf(r))
+		if err != nil {
+			refused(w, logger, "./", "the pods you may read", err)
+			return
+		}
 		writePage(w, logger, http.StatusOK, "list", func(p *htmlWriter) { writeListPage(p, &v) })
 	})
 	mux.HandleFunc("GET /ui/pods/{namespace}/{name}", func(w http.ResponseWriter, r *http.Request) {
 		ns, name := r.PathValue("namespace"), r.PathValue("name")
+		if err := podReaderOf(r).MayRead(ns, name); err != nil {
+			refused(w, logger, "../../", ns+"/"+name, err)
+			return
+		}
 		tl, err := s.Find(r.Context(), ns, name, "")
 		if err != nil {
 			logger.Debug("no timeline for pod", "namespace", ns, "pod", name, "error", err)
@@ -60,6 +68,10 @@ func (s *Store) UIHandler(logger *slog.Logger) http.Handler {
 	mux.HandleFunc("GET /ui/uid/{uid}", func(w http.ResponseWriter, r *http.Request) {
 		uid := r.PathValue("uid")
 		tl, ok := s.GetUID(uid)
+		// A start the user may not read is not here, as for a UID unknown.
+		if ok && podReaderOf(r).MayRead(tl.Pod.Namespace, tl.Pod.Name) != nil {
+			ok = false
+		}
 		if !ok {
 			logger.Debug("no timeline for pod uid", "uid", uid)
 			v := notFoundView{Back: "../", What: cut("uid "+uid, maxHeadingRunes), Why: s.notFoundWhy(ErrNotFound)}
@@ -79,6 +91,20 @@ func (s *Store) notFoundWhy(err error) string {
 	return fmt.Sprintf("This daemon shows the pod starts in progress on its node and keeps the last %d that ended (at most %d MiB of them): "+
 		"a pod of another node, or one started long ago, is not here.",
 		s.limits.Timelines, s.limits.Bytes>>20)
+}
+
+// refused answers a request for what (a pod, "all pod starts") that the
+// request's PodReader refused, or could not tell, with the page that says
+// why; back is the link to the list.
+func refused(w http.ResponseWriter, logger *slog.Logger, back, what string, err error) {
+	logger.Debug("refused a page", "what", what, "error", err)
+	why := "You may not read it: readyline shows the start of a pod to whom may get that pod (" + err.Error() + ")."
+	status := accessStatus(err)
+	if status != http.StatusForbidden {
+		why = "readyline could not tell whether you may read it: " + err.Error()
+	}
+	v := notFoundView{Back: back, What: cut(what, maxHeadingRunes), Why: why}
+	writePage(w, logger, status, "refused", func(p *htmlWriter) { writeNotFoundPage(p, &v) })
 }
 
 // notFoundView is what the 404 page shows (writeNotFoundPage).
@@ -106,11 +132,16 @@ type startView struct {
 	Reason  shortText
 }
 
-// listView lists the stored starts by creation, newest first. A start
-// links to its pod's page when it is the start that page shows (the
-// latest of that name), else to its UID's page.
-func (s *Store) listView(ctx context.Context) listView {
+// listView lists the starts pr may read, those in progress first, then
+// the stored ones by creation, newest first. A stored start links to its
+// pod's page when it is the start that page shows (the latest of that
+// name), else to its UID's page.
+func (s *Store) listView(ctx context.Context, pr PodReader) (listView, error) {
 	starting, _ := s.inProgress(ctx)
+	starting, err := readable(pr, starting, func(st TimelineSummary) (string, string) { return st.Namespace, st.Name })
+	if err != nil {
+		return listView{}, err
+	}
 	s.mu.RLock()
 	tls := make([]*correlator.Timeline, 0, s.order.Len())
 	for el := s.order.Back(); el != nil; el = el.Prev() {
@@ -121,6 +152,10 @@ func (s *Store) listView(ctx context.Context) listView {
 		latest[name] = uid
 	}
 	s.mu.RUnlock()
+	tls, err = readable(pr, tls, func(tl *correlator.Timeline) (string, string) { return tl.Pod.Namespace, tl.Pod.Name })
+	if err != nil {
+		return listView{}, err
+	}
 	slices.SortStableFunc(tls, func(a, b *correlator.Timeline) int { return cmp.Compare(b.Start.UnixNano(), a.Start.UnixNano()) })
 	v := listView{Limit: s.limits.Timelines, Starts: make([]startView, 0, len(starting)+len(tls))}
 	live := make(map[string]bool, len(starting))
@@ -155,7 +190,7 @@ func (s *Store) listView(ctx context.Context) listView {
 		}
 		v.Starts = append(v.Starts, sv)
 	}
-	return v
+	return v, nil
 }
 
 // writePage writes the page render builds, with the headers of the UI's

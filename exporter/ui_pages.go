@@ -103,6 +103,24 @@ func writePodPage(w *htmlWriter, v *podView) {
 
 	writeChart(w, &v.Chart)
 
+	if len(v.Breakdown) > 0 {
+		w.raw("<h2>Where the time went</h2>\n" + `<table class="breakdown">`)
+		for _, b := range v.Breakdown {
+			w.raw("\n<tr")
+			w.attr("data-kind", b.Kind)
+			w.raw("><td>")
+			w.text(b.Name)
+			w.raw(`</td><td class="num">`)
+			w.text(b.Took)
+			w.raw(`</td><td class="num">`)
+			w.text(b.Percent)
+			w.raw("</td><td>")
+			w.text(b.What)
+			w.raw("</td></tr>")
+		}
+		w.raw("\n</table>\n")
+	}
+
 	if len(v.Insights) > 0 {
 		w.raw("<h2>Insights</h2>\n" + `<ul class="insights">`)
 		for _, in := range v.Insights {
@@ -502,6 +520,9 @@ h2 { font-size: 15px; margin: 22px 0 6px; }
 .chart { margin: 14px 0 6px; overflow-x: auto; }
 .chart svg { display: block; max-width: 100%; height: auto; }
 ul.insights { margin: 0; padding-left: 20px; max-width: 1320px; }
+table.breakdown { border-collapse: collapse; font-size: 13.5px; }
+table.breakdown td { padding: 2px 14px 2px 0; }
+table.breakdown td.num { text-align: right; font-variant-numeric: tabular-nums; }
 ol.critical-path { margin: 0; padding: 0; list-style: none; display: flex; flex-wrap: wrap; gap: 4px 0; max-width: 1320px; }
 ol.critical-path li { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "DejaVu Sans Mono", monospace; font-size: 12.5px; }
 ol.critical-path li + li::before { content: "→"; margin: 0 8px; color: #adb5bd; }

@@ -37,7 +37,7 @@ func recordedDemo(t *testing.T) (map[string]*correlator.Timeline, *correlator.Ti
 // uiServer serves s's pages the way the daemon does.
 func uiServer(t *testing.T, s *Store) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(s.UIHandler(nil))
+	srv := httptest.NewServer(ServeEveryPod(s.UIHandler(nil)))
 	t.Cleanup(srv.Close)
 	return srv
 }

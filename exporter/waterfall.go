@@ -106,6 +106,9 @@ func (wf *waterfall) header(w *bufio.Writer) {
 	if tl.Waiting != "" {
 		writeWrapped(w, "  waiting: ", tl.Waiting, wf.width)
 	}
+	if then := tl.After.Summary(tl.Start); then != "" {
+		writeWrapped(w, "  ", then, wf.width)
+	}
 	if meta := wf.meta(); len(meta) > 0 {
 		writeItems(w, "  ", meta, "  ", wf.width)
 	}
@@ -227,7 +230,7 @@ func wrapWords(text string, width, rows int) []string {
 	}
 	if len(out) > rows {
 		out = out[:rows]
-		out[rows-1] = truncate(out[rows-1]+" …", width)
+		out[rows-1] = cutRunes(out[rows-1]+" …", width)
 	}
 	return out
 }
@@ -246,6 +249,29 @@ func (wf *waterfall) condition(c correlator.ConditionTransition) string {
 func (wf *waterfall) footer(w *bufio.Writer) {
 	tl := wf.tl
 	w.WriteString("\n")
+	if rows := breakdownRows(tl); len(rows) > 0 {
+		w.WriteString("where the time went\n")
+		for _, r := range rows {
+			line := fmt.Sprintf("  %-32s %8s %4s", r.name, r.took, r.percent)
+			if r.what != "" {
+				line += "  " + termtext.Escape(r.what)
+			}
+			w.WriteString(cutRunes(line, wf.width) + "\n")
+		}
+	}
+	if af := tl.After; af != nil && (len(af.Events) > 0 || len(af.Recoveries) > 0) {
+		fmt.Fprintf(w, "after the start (as of %s)\n", af.AsOf.UTC().Format("15:04:05Z"))
+		for i, e := range af.Events {
+			if i == maxAfterEventsShown/4 && af.EventsOmitted > 0 {
+				fmt.Fprintf(w, "  (%d more)\n", af.EventsOmitted)
+			}
+			writeWrapped(w, fmt.Sprintf("  %9s  ", wf.at(e.At)), joinNonEmpty(" ", e.Container, e.What), wf.width)
+		}
+		for _, r := range af.Recoveries {
+			writeWrapped(w, "  ", "Ready again at "+wf.at(r.End)+" after "+fmtSeconds(r.Duration())+
+				" ("+joinNonEmpty(", ", r.Cause, recoveryShares(r))+")", wf.width)
+		}
+	}
 	if len(tl.Insights) > 0 {
 		w.WriteString("insights\n")
 		for _, in := range tl.Insights {
@@ -276,6 +302,29 @@ func (wf *waterfall) footer(w *bufio.Writer) {
 		legend = append(legend, string(glyphWaiting)+" waiting (API)")
 	}
 	writeItems(w, "", legend, "  ", wf.width)
+}
+
+// maxAfterEventsShown is the correlator's bound on what it keeps of a
+// pod's life after its start (the first quarter, then the latest).
+const maxAfterEventsShown = 32
+
+// recoveryShares is a Recovery's breakdown in words: "crash-loop back-off
+// 10.0s, create/start calls 0.1s, running 0.5s".
+func recoveryShares(r correlator.Recovery) string {
+	parts := make([]string, len(r.Breakdown))
+	for i, s := range r.Breakdown {
+		parts[i] = s.Kind.Name() + " " + fmtSeconds(s.Duration)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// cutRunes cuts s to at most n runes, the last one "…" when it was cut.
+func cutRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
 }
 
 // writeItems writes prefix and the items joined by sep, wrapped at width
@@ -338,7 +387,7 @@ func writeWrapped(w *bufio.Writer, prefix, text string, width int) {
 }
 
 func (wf *waterfall) line(w *bufio.Writer, label, offset, duration, bar string) {
-	s := padRight(truncate(label, wf.labelW), wf.labelW) + " " +
+	s := padRight(cutRunes(label, wf.labelW), wf.labelW) + " " +
 		padLeft(offset, waterfallNumWidth) + " " + padLeft(duration, waterfallNumWidth) + "  " + bar
 	w.WriteString(strings.TrimRight(s, " ") + "\n")
 }
@@ -392,14 +441,6 @@ func (wf *waterfall) bar(start, end time.Time, glyph rune) string {
 		}
 	}
 	return strings.TrimRight(string(cells), " ")
-}
-
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
 }
 
 func padRight(s string, n int) string {

@@ -62,21 +62,22 @@ func RenderWaterfallHTML(w io.Writer, tl *correlator.Timeline, back, api string)
 
 // podView is what the page of a pod start shows (writePodPage).
 type podView struct {
-	Title    string
-	Back     string
-	API      string
-	Pod      shortText
-	Outcome  string
-	Result   string // ready, failed, timeout, deleted, partial: a CSS class
-	Reason   string
-	Waiting  string
-	Meta     []string
-	Trace    string
-	Notes    []noteView
-	Chart    svgChart
-	Insights []correlator.Insight
-	Critical []stepView
-	Legend   legendView
+	Title     string
+	Back      string
+	API       string
+	Pod       shortText
+	Outcome   string
+	Result    string // ready, failed, timeout, deleted, partial: a CSS class
+	Reason    string
+	Waiting   string
+	Meta      []string
+	Trace     string
+	Notes     []noteView
+	Chart     svgChart
+	Insights  []correlator.Insight
+	Breakdown []breakdownView
+	Critical  []stepView
+	Legend    legendView
 }
 
 // shortText is a text cut to fit, and the whole of it for a title when it
@@ -90,7 +91,7 @@ func cut(s string, n int) shortText {
 	if utf8.RuneCountInString(s) <= n {
 		return shortText{Text: s}
 	}
-	return shortText{Text: truncate(s, max(n, 2)), Full: s}
+	return shortText{Text: cutRunes(s, max(n, 2)), Full: s}
 }
 
 // noteView is a chartNote.
@@ -193,6 +194,11 @@ type svgCondition struct {
 	Title      string
 }
 
+// breakdownView is one kind of time of "where the time went".
+type breakdownView struct {
+	Kind, Name, Took, Percent, What string
+}
+
 // svgCritical underlines the part of a row that is a step of the critical path.
 type svgCritical struct {
 	X, Y, W string
@@ -212,6 +218,9 @@ func newPodView(tl *correlator.Timeline, back, api string) podView {
 		Waiting:  tl.Waiting,
 		Meta:     wc.meta(),
 		Insights: tl.Insights,
+	}
+	for _, r := range breakdownRows(tl) {
+		v.Breakdown = append(v.Breakdown, breakdownView{Kind: r.kind, Name: r.name, Took: r.took, Percent: r.percent, What: r.what})
 	}
 	if tl.Partial {
 		v.Result = "partial"

@@ -662,13 +662,48 @@ func (wc *waterfallChart) notes() []chartNote {
 }
 
 // criticalSteps are the critical path's steps as the footer lists them:
-// "pod.schedule 0.045s".
+// "pod.schedule 0.045s", consecutive steps on one row (a container's
+// calls, run and probes) as one.
 func (wc *waterfallChart) criticalSteps() []string {
-	parts := make([]string, len(wc.tl.CriticalPath))
-	for i, s := range wc.tl.CriticalPath {
-		parts[i] = s.Name + " " + fmtSeconds(s.End.Sub(s.Start))
+	var parts []string
+	for _, s := range mergedSteps(wc.tl.CriticalPath) {
+		parts = append(parts, s.Name+" "+fmtSeconds(s.End.Sub(s.Start)))
 	}
 	return parts
+}
+
+// mergedSteps joins the consecutive steps of a critical path that are on
+// one row: from the first one's start to the last one's end.
+func mergedSteps(steps []correlator.Step) []correlator.Step {
+	var out []correlator.Step
+	for _, s := range steps {
+		if n := len(out); n > 0 && out[n-1].Name == s.Name {
+			out[n-1].End = s.End
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// breakdownRow is one line of "where the time went".
+type breakdownRow struct {
+	kind, name, took, percent, what string
+}
+
+// breakdownRows are the timeline's Breakdown as the footer and the page
+// list it: each kind of time, largest first, with its share of the start.
+func breakdownRows(tl *correlator.Timeline) []breakdownRow {
+	total := tl.End.Sub(tl.Start)
+	if total <= 0 {
+		return nil
+	}
+	rows := make([]breakdownRow, 0, len(tl.Breakdown))
+	for _, s := range tl.Breakdown {
+		rows = append(rows, breakdownRow{kind: string(s.Kind), name: s.Kind.Name(), took: fmtSeconds(s.Duration),
+			percent: fmt.Sprintf("%d%%", int((200*s.Duration+total)/(2*total))), what: s.What})
+	}
+	return rows
 }
 
 func hasBackOff(tl *correlator.Timeline) bool {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -27,24 +27,27 @@ var errForbidden = errors.New("forbidden")
 // fake): beside them, the plugin asks the API server only for pods and
 // access reviews.
 type daemonConn interface {
-	// Explain runs `readyline explain ARGS...` in the readyline container
-	// of daemon (pods/exec) and streams its stdout and stderr. A command
-	// that ran and exited non-zero is a k8s.io/client-go/util/exec.ExitError.
-	Explain(ctx context.Context, daemon *corev1.Pod, args []string, stdout, stderr io.Writer) error
 	// Forward listens on address:localPort (0: any free port) and forwards
 	// what connects there to remotePort in daemon's network namespace
 	// (pods/portforward), until ctx ends (nil) or the connection to the
-	// pod is lost. Once it listens, it calls ready with the port.
+	// pod is lost. Once it listens, it calls ready with the port. What it
+	// has to say about one connection it logs to klog.FromContext(ctx).
 	Forward(ctx context.Context, daemon *corev1.Pod, address string, localPort, remotePort uint16, ready func(localPort uint16)) error
 }
 
 // daemonSet is readyline's DaemonSet as the kubeconfig's user sees it: its
-// pods in namespace, selected by selector, and a way into them.
+// pods in namespace, selected by selector, a way into them, and the port
+// and credentials of their secure API.
 type daemonSet struct {
 	client    kubernetes.Interface
 	namespace string
 	selector  string
 	conn      daemonConn
+	// apiPort is the port of the daemons' secure API in their pods;
+	// transport carries the kubeconfig's credentials there (see
+	// daemonTransport).
+	apiPort   uint16
+	transport http.RoundTripper
 }
 
 // where says how the DaemonSet's pods are looked for, for messages.
@@ -156,7 +159,7 @@ func (ds *daemonSet) apiError(err error, verb, resource, namespace, why string) 
 }
 
 // streamError explains err, a failed stream (verb create on resource, a
-// pods subresource such as "pods/exec") into the readyline pod daemon,
+// pods subresource such as "pods/portforward") into the readyline pod daemon,
 // which the plugin opened for why ("asking the readyline on node n1"). The transports report the API server's refusal
 // as text (the SPDY fallback's "unable to upgrade connection: ..."), so
 // RBAC is asked directly with a SelfSubjectAccessReview, which every
@@ -179,7 +182,7 @@ func forbidden(err error, verb, resource, namespace, why, ask string) error {
 }
 
 // allowed asks the API server whether the user may verb resource (with
-// its subresource: "pods/exec") name in namespace. It answers true when it
+// its subresource: "pods/portforward") name in namespace. It answers true when it
 // cannot tell.
 func (ds *daemonSet) allowed(ctx context.Context, verb, resource, namespace, name string) bool {
 	res, sub, _ := strings.Cut(resource, "/")

@@ -1,57 +1,54 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
-	utilexec "k8s.io/client-go/util/exec"
 
-	"github.com/readyline/readyline/exporter/termtext"
+	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter"
 )
 
-const explainHelp = `usage: kubectl readyline explain [-n NAMESPACE] POD [--width N] [-o text|json]
+const explainHelp = `usage: kubectl readyline explain [-n NAMESPACE] POD [--width N] [-o text|json] [--watch]
        kubectl readyline explain --web [-n NAMESPACE] POD [--address A] [--port P]
 
 Prints the waterfall of the latest start of POD, from the readyline on the
-node it runs on (readyline explain, through pods/exec); -o json prints its
-timeline as the daemon's API serves it. --web forwards a local port to that
-readyline's API (pods/portforward), prints the URL of the pod's page and
-forwards until Ctrl-C.`
+node it runs on: its secure API, through a port-forward (pods/portforward),
+as the kubeconfig's user, who must be allowed to get POD; -o json prints
+its timeline as the daemon's API serves it. A start in progress is drawn
+as of now, with what it waits on; --watch draws it again each time it
+takes a new fact, until it ends. --web serves that readyline's
+pages on a local port, as you, prints the URL of the pod's page and serves
+until Ctrl-C.`
 
 // explainOptions are the flags and argument of explain.
 type explainOptions struct {
 	commonOptions
-	pod      string
-	width    uint
-	widthSet bool
+	pod   string
+	width uint
+	watch bool
 
 	web     bool
 	address string
 	port    uint16
-	apiPort uint16
 }
 
 func parseExplain(args []string, stderr io.Writer) (explainOptions, error) {
 	var o explainOptions
 	fs := o.flagSet("kubectl readyline explain", explainHelp, stderr, func(fs *pflag.FlagSet) {
 		fs.UintVar(&o.width, "width", 100, "width of the waterfall in columns")
-		fs.BoolVar(&o.web, "web", false, "port-forward to the daemon's API and print the URL of the pod's page, until Ctrl-C")
+		fs.BoolVar(&o.watch, "watch", false, "draw a start in progress again each time it takes a new fact, until it ends")
+		fs.BoolVar(&o.web, "web", false, "serve the daemon's pages on a local port, as you, and print the URL of the pod's page, until Ctrl-C")
 		fs.StringVar(&o.address, "address", "127.0.0.1", "with --web: the local address to listen on")
 		fs.Uint16Var(&o.port, "port", 0, "with --web: the local port to listen on (0: a free one)")
-		fs.Uint16Var(&o.apiPort, "api-port", defaultAPIPort, "with --web: the port of the daemon's API in its pod (readyline run --api-addr)")
 	})
 	if err := parse(fs, args); err != nil {
 		return o, err
 	}
-	o.widthSet = fs.Changed("width")
 	if err := o.validate(); err != nil {
 		return o, usageError(fs, err)
 	}
@@ -63,34 +60,19 @@ func parseExplain(args []string, stderr io.Writer) (explainOptions, error) {
 		return o, usageError(fs, err)
 	}
 	if o.web {
-		for _, f := range []string{"width", "output"} {
+		for _, f := range []string{"width", "output", "watch"} {
 			if fs.Changed(f) {
 				return o, usageError(fs, fmt.Errorf("--%s is for the waterfall in the terminal, not --web", f))
 			}
 		}
-		if o.apiPort == 0 {
-			return o, usageError(fs, errors.New("--api-port must be > 0"))
-		}
 	} else {
-		for _, f := range []string{"address", "port", "api-port"} {
+		for _, f := range []string{"address", "port"} {
 			if fs.Changed(f) {
 				return o, usageError(fs, fmt.Errorf("--%s needs --web", f))
 			}
 		}
 	}
 	return o, nil
-}
-
-// explainArgs are the flags of `readyline explain` in the readyline pod.
-func (o *explainOptions) explainArgs() []string {
-	var args []string
-	if o.output == "json" {
-		args = append(args, "--json")
-	}
-	if o.widthSet {
-		args = append(args, "--width="+strconv.FormatUint(uint64(o.width), 10))
-	}
-	return args
 }
 
 func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -103,46 +85,57 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if o.web {
-		return ds.web(ctx, namespace, o.pod, o.address, o.port, o.apiPort, stdout, stderr)
+		return ds.web(ctx, namespace, o.pod, o.address, o.port, stdout, stderr)
 	}
-	return ds.explain(ctx, namespace, o.pod, o.explainArgs(), stdout, stderr)
-}
-
-// explain runs `readyline explain ARGS NAMESPACE/NAME` in the readyline
-// pod on the node of pod namespace/name, streaming its output to stdout.
-func (ds *daemonSet) explain(ctx context.Context, namespace, name string, args []string, stdout, stderr io.Writer) error {
-	pod, daemon, err := ds.daemonOf(ctx, namespace, name)
+	draw := func(tl *correlator.Timeline, again bool) error {
+		if again {
+			if err := exporter.Redraw(stdout); err != nil {
+				return err
+			}
+		}
+		if o.output == "json" {
+			return writeJSON(stdout, tl)
+		}
+		if err := exporter.RenderWaterfall(stdout, tl, int(o.width)); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintln(stdout)
+		return err
+	}
+	if o.watch {
+		return exporter.Watch(ctx, func(ctx context.Context) (*correlator.Timeline, error) {
+			return ds.explain(ctx, namespace, o.pod)
+		}, draw)
+	}
+	tl, err := ds.explain(ctx, namespace, o.pod)
 	if err != nil {
 		return err
 	}
-	remote := &cappedBuffer{max: maxRemoteStderr}
-	if !slices.Contains(args, "--json") {
-		// A readyline that escapes its waterfall leaves nothing to do here;
-		// an older one, or anything else answering, still cannot act on the
-		// terminal (JSON escapes control characters itself).
-		text := termtext.NewWriter(stdout)
-		defer text.Flush()
-		stdout = text
+	return draw(tl, false)
+}
+
+// explain asks the readyline on the node of pod namespace/name for the
+// start of that pod (by its UID: not an earlier pod's of the same name
+// the daemon may still keep).
+func (ds *daemonSet) explain(ctx context.Context, namespace, name string) (*correlator.Timeline, error) {
+	pod, daemon, err := ds.daemonOf(ctx, namespace, name)
+	if err != nil {
+		return nil, err
 	}
-	// This pod's start, not an earlier pod's of the same name the daemon
-	// may still keep.
-	pinned := append(slices.Clip(args), "--uid="+string(pod.UID), namespace+"/"+name)
-	err = ds.conn.Explain(ctx, daemon, pinned, stdout, remote)
-	if err != nil && strings.Contains(remote.String(), "flag provided but not defined: -uid") {
-		// A readyline older than the plugin: by name alone, and say so.
-		fmt.Fprintf(stderr, "warning: the readyline on node %s (pod %s/%s) is older than this plugin and answers by name only: "+
-			"this may be the start of an earlier pod of that name (this pod's uid is %s)\n", pod.Spec.NodeName, daemon.Namespace, daemon.Name, pod.UID)
-		remote.Reset()
-		err = ds.conn.Explain(ctx, daemon, append(slices.Clip(args), namespace+"/"+name), stdout, remote)
+	who := fmt.Sprintf("pod %s/%s is on node %s, whose readyline", namespace, name, pod.Spec.NodeName)
+	var tl *correlator.Timeline
+	err = ds.withAPI(ctx, daemon, "asking the readyline on node "+pod.Spec.NodeName, func(ctx context.Context, api *exporter.APIClient) error {
+		tl, err = api.Timeline(ctx, namespace, name, string(pod.UID))
+		return err
+	})
+	if errors.Is(err, exporter.ErrNotFound) {
+		return nil, fmt.Errorf("%s (pod %s/%s) answered: no recent start of %s/%s on this node (none in progress, and it keeps the last --keep starts that ended, of those it saw since it started)",
+			who, daemon.Namespace, daemon.Name, namespace, name)
 	}
-	if err == nil {
-		w := termtext.NewWriter(stderr)
-		if _, err = w.Write(remote.Bytes()); err != nil {
-			return err
-		}
-		return w.Flush()
+	if err != nil {
+		return nil, answerError(err, who, daemon, "pod "+namespace+"/"+name)
 	}
-	return ds.explainError(ctx, err, daemon, remote.String(), fmt.Sprintf("pod %s/%s is on node %s, whose readyline", namespace, name, pod.Spec.NodeName))
+	return tl, nil
 }
 
 // daemonOf returns pod namespace/name and the readyline pod on its node.
@@ -154,40 +147,4 @@ func (ds *daemonSet) daemonOf(ctx context.Context, namespace, name string) (pod,
 		return nil, nil, fmt.Errorf("pod %s/%s: %w", namespace, name, err)
 	}
 	return pod, daemon, nil
-}
-
-// explainError explains a failed `readyline explain` in daemon: when it ran
-// and failed, the message it printed, after who (e.g. "the readyline on
-// node n1"); else why the stream failed.
-func (ds *daemonSet) explainError(ctx context.Context, err error, daemon *corev1.Pod, stderr, who string) error {
-	var exit utilexec.ExitError
-	if errors.As(err, &exit) {
-		msg := termtext.Escape(strings.TrimSpace(stderr))
-		msg = strings.TrimPrefix(msg, "readyline explain: ")
-		if msg == "" {
-			msg = err.Error()
-		}
-		return fmt.Errorf("%s (pod %s/%s) answered: %s", who, daemon.Namespace, daemon.Name, msg)
-	}
-	if ctx.Err() != nil {
-		return context.Cause(ctx)
-	}
-	return ds.streamError(ctx, err, "pods/exec", daemon, "asking the readyline on node "+daemon.Spec.NodeName)
-}
-
-// maxRemoteStderr bounds what is kept of a readyline pod's stderr: its
-// error message, a line.
-const maxRemoteStderr = 64 << 10
-
-// cappedBuffer keeps the first max bytes written to it and drops the rest.
-type cappedBuffer struct {
-	bytes.Buffer
-	max int
-}
-
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	if room := b.max - b.Len(); room > 0 {
-		b.Buffer.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
 }

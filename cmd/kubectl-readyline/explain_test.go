@@ -3,118 +3,119 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter"
 )
 
-// TestExplain: explain asks the readyline on the pod's node, with the
-// flags given, and streams its answer.
+// TestExplain: explain asks the secure API of the readyline on the pod's
+// node, through a port-forward to its port, for the start of that pod by
+// its UID, and draws it (or prints it as JSON).
 func TestExplain(t *testing.T) {
-	conn := &fakeConn{answer: func(daemon *corev1.Pod, args []string, stdout, stderr io.Writer) error {
-		fmt.Fprintf(stdout, "waterfall of %s from %s\n", args[len(args)-1], daemon.Name)
-		return nil
+	earlier := startOf("team", "web", t0.Add(-time.Hour), time.Second)
+	earlier.Pod.UID = "uid-an-earlier-web"
+	conn := &fakeConn{apis: map[string]http.Handler{
+		"rl-n1": daemonAPI([]string{"team"}),
+		"rl-n2": daemonAPI([]string{"team"}, earlier, startOf("team", "web", t0, 1500*time.Millisecond)),
 	}}
 	ds := testDaemonSet(t, conn, nil, userPod("team", "web", "n2"),
 		daemonPod("rl-n1", "n1", corev1.PodRunning, true, t0), daemonPod("rl-n2", "n2", corev1.PodRunning, true, t0))
-	for _, tc := range []struct {
-		flags []string
-		args  []string
-	}{
-		{nil, []string{"--uid=uid-web", "team/web"}},
-		{[]string{"--width", "80"}, []string{"--width=80", "--uid=uid-web", "team/web"}},
-		{[]string{"-o", "json"}, []string{"--json", "--uid=uid-web", "team/web"}},
-	} {
-		conn.calls = nil
-		o, err := parseExplain(append(tc.flags, "web"), io.Discard)
+	ctx := context.Background()
+	tl, err := ds.explain(ctx, "team", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl.Pod.UID != "uid-web" || tl.Outcome != correlator.OutcomeReady {
+		t.Errorf("explain got %+v, want the start of uid-web", tl.Pod)
+	}
+	if want := []string{"rl-n2 9467"}; !slices.Equal(conn.forwards, want) {
+		t.Errorf("forwarded %v, want %v", conn.forwards, want)
+	}
+
+	var stdout bytes.Buffer
+	waterfall := func(args ...string) string {
+		t.Helper()
+		stdout.Reset()
+		o, err := parseExplain(append(args, "web"), io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var stdout bytes.Buffer
-		if err := ds.explain(context.Background(), "team", o.pod, o.explainArgs(), &stdout, io.Discard); err != nil {
-			t.Fatalf("explain %v: %v", tc.flags, err)
+		tl, err := ds.explain(ctx, "team", o.pod)
+		if err != nil {
+			t.Fatal(err)
 		}
-		want := []explainCall{{"rl-n2", tc.args}}
-		if !slices.EqualFunc(conn.calls, want, func(a, b explainCall) bool { return a.daemon == b.daemon && slices.Equal(a.args, b.args) }) {
-			t.Errorf("explain %v ran %v, want %v", tc.flags, conn.calls, want)
+		if o.output == "json" {
+			writeJSON(&stdout, tl)
+		} else if err := exporter.RenderWaterfall(&stdout, tl, int(o.width)); err != nil {
+			t.Fatal(err)
 		}
-		if got := stdout.String(); got != "waterfall of team/web from rl-n2\n" {
-			t.Errorf("explain %v printed %q", tc.flags, got)
-		}
+		return stdout.String()
+	}
+	if got := waterfall("--width", "60"); !strings.Contains(got, "team/web") || !strings.Contains(got, "1.5") {
+		t.Errorf("the waterfall:\n%s", got)
+	}
+	var fromJSON correlator.Timeline
+	if err := json.Unmarshal([]byte(waterfall("-o", "json")), &fromJSON); err != nil || fromJSON.Pod.UID != "uid-web" {
+		t.Errorf("-o json: %+v, %v", fromJSON.Pod, err)
 	}
 }
 
-// TestExplainErrors: what goes wrong past the pod says where: the remote
-// explain's own message with the node, pods/exec forbidden with the
-// permission to ask for, another stream failure with the readyline pod.
+// TestExplainErrors: what goes wrong past the pod says where and why: the
+// daemon keeps no start of it, refuses the user (403) or their credentials
+// (401), RBAC refuses the port-forward, the readyline is older than the
+// plugin (no secure API), no readyline runs on the node.
 func TestExplainErrors(t *testing.T) {
 	objs := []runtime.Object{userPod("team", "web", "n1"), daemonPod("rl-n1", "n1", corev1.PodRunning, true, t0)}
 	ctx := context.Background()
-
-	notKept := &fakeConn{answer: func(_ *corev1.Pod, args []string, _, stderr io.Writer) error {
-		fmt.Fprintf(stderr, "readyline explain: no recent start of %s on this node (the daemon keeps the last --keep pod starts; 'readyline explain' lists them)\n", args[len(args)-1])
-		return exitError(1)
-	}}
-	err := testDaemonSet(t, notKept, nil, objs...).explain(ctx, "team", "web", nil, io.Discard, io.Discard)
-	wantErr(t, err, "pod team/web is on node n1, whose readyline (pod readyline/rl-n1) answered: no recent start of team/web on this node")
-	if strings.Contains(err.Error(), "readyline explain:") {
-		t.Errorf("error %q repeats the remote command's prefix", err)
+	explain := func(conn *fakeConn, forbid ...string) error {
+		_, err := testDaemonSet(t, conn, forbid, objs...).explain(ctx, "team", "web")
+		return err
 	}
+
+	err := explain(&fakeConn{apis: map[string]http.Handler{"rl-n1": daemonAPI([]string{"team"})}})
+	wantErr(t, err, "pod team/web is on node n1, whose readyline (pod readyline/rl-n1) answered: no recent start of team/web on this node")
+
+	err = explain(&fakeConn{apis: map[string]http.Handler{"rl-n1": daemonAPI([]string{"other"}, startOf("team", "web", t0, time.Second))}})
+	if !errors.Is(err, errForbidden) {
+		t.Errorf("the daemon refusing the user: %v, want errForbidden", err)
+	}
+	wantErr(t, err, "whose readyline (pod readyline/rl-n1) refused pod team/web", `User "someone" may not get pods in namespace team`)
+
+	ds := testDaemonSet(t, &fakeConn{apis: map[string]http.Handler{"rl-n1": daemonAPI([]string{"team"})}}, nil, objs...)
+	ds.transport = userTransport("expired")
+	_, err = ds.explain(ctx, "team", "web")
+	if !errors.Is(err, exporter.ErrUnauthorized) {
+		t.Errorf("a token the daemon does not accept: %v, want ErrUnauthorized", err)
+	}
+	wantErr(t, err, "did not accept the kubeconfig's credentials", "the bearer token is no user's")
 
 	// What the SPDY fallback returns when the API server refuses the
 	// upgrade: text, no Status.
-	refused := &fakeConn{answer: func(*corev1.Pod, []string, io.Writer, io.Writer) error {
-		return errors.New(`unable to upgrade connection: pods "rl-n1" is forbidden: User "someone" cannot create resource "pods/exec"`)
-	}}
-	err = testDaemonSet(t, refused, []string{"create pods/exec"}, objs...).explain(ctx, "team", "web", nil, io.Discard, io.Discard)
+	err = explain(&fakeConn{refuse: errors.New(`unable to upgrade connection: pods "rl-n1" is forbidden: User "someone" cannot create resource "pods/portforward"`)},
+		"create pods/portforward")
 	if !errors.Is(err, errForbidden) {
-		t.Errorf("exec forbidden: %v, want errForbidden", err)
+		t.Errorf("port-forward forbidden: %v, want errForbidden", err)
 	}
-	wantErr(t, err, "may not create pods/exec in namespace readyline", "ask for pods/exec (verbs get and create) in namespace readyline")
+	wantErr(t, err, "may not create pods/portforward in namespace readyline", "ask for pods/portforward (verbs get and create) in namespace readyline")
 
-	broken := &fakeConn{answer: func(*corev1.Pod, []string, io.Writer, io.Writer) error {
-		return errors.New("error dialing backend: connection refused")
-	}}
-	err = testDaemonSet(t, broken, nil, objs...).explain(ctx, "team", "web", nil, io.Discard, io.Discard)
-	if errors.Is(err, errForbidden) {
-		t.Errorf("exec allowed but failing: %v, want no RBAC advice", err)
+	err = explain(&fakeConn{})
+	if !errors.Is(err, errOldDaemon) {
+		t.Errorf("a readyline without a secure API: %v, want errOldDaemon", err)
 	}
-	wantErr(t, err, "asking the readyline on node n1 (pod readyline/rl-n1): error dialing backend")
+	wantErr(t, err, "asking the readyline on node n1 (pod readyline/rl-n1): no secure API on port 9467: it is older than this plugin",
+		"failed to connect to localhost:9467")
 
-	err = testDaemonSet(t, &fakeConn{}, nil, userPod("team", "web", "n9")).explain(ctx, "team", "web", nil, io.Discard, io.Discard)
+	_, err = testDaemonSet(t, &fakeConn{}, nil, userPod("team", "web", "n9")).explain(ctx, "team", "web")
 	wantErr(t, err, "pod team/web: no readyline pod runs on node n9")
-}
-
-// TestExplainOlderDaemon: a readyline image older than the plugin has no
-// --uid; the plugin asks again by name and warns that the start may be an
-// earlier pod's.
-func TestExplainOlderDaemon(t *testing.T) {
-	conn := &fakeConn{answer: func(daemon *corev1.Pod, args []string, stdout, stderr io.Writer) error {
-		if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--uid") }) {
-			fmt.Fprintln(stderr, "flag provided but not defined: -uid")
-			return exitError(2)
-		}
-		fmt.Fprintf(stdout, "waterfall of %s\n", args[len(args)-1])
-		return nil
-	}}
-	ds := testDaemonSet(t, conn, nil, userPod("team", "web", "n2"), daemonPod("rl-n2", "n2", corev1.PodRunning, true, t0))
-	var stdout, stderr bytes.Buffer
-	if err := ds.explain(context.Background(), "team", "web", nil, &stdout, &stderr); err != nil {
-		t.Fatal(err)
-	}
-	if stdout.String() != "waterfall of team/web\n" {
-		t.Errorf("stdout %q", stdout.String())
-	}
-	if !strings.Contains(stderr.String(), "older than this plugin") || !strings.Contains(stderr.String(), "uid-web") {
-		t.Errorf("stderr %q: no warning naming the pod's uid", stderr.String())
-	}
-	if len(conn.calls) != 2 {
-		t.Errorf("calls %v, want the pinned one and one by name", conn.calls)
-	}
 }

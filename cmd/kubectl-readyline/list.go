@@ -19,16 +19,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 
+	"github.com/readyline/readyline/exporter"
 	"github.com/readyline/readyline/exporter/termtext"
 )
 
 const listHelp = `usage: kubectl readyline list [-n NAMESPACE | -A] [-o text|json]
 
 Lists the pod starts that the readyline of every node keeps, newest first,
-in the namespace of the kubeconfig's context (-n another, -A all). A node
-whose readyline does not answer is reported on stderr, the others are
-listed, and the exit status is 1, as kubectl get does with the objects it
-could not get.`
+in the namespace of the kubeconfig's context (-n another, -A all): those of
+the pods the kubeconfig's user may get, which each readyline asks the API
+server. A node whose readyline does not answer is reported on stderr, the
+others are listed, and the exit status is 1, as kubectl get does with the
+objects it could not get.`
 
 // listOptions are the flags of list.
 type listOptions struct {
@@ -71,24 +73,14 @@ func runList(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return ds.list(ctx, namespace, o.output, stdout, stderr, time.Now())
 }
 
-// startSummary is one pod start a node's readyline keeps: an entry of the
-// list `readyline explain --json` prints (exporter.TimelineSummary's JSON;
-// TestStartSummaryIsTheDaemons keeps the two in step, without the daemon's
-// exporters in this binary), and the node.
+// startSummary is one pod start a node's readyline keeps, as its API
+// lists it, and the node: an entry of what `list -o json` prints.
 type startSummary struct {
-	Node            string    `json:"node"`
-	Namespace       string    `json:"namespace"`
-	Name            string    `json:"name"`
-	UID             string    `json:"uid"`
-	Outcome         string    `json:"outcome"`
-	Reason          string    `json:"reason,omitempty"`
-	Start           time.Time `json:"start"`
-	End             time.Time `json:"end"`
-	DurationSeconds float64   `json:"duration_seconds"`
+	Node string `json:"node"`
+	exporter.TimelineSummary
 }
 
-// startList is the body of `readyline explain --json` without a pod, and
-// what `list -o json` prints.
+// startList is what `list -o json` prints.
 type startList struct {
 	Timelines []startSummary `json:"timelines"`
 }
@@ -104,9 +96,6 @@ type nodeAnswer struct {
 const (
 	listParallel = 8
 	listTimeout  = 30 * time.Second
-	// maxListBytes bounds one daemon's list (at most --keep entries of a
-	// few hundred bytes each).
-	maxListBytes = 16 << 20
 )
 
 // list prints the starts the readyline pods keep of pods in namespace
@@ -132,14 +121,14 @@ func (ds *daemonSet) list(ctx context.Context, namespace, output string, stdout,
 		}
 		daemons = append(daemons, d)
 	}
-	answers := ds.askAll(ctx, daemons)
+	answers := ds.askAll(ctx, daemons, namespace)
 	forbiddenTold := false
 	for _, a := range answers {
 		if a.err == nil {
 			continue
 		}
 		failed++
-		if errors.Is(a.err, errForbidden) { // the same for every node
+		if errors.Is(a.err, errForbidden) || errors.Is(a.err, exporter.ErrUnauthorized) { // the same for every node
 			if !forbiddenTold {
 				fmt.Fprintf(stderr, "error: %v\n", a.err)
 			}
@@ -181,9 +170,9 @@ func byNode(pods []corev1.Pod) iter.Seq2[string, []corev1.Pod] {
 	}
 }
 
-// askAll asks every daemon for its list, a few at a time, and returns
-// their answers in the order of daemons.
-func (ds *daemonSet) askAll(ctx context.Context, daemons []*corev1.Pod) []nodeAnswer {
+// askAll asks every daemon for its list of namespace ("": all), a few at a
+// time, and returns their answers in the order of daemons.
+func (ds *daemonSet) askAll(ctx context.Context, daemons []*corev1.Pod, namespace string) []nodeAnswer {
 	answers := make([]nodeAnswer, len(daemons))
 	sem := make(chan struct{}, listParallel)
 	var wg sync.WaitGroup
@@ -192,30 +181,32 @@ func (ds *daemonSet) askAll(ctx context.Context, daemons []*corev1.Pod) []nodeAn
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			answers[i].starts, answers[i].err = ds.ask(ctx, d)
+			answers[i].starts, answers[i].err = ds.ask(ctx, d, namespace)
 		})
 	}
 	wg.Wait()
 	return answers
 }
 
-// ask runs `readyline explain --json` in daemon and returns its list.
-func (ds *daemonSet) ask(ctx context.Context, daemon *corev1.Pod) ([]startSummary, error) {
+// ask asks daemon for the starts it keeps of pods in namespace ("": all)
+// that the user may read: the daemon leaves out the others.
+func (ds *daemonSet) ask(ctx context.Context, daemon *corev1.Pod, namespace string) ([]startSummary, error) {
 	ctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
-	out := &cappedBuffer{max: maxListBytes}
-	remote := &cappedBuffer{max: maxRemoteStderr}
-	if err := ds.conn.Explain(ctx, daemon, []string{"--json"}, out, remote); err != nil {
-		return nil, ds.explainError(ctx, err, daemon, remote.String(), "the readyline")
+	var list []exporter.TimelineSummary
+	err := ds.withAPI(ctx, daemon, "asking the readyline on node "+daemon.Spec.NodeName, func(ctx context.Context, api *exporter.APIClient) error {
+		var err error
+		list, err = api.Timelines(ctx, namespace)
+		return err
+	})
+	if err != nil {
+		return nil, answerError(err, "the readyline", daemon, "its list")
 	}
-	var l startList
-	if err := json.Unmarshal(out.Bytes(), &l); err != nil {
-		return nil, fmt.Errorf("decoding the list of readyline pod %s/%s: %w", daemon.Namespace, daemon.Name, err)
+	starts := make([]startSummary, len(list))
+	for i, s := range list {
+		starts[i] = startSummary{Node: daemon.Spec.NodeName, TimelineSummary: s}
 	}
-	for i := range l.Timelines {
-		l.Timelines[i].Node = daemon.Spec.NodeName
-	}
-	return l.Timelines, nil
+	return starts, nil
 }
 
 // mergeStarts returns the starts the answers hold of pods in namespace
@@ -258,7 +249,7 @@ func printStarts(stdout, stderr io.Writer, starts []startSummary, namespace stri
 		if namespace == "" {
 			fmt.Fprintf(tw, "%s\t", termtext.Escape(s.Namespace))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termtext.Escape(s.Name), termtext.Escape(s.Node), termtext.Escape(s.Outcome),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termtext.Escape(s.Name), termtext.Escape(s.Node), termtext.Escape(string(s.Outcome)),
 			s.End.Sub(s.Start).Round(time.Millisecond), duration.HumanDuration(now.Sub(s.Start)))
 	}
 	return tw.Flush()

@@ -5,9 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -15,46 +14,20 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/readyline/readyline/correlator"
-	"github.com/readyline/readyline/exporter"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// listAnswer is `readyline explain --json`'s list of starts.
-func listAnswer(t *testing.T, starts ...exporter.TimelineSummary) string {
-	t.Helper()
-	b, err := json.Marshal(map[string]any{"timelines": starts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-func summary(namespace, name string, start time.Time, took time.Duration) exporter.TimelineSummary {
-	return exporter.TimelineSummary{Namespace: namespace, Name: name, UID: "uid-" + name, Outcome: correlator.OutcomeReady,
-		Start: start, End: start.Add(took), DurationSeconds: took.Seconds()}
-}
-
 // listFixture: n1 and n2 answer (n1's previous readyline pod still
-// terminating), n3's readyline fails, n4's is Pending.
+// terminating), n3's readyline is older than the plugin, n4's is Pending.
+// The user may read the starts of team and kube-system, not of other.
 func listFixture(t *testing.T) (*daemonSet, *fakeConn) {
 	ending := daemonPod("rl-n1-old", "n1", corev1.PodRunning, true, t0.Add(-time.Hour))
 	ending.DeletionTimestamp = &metav1.Time{Time: t0}
-	answers := map[string]string{
-		"rl-n1": listAnswer(t, summary("team", "web", t0.Add(time.Minute), 1500*time.Millisecond), summary("kube-system", "dns", t0, time.Second)),
-		"rl-n2": listAnswer(t, summary("team", "db", t0.Add(2*time.Minute), 12*time.Second), summary("team", "web", t0, 2*time.Second)),
-	}
-	conn := &fakeConn{answer: func(daemon *corev1.Pod, args []string, stdout, stderr io.Writer) error {
-		if !slices.Equal(args, []string{"--json"}) {
-			return fmt.Errorf("list asked %v, want --json", args)
-		}
-		a, ok := answers[daemon.Name]
-		if !ok {
-			fmt.Fprintln(stderr, "readyline explain: asking the daemon at 127.0.0.1:9465: connection refused")
-			return exitError(1)
-		}
-		_, err := io.WriteString(stdout, a)
-		return err
+	may := []string{"team", "kube-system"}
+	conn := &fakeConn{apis: map[string]http.Handler{
+		"rl-n1": daemonAPI(may, startOf("team", "web", t0.Add(time.Minute), 1500*time.Millisecond), startOf("kube-system", "dns", t0, time.Second),
+			startOf("other", "secret", t0, time.Second)),
+		"rl-n2": daemonAPI(may, startOf("team", "db", t0.Add(2*time.Minute), 12*time.Second), startOf("team", "web", t0, 2*time.Second)),
 	}}
 	ds := testDaemonSet(t, conn, nil, ending,
 		daemonPod("rl-n1", "n1", corev1.PodRunning, true, t0), daemonPod("rl-n2", "n2", corev1.PodRunning, true, t0),
@@ -82,21 +55,21 @@ web    n2     ready     2s         60m
 		t.Errorf("list printed\n%s\nwant\n%s", got, want)
 	}
 	for _, w := range []string{
-		"error: node n3: the readyline (pod readyline/rl-n3) answered: asking the daemon at 127.0.0.1:9465: connection refused\n",
+		"error: node n3: asking the readyline on node n3 (pod readyline/rl-n3): no secure API on port 9467: it is older than this plugin",
 		"error: node n4: readyline pod rl-n4 is Pending, not asked\n",
 	} {
 		if !strings.Contains(stderr.String(), w) {
 			t.Errorf("stderr %q does not say %q", stderr.String(), w)
 		}
 	}
-	if len(conn.calls) != 3 || strings.Contains(stderr.String(), "n1") {
-		t.Errorf("asked %v, want the 3 running readyline pods, and nothing said of n1's that ends:\n%s", conn.calls, stderr.String())
+	if len(conn.forwards) != 3 || strings.Contains(stderr.String(), "n1") {
+		t.Errorf("asked %v, want the 3 running readyline pods, and nothing said of n1's that ends:\n%s", conn.forwards, stderr.String())
 	}
 
 	stdout.Reset()
 	ds.list(context.Background(), "", "text", &stdout, io.Discard, now)
-	if got := stdout.String(); !strings.HasPrefix(got, "NAMESPACE     NAME   NODE") || !strings.Contains(got, "kube-system   dns    n1") {
-		t.Errorf("list -A printed\n%s\nwant a NAMESPACE column and kube-system's pod", got)
+	if got := stdout.String(); !strings.HasPrefix(got, "NAMESPACE     NAME   NODE") || !strings.Contains(got, "kube-system   dns    n1") || strings.Contains(got, "secret") {
+		t.Errorf("list -A printed\n%s\nwant a NAMESPACE column and kube-system's pod, and nothing of other, which the user may not read", got)
 	}
 
 	stdout.Reset()
@@ -132,48 +105,32 @@ func TestListJSON(t *testing.T) {
 	}
 }
 
-// TestListForbidden: pods/exec forbidden is one error, not one per node.
+// TestListForbidden: pods/portforward forbidden, or credentials the
+// daemons do not accept, is one error, not one per node.
 func TestListForbidden(t *testing.T) {
-	refused := &fakeConn{answer: func(*corev1.Pod, []string, io.Writer, io.Writer) error {
-		return errors.New("unable to upgrade connection: forbidden")
-	}}
-	ds := testDaemonSet(t, refused, []string{"create pods/exec"},
-		daemonPod("rl-n1", "n1", corev1.PodRunning, true, t0), daemonPod("rl-n2", "n2", corev1.PodRunning, true, t0))
+	nodes := []runtime.Object{daemonPod("rl-n1", "n1", corev1.PodRunning, true, t0), daemonPod("rl-n2", "n2", corev1.PodRunning, true, t0)}
+	refused := &fakeConn{refuse: errors.New("unable to upgrade connection: forbidden")}
+	ds := testDaemonSet(t, refused, []string{"create pods/portforward"}, nodes...)
 	var stderr bytes.Buffer
 	err := ds.list(context.Background(), "team", "text", io.Discard, &stderr, t0)
 	if !errors.Is(err, errReported) {
 		t.Errorf("list: %v, want errReported", err)
 	}
-	if n := strings.Count(stderr.String(), "may not create pods/exec in namespace readyline"); n != 1 {
-		t.Errorf("stderr says pods/exec is forbidden %d times, want once:\n%s", n, stderr.String())
+	if n := strings.Count(stderr.String(), "may not create pods/portforward in namespace readyline"); n != 1 {
+		t.Errorf("stderr says pods/portforward is forbidden %d times, want once:\n%s", n, stderr.String())
+	}
+
+	apis := map[string]http.Handler{"rl-n1": daemonAPI(nil), "rl-n2": daemonAPI(nil)}
+	ds = testDaemonSet(t, &fakeConn{apis: apis}, nil, nodes...)
+	ds.transport = userTransport("expired")
+	stderr.Reset()
+	if err := ds.list(context.Background(), "team", "text", io.Discard, &stderr, t0); !errors.Is(err, errReported) {
+		t.Errorf("list: %v, want errReported", err)
+	}
+	if n := strings.Count(stderr.String(), "did not accept the kubeconfig's credentials"); n != 1 {
+		t.Errorf("stderr says the credentials were refused %d times, want once:\n%s", n, stderr.String())
 	}
 
 	ds = testDaemonSet(t, refused, nil)
 	wantErr(t, ds.list(context.Background(), "team", "text", io.Discard, io.Discard, t0), "no readyline pod runs (namespace readyline")
-}
-
-// TestStartSummaryIsTheDaemons: every field of the daemon's
-// TimelineSummary survives startSummary, with the same JSON names.
-func TestStartSummaryIsTheDaemons(t *testing.T) {
-	s := exporter.TimelineSummary{Namespace: "ns", Name: "n", UID: "u", Outcome: correlator.OutcomeFailed, Reason: "r",
-		Start: t0, End: t0.Add(time.Second), DurationSeconds: 1}
-	daemon, err := json.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mine startSummary
-	if err := json.Unmarshal(daemon, &mine); err != nil {
-		t.Fatal(err)
-	}
-	again, err := json.Marshal(mine)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want, got map[string]any
-	json.Unmarshal(daemon, &want)
-	json.Unmarshal(again, &got)
-	delete(got, "node")
-	if !maps.EqualFunc(got, want, func(a, b any) bool { return fmt.Sprint(a) == fmt.Sprint(b) }) {
-		t.Errorf("the daemon's summary\n%s\nbecomes\n%s", daemon, again)
-	}
 }

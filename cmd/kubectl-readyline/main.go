@@ -1,15 +1,17 @@
 // Command kubectl-readyline is readyline's kubectl plugin: the waterfall of
 // a pod start from the readyline on the pod's node, without finding that
-// node's readyline pod and exec'ing into it by hand.
+// node's readyline pod by hand.
 //
 //	kubectl readyline explain [-n NAMESPACE] POD [--width N] [-o text|json]
 //	kubectl readyline explain --web [-n NAMESPACE] POD [--address A] [--port P]
 //	kubectl readyline list [-n NAMESPACE | -A] [-o text|json]
 //
 // It asks as the kubeconfig's user, with kubectl's flags (--kubeconfig,
-// --context, -n, --as, ...): pods get in the pod's namespace, and pods list,
-// pods/exec create and (for --web) pods/portforward create in readyline's
-// namespace. deploy/plugin-rbac grants that.
+// --context, -n, ...; not --as): the API server for pods get in the pod's
+// namespace, and pods list and pods/portforward create in readyline's
+// namespace (deploy/plugin-rbac grants that); then, through the
+// port-forward, the daemon's secure API with the same credentials, which
+// answers with the starts of the pods the user may get.
 //
 // Install it with `go install github.com/readyline/readyline/cmd/kubectl-readyline@latest`
 // or `make build` (bin/kubectl-readyline); kubectl finds it on $PATH.
@@ -34,8 +36,8 @@ const usage = `usage: kubectl readyline <command> [flags]
 commands:
   explain  the waterfall of a recent start of a pod, from the readyline on its node:
            kubectl readyline explain [-n NAMESPACE] POD [--width N] [-o text|json]
-           kubectl readyline explain --web [-n NAMESPACE] POD   (the daemon's page, port-forwarded)
-  list     the pod starts every node's readyline keeps:
+           kubectl readyline explain --web [-n NAMESPACE] POD   (the daemon's page, served locally as you)
+  list     the pod starts every node's readyline keeps, of the pods you may get:
            kubectl readyline list [-n NAMESPACE | -A] [-o text|json]
   version  this plugin's version
 

@@ -18,13 +18,9 @@ const (
 	// defaultReadylineSelector is the DaemonSet's pod template labels: the
 	// name alone would not do, every object of deploy/base has it.
 	defaultReadylineSelector = "app.kubernetes.io/name=readyline,app.kubernetes.io/component=node-agent"
-	// daemonContainer and daemonBinary are where `readyline explain` runs
-	// in a readyline pod.
-	daemonContainer = "readyline"
-	daemonBinary    = "/readyline"
-	// defaultAPIPort is the port of `readyline run --api-addr`
-	// (127.0.0.1:9465), which --web forwards to.
-	defaultAPIPort = 9465
+	// defaultAPIPort is the port of `readyline run --secure-api-addr`
+	// (127.0.0.1:9467), which every command forwards to.
+	defaultAPIPort = 9467
 )
 
 // commonOptions are the flags of every command: kubectl's (cli-runtime's
@@ -34,6 +30,7 @@ type commonOptions struct {
 	kube               *genericclioptions.ConfigFlags
 	readylineNamespace string
 	readylineSelector  string
+	apiPort            uint16
 	output             string
 }
 
@@ -45,6 +42,7 @@ func (o *commonOptions) flagSet(name, help string, stderr io.Writer, addOwn func
 	addOwn(own)
 	own.StringVar(&o.readylineNamespace, "readyline-namespace", defaultReadylineNamespace, "the namespace of readyline's DaemonSet")
 	own.StringVar(&o.readylineSelector, "readyline-selector", defaultReadylineSelector, "the label selector of readyline's pods")
+	own.Uint16Var(&o.apiPort, "api-port", defaultAPIPort, "the port of readyline's secure API in its pods (readyline run --secure-api-addr)")
 	own.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 
 	kube := pflag.NewFlagSet("kubectl", pflag.ContinueOnError)
@@ -86,6 +84,9 @@ func (o *commonOptions) validate() error {
 	if _, err := labels.Parse(o.readylineSelector); err != nil {
 		return fmt.Errorf("--readyline-selector: %w", err)
 	}
+	if o.apiPort == 0 {
+		return errors.New("--api-port must be > 0")
+	}
 	return nil
 }
 
@@ -112,11 +113,17 @@ func (o *commonOptions) connect(stderr io.Writer) (*daemonSet, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("creating the API client: %w", err)
 	}
+	transport, err := daemonTransport(cfg)
+	if err != nil {
+		return nil, "", err
+	}
 	ds := &daemonSet{
 		client:    client,
 		namespace: o.readylineNamespace,
 		selector:  o.readylineSelector,
 		conn:      &apiConn{config: cfg, client: client, stderr: stderr},
+		apiPort:   o.apiPort,
+		transport: transport,
 	}
 	return ds, namespace, nil
 }

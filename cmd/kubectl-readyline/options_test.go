@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"slices"
 	"strings"
 	"testing"
 
@@ -23,12 +22,12 @@ func TestParseExplain(t *testing.T) {
 		o.readylineNamespace != "obs" || o.readylineSelector != defaultReadylineSelector {
 		t.Errorf("parsed %+v (namespace %q, context %q, as %q)", o, *o.kube.Namespace, *o.kube.Context, *o.kube.Impersonate)
 	}
-	if got := o.explainArgs(); !slices.Equal(got, []string{"--width=80"}) {
-		t.Errorf("explain args %v", got)
+	if o.width != 80 || o.output != "text" || o.apiPort != defaultAPIPort {
+		t.Errorf("width %d, output %q, api port %d", o.width, o.output, o.apiPort)
 	}
-	o, err = parseExplain([]string{"web", "-o", "json"}, io.Discard)
-	if err != nil || !slices.Equal(o.explainArgs(), []string{"--json"}) {
-		t.Errorf("-o json: %v, explain args %v", err, o.explainArgs())
+	o, err = parseExplain([]string{"web", "-o", "json", "--api-port", "10443"}, io.Discard)
+	if err != nil || o.output != "json" || o.apiPort != 10443 {
+		t.Errorf("-o json --api-port 10443: %v, output %q, api port %d", err, o.output, o.apiPort)
 	}
 	o, err = parseExplain([]string{"--web", "web", "--port", "8080", "--address", "0.0.0.0"}, io.Discard)
 	if err != nil || !o.web || o.port != 8080 || o.address != "0.0.0.0" || o.apiPort != defaultAPIPort {

@@ -3,12 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter"
 )
 
 // hostile is what a pod, or a daemon that does not escape, can put in a
@@ -25,7 +30,7 @@ const (
 // TestListEscapesNames: the table prints what the daemons answered with
 // its control characters escaped, and still aligned.
 func TestListEscapesNames(t *testing.T) {
-	s := startSummary{Node: "n1", Namespace: "team", Name: hostile, Outcome: "ready\x1b[8m", Start: t0, End: t0.Add(time.Second)}
+	s := startSummary{Node: "n1", TimelineSummary: exporter.TimelineSummary{Namespace: "team", Name: hostile, Outcome: "ready\x1b[8m", Start: t0, End: t0.Add(time.Second)}}
 	var stdout bytes.Buffer
 	if err := printStarts(&stdout, io.Discard, []startSummary{s}, "", t0.Add(time.Minute)); err != nil {
 		t.Fatal(err)
@@ -41,38 +46,42 @@ func TestListEscapesNames(t *testing.T) {
 	}
 }
 
-// TestExplainEscapesStream: the waterfall streamed from a readyline pod
-// reaches the terminal with its newlines and its control characters
-// escaped (a readyline that escapes already leaves nothing to do), and so
-// does what it wrote on stderr; -o json is JSON and goes through as it is.
-func TestExplainEscapesStream(t *testing.T) {
-	conn := &fakeConn{answer: func(_ *corev1.Pod, args []string, stdout, stderr io.Writer) error {
-		io.WriteString(stdout, "team/"+hostile+"  Ready in 1s\n  process "+hostile+"\n")
-		io.WriteString(stderr, "warning: "+hostile+"\n")
-		return nil
-	}}
+// TestExplainEscapes: the waterfall of a start whose text a pod wrote
+// reaches the terminal escaped, and so does what a daemon says when it
+// refuses.
+func TestExplainEscapes(t *testing.T) {
+	failed := startOf("team", "web", t0, time.Second)
+	failed.Outcome, failed.Reason = correlator.OutcomeFailed, hostile
+	conn := &fakeConn{apis: map[string]http.Handler{"rl-n1": daemonAPI([]string{"team"}, failed)}}
 	ds := testDaemonSet(t, conn, nil, userPod("team", "web", "n1"), daemonPod("rl-n1", "n1", corev1.PodRunning, true, t0))
-	var stdout, stderr bytes.Buffer
-	if err := ds.explain(context.Background(), "team", "web", nil, &stdout, &stderr); err != nil {
+	tl, err := ds.explain(context.Background(), "team", "web")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "team/" + hostileEscaped + "  Ready in 1s\n  process " + hostileEscaped + "\n"; stdout.String() != want {
-		t.Errorf("stdout %q, want %q", stdout.String(), want)
+	var stdout bytes.Buffer
+	if err := exporter.RenderWaterfall(&stdout, tl, 80); err != nil {
+		t.Fatal(err)
 	}
-	if want := "warning: " + hostileEscaped + "\n"; stderr.String() != want {
-		t.Errorf("stderr %q, want %q", stderr.String(), want)
+	// The daemon's JSON made the byte that is not UTF-8 U+FFFD.
+	if out, want := stdout.String(), strings.TrimSuffix(hostileEscaped, `\xff`); raw(out) || !strings.Contains(out, want) {
+		t.Errorf("the waterfall:\n%q\nwant %q escaped", out, hostile)
 	}
 
-	json := `{"pod":{"name":"web\u001b"}}` + "\n"
-	conn.answer = func(_ *corev1.Pod, _ []string, stdout, _ io.Writer) error {
-		_, err := io.WriteString(stdout, json)
-		return err
+	conn.apis["rl-n1"] = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, fmt.Sprintf("forbidden: %s", hostile), http.StatusForbidden)
+	})
+	_, err = ds.explain(context.Background(), "team", "web")
+	if err == nil || raw(err.Error()) || !strings.Contains(err.Error(), hostileEscaped) {
+		t.Errorf("a refusal: %q, want %q escaped", err, hostile)
 	}
-	stdout.Reset()
-	if err := ds.explain(context.Background(), "team", "web", []string{"--json"}, &stdout, io.Discard); err != nil {
-		t.Fatal(err)
+}
+
+// raw says whether s has one of the sequences of rawTerminal as it is.
+func raw(s string) bool {
+	for _, r := range []string{"\x1b", "\x07", "\r", "\x7f", "\u009b", "\xff"} {
+		if strings.Contains(s, r) {
+			return true
+		}
 	}
-	if stdout.String() != json {
-		t.Errorf("-o json: %q, want the daemon's JSON as it is", stdout.String())
-	}
+	return false
 }

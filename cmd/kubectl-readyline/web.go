@@ -2,37 +2,117 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/readyline/readyline/exporter"
 )
 
-// web forwards a local port on address to the API of the readyline on
-// the node of pod namespace/name (apiPort in its pod) and prints the URL
-// of the pod's page on stdout, alone on its line, until ctx ends.
-func (ds *daemonSet) web(ctx context.Context, namespace, name, address string, localPort, apiPort uint16, stdout, stderr io.Writer) error {
-	_, daemon, err := ds.daemonOf(ctx, namespace, name)
+// web serves the pages of the readyline on the node of pod namespace/name
+// on address:localPort, as the kubeconfig's user, and prints the URL of
+// the pod's page on stdout, alone on its line, until ctx ends.
+//
+// A browser cannot send the kubeconfig's credentials, so the plugin does:
+// it forwards each request of the browser to the daemon's secure API with
+// them, through the port-forward. Only a URL under a random path (printed
+// once, to the user) is forwarded: another user of the machine, or a web
+// page that points the browser at the port, cannot guess it, and cannot
+// read the pod starts as the user.
+func (ds *daemonSet) web(ctx context.Context, namespace, name, address string, localPort uint16, stdout, stderr io.Writer) error {
+	pod, daemon, err := ds.daemonOf(ctx, namespace, name)
 	if err != nil {
 		return err
 	}
-	err = ds.conn.Forward(ctx, daemon, address, localPort, apiPort, func(port uint16) {
-		base := "http://" + net.JoinHostPort(urlHost(address), strconv.Itoa(int(port)))
+	why := "reaching the API of the readyline on node " + daemon.Spec.NodeName
+	return ds.withAPI(ctx, daemon, why, func(ctx context.Context, api *exporter.APIClient) error {
+		ln, err := net.Listen("tcp", net.JoinHostPort(address, strconv.Itoa(int(localPort))))
+		if err != nil {
+			return fmt.Errorf("listening for the browser: %w", err)
+		}
+		secret := "/" + rand.Text()
+		target, err := url.Parse(api.BaseURL)
+		if err != nil {
+			return err
+		}
+		srv := &http.Server{
+			Handler:           pageProxy(secret, target, ds.transport, daemon, stderr),
+			ReadHeaderTimeout: 10 * time.Second,
+		}
+		done := make(chan error, 1)
+		go func() { done <- srv.Serve(ln) }()
+
+		port := ln.Addr().(*net.TCPAddr).Port
+		base := "http://" + net.JoinHostPort(urlHost(address), strconv.Itoa(port)) + secret
 		fmt.Fprintln(stdout, pageURL(base, namespace, name))
-		fmt.Fprintf(stderr, "Forwarding from %s to port %d of %s/%s, the readyline on node %s; Ctrl-C ends it\n",
-			net.JoinHostPort(address, strconv.Itoa(int(port))), apiPort, daemon.Namespace, daemon.Name, daemon.Spec.NodeName)
-		if err := checkTimeline(ctx, base, namespace, name); err != nil {
+		fmt.Fprintf(stderr, "Serving the pages of the readyline on node %s (pod %s/%s) as you on %s; Ctrl-C ends it\n",
+			daemon.Spec.NodeName, daemon.Namespace, daemon.Name, net.JoinHostPort(address, strconv.Itoa(port)))
+		if err := checkTimeline(ctx, api, pod); err != nil {
 			fmt.Fprintf(stderr, "warning: %v\n", err)
 		}
+		select {
+		case <-ctx.Done(): // Ctrl-C, or the forward ended
+		case err := <-done:
+			return fmt.Errorf("serving the browser: %w", err)
+		}
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		if srv.Shutdown(sctx) != nil {
+			srv.Close()
+		}
+		return nil
 	})
-	if err == nil || ctx.Err() != nil {
-		return nil // Ctrl-C
+}
+
+// pageProxy forwards the requests under prefix to the daemon's secure API
+// at target, without the prefix, with the credentials transport adds, and
+// answers any other with 404.
+func pageProxy(prefix string, target *url.URL, transport http.RoundTripper, daemon *corev1.Pod, stderr io.Writer) http.Handler {
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			r.Out.URL.Path = strings.TrimPrefix(r.In.URL.Path, prefix)
+			r.Out.URL.RawPath = ""
+			// Whatever a browser may send, the daemon gets the user's
+			// credentials only.
+			r.Out.Header.Del("Cookie")
+			r.Out.Header.Del("Authorization")
+		},
+		Transport: transport,
+		ModifyResponse: func(resp *http.Response) error {
+			// The daemon's redirects to its own absolute paths (/ to /ui/).
+			if loc := resp.Header.Get("Location"); strings.HasPrefix(loc, "/") && !strings.HasPrefix(loc, "//") {
+				resp.Header.Set("Location", prefix+loc)
+			}
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			fmt.Fprintf(stderr, "error: the readyline on node %s (pod %s/%s) did not answer %s: %v\n",
+				daemon.Spec.NodeName, daemon.Namespace, daemon.Name, strings.TrimPrefix(r.URL.Path, prefix), err)
+			http.Error(w, "the readyline on node "+daemon.Spec.NodeName+" did not answer: see kubectl readyline's messages", http.StatusBadGateway)
+		},
 	}
-	return ds.streamError(ctx, err, "pods/portforward", daemon, "reaching the API of the readyline on node "+daemon.Spec.NodeName)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != prefix && !strings.HasPrefix(r.URL.Path, prefix+"/") {
+			http.NotFound(w, r)
+			return
+		}
+		if r.URL.Path == prefix {
+			http.Redirect(w, r, prefix+"/ui/", http.StatusFound)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	})
 }
 
 // pageURL is the daemon's page of the pod namespace/name under base.
@@ -56,27 +136,18 @@ func urlHost(address string) string {
 // start of the pod.
 var errNoTimeline = errors.New("keeps no start of the pod")
 
-// checkTimeline asks the daemon's API under base, through the forward,
-// whether it keeps a start of pod namespace/name: the page would say it
-// does not, and this says it where the user looks.
-func checkTimeline(ctx context.Context, base, namespace, name string) error {
+// checkTimeline asks the daemon through api whether it keeps the start of
+// pod that the user may read: the page would say it does not, and this
+// says it where the user looks.
+func checkTimeline(ctx context.Context, api *exporter.APIClient, pod *corev1.Pod) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	u := base + "/api/v1/timelines/" + url.PathEscape(namespace) + "/" + url.PathEscape(name)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("the daemon's API does not answer through the forward: %w", err)
-	}
-	resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusOK:
+	_, err := api.Timeline(ctx, pod.Namespace, pod.Name, string(pod.UID))
+	switch {
+	case err == nil:
 		return nil
-	case http.StatusNotFound:
-		return fmt.Errorf("the readyline %w %s/%s (it keeps the starts it saw since it started, the last --keep of them): the page will say so", errNoTimeline, namespace, name)
+	case errors.Is(err, exporter.ErrNotFound):
+		return fmt.Errorf("the readyline %w %s/%s (none in progress, and it keeps the last --keep starts that ended, of those it saw since it started): the page will say so", errNoTimeline, pod.Namespace, pod.Name)
 	}
-	return fmt.Errorf("the daemon's API answered %s for %s/%s", resp.Status, namespace, name)
+	return fmt.Errorf("the daemon's API, asked for %s/%s: %w", pod.Namespace, pod.Name, err)
 }

@@ -1,70 +1,102 @@
 package main
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
-	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
 
-// TestWeb: --web forwards to the API port of the readyline on the pod's
-// node, prints the pod's page at the forwarded port alone on stdout, and
-// warns when the daemon keeps no start of the pod.
-func TestWeb(t *testing.T) {
-	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/api/v1/timelines/team/web" {
-			http.NotFound(w, r)
+// runWeb runs ds.web for team/name until the test ends, and returns the
+// URL it printed and what it said on stderr so far.
+func runWeb(t *testing.T, ds *daemonSet, name string) (string, func() string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	outR, outW := io.Pipe()
+	var stderr lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- ds.web(ctx, "team", name, "127.0.0.1", 0, outW, &stderr)
+		outW.Close()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("web after Ctrl-C: %v, want nil", err)
 		}
-	}))
-	defer api.Close()
-	u, _ := url.Parse(api.URL)
-	apiPort, _ := strconv.Atoi(u.Port())
+	})
+	line, err := bufio.NewReader(outR).ReadString('\n')
+	if err != nil {
+		t.Fatalf("web printed no URL: %v; stderr %q", err, stderr.String())
+	}
+	go io.Copy(io.Discard, outR)
+	return strings.TrimSpace(line), stderr.String
+}
 
-	var forwarded string
-	conn := &fakeConn{forward: func(ctx context.Context, daemon *corev1.Pod, address string, local, remote uint16, ready func(uint16)) error {
-		forwarded = daemon.Name + " " + address + ":" + strconv.Itoa(int(local)) + "->" + strconv.Itoa(int(remote))
-		ready(uint16(apiPort)) // the test's server stands for the forward
-		return nil
-	}}
+// TestWeb: --web serves the pages of the readyline on the pod's node at a
+// local URL under a random path, as the user (the daemon gets their
+// credentials, the browser sends none), prints the pod's page alone on
+// stdout, and warns when the daemon keeps no start of the pod.
+func TestWeb(t *testing.T) {
+	conn := &fakeConn{apis: map[string]http.Handler{"rl-n1": daemonAPI([]string{"team"}, startOf("team", "web", t0, time.Second))}}
 	ds := testDaemonSet(t, conn, nil, userPod("team", "web", "n1"), userPod("team", "gone", "n1"),
 		daemonPod("rl-n1", "n1", corev1.PodRunning, true, t0))
 
-	var stdout, stderr bytes.Buffer
-	if err := ds.web(context.Background(), "team", "web", "127.0.0.1", 0, defaultAPIPort, &stdout, &stderr); err != nil {
-		t.Fatal(err)
+	page, said := runWeb(t, ds, "web")
+	base, ok := strings.CutSuffix(page, "/ui/pods/team/web")
+	secret := strings.TrimPrefix(base[strings.LastIndex(base, "/"):], "/")
+	if !ok || !strings.HasPrefix(base, "http://127.0.0.1:") || len(secret) < 20 {
+		t.Fatalf("web printed %q, want http://127.0.0.1:PORT/<random>/ui/pods/team/web", page)
 	}
-	if want := "rl-n1 127.0.0.1:0->9465"; forwarded != want {
-		t.Errorf("forwarded %s, want %s", forwarded, want)
+	get := func(u string) (int, string, string) {
+		t.Helper()
+		client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := client.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Location"), string(body)
 	}
-	if want := api.URL + "/ui/pods/team/web\n"; stdout.String() != want {
-		t.Errorf("stdout %q, want the page's URL alone: %q", stdout.String(), want)
+	if code, _, body := get(page); code != http.StatusOK || !strings.Contains(body, "uid-web") {
+		t.Errorf("the pod's page: %d\n%.500s", code, body)
 	}
-	if !strings.Contains(stderr.String(), "the readyline on node n1; Ctrl-C ends it") || strings.Contains(stderr.String(), "warning") {
-		t.Errorf("stderr %q", stderr.String())
+	if code, _, body := get(base + "/ui/"); code != http.StatusOK || !strings.Contains(body, "pods/team/web") {
+		t.Errorf("the list page: %d\n%.500s", code, body)
+	}
+	if code, loc, _ := get(base + "/"); code != http.StatusFound || loc != "/"+secret+"/ui/" {
+		t.Errorf("the daemon's redirect of /: %d to %q, want /%s/ui/", code, loc, secret)
+	}
+	root := base[:strings.LastIndex(base, "/")]
+	for _, u := range []string{root + "/ui/pods/team/web", root + "/api/v1/timelines", root + "/" + secret[1:] + "/ui/"} {
+		if code, _, body := get(u); code != http.StatusNotFound || strings.Contains(body, "web") {
+			t.Errorf("%s, outside the random path: %d, want 404\n%.200s", u, code, body)
+		}
+	}
+	if s := said(); !strings.Contains(s, "the readyline on node n1 (pod readyline/rl-n1) as you on 127.0.0.1:") || strings.Contains(s, "warning") {
+		t.Errorf("stderr %q", s)
 	}
 
-	stderr.Reset()
-	if err := ds.web(context.Background(), "team", "gone", "127.0.0.1", 0, defaultAPIPort, io.Discard, &stderr); err != nil {
-		t.Fatal(err)
+	_, said = runWeb(t, ds, "gone")
+	const warning = "warning: the readyline keeps no start of the pod team/gone"
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(said(), warning) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond) // it warns after it prints the URL
 	}
-	if !strings.Contains(stderr.String(), "warning: the readyline keeps no start of the pod team/gone") {
-		t.Errorf("a pod the daemon does not keep: stderr %q, want a warning", stderr.String())
+	if !strings.Contains(said(), warning) {
+		t.Errorf("a pod the daemon does not keep: stderr %q, want a warning", said())
 	}
 
-	conn.forward = func(context.Context, *corev1.Pod, string, uint16, uint16, func(uint16)) error {
-		return errors.New("unable to upgrade connection: forbidden")
-	}
-	ds = testDaemonSet(t, conn, []string{"create pods/portforward"}, userPod("team", "web", "n1"),
+	refused := &fakeConn{refuse: errors.New("unable to upgrade connection: forbidden")}
+	ds = testDaemonSet(t, refused, []string{"create pods/portforward"}, userPod("team", "web", "n1"),
 		daemonPod("rl-n1", "n1", corev1.PodRunning, true, t0))
-	err := ds.web(context.Background(), "team", "web", "127.0.0.1", 0, defaultAPIPort, io.Discard, io.Discard)
+	err := ds.web(context.Background(), "team", "web", "127.0.0.1", 0, io.Discard, io.Discard)
 	wantErr(t, err, "may not create pods/portforward in namespace readyline", "ask for pods/portforward (verbs get and create) in namespace readyline")
 }
 

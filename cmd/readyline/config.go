@@ -82,32 +82,56 @@ func (fs *flagSet) Duration(p *time.Duration, name string, def time.Duration, he
 // Bytes registers a size flag: a number of bytes, or a Kubernetes quantity
 // such as 32Mi or 64M.
 func (fs *flagSet) Bytes(p *int64, name string, def int64, help string) {
+	bytesVar(fs, p, name, def, help)
+}
+
+// IntBytes is Bytes for a size held in an int.
+func (fs *flagSet) IntBytes(p *int, name string, def int, help string) {
+	bytesVar(fs, p, name, def, help)
+}
+
+func bytesVar[T ~int | ~int64](fs *flagSet, p *T, name string, def T, help string) {
 	*p = def
-	if v, ok := fs.env(name); ok {
-		if err := (*byteSize)(p).Set(v); err != nil {
+	v := byteSize[T]{p}
+	if s, ok := fs.env(name); ok {
+		if err := v.Set(s); err != nil {
 			fs.envErrs = append(fs.envErrs, fmt.Errorf("$%s: %w", envName(name), err))
 		}
 	}
-	fs.Var((*byteSize)(p), name, help+" ($"+envName(name)+")")
+	fs.Var(v, name, help+" ($"+envName(name)+")")
+}
+
+// Value registers a flag of any flag.Value (an enum): its environment
+// twin is read with v.Set.
+func (fs *flagSet) Value(v flag.Value, name, help string) {
+	if env, ok := fs.env(name); ok {
+		if err := v.Set(env); err != nil {
+			fs.envErrs = append(fs.envErrs, fmt.Errorf("$%s: %w", envName(name), err))
+		}
+	}
+	fs.Var(v, name, help+" ($"+envName(name)+")")
 }
 
 // byteSize is a flag.Value of a size in bytes.
-type byteSize int64
+type byteSize[T ~int | ~int64] struct{ p *T }
 
-func (b *byteSize) String() string {
-	return resource.NewQuantity(int64(*b), resource.BinarySI).String()
+func (b byteSize[T]) String() string {
+	if b.p == nil { // the flag package's zero value, for its defaults
+		return "0"
+	}
+	return resource.NewQuantity(int64(*b.p), resource.BinarySI).String()
 }
 
-func (b *byteSize) Set(s string) error {
+func (b byteSize[T]) Set(s string) error {
 	q, err := resource.ParseQuantity(s)
 	if err != nil {
 		return fmt.Errorf("%q is not a size (bytes, or e.g. 32Mi): %w", s, err)
 	}
 	n, ok := q.AsInt64()
-	if !ok || n < 0 {
+	if !ok || n < 0 || int64(T(n)) != n {
 		return fmt.Errorf("%q is not a size in bytes", s)
 	}
-	*b = byteSize(n)
+	*b.p = T(n)
 	return nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/readyline/readyline/collector/redact"
 )
 
 func TestParseEventsConfig(t *testing.T) {
@@ -122,6 +124,43 @@ func TestRunExportQueueBytes(t *testing.T) {
 	}
 }
 
+// TestMaxFactBytes: run and replay take the correlator's fact budget, and
+// refuse one too small to hold a few starts.
+func TestMaxFactBytes(t *testing.T) {
+	for _, tc := range []struct {
+		env  string // READYLINE_MAX_FACT_BYTES; "-" leaves it unset
+		args []string
+		want int
+	}{
+		{"-", nil, 32 << 20},
+		{"64Mi", nil, 64 << 20},
+		{"64Mi", []string{"--max-fact-bytes", "2000000"}, 2000000},
+	} {
+		if tc.env != "-" {
+			t.Setenv("READYLINE_MAX_FACT_BYTES", tc.env)
+		}
+		c, err := parseRunConfig(append([]string{"--node-name", "n"}, tc.args...), io.Discard)
+		if err != nil {
+			t.Fatalf("env %q, args %q: %v", tc.env, tc.args, err)
+		}
+		r, err := parseReplayConfig(append(tc.args, "rec.jsonl"), io.Discard)
+		if err != nil {
+			t.Fatalf("replay: env %q, args %q: %v", tc.env, tc.args, err)
+		}
+		if c.correlator.MaxFactBytes != tc.want || r.correlator.MaxFactBytes != tc.want {
+			t.Errorf("env %q, args %q: max-fact-bytes %d (replay %d), want %d", tc.env, tc.args, c.correlator.MaxFactBytes, r.correlator.MaxFactBytes, tc.want)
+		}
+	}
+	for _, bad := range []string{"lots", "-1Mi", "0", "512Ki", "1e30"} {
+		if _, err := parseRunConfig([]string{"--node-name", "n", "--max-fact-bytes", bad}, io.Discard); !errors.Is(err, errUsage) {
+			t.Errorf("--max-fact-bytes %s: %v, want a usage error", bad, err)
+		}
+		if _, err := parseReplayConfig([]string{"--max-fact-bytes", bad, "rec.jsonl"}, io.Discard); !errors.Is(err, errUsage) {
+			t.Errorf("replay --max-fact-bytes %s: %v, want a usage error", bad, err)
+		}
+	}
+}
+
 // TestRunRingBufferSizes: each kernel source's ring has its flag (and
 // environment twin), a power of two of at least a page.
 func TestRunRingBufferSizes(t *testing.T) {
@@ -153,5 +192,38 @@ func TestRunRingBufferSizes(t *testing.T) {
 		if !errors.Is(err, errUsage) || !strings.Contains(stderr.String(), bad[0]) {
 			t.Errorf("%v: %v (%q), want a usage error naming the flag", bad, err, stderr.String())
 		}
+	}
+}
+
+// TestRunArgv: --argv and READYLINE_ARGV say what of command lines leaves
+// the node; the default keeps them, redacted.
+func TestRunArgv(t *testing.T) {
+	for _, tc := range []struct {
+		env  string // READYLINE_ARGV; "-" leaves it unset
+		args []string
+		want redact.Policy
+	}{
+		{"-", nil, redact.Redacted},
+		{"none", nil, redact.ProgramOnly},
+		{"none", []string{"--argv=redacted"}, redact.Redacted},
+		{"-", []string{"--argv", "none"}, redact.ProgramOnly},
+	} {
+		if tc.env != "-" {
+			t.Setenv("READYLINE_ARGV", tc.env)
+		}
+		c, err := parseRunConfig(append([]string{"--node-name", "n"}, tc.args...), io.Discard)
+		if err != nil {
+			t.Fatalf("env %q, args %q: %v", tc.env, tc.args, err)
+		}
+		if c.process.cfg.Argv != tc.want {
+			t.Errorf("env %q, args %q: argv %v, want %v", tc.env, tc.args, c.process.cfg.Argv, tc.want)
+		}
+	}
+	if _, err := parseRunConfig([]string{"--node-name", "n", "--argv", "hidden"}, io.Discard); !errors.Is(err, errUsage) {
+		t.Errorf("--argv hidden: %v, want a usage error", err)
+	}
+	t.Setenv("READYLINE_ARGV", "hidden")
+	if _, err := parseRunConfig([]string{"--node-name", "n"}, io.Discard); !errors.Is(err, errUsage) {
+		t.Errorf("READYLINE_ARGV=hidden: %v, want a usage error", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/readyline/readyline/collector"
 	"github.com/readyline/readyline/collector/event"
+	"github.com/readyline/readyline/collector/redact"
 )
 
 // eventsConfig is the validated configuration of `readyline events`.
@@ -45,6 +46,8 @@ func (p *processFlags) register(fs *flagSet) {
 		"the process events' kernel ring buffer size in bytes (a power of two, at least 4096); readyline_ring_buffer_peak_bytes{source=\"process\"} says how much of it a burst took")
 	fs.String(&p.cniDirs, "cni-bin-dirs", strings.Join(collector.DefaultCNIBinDirs, ","),
 		"comma-separated directories the container runtime runs CNI plugins from (at most 3, each under 31 bytes)")
+	fs.Value(&p.cfg.Argv, "argv", "what of command lines (processes' argv, the kubelet's exec probes and hooks, a pod spec's commands) leaves the node: "+
+		"redacted (secrets replaced by "+redact.Marker+") or none (the program's name only)")
 }
 
 func (p *processFlags) validate(stderr io.Writer) error {

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
+	"net/http"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -32,7 +32,7 @@ type explainConfig struct {
 func parseExplainConfig(args []string, stderr io.Writer) (explainConfig, error) {
 	var c explainConfig
 	fs := newFlagSet("readyline explain", stderr)
-	fs.String(&c.apiAddr, "api-addr", "127.0.0.1:9465", "the daemon's timeline API (readyline run --api-addr)")
+	fs.String(&c.apiAddr, "api-addr", defaultAPIAddr, "the daemon's timeline API (readyline run --api-addr): unix:PATH, host:port or a URL")
 	fs.Uint(&c.width, "width", 100, "width of the waterfall in columns")
 	fs.String(&c.uid, "uid", "", "only the start of the pod with this UID (not an earlier pod of the same name)")
 	fs.Bool(&c.json, "json", false, "print the timeline (or the list) as JSON, as the daemon's API serves it")
@@ -75,17 +75,14 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	base := cfg.apiAddr
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
-	}
+	api := localAPIClient(cfg.apiAddr)
 	if cfg.watch {
-		return watchStart(ctx, cfg, base, stdout)
+		return watchStart(ctx, cfg, api, stdout)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if cfg.name == "" {
-		list, err := exporter.ListTimelines(ctx, base)
+		list, err := api.Timelines(ctx, "")
 		if err != nil {
 			return fmt.Errorf("asking the daemon at %s: %w", cfg.apiAddr, err)
 		}
@@ -102,7 +99,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		return tw.Flush()
 	}
-	tl, err := fetchStart(ctx, cfg, base)
+	tl, err := fetchStart(ctx, cfg, api)
 	if err != nil {
 		return err
 	}
@@ -113,8 +110,8 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 // fetchStart asks the daemon for the pod's start, in progress or kept.
-func fetchStart(ctx context.Context, cfg explainConfig, base string) (*correlator.Timeline, error) {
-	tl, err := exporter.FetchTimelineUID(ctx, base, cfg.namespace, cfg.name, cfg.uid)
+func fetchStart(ctx context.Context, cfg explainConfig, api *exporter.APIClient) (*correlator.Timeline, error) {
+	tl, err := api.Timeline(ctx, cfg.namespace, cfg.name, cfg.uid)
 	if errors.Is(err, exporter.ErrNotFound) {
 		which := cfg.namespace + "/" + cfg.name
 		if cfg.uid != "" {
@@ -128,75 +125,35 @@ func fetchStart(ctx context.Context, cfg explainConfig, base string) (*correlato
 	return tl, nil
 }
 
-// watchEvery is how often --watch asks; watchRedraw the longest it goes
-// without drawing a start in progress again, new facts or not.
-const (
-	watchEvery  = time.Second
-	watchRedraw = 10 * time.Second
-)
-
-// watchStart draws the pod's start, and again each time it took new facts
-// (Timeline.Facts), until it ends or ctx does: one waterfall after the
-// other, separated by a blank line (or the screen cleared first, on a
-// terminal), the last one the start as it ended. A daemon that does not
-// answer a round is asked again the next one, for at most a minute.
-func watchStart(ctx context.Context, cfg explainConfig, base string, stdout io.Writer) error {
-	clear := isTerminal(stdout)
-	var last *correlator.Timeline
-	var drawn time.Time
-	failing := time.Time{}
-	t := time.NewTicker(watchEvery)
-	defer t.Stop()
-	for {
-		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		tl, err := fetchStart(actx, cfg, base)
-		cancel()
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return nil // Ctrl-C
-		case err != nil && last == nil:
-			return err
-		case err != nil:
-			if failing.IsZero() {
-				failing = time.Now()
-			}
-			if time.Since(failing) > time.Minute {
-				return err
-			}
-		default:
-			failing = time.Time{}
-			done := tl.Outcome != correlator.OutcomeStarting
-			if last == nil || done || tl.Facts != last.Facts || tl.Pod.UID != last.Pod.UID || time.Since(drawn) >= watchRedraw {
-				if err := drawAgain(stdout, tl, cfg, clear, last != nil); err != nil {
+// watchStart draws the pod's start, and again each time it took new facts,
+// until it ends or ctx does (exporter.Watch).
+func watchStart(ctx context.Context, cfg explainConfig, api *exporter.APIClient, stdout io.Writer) error {
+	return exporter.Watch(ctx, func(ctx context.Context) (*correlator.Timeline, error) { return fetchStart(ctx, cfg, api) },
+		func(tl *correlator.Timeline, again bool) error {
+			if again {
+				if err := exporter.Redraw(stdout); err != nil {
 					return err
 				}
-				last, drawn = tl, time.Now()
 			}
-			if done {
-				return nil
+			if cfg.json {
+				return writeIndentedJSON(stdout, tl)
 			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+			return printWaterfall(stdout, tl, int(cfg.width))
+		})
 }
 
-// drawAgain draws tl after an earlier drawing: below it, or on a cleared
-// terminal.
-func drawAgain(w io.Writer, tl *correlator.Timeline, cfg explainConfig, clear, again bool) error {
-	switch {
-	case again && clear:
-		io.WriteString(w, "\x1b[H\x1b[2J")
-	case again:
-		io.WriteString(w, "\n")
+// localAPIClient is the client of the daemon's local API at addr (see
+// readyline run --api-addr): a unix socket (unix:PATH), a host:port or a
+// URL.
+func localAPIClient(addr string) *exporter.APIClient {
+	path, ok := unixPath(addr)
+	if !ok {
+		if !strings.Contains(addr, "://") {
+			addr = "http://" + addr
+		}
+		return &exporter.APIClient{BaseURL: addr}
 	}
-	if cfg.json {
-		return writeIndentedJSON(w, tl)
-	}
-	return printWaterfall(w, tl, int(cfg.width))
+	return &exporter.APIClient{BaseURL: "http://readyline", HTTP: &http.Client{Transport: unixTransport(path)}}
 }
 
 // timelineList is the body of the daemon's GET /api/v1/timelines, which
@@ -226,15 +183,4 @@ func secondsDuration(s float64) time.Duration {
 		return math.MinInt64
 	}
 	return time.Duration(s * float64(time.Second))
-}
-
-// isTerminal reports whether w is a character device (a terminal), where
-// --watch clears the screen between drawings rather than appending them.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

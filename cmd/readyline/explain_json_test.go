@@ -31,7 +31,7 @@ func explainAPI(t *testing.T) (*httptest.Server, []*correlator.Timeline) {
 	for _, tl := range tls {
 		store.Add(tl)
 	}
-	srv := httptest.NewServer(store.Handler(nil))
+	srv := httptest.NewServer(exporter.ServeEveryPod(store.Handler(nil)))
 	t.Cleanup(srv.Close)
 	return srv, tls
 }

@@ -40,7 +40,7 @@ func TestExplainEscapesPodText(t *testing.T) {
 			Waiting: []correlator.WaitingReason{{Reason: "ContainerCreating", Message: "msg" + hostile, First: at(50), Last: at(90), Times: 1}},
 		}},
 	})
-	srv := httptest.NewServer(store.Handler(nil))
+	srv := httptest.NewServer(exporter.ServeEveryPod(store.Handler(nil)))
 	defer srv.Close()
 
 	for _, tc := range []struct {

@@ -13,19 +13,22 @@ import (
 	"github.com/readyline/readyline/exporter/termtext"
 )
 
-// defaultHealthAddr is where the daemon serves /healthz: loopback, inside
-// its pod's network namespace, where no other pod reaches. The kubelet
-// probes it with an exec probe of `readyline health`, which runs in that
-// namespace: an httpGet probe would need an address on the pod network,
-// where any pod could hold its connections (or, on a hostNetwork pod, the
-// node's loopback, which it is then).
-const defaultHealthAddr = "127.0.0.1:9466"
+// defaultHealthAddr is where the daemon serves /healthz: a unix socket in
+// its container (--api-addr's directory, mode 0600), which no other pod
+// reaches, nor a port-forward to this one (kubectl readyline's readers may
+// port-forward: they reach its TCP listeners, loopback included). The
+// kubelet probes it with an exec probe of `readyline health`, which runs
+// in the container: an httpGet probe would need an address on the pod
+// network, where any pod could hold its connections (or, on a hostNetwork
+// pod, the node's loopback, which it is then).
+const defaultHealthAddr = "unix:/run/readyline/health.sock"
 
 // registerHealthAddr registers --health-addr, the daemon's and the probe's.
 // Its environment twin comes from the ConfigMap both read (envFrom), so the
 // probe asks where the daemon listens.
 func registerHealthAddr(fs *flagSet, p *string) {
-	fs.String(p, "health-addr", defaultHealthAddr, "serve /healthz here, for the kubelet's exec probe (readyline health); keep it on loopback: whoever reaches it can hold the probe's connections")
+	fs.String(p, "health-addr", defaultHealthAddr, "serve /healthz here, for the kubelet's exec probe (readyline health): unix:PATH, or a loopback host:port; "+
+		"whoever reaches it can hold the probe's connections, and a port-forward to the pod reaches its TCP ports")
 }
 
 // healthHTTPLimits are the limits of the health listener: its clients are
@@ -87,7 +90,12 @@ func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	client := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	transport := &http.Transport{}
+	if path, ok := unixPath(cfg.addr); ok {
+		transport = unixTransport(path)
+	}
+	transport.DisableKeepAlives = true
+	client := &http.Client{Transport: transport}
 	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("asking the daemon: %w", err)
@@ -103,8 +111,11 @@ func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 // healthURL is the /healthz URL of a daemon listening on addr; an address
-// on every interface is asked on loopback.
+// on every interface is asked on loopback, a unix socket by any host.
 func healthURL(addr string) (string, error) {
+	if _, ok := unixPath(addr); ok {
+		return "http://readyline/healthz", nil
+	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", fmt.Errorf("--health-addr %q: %w", addr, err)

@@ -80,11 +80,12 @@ func TestHealthCommand(t *testing.T) {
 
 func TestHealthURL(t *testing.T) {
 	for addr, want := range map[string]string{
-		"127.0.0.1:9466": "http://127.0.0.1:9466/healthz",
-		":9466":          "http://127.0.0.1:9466/healthz",
-		"0.0.0.0:9466":   "http://127.0.0.1:9466/healthz",
-		"[::]:9466":      "http://[::1]:9466/healthz",
-		"[::1]:9466":     "http://[::1]:9466/healthz",
+		"127.0.0.1:9466":                  "http://127.0.0.1:9466/healthz",
+		":9466":                           "http://127.0.0.1:9466/healthz",
+		"0.0.0.0:9466":                    "http://127.0.0.1:9466/healthz",
+		"[::]:9466":                       "http://[::1]:9466/healthz",
+		"[::1]:9466":                      "http://[::1]:9466/healthz",
+		"unix:/run/readyline/health.sock": "http://readyline/healthz",
 	} {
 		if got, err := healthURL(addr); err != nil || got != want {
 			t.Errorf("healthURL(%q) = %q, %v; want %q", addr, got, err, want)

@@ -40,6 +40,7 @@ const (
 type liveRequest struct {
 	q        correlator.Query
 	list     bool
+	after    bool // what happened to q.UID after its start
 	inFlight []*event.CRICall
 	// events are the pod's Events read for the question: facts the loop
 	// takes (and records) before it answers.
@@ -50,6 +51,7 @@ type liveRequest struct {
 type liveReply struct {
 	tl     *correlator.Timeline
 	starts []correlator.StartSummary
+	after  *correlator.After
 }
 
 func newLiveStarts(inFlight func() ([]*event.CRICall, error), events func(context.Context, correlator.Query) []*event.PodEvents) *liveStarts {
@@ -81,6 +83,15 @@ func (l *liveStarts) Snapshot(ctx context.Context, q correlator.Query) (*correla
 func (l *liveStarts) InProgress(ctx context.Context) ([]correlator.StartSummary, error) {
 	r, err := l.ask(ctx, liveRequest{list: true})
 	return r.starts, err
+}
+
+// After implements exporter.LiveStarts.
+func (l *liveStarts) After(ctx context.Context, uid string) (*correlator.After, error) {
+	r, err := l.ask(ctx, liveRequest{q: correlator.Query{UID: uid}, after: true})
+	if err == nil && r.after == nil {
+		err = exporter.ErrNotFound
+	}
+	return r.after, err
 }
 
 func (l *liveStarts) ask(ctx context.Context, req liveRequest) (liveReply, error) {
@@ -117,9 +128,12 @@ func (req liveRequest) answer(c *correlator.Correlator, handle func(event.Event)
 		handle(ev)
 	}
 	var r liveReply
-	if req.list {
+	switch {
+	case req.list:
 		r.starts = c.InProgress()
-	} else {
+	case req.after:
+		r.after, _ = c.After(req.q.UID)
+	default:
 		r.tl, _ = c.Snapshot(req.q, req.inFlight...)
 	}
 	req.reply <- r

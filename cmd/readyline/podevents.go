@@ -42,7 +42,7 @@ const (
 	eventsAskedEvery = 5 * time.Second
 	// eventsQuestionWait bounds what a question waits for the pod's Events
 	// before it is answered without fresh ones.
-	eventsQuestionWait = 700 * time.Millisecond
+	eventsQuestionWait = 500 * time.Millisecond
 )
 
 func newEventReads(reader *collector.PodEventReader, logger *slog.Logger) *eventReads {

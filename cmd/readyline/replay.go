@@ -34,6 +34,9 @@ func parseReplayConfig(args []string, stderr io.Writer) (replayConfig, error) {
 	if err := fs.parseWithArgs(args, 1); err != nil {
 		return c, err
 	}
+	if err := validateCorrelatorFlags(c.correlator, stderr); err != nil {
+		return c, err
+	}
 	c.file = fs.Arg(0)
 	return c, nil
 }
@@ -42,6 +45,19 @@ func parseReplayConfig(args []string, stderr io.Writer) (replayConfig, error) {
 func registerCorrelatorFlags(fs *flagSet, c *correlator.Config) {
 	fs.Duration(&c.Timeout, "start-timeout", 10*time.Minute, "a pod start not Ready after this long is reported as a timeout")
 	fs.Duration(&c.Grace, "grace", time.Second, "the longest a finished pod start waits for late events (it is built sooner once the kernel sources have read past its end)")
+	fs.IntBytes(&c.MaxFactBytes, "max-fact-bytes", 32<<20, "the most memory, about, that the node's facts may take while their pod starts are in progress or their pods not seen yet (processes and their argv, CRI calls, connections; half of it at most for the pods not seen): past it the oldest detail goes, counted in readyline_events_dropped_total{source=\"correlator\",reason=~\"budget.*\"}, and the starts that lost some are marked facts_trimmed: a `size` in bytes, or e.g. 32Mi")
+}
+
+// minFactBytes is the smallest --max-fact-bytes: a few pod starts' facts.
+const minFactBytes = 1 << 20
+
+// validateCorrelatorFlags checks the correlator's settings.
+func validateCorrelatorFlags(c correlator.Config, stderr io.Writer) error {
+	if c.MaxFactBytes < minFactBytes {
+		fmt.Fprintf(stderr, "--max-fact-bytes: %d is less than 1Mi\n", c.MaxFactBytes)
+		return errUsage
+	}
+	return nil
 }
 
 // runReplay feeds a recording to the correlator and prints each timeline.
@@ -102,9 +118,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	st := c.Stats()
-	if st.Orphaned+st.Overflow > 0 {
-		fmt.Fprintf(stderr, "replay: %d events, %d timelines; dropped %d for pods never seen in the API, %d over bounds\n",
-			st.Events, st.Timelines, st.Orphaned, st.Overflow)
+	if st.Orphaned+st.Overflow+st.Trimmed+st.ArgvTrimmed > 0 {
+		fmt.Fprintf(stderr, "replay: %d events, %d timelines; dropped %d for pods never seen in the API, %d over bounds, %d facts and %d processes' argv over --max-fact-bytes\n",
+			st.Events, st.Timelines, st.Orphaned, st.Overflow, st.Trimmed, st.ArgvTrimmed)
 	}
 	if st.ClockSteps > 0 {
 		fmt.Fprintf(stderr, "replay: the wall clock stepped %d times (the last by %v); the starts across a step are marked %s\n",

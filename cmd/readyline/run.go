@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"runtime"
@@ -34,6 +33,7 @@ type runConfig struct {
 	metricsAddr string
 	apiAddr     string
 	healthAddr  string
+	secureAPI   secureAPIConfig
 	record      string // a file name in recordDir
 	recordDir   string
 	keep        uint
@@ -62,7 +62,8 @@ func parseRunConfig(args []string, stderr io.Writer) (runConfig, error) {
 	fs.String(&c.metricsAddr, "metrics-addr", ":9464", fmt.Sprintf("serve Prometheus /metrics here (empty: off); at most %d connections at once from one address, %d in all",
 		podNetworkHTTPLimits.MaxConnsPerClient, podNetworkHTTPLimits.MaxConns))
 	registerHealthAddr(fs, &c.healthAddr)
-	fs.String(&c.apiAddr, "api-addr", "127.0.0.1:9465", "serve the timeline API that 'readyline explain' reads, and the waterfall pages under /ui/, here (empty: off)")
+	fs.String(&c.apiAddr, "api-addr", defaultAPIAddr, "serve the timeline API that 'readyline explain' reads, and the waterfall pages under /ui/, here: every start, unauthenticated; unix:PATH, a socket only root may use, or a TCP host:port (empty: off)")
+	c.secureAPI.register(fs)
 	fs.Bool(&c.pprof, "pprof", false, "also serve Go's profiles (net/http/pprof) under /debug/pprof/ on the timeline API's address, for a heap or CPU profile of the daemon")
 	registerRecordFlags(fs, &c.record, &c.recordDir)
 	fs.Uint(&c.keep, "keep", 256, "how many recent pod starts the timeline API keeps")
@@ -82,8 +83,15 @@ func parseRunConfig(args []string, stderr io.Writer) (runConfig, error) {
 	if err := c.process.validate(stderr); err != nil {
 		return c, err
 	}
+	if err := validateCorrelatorFlags(c.correlator, stderr); err != nil {
+		return c, err
+	}
 	if err := validateRecordName(c.record, c.recordDir, stderr); err != nil {
 		return c, err
+	}
+	if err := c.secureAPI.validate(); err != nil {
+		fmt.Fprintln(stderr, err)
+		return c, errUsage
 	}
 	for _, f := range []struct {
 		name string
@@ -206,7 +214,7 @@ func (d *daemon) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pods, err := collector.NewPodWatch(collector.PodWatchConfig{NodeName: d.cfg.nodeName, Pods: client.Pods(metav1.NamespaceAll)},
+	pods, err := collector.NewPodWatch(collector.PodWatchConfig{NodeName: d.cfg.nodeName, Pods: client.Pods(metav1.NamespaceAll), Argv: d.cfg.process.cfg.Argv},
 		d.logger.With("source", "pods"))
 	if err != nil {
 		return err
@@ -224,7 +232,8 @@ func (d *daemon) run(ctx context.Context) error {
 	}
 	// The kernel-level view of the kubelet is optional: without it, the
 	// timelines fall back on the runtime's and the API's times.
-	calls, err := collector.NewCRICallSource(collector.CRICallConfig{RingBufferBytes: uint32(d.cfg.callsRing), MaxCallsInFlight: uint32(d.cfg.inFlight)}, d.logger.With("source", "cri_calls"))
+	calls, err := collector.NewCRICallSource(collector.CRICallConfig{RingBufferBytes: uint32(d.cfg.callsRing), MaxCallsInFlight: uint32(d.cfg.inFlight),
+		Argv: d.cfg.process.cfg.Argv}, d.logger.With("source", "cri_calls"))
 	if err != nil {
 		d.logger.Warn("CRI calls are not traced: the kernel refused the uprobe programs; sandbox and container phases use the runtime's times", "error", err)
 	}
@@ -247,6 +256,12 @@ func (d *daemon) run(ctx context.Context) error {
 		return d.reads.readForQuestion(ctx, q, d.emitter(ctx))
 	})
 	d.store.SetLive(d.live)
+	var secureAPI func(context.Context) error
+	if d.cfg.secureAPI.addr != "" {
+		if secureAPI, err = d.serveSecureAPI(rc); err != nil {
+			return err
+		}
+	}
 
 	err = d.pipeline(ctx, cancel, func(ctx context.Context, g *group) {
 		g.Go(ctx, "process source", func(ctx context.Context) error {
@@ -283,13 +298,17 @@ func (d *daemon) run(ctx context.Context) error {
 			g.Go(ctx, "metrics server", d.serve(d.cfg.metricsAddr, d.metrics.Handler(nil), podNetworkHTTPLimits))
 		}
 		if d.cfg.apiAddr != "" {
-			g.Go(ctx, "api server", d.serve(d.cfg.apiAddr, d.apiHandler(), defaultHTTPLimits))
+			g.Go(ctx, "api server", d.serveLocalAPI())
+		}
+		if secureAPI != nil {
+			g.Go(ctx, "secure api server", secureAPI)
 		}
 		if d.cfg.healthAddr != "" {
 			g.Go(ctx, "health server", d.serve(d.cfg.healthAddr, healthHandler(d.health), healthHTTPLimits))
 		}
 		d.logger.Info("readyline running", "node", d.cfg.nodeName, "otlp", d.traces.Endpoint(),
-			"metrics", d.cfg.metricsAddr, "api", d.cfg.apiAddr, "health", d.cfg.healthAddr, "record", d.cfg.record, "alerts", d.cfg.alerts.String())
+			"metrics", d.cfg.metricsAddr, "api", d.cfg.apiAddr, "secure_api", d.cfg.secureAPI.addr, "health", d.cfg.healthAddr,
+			"record", d.cfg.record, "alerts", d.cfg.alerts.String())
 	})
 	if d.rec != nil {
 		err = errors.Join(err, d.rec.Flush(), d.recFile.Close())
@@ -454,9 +473,14 @@ func (d *daemon) correlate(ctx context.Context) {
 		for _, tl := range c.Handle(ev) {
 			d.deliver(ctx, tl, true)
 		}
+		for _, r := range c.TakeRecoveries() {
+			d.deliverRecovery(ctx, &r)
+		}
 		st := c.Stats()
 		d.metrics.AddDropped("correlator", "unknown_pod", int(st.Orphaned-last.Orphaned))
 		d.metrics.AddDropped("correlator", "overflow", int(st.Overflow-last.Overflow))
+		d.metrics.AddDropped("correlator", "budget", int(st.Trimmed-last.Trimmed))              // facts over --max-fact-bytes
+		d.metrics.AddDropped("correlator", "budget_argv", int(st.ArgvTrimmed-last.ArgvTrimmed)) // processes kept without their argv
 		if st.ClockSteps > last.ClockSteps {
 			d.logger.Warn("the wall clock stepped: timeouts go on, times before the step are moved onto the clock after it and the pod starts across it are marked clock_step",
 				"step", st.ClockStep.String(), "steps", st.ClockSteps)
@@ -554,6 +578,17 @@ func (d *daemon) deliver(ctx context.Context, tl *correlator.Timeline, alert boo
 }
 
 // health is nil while the daemon runs and its correlator loop comes round.
+// deliverRecovery hands a return to Ready after a pod's start to the
+// exporters: a span of the pod's trace and the histogram.
+func (d *daemon) deliverRecovery(ctx context.Context, r *correlator.Recovery) {
+	d.metrics.RecordRecovery(r)
+	if err := d.traces.ExportRecovery(ctx, r); err != nil {
+		d.logger.Debug("trace not exported", "namespace", r.Pod.Namespace, "pod", r.Pod.Name, "error", err)
+	}
+	d.logger.Info("pod ready again", "namespace", r.Pod.Namespace, "pod", r.Pod.Name, "uid", r.Pod.UID,
+		"after", r.Duration().Round(time.Millisecond).String(), "cause", r.Cause)
+}
+
 func (d *daemon) health() error {
 	d.mu.Lock()
 	err := d.healthy
@@ -565,16 +600,17 @@ func (d *daemon) health() error {
 }
 
 // apiHandler is what the API address serves: the timeline API that
-// 'readyline explain' reads, the waterfall pages for a browser and, with
-// --pprof, Go's profiles.
+// 'readyline explain' reads and the waterfall pages, every start of them,
+// and, with --pprof, Go's profiles.
 func (d *daemon) apiHandler() http.Handler {
-	return withPprof(withUI(d.store.Handler(d.logger), d.store.UIHandler(d.logger)), d.cfg.pprof)
+	return withPprof(exporter.ServeEveryPod(d.storeHandler()), d.cfg.pprof)
 }
 
-// serve runs an HTTP server of h on addr, with limits l, until ctx is done.
+// serve runs an HTTP server of h on addr (see listen), with limits l,
+// until ctx is done.
 func (d *daemon) serve(addr string, h http.Handler, l httpLimits) func(context.Context) error {
 	return func(ctx context.Context) error {
-		ln, err := net.Listen("tcp", addr)
+		ln, err := listen(addr)
 		if err != nil {
 			return err
 		}

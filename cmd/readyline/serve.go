@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
@@ -82,7 +83,8 @@ func newHTTPServer(h http.Handler, l httpLimits) *http.Server {
 }
 
 // serveHTTP serves srv on ln, at most l.MaxConns connections at once and
-// l.MaxConnsPerClient from one address, until ctx is done; then it waits
+// l.MaxConnsPerClient from one address, over TLS when srv.TLSConfig is set,
+// until ctx is done; then it waits
 // l.ShutdownTimeout for the requests in flight and closes what is left. It
 // returns nil after a shutdown.
 func serveHTTP(ctx context.Context, srv *http.Server, ln net.Listener, l httpLimits) error {
@@ -91,6 +93,12 @@ func serveHTTP(ctx context.Context, srv *http.Server, ln net.Listener, l httpLim
 	}
 	if l.MaxConns > 0 {
 		ln = netutil.LimitListener(ln, l.MaxConns)
+	}
+	if srv.TLSConfig != nil {
+		// TLS outermost: net/http tells a TLS connection (r.TLS, the
+		// client's certificate) by its type, which a limiter's wrapper of
+		// it would hide.
+		ln = tls.NewListener(ln, srv.TLSConfig)
 	}
 	stopped := make(chan struct{})
 	go func() {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter"
+	"github.com/readyline/readyline/exporter/apiauth"
 )
 
 // countingListener counts the connections it has accepted and not yet
@@ -270,5 +272,50 @@ func TestAPIAddressServesUI(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != tc.contentType || !strings.Contains(string(b), tc.body) {
 			t.Errorf("GET %s: %s %s, want %s with %q in\n%.300s", tc.path, resp.Status, resp.Header.Get("Content-Type"), tc.contentType, tc.body, b)
 		}
+	}
+}
+
+// TestHTTPServerTLSShowsClientCertificates: behind the connection limits, a
+// TLS server still sees its clients' certificates (r.TLS): net/http tells a
+// TLS connection by its type, which a limiter wrapping it would hide, and
+// the secure API authenticates client certificates from it.
+func TestHTTPServerTLSShowsClientCertificates(t *testing.T) {
+	serverCfg, err := apiauth.Serving("", "", nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientCfg, err := apiauth.Serving("", "", nil, time.Now()) // any certificate will do as the client's
+	if err != nil {
+		t.Fatal(err)
+	}
+	certs := make(chan int, 1)
+	srv := newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := -1
+		if r.TLS != nil {
+			n = len(r.TLS.PeerCertificates)
+		}
+		certs <- n
+	}), defaultHTTPLimits)
+	srv.TLSConfig = serverCfg
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serveHTTP(ctx, srv, ln, defaultHTTPLimits) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		InsecureSkipVerify: true, Certificates: clientCfg.Certificates}}}
+	resp, err := client.Get("https://" + ln.Addr().String() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if n := <-certs; n != 1 {
+		t.Errorf("the handler saw %d client certificates (-1: no TLS state), want 1", n)
 	}
 }

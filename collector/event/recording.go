@@ -12,23 +12,28 @@ import (
 // Writer writes events as JSON lines: a recording. A recording leaves the
 // node's memory for a disk, so pods are written as redact.Pod makes them:
 // literal env values replaced by Redacted (names and valueFrom references
-// kept), commands, args and probe and hook commands redacted. Not safe for
-// concurrent use; call Flush (or Close on the underlying file after Flush)
-// to persist.
+// kept), commands, args and probe and hook commands redacted; each pod's
+// commands once, not at each of its updates (redact.PodCache). Not safe
+// for concurrent use; call Flush (or Close on the underlying file after
+// Flush) to persist.
 type Writer struct {
-	w *bufio.Writer
+	w    *bufio.Writer
+	pods *redact.PodCache
 }
+
+// recordedCommandBytes bounds the redacted commands a Writer remembers.
+const recordedCommandBytes = 4 << 20
 
 // NewWriter returns a Writer on w.
 func NewWriter(w io.Writer) *Writer {
-	return &Writer{w: bufio.NewWriterSize(w, 256<<10)}
+	return &Writer{w: bufio.NewWriterSize(w, 256<<10), pods: redact.NewPodCache(recordedCommandBytes)}
 }
 
 // Write appends one event line. It does not modify e.
 func (w *Writer) Write(e Event) error {
 	if u, ok := e.(*PodUpdate); ok && u.Pod != nil {
 		red := *u
-		red.Pod = redact.Pod(u.Pod)
+		red.Pod = w.pods.Pod(u.Pod)
 		e = &red
 	}
 	line, err := Marshal(e)

@@ -1,8 +1,10 @@
 // Package kubeapi is the readyline daemon's Kubernetes API client: it lists
-// and watches pods, lists one pod's Events and creates Events, the only
-// calls the daemon makes, on
+// and watches pods, lists one pod's Events and creates Events, gets the
+// cluster's client CA ConfigMap and creates TokenReviews and
+// SubjectAccessReviews, the only calls the daemon makes, on
 // k8s.io/client-go/rest with a scheme that knows core/v1 (and the metav1
-// types it registers) and nothing else.
+// types it registers), authentication/v1 and authorization/v1, and nothing
+// else.
 //
 // client-go's generated clientset would do the same calls, but its scheme
 // registers every built-in API group, which links all of k8s.io/api and a
@@ -17,6 +19,8 @@ import (
 	"fmt"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,13 +38,16 @@ var (
 	parameterCodec = runtime.NewParameterCodec(scheme)
 )
 
-// newScheme registers core/v1. corev1.AddToScheme also registers, under
-// v1, what the API machinery needs around it: metav1.Status (API errors),
-// WatchEvent and the list, create and delete options (the same as
-// metav1.AddToGroupVersion for v1, which the clientset's scheme calls too).
+// newScheme registers core/v1, authentication/v1 and authorization/v1.
+// corev1.AddToScheme also registers, under v1, what the API machinery
+// needs around it: metav1.Status (API errors), WatchEvent and the list,
+// create and delete options (the same as metav1.AddToGroupVersion for v1,
+// which the clientset's scheme calls too).
 func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(corev1.AddToScheme(s))
+	utilruntime.Must(authenticationv1.AddToScheme(s))
+	utilruntime.Must(authorizationv1.AddToScheme(s))
 	return s
 }
 
@@ -158,4 +165,65 @@ func (e *Events) Create(ctx context.Context, ev *corev1.Event, opts metav1.Creat
 		Do(ctx).
 		Into(created)
 	return created, err
+}
+
+// ConfigMaps gets the ConfigMaps of one namespace.
+type ConfigMaps struct {
+	client    *Client
+	namespace string
+}
+
+// ConfigMaps returns the ConfigMaps of namespace.
+func (c *Client) ConfigMaps(namespace string) *ConfigMaps {
+	return &ConfigMaps{client: c, namespace: namespace}
+}
+
+// Get returns the ConfigMap name.
+func (m *ConfigMaps) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error) {
+	cm := &corev1.ConfigMap{}
+	err := m.client.request("GET", m.namespace, "configmaps").
+		Name(name).
+		VersionedParams(&opts, parameterCodec).
+		Do(ctx).
+		Into(cm)
+	return cm, err
+}
+
+// create posts obj to the cluster-scoped resource of an API group
+// (/apis/GROUP/VERSION/RESOURCE) and decodes the answer into into.
+func (c *Client) create(ctx context.Context, path string, obj, into runtime.Object, opts metav1.CreateOptions) error {
+	return c.rest.Post().UseProtobufAsDefault().AbsPath(path).
+		VersionedParams(&opts, parameterCodec).
+		Body(obj).
+		Do(ctx).
+		Into(into)
+}
+
+// TokenReviews asks the API server who a bearer token is.
+type TokenReviews struct{ client *Client }
+
+// TokenReviews returns the TokenReviews of authentication.k8s.io/v1.
+func (c *Client) TokenReviews() *TokenReviews { return &TokenReviews{client: c} }
+
+// Create creates review and returns the API server's answer in its status.
+func (r *TokenReviews) Create(ctx context.Context, review *authenticationv1.TokenReview, opts metav1.CreateOptions) (*authenticationv1.TokenReview, error) {
+	out := &authenticationv1.TokenReview{}
+	err := r.client.create(ctx, "/apis/authentication.k8s.io/v1/tokenreviews", review, out, opts)
+	return out, err
+}
+
+// SubjectAccessReviews asks the API server what a user may do.
+type SubjectAccessReviews struct{ client *Client }
+
+// SubjectAccessReviews returns the SubjectAccessReviews of
+// authorization.k8s.io/v1.
+func (c *Client) SubjectAccessReviews() *SubjectAccessReviews {
+	return &SubjectAccessReviews{client: c}
+}
+
+// Create creates review and returns the API server's answer in its status.
+func (r *SubjectAccessReviews) Create(ctx context.Context, review *authorizationv1.SubjectAccessReview, opts metav1.CreateOptions) (*authorizationv1.SubjectAccessReview, error) {
+	out := &authorizationv1.SubjectAccessReview{}
+	err := r.client.create(ctx, "/apis/authorization.k8s.io/v1/subjectaccessreviews", review, out, opts)
+	return out, err
 }

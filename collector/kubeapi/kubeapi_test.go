@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -223,18 +225,24 @@ type request struct {
 	Method, URL, Accept, ContentType, UserAgent, Body string
 }
 
+// record returns what the client sent in r, and r's body.
+func record(t *testing.T, r *http.Request) (request, []byte) {
+	t.Helper()
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		t.Error(err)
+	}
+	return request{r.Method, r.URL.String(), r.Header.Get("Accept"), r.Header.Get("Content-Type"), r.Header.Get("User-Agent"), string(body)}, body
+}
+
 // TestSameRequestsAsClientset makes the daemon's calls with kubeapi and with
 // client-go's clientset: the API server must see the same requests.
 func TestSameRequestsAsClientset(t *testing.T) {
 	var got []request
 	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "p.1", Namespace: "ns1"}, Reason: "SlowReady", Count: 1}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			t.Error(err)
-		}
-		got = append(got, request{r.Method, r.URL.String(), r.Header.Get("Accept"), r.Header.Get("Content-Type"),
-			r.Header.Get("User-Agent"), string(body)})
+		req, body := record(t, r)
+		got = append(got, req)
 		switch {
 		case r.Method == http.MethodPost:
 			var ev corev1.Event
@@ -282,6 +290,87 @@ func TestSameRequestsAsClientset(t *testing.T) {
 		}
 		return got
 	}
+	ours, cs := clients(t, cfg)
+	want := run(cs.CoreV1().Pods(""), cs.CoreV1().Events("ns1"))
+	have := run(ours.Pods(""), ours.Events("ns1"))
+	if len(want) != 4 || !slices.Equal(have, want) {
+		t.Errorf("kubeapi sent\n%+v\nthe clientset sent\n%+v", have, want)
+	}
+}
+
+// TestReviewsAndClientCA makes the calls of the daemon's API
+// authentication (the client CA ConfigMap, a TokenReview and a
+// SubjectAccessReview) with kubeapi and with client-go's clientset: the
+// API server must see the same requests, and kubeapi must read its answers.
+func TestReviewsAndClientCA(t *testing.T) {
+	var got []request
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, body := record(t, r)
+		got = append(got, req)
+		switch r.URL.Path {
+		case "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication":
+			kubeapitest.WriteObject(t, w, http.StatusOK, &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: "extension-apiserver-authentication", Namespace: "kube-system"},
+				Data:       map[string]string{"client-ca-file": "PEM"}})
+		case "/apis/authentication.k8s.io/v1/tokenreviews":
+			var tr authenticationv1.TokenReview
+			kubeapitest.Decode(t, body, &tr)
+			tr.Status = authenticationv1.TokenReviewStatus{Authenticated: tr.Spec.Token == "good",
+				User: authenticationv1.UserInfo{Username: "alice", Groups: []string{"team", "system:authenticated"}}}
+			kubeapitest.WriteObject(t, w, http.StatusCreated, &tr)
+		case "/apis/authorization.k8s.io/v1/subjectaccessreviews":
+			var sar authorizationv1.SubjectAccessReview
+			kubeapitest.Decode(t, body, &sar)
+			sar.Status.Allowed = sar.Spec.User == "alice" && sar.Spec.ResourceAttributes.Namespace == "team"
+			kubeapitest.WriteObject(t, w, http.StatusCreated, &sar)
+		default:
+			t.Errorf("unexpected %s %s", r.Method, r.URL)
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	cfg := &rest.Config{Host: srv.URL, UserAgent: agent}
+	type configMaps interface {
+		Get(context.Context, string, metav1.GetOptions) (*corev1.ConfigMap, error)
+	}
+	type tokenReviews interface {
+		Create(context.Context, *authenticationv1.TokenReview, metav1.CreateOptions) (*authenticationv1.TokenReview, error)
+	}
+	type accessReviews interface {
+		Create(context.Context, *authorizationv1.SubjectAccessReview, metav1.CreateOptions) (*authorizationv1.SubjectAccessReview, error)
+	}
+	run := func(cms configMaps, trs tokenReviews, sars accessReviews) []request {
+		t.Helper()
+		got = nil
+		ctx := context.Background()
+		cm, err := cms.Get(ctx, "extension-apiserver-authentication", metav1.GetOptions{})
+		if err != nil || cm.Data["client-ca-file"] != "PEM" {
+			t.Fatalf("ConfigMap %+v, %v", cm, err)
+		}
+		tr, err := trs.Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: "good"}}, metav1.CreateOptions{})
+		if err != nil || !tr.Status.Authenticated || tr.Status.User.Username != "alice" || !slices.Contains(tr.Status.User.Groups, "team") {
+			t.Fatalf("TokenReview %+v, %v", tr, err)
+		}
+		sar, err := sars.Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: "alice", Groups: []string{"team"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "team", Verb: "get", Resource: "pods", Name: "web"},
+		}}, metav1.CreateOptions{})
+		if err != nil || !sar.Status.Allowed {
+			t.Fatalf("SubjectAccessReview %+v, %v", sar, err)
+		}
+		return got
+	}
+	ours, cs := clients(t, cfg)
+	want := run(cs.CoreV1().ConfigMaps("kube-system"), cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews())
+	have := run(ours.ConfigMaps("kube-system"), ours.TokenReviews(), ours.SubjectAccessReviews())
+	if len(want) != 3 || !slices.Equal(have, want) {
+		t.Errorf("kubeapi sent\n%+v\nthe clientset sent\n%+v", have, want)
+	}
+}
+
+// clients are kubeapi's client and client-go's clientset of cfg.
+func clients(t *testing.T, cfg *rest.Config) (*kubeapi.Client, *kubernetes.Clientset) {
+	t.Helper()
 	ours, err := kubeapi.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -290,9 +379,5 @@ func TestSameRequestsAsClientset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := run(cs.CoreV1().Pods(""), cs.CoreV1().Events("ns1"))
-	have := run(ours.Pods(""), ours.Events("ns1"))
-	if len(want) != 4 || !slices.Equal(have, want) {
-		t.Errorf("kubeapi sent\n%+v\nthe clientset sent\n%+v", have, want)
-	}
+	return ours, cs
 }

@@ -5,31 +5,50 @@ import "strings"
 // urlPasswords redacts the password of every scheme://user:password@ in w.
 // The userinfo ends at the last '@' before the next URL, so a password
 // with a raw '/' or '@' goes too; a port and a path with an '@' in it
-// (http://host:4873/@scope/pkg) is left alone.
-func urlPasswords(w string) string {
+// (http://host:4873/@scope/pkg) is left alone. atEnd says w ends its
+// argument, where the kernel may have cut it: a URL there with no '@'
+// after user:pass... fails closed and loses what follows the colon, unless
+// that is a port.
+func urlPasswords(w string, atEnd bool) string {
+	e := edit{s: w}
 	for from := 0; ; {
 		k := strings.Index(w[from:], "://")
 		if k < 0 {
-			return w
+			return e.result()
 		}
 		start := from + k + 3
 		region := w[start:]
+		last := true // the region runs to the end of w
 		if n := strings.Index(region, "://"); n >= 0 {
-			region = region[:n]
+			region, last = region[:n], false
 		}
 		from = start
 		at := strings.LastIndexByte(region, '@')
 		colon := strings.IndexByte(region, ':')
-		if at < 0 || colon < 0 || colon > at || strings.ContainsAny(region[:colon], "/?#@;&=") {
+		if colon < 0 || colon > at && at >= 0 || strings.ContainsAny(region[:colon], "/?#@;&=[") {
 			continue
+		}
+		if at < 0 {
+			if !atEnd || !last {
+				continue
+			}
+			at = len(region) // cut inside user:password
 		}
 		pw := region[colon+1 : at]
-		if pw == "" || pw == Marker || isPortThenPath(pw) {
+		if pw == "" || isRedacted(pw) || isPortThenPath(pw) || at == len(region) && isDigits(pw) {
 			continue
 		}
-		w = w[:start+colon+1] + Marker + w[start+at:]
-		from = start + colon + 1 + len(Marker)
+		e.replace(start+colon+1, start+at, Marker)
 	}
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // isDSNAddress: what follows the '@' of a Go MySQL DSN, tcp(host:3306)/db,
@@ -78,7 +97,7 @@ func dsnPassword(w string) string {
 	if strings.HasPrefix(rest, "sha256:") || strings.HasPrefix(rest, "sha512:") {
 		return w
 	}
-	if pw := w[colon+1 : at]; pw == "" || pw == Marker {
+	if pw := w[colon+1 : at]; pw == "" || isRedacted(pw) {
 		return w
 	}
 	return w[:colon+1] + Marker + w[at:]
@@ -90,6 +109,7 @@ func dsnPassword(w string) string {
 // separator before a name=, see paramEnd), or at the end of a {braced}
 // value (ODBC and SQL Server quote a value holding ';' so, doubling '}').
 func params(w string) string {
+	e := edit{s: w}
 	for i := 0; i < len(w); i++ {
 		if !isParamSep(w[i]) {
 			continue
@@ -99,18 +119,16 @@ func params(w string) string {
 			continue
 		}
 		k := paramEnd(w, j+1, w[i] == ';')
-		if v := w[j+1 : k]; v != "" && v != Marker && v != "{"+Marker+"}" {
+		if v := w[j+1 : k]; v != "" && !isRedacted(v) && v != "{"+Marker+"}" {
 			if v[0] == '{' && k > j+2 && w[k-1] == '}' {
-				w = w[:j+2] + Marker + w[k-1:]
-				k = j + 2 + len(Marker) + 1
+				e.replace(j+2, k-1, Marker)
 			} else {
-				w = w[:j+1] + Marker + w[k:]
-				k = j + 1 + len(Marker)
+				e.replace(j+1, k, Marker)
 			}
 		}
 		i = k - 1
 	}
-	return w
+	return e.result()
 }
 
 func isParamSep(c byte) bool { return c == '?' || c == '&' || c == ';' || c == '#' }
@@ -157,14 +175,16 @@ func paramEnd(w string, i int, semi bool) int {
 // escaped {\"password\":\"x\"} of a double-quoted shell string. It reads s
 // before it is split into words, so spaces around the colon are fine.
 func jsonValues(s string) string {
-	if strings.IndexByte(s, ':') < 0 || !hasQuote(s) {
+	if strings.IndexByte(s, ':') < 0 || !containsQuote(s) {
 		return s
 	}
-	for i := 0; i < len(s); i++ {
-		q := s[i]
-		if q != '"' && q != '\'' {
-			continue
+	e := edit{s: s}
+	quotes := quoteFinder{-2, -2}
+	for i := 0; ; i++ {
+		if i = quotes.next(s, i); i < 0 {
+			break
 		}
+		q := s[i]
 		j := i + 1
 		for j < len(s) && isNameChar(s[j]) {
 			j++
@@ -177,17 +197,47 @@ func jsonValues(s string) string {
 			continue
 		}
 		k := skipSpaces(s, j+1)
-		if k == len(s) || s[k] != ':' || !isSecretName(key) {
+		if k == len(s) || s[k] != ':' || !isSecretJSONKey(key) {
 			continue
 		}
 		vs, ve := jsonValue(s, skipSpaces(s, k+1))
-		if v := s[vs:ve]; v != "" && v != Marker {
-			s = s[:vs] + Marker + s[ve:]
-			ve = vs + len(Marker)
+		if v := s[vs:ve]; v != "" && !isRedacted(v) {
+			e.replace(vs, ve, Marker)
 		}
 		i = ve - 1
 	}
-	return s
+	return e.result()
+}
+
+// quoteFinder finds the quotes of a string left to right, each kind with
+// IndexByte (vectorised) and looked for again only once passed.
+type quoteFinder struct {
+	dq, sq int // the next " and ': an index, -1 for none left, -2 before the first look
+}
+
+// next returns the index of the first quote of s at or after i, or -1.
+func (f *quoteFinder) next(s string, i int) int {
+	f.dq = nextByte(s, '"', i, f.dq)
+	f.sq = nextByte(s, '\'', i, f.sq)
+	switch {
+	case f.dq < 0:
+		return f.sq
+	case f.sq < 0:
+		return f.dq
+	}
+	return min(f.dq, f.sq)
+}
+
+// nextByte returns the index of the first c in s at or after i; known is
+// what it returned for an earlier i.
+func nextByte(s string, c byte, i, known int) int {
+	if known == -1 || known >= i {
+		return known
+	}
+	if n := strings.IndexByte(s[i:], c); n >= 0 {
+		return i + n
+	}
+	return -1
 }
 
 // jsonValue returns the bounds of the value at s[i]: inside its quotes

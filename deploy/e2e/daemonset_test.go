@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -229,92 +228,6 @@ func checkPagesGivenBack(t *testing.T, d *Deployment) {
 		}
 		time.Sleep(2 * time.Second)
 	}
-}
-
-// checkReadylineRBAC asks the API server what the daemon's ServiceAccount
-// may do, verb by verb on every resource near what it uses: exactly pods
-// list and watch (the pod watch), core events list (one pod's Events, by
-// a field selector, when its start needs them) and create (the alerts),
-// and nothing else, get, watch and patch included (deploy/base/rbac.yaml).
-// SubjectAccessReview evaluates the same RBAC rules as its requests.
-func checkReadylineRBAC(t *testing.T) {
-	ctx := testContext(t, time.Minute)
-	type access struct{ group, resource, subresource, verb string }
-	allowed := map[access]bool{
-		{resource: "pods", verb: "list"}:     true,
-		{resource: "pods", verb: "watch"}:    true,
-		{resource: "events", verb: "list"}:   true,
-		{resource: "events", verb: "create"}: true,
-	}
-	verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
-	resources := []struct {
-		group, resource, subresource string
-		namespaced                   bool
-	}{
-		{resource: "pods", namespaced: true},
-		{resource: "pods", subresource: "status", namespaced: true},
-		{resource: "pods", subresource: "exec", namespaced: true},
-		{resource: "pods", subresource: "log", namespaced: true},
-		{resource: "pods", subresource: "eviction", namespaced: true},
-		{resource: "events", namespaced: true},
-		{group: "events.k8s.io", resource: "events", namespaced: true},
-		{resource: "nodes"},
-		{resource: "nodes", subresource: "status"},
-		{resource: "nodes", subresource: "proxy"},
-		{resource: "secrets", namespaced: true},
-		{resource: "configmaps", namespaced: true},
-		{resource: "serviceaccounts", subresource: "token", namespaced: true},
-	}
-	checked := 0
-	for _, r := range resources {
-		for _, verb := range verbs {
-			want := allowed[access{r.group, r.resource, r.subresource, verb}]
-			// A name for the verbs on one object; namespaced resources in a
-			// namespace of the cluster's, in readyline's own and (for list
-			// and watch) in all at once.
-			name := ""
-			switch verb {
-			case "get", "update", "patch", "delete":
-				name = "x"
-				if r.resource == "nodes" {
-					name = env.NodeName
-				}
-			}
-			namespaces := []string{""}
-			if r.namespaced {
-				namespaces = []string{"kube-system", ReadylineNamespace}
-				if verb == "list" || verb == "watch" {
-					namespaces = append(namespaces, "")
-				}
-			}
-			for _, ns := range namespaces {
-				checked++
-				sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-					User:   ReadylineServiceAccount,
-					Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ReadylineNamespace, "system:authenticated"},
-					ResourceAttributes: &authorizationv1.ResourceAttributes{
-						Group: r.group, Verb: verb, Resource: r.resource, Subresource: r.subresource, Namespace: ns, Name: name,
-					},
-				}}
-				out, err := env.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				res := r.resource
-				if r.subresource != "" {
-					res += "/" + r.subresource
-				}
-				if r.group != "" {
-					res += "." + r.group
-				}
-				what := strings.TrimSpace(fmt.Sprintf("%s %s %s in %q", verb, res, name, ns))
-				if out.Status.Allowed != want {
-					t.Errorf("%s may %s: allowed=%v, want %v (%s)", ReadylineServiceAccount, what, out.Status.Allowed, want, out.Status.Reason)
-				}
-			}
-		}
-	}
-	t.Logf("%d access reviews: only %d verb and resource pairs allowed", checked, len(allowed))
 }
 
 // measureIdle returns the daemon's usage at the start and end of a quiet

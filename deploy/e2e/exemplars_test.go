@@ -145,7 +145,7 @@ func completedTimeline(t *testing.T, ctx context.Context, d *Daemon, ns, name st
 		if err != nil {
 			return false, err
 		}
-		return tl.Outcome == correlator.OutcomeReady && !tl.Partial, nil
+		return tl.Outcome == correlator.OutcomeReady && !tl.Partial && tl.AsOf.IsZero(), nil
 	})
 	if err != nil {
 		t.Fatalf("a completed timeline of %s/%s: %v (last %+v)", ns, name, err, describeTimeline(tl))

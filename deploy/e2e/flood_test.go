@@ -40,12 +40,12 @@ type floodCounts struct {
 // 25's fix this got readyline restarted: its probes asked the same port,
 // whose 64 slots the pod held. For a minute of it the daemon's pod must
 // stay Ready with no restart, and /metrics must still answer from the node.
-// Probe failures (Unhealthy events), which the daemon's probes on loopback
+// Probe failures (Unhealthy events), which the daemon's probes on its socket
 // should no longer have, are logged.
 //
 // deploy/local runs the daemon on the host network, where no NetworkPolicy
 // applies (nor does the node's bridge plugin enforce one): what holds here
-// is the health on loopback and the per-address limit of the metrics port.
+// is the health on a unix socket and the per-address limit of the metrics port.
 // Not parallel, like TestDaemonSet: it deploys the DaemonSet.
 func TestMetricsPortFlood(t *testing.T) {
 	withoutSharedDaemon(t)

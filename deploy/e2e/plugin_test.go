@@ -39,24 +39,38 @@ const (
 // testKubectlPlugin runs kubectl-readyline (make plugin) as the users it is
 // meant for: ServiceAccounts with nothing but deploy/plugin-rbac's roles,
 // each with a token from the TokenRequest API in a kubeconfig of its own,
+// and a user of a client certificate the cluster's CA signed (CSR API),
 // against the DaemonSet of deploy/local and pod, the lifecycle-demo that
 // traceFromDaemonSet started (Ready and exported: the daemon keeps it).
-// The user may get pods in pod's namespace only, through a RoleBinding of
-// the ClusterRole, as deploy/plugin-rbac suggests for a team.
+// The users may get pods in pod's namespace only, through a RoleBinding of
+// the ClusterRole, as deploy/plugin-rbac suggests for a team. Nobody has
+// pods/exec: each reads the starts of pod's namespace through the daemon's
+// secure API, and is refused another namespace's, by the API server and by
+// the daemon itself; the admin's client certificate reads both.
 func testKubectlPlugin(t *testing.T, pod *corev1.Pod) {
-	ctx := testContext(t, 6*time.Minute)
+	ctx := testContext(t, 8*time.Minute)
 	plugin := buildPlugin(t, ctx)
 	applyPluginRoles(t, ctx)
 	users := newNamespace(t)
 	user := pluginUser(t, ctx, users, "plugin-user", pod.Namespace, pluginRole)
-	// Enough to find the readyline pod, not to exec in it.
-	noExec := &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "readyline-plugin-no-exec-" + users, Namespace: ReadylineNamespace},
+	// Enough to find the readyline pod, not to port-forward to it.
+	noForward := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "readyline-plugin-no-forward-" + users, Namespace: ReadylineNamespace},
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}}},
 	}
-	createRBAC(t, ctx, noExec)
-	noExecUser := pluginUser(t, ctx, users, "plugin-no-exec", pod.Namespace, noExec.Name)
+	createRBAC(t, ctx, noForward)
+	noForwardUser := pluginUser(t, ctx, users, "plugin-no-forward", pod.Namespace, noForward.Name)
 	ns, name := pod.Namespace, pod.Name
+	// A start in a namespace the readers may not read, kept by the daemon:
+	// the admin (a client certificate of system:masters) reads it.
+	other := newNamespace(t)
+	secret := createPod(t, ctx, other, "not-yours", func(*corev1.Pod) {})
+	if _, err := WaitForPod(ctx, env.Client, other, secret.Name, ConditionTrue(corev1.PodReady)); err != nil {
+		t.Fatal(err)
+	}
+	admin := waitKept(t, ctx, plugin, env.Kubeconfig, other, secret.Name)
+
+	t.Run("rbac", func(t *testing.T) { checkPluginRBAC(t, ctx, users, "plugin-user", ns, other) })
 
 	t.Run("explain", func(t *testing.T) {
 		r := runPlugin(t, ctx, plugin, user, "explain", "-n", ns, name)
@@ -92,30 +106,47 @@ func testKubectlPlugin(t *testing.T, pod *corev1.Pod) {
 		if !found {
 			t.Errorf("list has no line %q on node %s, ready:\n%s", name, env.NodeName, r.stdout)
 		}
-
-		r = runPlugin(t, ctx, plugin, user, "list", "-A", "-o", "json")
-		r.wantOK(t)
-		var l struct {
-			Timelines []struct {
-				Node, Namespace, Name, UID string
-			}
+		// All namespaces: the daemon lists the user's only.
+		starts := listAll(t, ctx, plugin, user)
+		if !slices.ContainsFunc(starts, func(s listedStart) bool {
+			return s.UID == string(pod.UID) && s.Node == env.NodeName && s.Namespace == ns && s.Name == name
+		}) {
+			t.Errorf("list -A -o json has no start of %s/%s (%s) on %s: %+v", ns, name, pod.UID, env.NodeName, starts)
 		}
-		if err := json.Unmarshal([]byte(r.stdout), &l); err != nil {
-			t.Fatalf("list -A -o json: %v\n%s", err, r.stdout)
+		if i := slices.IndexFunc(starts, func(s listedStart) bool { return s.Namespace != ns }); i >= 0 {
+			t.Errorf("list -A as a reader of %s lists %s/%s", ns, starts[i].Namespace, starts[i].Name)
 		}
-		found = false
-		for _, s := range l.Timelines {
-			found = found || s.UID == string(pod.UID) && s.Node == env.NodeName && s.Namespace == ns && s.Name == name
-		}
-		if !found {
-			t.Errorf("list -A -o json has no start of %s/%s (%s) on %s:\n%s", ns, name, pod.UID, env.NodeName, r.stdout)
+		if !slices.ContainsFunc(admin, func(s listedStart) bool { return s.Namespace == ns && s.Name == name }) {
+			t.Errorf("list -A as admin has no %s/%s: %+v", ns, name, admin)
 		}
 	})
 
-	t.Run("no-pods-exec", func(t *testing.T) {
-		r := runPlugin(t, ctx, plugin, noExecUser, "explain", "-n", ns, name)
-		r.wantFailure(t, "forbidden", "create pods/exec in namespace "+ReadylineNamespace, "ask for pods/exec")
-		r = runPlugin(t, ctx, plugin, noExecUser, "explain", "--web", "-n", ns, name)
+	t.Run("refused-elsewhere", func(t *testing.T) {
+		r := runPlugin(t, ctx, plugin, user, "explain", "-n", other, secret.Name)
+		r.wantFailure(t, "forbidden", "may not get pods in namespace "+other)
+		// The daemon itself, asked directly through a port-forward with
+		// the reader's token: the user may not read other's start, nor
+		// list it; without a credential, nothing.
+		checkDaemonRefuses(t, ctx, tokenOf(t, user), ns, name, other, secret.Name)
+	})
+
+	t.Run("client-certificate", func(t *testing.T) {
+		certUser := certificateUser(t, ctx, users, ns)
+		r := runPlugin(t, ctx, plugin, certUser, "explain", "-n", ns, name)
+		r.wantOK(t)
+		starts := listAll(t, ctx, plugin, certUser)
+		if !slices.ContainsFunc(starts, func(s listedStart) bool { return s.UID == string(pod.UID) }) {
+			t.Errorf("list -A as the certificate's user has no start of %s/%s: %+v", ns, name, starts)
+		}
+		if i := slices.IndexFunc(starts, func(s listedStart) bool { return s.Namespace != ns }); i >= 0 {
+			t.Errorf("list -A as a certificate's reader of %s lists %s/%s", ns, starts[i].Namespace, starts[i].Name)
+		}
+	})
+
+	t.Run("no-pods-portforward", func(t *testing.T) {
+		r := runPlugin(t, ctx, plugin, noForwardUser, "explain", "-n", ns, name)
+		r.wantFailure(t, "forbidden", "create pods/portforward in namespace "+ReadylineNamespace, "ask for pods/portforward")
+		r = runPlugin(t, ctx, plugin, noForwardUser, "explain", "--web", "-n", ns, name)
 		r.wantFailure(t, "forbidden", "create pods/portforward in namespace "+ReadylineNamespace)
 	})
 
@@ -132,9 +163,10 @@ func testKubectlPlugin(t *testing.T, pod *corev1.Pod) {
 		r.wantFailure(t, "pod "+ns+"/never-scheduled is not scheduled")
 	})
 
-	t.Run("not-kept", func(t *testing.T) {
-		// Running on the node but never Ready: the daemon keeps a start
-		// once it ends (here, its --start-timeout after 10 minutes).
+	t.Run("in-progress", func(t *testing.T) {
+		// Running on the node but never Ready: the daemon derives its
+		// start as of now, through the same check of who may read it, with
+		// what it waits on.
 		p := createPod(t, ctx, ns, "never-ready", func(p *corev1.Pod) {
 			p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{
 				ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"false"}}},
@@ -145,10 +177,86 @@ func testKubectlPlugin(t *testing.T, pod *corev1.Pod) {
 			t.Fatal(err)
 		}
 		r := runPlugin(t, ctx, plugin, user, "explain", "-n", ns, p.Name)
-		r.wantFailure(t, "pod "+ns+"/never-ready is on node "+env.NodeName, "answered: no recent start of "+ns+"/never-ready")
+		r.wantOK(t)
+		for _, want := range []string{ns + "/never-ready  STARTING for", "waiting: main: running, not ready", "where the time went"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("the waterfall of a start in progress does not have %q:\n%s", want, r.stdout)
+			}
+		}
 	})
 
 	t.Run("web", func(t *testing.T) { testPluginWeb(t, ctx, plugin, user, pod) })
+}
+
+// listedStart is an entry of `kubectl readyline list -o json`.
+type listedStart struct {
+	Node, Namespace, Name, UID string
+}
+
+// listAll runs `list -A -o json` as the user of kubeconfig.
+func listAll(t *testing.T, ctx context.Context, plugin, kubeconfig string) []listedStart {
+	t.Helper()
+	r := runPlugin(t, ctx, plugin, kubeconfig, "list", "-A", "-o", "json")
+	r.wantOK(t)
+	var l struct{ Timelines []listedStart }
+	if err := json.Unmarshal([]byte(r.stdout), &l); err != nil {
+		t.Fatalf("list -A -o json: %v\n%s", err, r.stdout)
+	}
+	return l.Timelines
+}
+
+// waitKept waits until the daemon keeps the start of pod namespace/name,
+// asking with `explain` as the user of kubeconfig, and returns what
+// `list -A` lists to that user then.
+func waitKept(t *testing.T, ctx context.Context, plugin, kubeconfig, namespace, name string) []listedStart {
+	t.Helper()
+	var r pluginResult
+	err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		r = runPlugin(t, ctx, plugin, kubeconfig, "explain", "-n", namespace, name)
+		return r.code == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("the daemon never kept %s/%s: %s", namespace, name, r.stderr)
+	}
+	return listAll(t, ctx, plugin, kubeconfig)
+}
+
+// checkPluginRBAC asks the API server what a user bound as
+// deploy/plugin-rbac suggests (readyline-plugin-pods in podNamespace,
+// readyline-plugin in readyline's namespace) may do, verb by verb on every
+// resource near what the plugin uses: exactly pods get in podNamespace,
+// pods list and pods/portforward get and create in readyline's namespace;
+// no pods/exec, attach or proxy anywhere.
+func checkPluginRBAC(t *testing.T, ctx context.Context, users, sa, podNamespace, other string) {
+	allowed := func(a access) bool {
+		if a.group != "" {
+			return false
+		}
+		switch {
+		case a.resource == "pods" && a.subresource == "" && a.verb == "get":
+			return a.namespace == podNamespace
+		case a.resource == "pods" && a.subresource == "" && a.verb == "list":
+			return a.namespace == ReadylineNamespace
+		case a.resource == "pods" && a.subresource == "portforward" && (a.verb == "get" || a.verb == "create"):
+			return a.namespace == ReadylineNamespace
+		}
+		return false
+	}
+	var resources []probedResource
+	for _, sub := range []string{"", "exec", "attach", "portforward", "proxy", "log", "ephemeralcontainers", "status"} {
+		resources = append(resources, probedResource{resource: "pods", subresource: sub, namespaced: true})
+	}
+	resources = append(resources,
+		probedResource{resource: "services", subresource: "proxy", namespaced: true},
+		probedResource{resource: "secrets", namespaced: true},
+		probedResource{resource: "configmaps", namespaced: true},
+		probedResource{resource: "nodes", subresource: "proxy", names: []string{env.NodeName}},
+		probedResource{resource: "serviceaccounts", subresource: "token", namespaced: true},
+	)
+	user := "system:serviceaccount:" + users + ":" + sa
+	n := checkAccess(t, ctx, user, []string{"system:serviceaccounts", "system:serviceaccounts:" + users, "system:authenticated"},
+		accessesOf(resources, []string{podNamespace, ReadylineNamespace, other, "kube-system"}), allowed)
+	t.Logf("%d access reviews of %s: only what deploy/plugin-rbac/roles.yaml grants allowed", n, user)
 }
 
 // testPluginWeb runs `explain --web`, reads the URL it prints, asks the
@@ -167,8 +275,13 @@ func testPluginWeb(t *testing.T, ctx context.Context, plugin, kubeconfig string,
 	}()
 	suffix := "/ui/pods/" + pod.Namespace + "/" + pod.Name
 	base, ok := strings.CutSuffix(page, suffix)
-	if !ok || !strings.HasPrefix(base, "http://127.0.0.1:") {
-		t.Fatalf("explain --web printed %q, want http://127.0.0.1:PORT%s", page, suffix)
+	if !ok || !strings.HasPrefix(base, "http://127.0.0.1:") || strings.Count(base, "/") != 3 {
+		t.Fatalf("explain --web printed %q, want http://127.0.0.1:PORT/<random>%s", page, suffix)
+	}
+	// Only the printed URL's random path reads as the user.
+	root := base[:strings.LastIndex(base, "/")]
+	if code, body, err := HTTPGet(ctx, root+suffix); err != nil || code != http.StatusNotFound {
+		t.Errorf("GET %s, without the random path: %d %v, want 404\n%.300s", root+suffix, code, err, body)
 	}
 	body := httpGet(t, ctx, page)
 	if !bytes.Contains(body, []byte(pod.Name)) || !bytes.Contains(body, []byte(string(pod.UID))) {
@@ -264,33 +377,11 @@ func pluginUser(t *testing.T, ctx context.Context, users, name, podNamespace, ro
 	if err != nil {
 		t.Fatal(err)
 	}
-	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: users}}
-	bindingName := name + "-" + users // unique in readyline's namespace, which outlives users
-	createRBAC(t, ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: bindingName, Namespace: podNamespace},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: pluginPodsClusterRole},
-		Subjects:   subject,
-	})
-	createRBAC(t, ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: bindingName, Namespace: ReadylineNamespace},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role},
-		Subjects:   subject,
-	})
+	// The binding's name is unique in readyline's namespace, which
+	// outlives users.
+	bindPluginRoles(t, ctx, name+"-"+users, podNamespace, role, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: users})
 	username := fmt.Sprintf("system:serviceaccount:%s:%s", users, name)
-	for _, attr := range []authorizationv1.ResourceAttributes{
-		{Namespace: podNamespace, Verb: "get", Resource: "pods"},
-		{Namespace: ReadylineNamespace, Verb: "list", Resource: "pods"},
-	} {
-		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			review, err := env.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
-				Spec: authorizationv1.SubjectAccessReviewSpec{User: username, ResourceAttributes: &attr},
-			}, metav1.CreateOptions{})
-			return err == nil && review.Status.Allowed, nil
-		})
-		if err != nil {
-			t.Fatalf("RBAC does not let %s %s pods in %s: %v", username, attr.Verb, attr.Namespace, err)
-		}
-	}
+	waitAllowed(t, ctx, username, nil, podNamespace)
 
 	expiration := int64(15 * 60)
 	token, err := env.Client.CoreV1().ServiceAccounts(users).CreateToken(ctx, name, &authenticationv1.TokenRequest{
@@ -299,16 +390,62 @@ func pluginUser(t *testing.T, ctx context.Context, users, name, podNamespace, ro
 	if err != nil {
 		t.Fatalf("TokenRequest for %s: %v", username, err)
 	}
+	return writeKubeconfig(t, name, podNamespace, &clientcmdapi.AuthInfo{Token: token.Status.Token})
+}
+
+// bindPluginRoles binds subject, by bindings named name, to the ClusterRole
+// readyline-plugin-pods in podNamespace and to role in readyline's
+// namespace.
+func bindPluginRoles(t *testing.T, ctx context.Context, name, podNamespace, role string, subject rbacv1.Subject) {
+	t.Helper()
+	createRBAC(t, ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: podNamespace},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: pluginPodsClusterRole},
+		Subjects:   []rbacv1.Subject{subject},
+	})
+	createRBAC(t, ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ReadylineNamespace},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role},
+		Subjects:   []rbacv1.Subject{subject},
+	})
+}
+
+// waitAllowed waits until the API server's RBAC lets user (in groups) get
+// pods in podNamespace and list them in readyline's namespace.
+func waitAllowed(t *testing.T, ctx context.Context, user string, groups []string, podNamespace string) {
+	t.Helper()
+	for _, attr := range []authorizationv1.ResourceAttributes{
+		{Namespace: podNamespace, Verb: "get", Resource: "pods"},
+		{Namespace: ReadylineNamespace, Verb: "list", Resource: "pods"},
+	} {
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			review, err := env.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+				Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups, ResourceAttributes: &attr},
+			}, metav1.CreateOptions{})
+			return err == nil && review.Status.Allowed, nil
+		})
+		if err != nil {
+			t.Fatalf("RBAC does not let %s %s pods in %s: %v", user, attr.Verb, attr.Namespace, err)
+		}
+	}
+}
+
+// writeKubeconfig writes a kubeconfig for the user name with auth in the
+// test's temporary directory: the admin kubeconfig's server and CA, and
+// namespace as its context's namespace.
+func writeKubeconfig(t *testing.T, name, namespace string, auth *clientcmdapi.AuthInfo) string {
+	t.Helper()
 	ca := env.Config.TLSClientConfig.CAData
 	if len(ca) == 0 && env.Config.TLSClientConfig.CAFile != "" {
+		var err error
 		if ca, err = os.ReadFile(env.Config.TLSClientConfig.CAFile); err != nil {
 			t.Fatal(err)
 		}
 	}
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: ca}
-	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token.Status.Token}
-	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: "local", AuthInfo: name, Namespace: podNamespace}
+	cfg.AuthInfos[name] = auth
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: "local", AuthInfo: name, Namespace: namespace}
 	cfg.CurrentContext = name
 	path := filepath.Join(t.TempDir(), name+".kubeconfig")
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {

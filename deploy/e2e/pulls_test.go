@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/readyline/readyline/collector/event"
 	"github.com/readyline/readyline/correlator"
@@ -270,6 +272,52 @@ func TestPullsSerialized(t *testing.T) {
 		t.Fatal(err)
 	}
 	newSpanTree(t, tr).one(exporter.SpanImagePullWait)
+	// The kubelet's own account of the wait: its Pulled Event says the
+	// pull "in X (Y including waiting)", timed in the kubelet from the
+	// request to the puller to the pull's end; readyline's wait and call,
+	// timed in the kernel, must tell the same story.
+	took, withWait := kubeletPulled(t, ctx, ns, uids[waiter])
+	ours := b.Wait.Duration() + b.Duration()
+	t.Logf("%s: the kubelet says %v (%v including waiting); readyline %v call + %v wait = %v",
+		waiter, took, withWait, b.Duration().Round(time.Millisecond), b.Wait.Duration().Round(time.Millisecond), ours.Round(time.Millisecond))
+	if d := withWait - ours; d < -pullAccountSlack || d > pullAccountSlack {
+		t.Errorf("readyline's wait + call %v, the kubelet's time including waiting %v: more than %v apart", ours, withWait, pullAccountSlack)
+	}
+}
+
+// pullAccountSlack is how far readyline's wait + pull may be from the
+// kubelet's "including waiting": its clock starts when its pod worker asks
+// the puller (after the sandbox and the container's config), readyline's
+// wait at the pod's previous CRI call's return, a few ms earlier; the
+// kubelet rounds its figure for the Event.
+const pullAccountSlack = 500 * time.Millisecond
+
+// kubeletPulled reads the kubelet's Pulled Event of pod uid in ns: how long
+// it said the pull took, and took including its wait in the puller.
+func kubeletPulled(t *testing.T, ctx context.Context, ns, uid string) (took, withWait time.Duration) {
+	t.Helper()
+	re := regexp.MustCompile(`in ([0-9.a-zµ]+) \(([0-9.a-zµ]+) including waiting\)`)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
+		evs, err := env.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + uid})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs.Items {
+			m := re.FindStringSubmatch(e.Message)
+			if e.Reason != "Pulled" || m == nil {
+				continue
+			}
+			a, err1 := time.ParseDuration(m[1])
+			b, err2 := time.ParseDuration(m[2])
+			if err1 != nil || err2 != nil {
+				t.Fatalf("the Pulled Event's durations: %q", e.Message)
+			}
+			return a, b
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no Pulled Event with its wait for pod %s", uid)
+		}
+	}
 }
 
 // TestPullMissingTag: a pod whose image tag is not in the registry. The

@@ -48,11 +48,16 @@ type Daemon struct {
 	proc *os.Process
 	// PID is readyline's pid on the host.
 	PID int
-	// APIURL serves the timelines, MetricsURL /metrics, HealthURL /healthz.
+	// APIURL serves the timelines (every start, no credential),
+	// MetricsURL /metrics, HealthURL /healthz.
 	APIURL, MetricsURL, HealthURL string
-	// Log and Record are the daemon's stderr and its event recording.
-	Log, Record string
-	exited      chan struct{}
+	// SecureAPIAddr serves them over TLS to the API server's users, each
+	// the starts of the pods they may get (host:port).
+	SecureAPIAddr string
+	// Log and Record are the daemon's stderr and its event recording;
+	// Bin is the readyline binary it runs (its explain, too).
+	Log, Record, Bin string
+	exited           chan struct{}
 	// stopping: Stop was called; an exit from then on was asked for.
 	stopping atomic.Bool
 }
@@ -118,9 +123,15 @@ func (e *Env) StartDaemonWith(ctx context.Context, name string, opts DaemonOptio
 	if err != nil {
 		return nil, err
 	}
+	// Not the default's port, which the DaemonSet's daemon takes on the
+	// local node (hostNetwork).
+	secureAPIAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
 	d := &Daemon{
-		APIURL: "http://" + apiAddr, MetricsURL: "http://" + metricsAddr, HealthURL: "http://" + healthAddr,
-		Log: filepath.Join(dir, name+".log"), Record: filepath.Join(dir, name+".jsonl"),
+		APIURL: "http://" + apiAddr, MetricsURL: "http://" + metricsAddr, HealthURL: "http://" + healthAddr, SecureAPIAddr: secureAPIAddr,
+		Log: filepath.Join(dir, name+".log"), Record: filepath.Join(dir, name+".jsonl"), Bin: bin,
 		exited: make(chan struct{}),
 	}
 	logFile, err := os.Create(d.Log)
@@ -130,7 +141,8 @@ func (e *Env) StartDaemonWith(ctx context.Context, name string, opts DaemonOptio
 	args := append(slices.Clone(opts.Wrap), bin, "run",
 		"--node-name", e.NodeName, "--kubeconfig", e.Kubeconfig, "--cri-endpoint", e.CRIEndpoint(),
 		"--otlp-endpoint", OTLPGRPCEndpoint, "--otlp-insecure",
-		"--api-addr", apiAddr, "--metrics-addr", metricsAddr, "--health-addr", healthAddr, "--start-timeout", StartTimeout.String())
+		"--api-addr", apiAddr, "--secure-api-addr", secureAPIAddr, "--metrics-addr", metricsAddr, "--health-addr", healthAddr,
+		"--start-timeout", StartTimeout.String())
 	var deployed []string
 	if opts.AsDeployed {
 		if deployed, err = deployedEnv(e.RepoRoot); err != nil {
@@ -293,8 +305,8 @@ func (d *Daemon) Timeline(ctx context.Context, namespace, name string, timeout t
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		var err error
 		tl, err = exporter.FetchTimeline(ctx, d.APIURL, namespace, name)
-		if errors.Is(err, exporter.ErrNotFound) {
-			return false, nil
+		if errors.Is(err, exporter.ErrNotFound) || (err == nil && !tl.AsOf.IsZero()) {
+			return false, nil // not ended yet: a snapshot (AsOf) of a start in progress, or of one settling
 		}
 		return err == nil, err
 	})

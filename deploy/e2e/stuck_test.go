@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter"
 )
 
 // TestStuckImageNeverPull: a container whose image is not on the node and
@@ -79,14 +81,23 @@ spec:
 	t.Logf("reason: %s", tl.Reason)
 }
 
-// waitForOutcome polls the daemon's timeline of ns/name until its outcome is
-// want, for up to timeout.
+// waitForOutcome polls the daemon's kept (exported) timeline of ns/name
+// until its outcome is want, for up to timeout: a start reported at its
+// deadline is kept with outcome timeout while it goes on.
 func waitForOutcome(t *testing.T, d *Daemon, ns, name string, want correlator.Outcome, timeout time.Duration) *correlator.Timeline {
 	t.Helper()
 	ctx := testContext(t, timeout+time.Minute)
 	deadline := time.Now().Add(timeout)
+	api := &exporter.APIClient{BaseURL: d.APIURL}
 	for {
-		tl, err := d.Timeline(ctx, ns, name, timeout)
+		tl, err := api.KeptTimeline(ctx, ns, name, "")
+		if errors.Is(err, exporter.ErrNotFound) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no kept timeline of %s/%s within %v", ns, name, timeout)
+			}
+			time.Sleep(time.Second)
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,6 @@
 // Package kubeapitest writes API server responses for tests that point a
-// kubeapi.Client at an httptest server: core/v1 objects and watch events in
-// protobuf, framed as kube-apiserver frames them, and errors as JSON
+// kubeapi.Client at an httptest server: core/v1, authentication/v1 and
+// authorization/v1 objects and watch events in protobuf, framed as kube-apiserver frames them, and errors as JSON
 // Statuses (what a proxy or an older server may send).
 package kubeapitest
 
@@ -10,9 +10,12 @@ import (
 	"net/http"
 	"testing"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -33,9 +36,13 @@ var (
 	scheme = func() *runtime.Scheme {
 		s := runtime.NewScheme()
 		utilruntime.Must(corev1.AddToScheme(s))
+		utilruntime.Must(authenticationv1.AddToScheme(s))
+		utilruntime.Must(authorizationv1.AddToScheme(s))
 		return s
 	}()
 	codecs = serializer.NewCodecFactory(scheme)
+	// versions are the versions objects are sent in: each object's own.
+	versions = schema.GroupVersions{corev1.SchemeGroupVersion, authenticationv1.SchemeGroupVersion, authorizationv1.SchemeGroupVersion}
 )
 
 func protobuf(t testing.TB) runtime.SerializerInfo {
@@ -47,11 +54,11 @@ func protobuf(t testing.TB) runtime.SerializerInfo {
 	return info
 }
 
-// Encode returns obj in protobuf as core/v1 (apiVersion v1 and its kind
-// set, as the API server sends it).
+// Encode returns obj in protobuf in its group's version (apiVersion and
+// kind set, as the API server sends it).
 func Encode(t testing.TB, obj runtime.Object) []byte {
 	t.Helper()
-	b, err := runtime.Encode(codecs.EncoderForVersion(protobuf(t).Serializer, corev1.SchemeGroupVersion), obj)
+	b, err := runtime.Encode(codecs.EncoderForVersion(protobuf(t).Serializer, versions), obj)
 	if err != nil {
 		t.Fatalf("encoding %T: %v", obj, err)
 	}

@@ -1,0 +1,277 @@
+package event
+
+import (
+	"encoding/json"
+	"os"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// deploymentPod is a Deployment's pod as the API server serves it (an init
+// container, env, resources, volumes, managedFields, a Helm chart's labels).
+func deploymentPod(t testing.TB) *corev1.Pod {
+	t.Helper()
+	b, err := os.ReadFile("testdata/pod-deployment.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pod corev1.Pod
+	if err := json.Unmarshal(b, &pod); err != nil {
+		t.Fatal(err)
+	}
+	return &pod
+}
+
+func jsonSize(t testing.TB, pod *corev1.Pod) int {
+	t.Helper()
+	b, err := json.Marshal(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(b)
+}
+
+func TestStripPodDeploymentPod(t *testing.T) {
+	pod := deploymentPod(t)
+	s := StripPod(pod)
+	full, stripped := jsonSize(t, pod), jsonSize(t, s)
+	t.Logf("a Deployment's pod: %d bytes of JSON, %d stripped (protobuf %d -> %d)", full, stripped, pod.Size(), s.Size())
+	if stripped*3 > full {
+		t.Errorf("stripped to %d of %d bytes", stripped, full)
+	}
+
+	// What the correlator reads stays.
+	if s.Name != pod.Name || s.Namespace != "shop" || s.UID != pod.UID || s.ResourceVersion != "918273" ||
+		!s.CreationTimestamp.Equal(&pod.CreationTimestamp) || s.Spec.NodeName != "node-7" {
+		t.Errorf("metadata or node: %+v %q", s.ObjectMeta, s.Spec.NodeName)
+	}
+	if want := map[string]string{"tracing.k8s.io/traceparent": pod.Annotations["tracing.k8s.io/traceparent"]}; !reflect.DeepEqual(s.Annotations, want) {
+		t.Errorf("annotations %v, want %v", s.Annotations, want)
+	}
+	nginx := s.Spec.Containers[0]
+	if nginx.Name != "nginx" || nginx.Image != "registry.example.com/shop/web:1.27.3" || len(nginx.Ports) != 2 || nginx.Ports[0].Name != "http" ||
+		nginx.ReadinessProbe.HTTPGet.Port != intstr.FromString("http") || nginx.ReadinessProbe.InitialDelaySeconds != 2 ||
+		nginx.ReadinessProbe.PeriodSeconds != 5 || nginx.LivenessProbe.FailureThreshold != 3 {
+		t.Errorf("container %+v", nginx)
+	}
+	if len(s.Status.Conditions) != 5 || s.Status.Conditions[2].Type != corev1.PodReady || s.Status.Conditions[2].LastTransitionTime.IsZero() {
+		t.Errorf("conditions %+v", s.Status.Conditions)
+	}
+	cs := s.Status.ContainerStatuses[0]
+	if cs.Name != "nginx" || !cs.Ready || cs.Started == nil || !*cs.Started || cs.State.Running == nil || cs.ContainerID == "" {
+		t.Errorf("container status %+v", cs)
+	}
+	if ts := s.Status.InitContainerStatuses[0].State.Terminated; ts == nil || ts.Reason != "Completed" || ts.FinishedAt.IsZero() {
+		t.Errorf("init container status %+v", s.Status.InitContainerStatuses[0])
+	}
+	if s.Status.PodIP != "10.244.1.23" || len(s.Status.PodIPs) != 1 || s.Status.HostIP == "" || s.Status.StartTime == nil {
+		t.Errorf("addresses or start time: %+v", s.Status)
+	}
+
+	// What it does not read goes.
+	if s.ManagedFields != nil || s.Labels != nil || s.OwnerReferences != nil || s.GenerateName != "" {
+		t.Errorf("metadata kept: %+v", s.ObjectMeta)
+	}
+	if s.Spec.Volumes != nil || s.Spec.Tolerations != nil || s.Spec.ServiceAccountName != "" || s.Spec.SecurityContext != nil {
+		t.Errorf("spec kept: %+v", s.Spec)
+	}
+	for _, c := range append(s.Spec.InitContainers, s.Spec.Containers...) {
+		if c.Env != nil || c.Command != nil || c.Args != nil || c.VolumeMounts != nil || c.Resources.Requests != nil ||
+			c.SecurityContext != nil || c.TerminationMessagePath != "" {
+			t.Errorf("container %s kept %+v", c.Name, c)
+		}
+	}
+	if p := nginx.ReadinessProbe.HTTPGet; p.Path != "" || p.Scheme != "" || nginx.ReadinessProbe.TimeoutSeconds != 0 {
+		t.Errorf("probe kept %+v", nginx.ReadinessProbe)
+	}
+	if cs.Image != "" || cs.ImageID != "" || cs.Resources != nil || cs.AllocatedResources != nil || cs.VolumeMounts != nil || cs.User != nil {
+		t.Errorf("container status kept %+v", cs)
+	}
+	if s.Status.QOSClass != "" || s.Status.Conditions[0].LastProbeTime != (metav1.Time{}) {
+		t.Errorf("status kept %+v", s.Status)
+	}
+}
+
+// TestStripPodLargeFields: what a pod's author can make large is dropped
+// or bounded.
+func TestStripPodLargeFields(t *testing.T) {
+	pod := deploymentPod(t)
+	big := strings.Repeat("x", 256<<10)
+	pod.ManagedFields = append(pod.ManagedFields, metav1.ManagedFieldsEntry{Manager: "big", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:x":"` + big + `"}`)}})
+	pod.Annotations["kubectl.kubernetes.io/last-applied-configuration"] = big
+	pod.Annotations["tracing.k8s.io/traceparent"] = big
+	pod.Annotations["kubernetes.io/config.mirror"] = "891468ad7b25b12fc6c24020a16a3d4a"
+	for i := range 1000 {
+		pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env, corev1.EnvVar{Name: "V" + strings.Repeat("x", i%50), Value: strings.Repeat("v", 200)})
+	}
+	pod.Spec.Containers[0].Args = []string{big}
+	long := []string{"sh", "-c", big, "and", "more"}
+	pod.Spec.Containers[0].StartupProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: long}}}
+	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{
+		PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: long}},
+		PreStop:   &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: long}},
+	}
+	pod.Spec.Containers[0].Image = big
+	pod.Status.ContainerStatuses[0].State.Terminated = &corev1.ContainerStateTerminated{Message: big, ExitCode: 1}
+
+	s := StripPod(pod)
+	full, stripped := jsonSize(t, pod), jsonSize(t, s)
+	t.Logf("a pod made large: %d bytes of JSON, %d stripped", full, stripped)
+	if stripped > 12<<10 {
+		t.Errorf("stripped pod has %d bytes of JSON", stripped)
+	}
+	if m := s.Status.ContainerStatuses[0].State.Terminated.Message; len(m) != MaxTerminationMessageBytes {
+		t.Errorf("termination message of %d bytes kept", len(m))
+	}
+	if v := s.Annotations["tracing.k8s.io/traceparent"]; len(v) != MaxAnnotationBytes {
+		t.Errorf("traceparent of %d bytes kept", len(v))
+	}
+	if s.Annotations["kubernetes.io/config.mirror"] != "891468ad7b25b12fc6c24020a16a3d4a" {
+		t.Errorf("mirror annotation %q", s.Annotations["kubernetes.io/config.mirror"])
+	}
+	c := s.Spec.Containers[0]
+	for _, cmd := range [][]string{c.StartupProbe.Exec.Command, c.Lifecycle.PostStart.Exec.Command} {
+		if len(cmd) != 3 || cmd[0] != "sh" || cmd[1] != "-c" || len(cmd[2]) != MaxCommandBytes-len("sh\x00-c\x00") {
+			t.Errorf("command cut to %d arguments, the last of %d bytes", len(cmd), len(cmd[len(cmd)-1]))
+		}
+	}
+	if c.Lifecycle.PreStop != nil || len(c.Image) != MaxImageBytes {
+		t.Errorf("preStop %v, image of %d bytes", c.Lifecycle.PreStop, len(c.Image))
+	}
+}
+
+func TestCutCommand(t *testing.T) {
+	long := strings.Repeat("a", MaxCommandBytes)
+	for _, tc := range []struct {
+		cmd  []string
+		want []string
+	}{
+		{nil, nil},
+		{[]string{}, []string{}},
+		{[]string{"true"}, []string{"true"}},
+		{[]string{"sh", "-c", long, "x"}, []string{"sh", "-c", long[:MaxCommandBytes-6]}},
+		{[]string{long[:MaxCommandBytes-1], "next"}, []string{long[:MaxCommandBytes-1]}},
+		{[]string{long[:MaxCommandBytes-2], "next"}, []string{long[:MaxCommandBytes-2], "n"}},
+		{[]string{"é" + long}, []string{"é" + long[:MaxCommandBytes-2]}},
+		{[]string{"a" + strings.Repeat("é", MaxCommandBytes)}, []string{"a" + strings.Repeat("é", (MaxCommandBytes-1)/2)}},
+	} {
+		if got := cutCommand(tc.cmd); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("cutCommand(%.20q...) = %d args %.40q, want %d %.40q", tc.cmd, len(got), got, len(tc.want), tc.want)
+		}
+	}
+}
+
+func TestStripPodIdempotent(t *testing.T) {
+	s := StripPod(deploymentPod(t))
+	if again := StripPod(s); !reflect.DeepEqual(again, s) {
+		t.Errorf("stripping a stripped pod changed it:\n%+v\n%+v", again, s)
+	}
+	if StripPod(nil) != nil {
+		t.Error("StripPod(nil) != nil")
+	}
+}
+
+// TestStripPodSharesNothing: the copy may be changed (the correlator moves
+// its times onto its clock) while pod sits in an informer's cache.
+func TestStripPodSharesNothing(t *testing.T) {
+	pod := deploymentPod(t)
+	now := metav1.NewTime(time.Unix(1e9, 0))
+	pod.DeletionTimestamp = &now
+	pod.Annotations["kubernetes.io/config.mirror"] = "h"
+	pod.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "x"}}
+	always := corev1.ContainerRestartPolicyAlways
+	pod.Spec.InitContainers[0].RestartPolicy = &always
+	pod.Spec.InitContainers[0].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 1}}}
+	pod.Spec.Containers[0].StartupProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+		Exec: &corev1.ExecAction{Command: []string{"true"}}, GRPC: &corev1.GRPCAction{Port: 1}, TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt(1)}}}
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "img", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "r"}}})
+	pod.Status.ContainerStatuses[0].LastTerminationState.Waiting = &corev1.ContainerStateWaiting{Reason: "r"}
+	pod.Status.ContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{Reason: "r"}
+
+	inPod := addresses(reflect.ValueOf(pod), map[uintptr]bool{})
+	for a := range addresses(reflect.ValueOf(StripPod(pod)), map[uintptr]bool{}) {
+		if inPod[a] {
+			t.Fatalf("the stripped pod shares memory at %#x with pod", a)
+		}
+	}
+}
+
+// addresses collects what v points to (pointers, slices' and maps' memory),
+// strings excepted, into seen.
+func addresses(v reflect.Value, seen map[uintptr]bool) map[uintptr]bool {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() || seen[v.Pointer()] {
+			return seen
+		}
+		seen[v.Pointer()] = true
+		addresses(v.Elem(), seen)
+	case reflect.Slice:
+		if v.IsNil() {
+			return seen
+		}
+		if v.Cap() > 0 {
+			seen[v.Pointer()] = true
+		}
+		for i := range v.Len() {
+			addresses(v.Index(i), seen)
+		}
+	case reflect.Map:
+		if v.IsNil() {
+			return seen
+		}
+		seen[v.Pointer()] = true
+		for it := v.MapRange(); it.Next(); {
+			addresses(it.Value(), seen)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				addresses(v.Field(i), seen)
+			}
+		}
+	}
+	return seen
+}
+
+// BenchmarkStripPod reports the heap a Deployment's pod takes as decoded
+// and stripped (what an informer's cache and the correlator hold of it).
+func BenchmarkStripPod(b *testing.B) {
+	raw, err := os.ReadFile("testdata/pod-deployment.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	const n = 1000
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	var full, stripped float64
+	for b.Loop() {
+		base := heap()
+		pods := make([]*corev1.Pod, n)
+		for i := range pods {
+			pods[i] = new(corev1.Pod)
+			if err := json.Unmarshal(raw, pods[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		full = float64(heap()-base) / n
+		for i := range pods {
+			pods[i] = StripPod(pods[i])
+		}
+		stripped = float64(heap()-base) / n
+		runtime.KeepAlive(pods)
+	}
+	b.ReportMetric(full, "full-B/pod")
+	b.ReportMetric(stripped, "stripped-B/pod")
+}

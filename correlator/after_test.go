@@ -1,0 +1,124 @@
+package correlator
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/readyline/readyline/collector/event"
+)
+
+// readyThenCrash is a pod without a readiness probe, Ready at 1.5 s; its app
+// exits 3 at 4.0 s, the API shows it not Ready at 4.6 s and in
+// CrashLoopBackOff; the kubelet creates a new attempt at 14.0 s, Ready
+// again at 14.6 s.
+func readyThenCrash(t *testing.T) *scenario {
+	sc := startedApp(t, "crash-after", corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}})
+	sc.call(0.9, 0.95, event.CRICreateContainer, func(c *event.CRICall) { c.PodUID, c.ContainerName, c.ContainerID = sc.uid, "app", idMain })
+	sc.call(0.96, 1.0, event.CRIStartContainer, func(c *event.CRICall) { c.ContainerID = idMain })
+	sc.status(false, running("app", idMain, 1, true, true))
+	sc.cond(corev1.ContainersReady, 1.5)
+	sc.cond(corev1.PodReady, 1.5)
+	sc.update(1.5)
+	sc.ticks(2, 4)
+	sc.exit(4.0, idMain, 700, 3)
+	sc.notReady(corev1.ContainersReady, 4.6)
+	sc.notReady(corev1.PodReady, 4.6)
+	sc.status(false, lastExit(waiting("app", "CrashLoopBackOff", "back-off 10s restarting failed container=app pod=x"), idMain, 3, 1))
+	sc.update(4.6)
+	sc.ticks(5, 13)
+	sc.call(14.0, 14.05, event.CRICreateContainer, func(c *event.CRICall) { c.PodUID, c.ContainerName, c.ContainerID = sc.uid, "app", idMain2 })
+	sc.call(14.06, 14.1, event.CRIStartContainer, func(c *event.CRICall) { c.ContainerID = idMain2 })
+	sc.exec(14.11, idMain2, 800, shimPID, "app")
+	sc.status(false, func() corev1.ContainerStatus {
+		cs := running("app", idMain2, 14, true, true)
+		cs.RestartCount = 1
+		return cs
+	}())
+	sc.cond(corev1.ContainersReady, 14.6)
+	sc.cond(corev1.PodReady, 14.6)
+	sc.update(14.6)
+	sc.ticks(15, 20)
+	return sc
+}
+
+func TestAfterReadyCrashAndRecovery(t *testing.T) {
+	sc := readyThenCrash(t)
+	c := New(Config{})
+	var tls []*Timeline
+	var recs []Recovery
+	var mid *After
+	for _, ev := range sc.events {
+		tls = append(tls, c.Handle(ev)...)
+		recs = append(recs, c.TakeRecoveries()...)
+		if ev.When().Equal(at(10)) {
+			mid, _ = c.After(sc.uid)
+		}
+	}
+	if len(tls) != 1 || tls[0].Outcome != OutcomeReady {
+		t.Fatalf("timelines %+v, want the one start, Ready", tls)
+	}
+	if !tls[0].End.Equal(at(1.5)) {
+		t.Errorf("the start ended at %v, want Ready at +1.5s: it is not stretched by what came after", tls[0].End.Sub(t0))
+	}
+	if mid == nil {
+		t.Fatal("no After while the pod was crash-looping")
+	}
+	want := "then: app exited 3 at +4.0s; app restarted once, CrashLoopBackOff; not Ready since +4.6s"
+	if got := mid.Summary(t0); got != want {
+		t.Errorf("after at +10s:\n got %s\nwant %s", got, want)
+	}
+	if len(recs) != 1 {
+		t.Fatalf("%d recoveries, want 1", len(recs))
+	}
+	r := recs[0]
+	if !r.Start.Equal(at(4.0)) || !r.End.Equal(at(14.6)) || r.Cause != "app exited 3" {
+		t.Errorf("recovery %v -> %v cause %q, want the exit at +4.0s to Ready at +14.6s", r.Start.Sub(t0), r.End.Sub(t0), r.Cause)
+	}
+	var sum time.Duration
+	kinds := map[ShareKind]time.Duration{}
+	for _, s := range r.Breakdown {
+		sum += s.Duration
+		kinds[s.Kind] = s.Duration
+	}
+	if sum != r.Duration() {
+		t.Errorf("recovery breakdown sums to %v, want %v: %+v", sum, r.Duration(), r.Breakdown)
+	}
+	approx(t, "back-off", kinds[ShareBackOff], 10*time.Second)
+	approx(t, "calls", kinds[ShareCalls], 110*time.Millisecond)
+	if af, ok := c.After(sc.uid); !ok || !af.Ready || len(af.Recoveries) != 1 || !strings.Contains(af.Summary(t0), "Ready again once, the last after 10.6s") {
+		t.Errorf("after at the end: %+v, %q", af, af.Summary(t0))
+	}
+}
+
+// TestAfterReadyFailed: a pod whose container exits 7 a second after it
+// was Ready, restartPolicy Never: the start stays Ready, what came after
+// says the phase.
+func TestAfterReadyFailed(t *testing.T) {
+	sc := startedApp(t, "fail-after", corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "app"}}})
+	sc.status(false, running("app", idMain, 1, true, true))
+	sc.cond(corev1.ContainersReady, 1.5)
+	sc.cond(corev1.PodReady, 1.5)
+	sc.update(1.5)
+	sc.ticks(2, 3)
+	sc.exit(3.0, idMain, 700, 7)
+	sc.notReady(corev1.PodReady, 3.5)
+	sc.status(false, terminated("app", idMain, 7, 0))
+	sc.pod.Status.Phase = corev1.PodFailed
+	sc.update(3.5)
+	sc.ticks(4, 6)
+	c := New(Config{})
+	tls := feed(c, sc.events, time.Second)
+	if len(tls) != 1 || tls[0].Outcome != OutcomeReady {
+		t.Fatalf("%+v", tls)
+	}
+	af, ok := c.After(sc.uid)
+	if !ok {
+		t.Fatal("no After")
+	}
+	if got, want := af.Summary(t0), "then: app exited 7 at +3.0s; phase Failed"; got != want {
+		t.Errorf("\n got %s\nwant %s", got, want)
+	}
+}

@@ -1,0 +1,47 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/readyline/readyline/correlator"
+)
+
+// TestWatchDrawsOnNewFacts: a start in progress is drawn first, then only
+// when it took new facts, and once more when it ended; the watch ends then.
+func TestWatchDrawsOnNewFacts(t *testing.T) {
+	now := time.Now()
+	answers := []correlator.Timeline{
+		{Outcome: correlator.OutcomeStarting, Facts: 3, AsOf: now},
+		{Outcome: correlator.OutcomeStarting, Facts: 3, AsOf: now},
+		{Outcome: correlator.OutcomeStarting, Facts: 5, AsOf: now},
+		{Outcome: correlator.OutcomeReady}, // ended: no longer a snapshot
+		{Outcome: correlator.OutcomeReady}, // never asked
+	}
+	asked := 0
+	var drawn []int
+	var agains []bool
+	err := Watch(context.Background(), func(context.Context) (*correlator.Timeline, error) {
+		tl := answers[asked]
+		asked++
+		return &tl, nil
+	}, func(tl *correlator.Timeline, again bool) error {
+		drawn = append(drawn, asked)
+		agains = append(agains, again)
+		return nil
+	})
+	if err != nil || asked != 4 {
+		t.Fatalf("watch: %v after %d asks, want nil after 4", err, asked)
+	}
+	if want := []int{1, 3, 4}; len(drawn) != 3 || drawn[0] != want[0] || drawn[1] != want[1] || drawn[2] != want[2] || agains[0] || !agains[1] {
+		t.Errorf("drawn after asks %v (again %v), want %v, the first not again", drawn, agains, want)
+	}
+	// The first fetch failing is the error.
+	boom := errors.New("no daemon")
+	if err := Watch(context.Background(), func(context.Context) (*correlator.Timeline, error) { return nil, boom },
+		func(*correlator.Timeline, bool) error { return nil }); !errors.Is(err, boom) {
+		t.Errorf("a first fetch failing: %v", err)
+	}
+}
