@@ -55,15 +55,21 @@ verify-generate: ## fail when the committed bpf2go objects are stale
 lint: ## gofmt + go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) vet -tags e2e ./deploy/e2e/... ./collector/...
+	$(GO) vet -tags e2e ./deploy/e2e/... ./deploy/node/check/ ./collector/...
 
 ## ---- test
 
 # The Debian packages the tests need beyond deploy/node's own (which node.sh
 # installs): clang 14 and libbpf for verify-generate, jq for the scripts,
 # chromium for the waterfall page's headless-browser test, with a font for
-# its text (installed without recommends, chromium brings none).
-TEST_PACKAGES = clang-14 llvm-14 libbpf-dev bpftool gcc libc6-dev make git jq curl chromium fonts-dejavu-core
+# its text (installed without recommends, chromium brings none); iproute2
+# for the ip command of collector's TCP tests (a network namespace and a
+# veth pair).
+TEST_PACKAGES = clang-14 llvm-14 libbpf-dev bpftool gcc libc6-dev make git jq curl chromium fonts-dejavu-core iproute2
+
+# Go modules of their own under deploy/node/tools, with tests that the main
+# module's ./... does not reach.
+TOOL_MODULES = deploy/node/tools/imagepush
 
 test-deps: ## install the Debian packages the tests need, when missing (root)
 	@missing=$$(for p in $(TEST_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
@@ -72,20 +78,43 @@ test-deps: ## install the Debian packages the tests need, when missing (root)
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
+# go test's -timeout for the end-to-end tests on the local node. It bounds
+# the tests only (go test's alarm runs while m.Run does): TestMain's setup
+# (node.sh up, done already here) and its teardown and host check are
+# outside it. The tests keep 10 min of it for the cleanups of those running
+# when it is spent (deploy/e2e teardownReserve: the node's normal mode back,
+# a CNI configuration restored), so they share a budget of 50 min: each
+# test's context ends at its own deadline or the budget's end, whichever is
+# first, and a run that goes long fails its last tests and still tears
+# down, instead of dying in go test's panic with the node left up. Each
+# test's own deadline is its limit, not a schedule: the serial ones add up
+# to ~90 min, a healthy run of all of them takes a fraction.
+# (make test in all, a healthy run: ~30 min; the worst case, with every
+# bound reached, is this plus test-kind's 40 min and the steps around.)
+E2E_TIMEOUT ?= 60m
+
 test: test-deps lint verify-generate ## unit + privileged (root) + end-to-end tests on the local node, then on kind
 	./deploy/demo/demo.sh stop-readyline # a demo left running would export the tests' pods too
 	./deploy/node/node.sh jaeger-up
 	$(GO) test -count=1 ./...
+	$(MAKE) test-tools
 	KUBELET_TRACING=1 ./deploy/node/node.sh up
+	# The node's own checks (deploy/node/check: no readyline), then what
+	# needs the node's kubelet (built by node.sh up) and runtime.
+	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -tags e2e ./deploy/node/check/
 	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -tags e2e -run 'TestIntegration(PodWatch|CRI)$$' ./collector/
-	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -run 'TestIntegrationKubeletBinary' ./collector/gofunc/
+	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -run '^TestIntegrationKubelet' ./collector/gofunc/
 	./deploy/node/test-fresh-cache.sh
 	./deploy/alerts/test.sh
-	READYLINE_E2E_TEARDOWN=$${READYLINE_E2E_TEARDOWN:-1} $(GO) test -count=1 -tags e2e -timeout 60m -v ./deploy/e2e/...
+	READYLINE_E2E_TEARDOWN=$${READYLINE_E2E_TEARDOWN:-1} $(GO) test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v ./deploy/e2e/...
 	$(MAKE) test-kind
 
 test-unit: ## unit and privileged tests only (no local node)
 	$(GO) test -count=1 ./...
+	$(MAKE) test-tools
+
+test-tools: ## the tests of deploy/node's tool modules (TOOL_MODULES), which ./... does not reach
+	set -e; for m in $(TOOL_MODULES); do (cd $$m && $(GO) vet ./... && $(GO) test -count=1 ./...); done
 
 bench: ## Go benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./...
@@ -185,4 +214,4 @@ test-kind: ## end-to-end tests on a two-node kind cluster (brings it up, deletes
 
 .PHONY: image image-archive node-image kind-up kind-demo jaeger-ui kind-down test-kind
 
-.PHONY: help build plugin plugin-release generate verify-generate lint test test-deps test-unit test-alerts bench bench-node bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down
+.PHONY: help build plugin plugin-release generate verify-generate lint test test-deps test-unit test-tools test-alerts bench bench-node bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down

@@ -194,11 +194,23 @@ func (r *cgroupResolver) pathByHandle(id uint64) (string, error) {
 		return "", err
 	}
 	defer unix.Close(fd)
+	return cgroupPathOfFD(r.mount, fd)
+}
+
+// cgroupPathOfFD is the path below mount of the cgroup directory open as
+// fd. A cgroup removed since it was opened (a container that exited and
+// was cleaned up while the reader looked) reads back as "<path> (deleted)",
+// whose last name is no container's: it is gone, ESTALE as if the open
+// had come a moment later, and the kernel's names of it stand in.
+func cgroupPathOfFD(mount string, fd int) (string, error) {
 	full, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
 	if err != nil {
 		return "", err
 	}
-	return relCgroupPath(r.mount, full), nil
+	if strings.HasSuffix(full, " (deleted)") {
+		return "", unix.ESTALE
+	}
+	return relCgroupPath(mount, full), nil
 }
 
 func relCgroupPath(mount, full string) string {

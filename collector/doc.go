@@ -6,4 +6,22 @@
 //
 // Each source follows one shape: New...(cfg, logger) then Run(ctx), which
 // blocks, returns nil on cancellation and releases what it opened.
+//
+// Where each source lives:
+//
+//   - process_linux.go, decode.go, cgroup*.go, scope.go, proctable.go: the
+//     kernel's exec, fork and exit records (ProcessSource).
+//   - tcp*.go: the kubelet's TCP connections to pods, its httpGet and
+//     tcpSocket probes (TCPSource).
+//   - kubelet_*.go: the kubelet's own CRI calls, timed by uprobes on its
+//     CRI client (CRICallSource, kubelet_calls_linux.go): finding the
+//     kubelet process (kubelet_find_linux.go), reading its binary
+//     (kubelet_binary_linux.go), the methods probed per kubelet version
+//     (kubelet_methods.go) and the probes' records (kubelet_gocall.go).
+//   - cri.go, cri_cache.go, cricodec.go: the container runtime's own API
+//     (CRISource), asked for names and timestamps; nothing is probed there.
+//   - podwatch.go, podevents.go: the API server's pods and their Events
+//     (PodWatch).
+//   - ringbuf_linux.go, ringloss.go, drained.go: what the kernel sources
+//     share around their ring buffers (ringSource, readRing).
 package collector

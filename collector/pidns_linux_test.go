@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,8 +17,13 @@ import (
 	"github.com/readyline/readyline/collector/testenv"
 )
 
-// pidnsChildEnv marks the test binary re-run inside a new PID namespace.
-const pidnsChildEnv = "READYLINE_TEST_PIDNS_CHILD"
+// pidnsChildEnv marks the test binary re-run inside a new PID namespace;
+// pidnsOutsideEnv names the file where the parent counts the processes it
+// ran outside that namespace.
+const (
+	pidnsChildEnv   = "READYLINE_TEST_PIDNS_CHILD"
+	pidnsOutsideEnv = "READYLINE_TEST_PIDNS_OUTSIDE"
+)
 
 // TestIntegrationPIDNamespace runs the sources inside a PID namespace of
 // their own, as the DaemonSet does on a kind node (hostPID there is the
@@ -39,19 +45,25 @@ func TestIntegrationPIDNamespace(t *testing.T) {
 	}
 	cmd := exec.Command("unshare", "--pid", "--fork", "--mount-proc", self,
 		"-test.run", "^TestIntegrationPIDNamespace$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), pidnsChildEnv+"=1", "CRILIKE="+bin)
-	// Meanwhile, a process outside the namespace the child must not see.
+	outside := filepath.Join(t.TempDir(), "outside")
+	cmd.Env = append(os.Environ(), pidnsChildEnv+"=1", "CRILIKE="+bin, pidnsOutsideEnv+"="+outside)
+	// Meanwhile, processes outside the namespace the child must not see,
+	// counted in outside once each has exited.
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for {
+		for n := 1; ; n++ {
 			select {
 			case <-stop:
 				return
 			default:
 				exec.Command("/bin/sh", "-c", "exit 9").Run()
+				tmp := outside + ".tmp"
+				if os.WriteFile(tmp, []byte(strconv.Itoa(n)), 0o644) == nil {
+					os.Rename(tmp, outside)
+				}
 				time.Sleep(20 * time.Millisecond)
 			}
 		}
@@ -80,6 +92,18 @@ func pidnsChild(t *testing.T) {
 
 	// Processes: our child's exec and exit carry the pid we see.
 	rec := startProcessSource(t, ProcessConfig{})
+	// An outside process ran and exited while the tracer was attached,
+	// before our child below: its records, if the kernel let them
+	// through, come before our child's. (The parent counts a process once
+	// it exited: the one after the next to be counted started after the
+	// count read here, so after the attach.)
+	outsideRuns := func() int {
+		b, _ := os.ReadFile(os.Getenv(pidnsOutsideEnv))
+		n, _ := strconv.Atoi(string(b))
+		return n
+	}
+	ran := outsideRuns()
+	waitFor(t, 10*time.Second, "a process outside the namespace", func() bool { return outsideRuns() > ran+1 })
 	sh := exec.Command("/bin/sh", "-c", "exit 5")
 	if err := sh.Run(); err == nil {
 		t.Fatal("sh -c 'exit 5' succeeded")
@@ -91,7 +115,6 @@ func pidnsChild(t *testing.T) {
 	if exits[0].(*event.ProcessExit).PPID != uint32(os.Getpid()) {
 		t.Errorf("ppid %d, want %d", exits[0].(*event.ProcessExit).PPID, os.Getpid())
 	}
-	time.Sleep(300 * time.Millisecond)
 	for _, ev := range rec.matching(func(event.Event) bool { return true }) {
 		if x, ok := ev.(*event.ProcessExit); ok && x.ExitCode == 9 {
 			t.Errorf("a process outside the namespace was reported: %+v", x)
@@ -172,14 +195,12 @@ func pidnsChild(t *testing.T) {
 	}
 	stdin.Close()
 	crilike.Wait()
-	time.Sleep(300 * time.Millisecond)
+	waitFor(t, 10*time.Second, "a CRI call seen inside the namespace", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return calls > 0
+	})
 	ccancel()
 	<-done
-	mu.Lock()
-	defer mu.Unlock()
-	if calls == 0 {
-		t.Error("no CRI call seen inside the namespace")
-	} else {
-		fmt.Println("CRI OK")
-	}
+	fmt.Println("CRI OK")
 }

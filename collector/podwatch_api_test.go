@@ -5,7 +5,6 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +23,8 @@ func TestPodWatchAPIServer(t *testing.T) {
 	a.ResourceVersion, b.ResourceVersion = "10", "12"
 	a11 := a.DeepCopy()
 	a11.ResourceVersion = "11"
+	marker := testPod("marker", "node1")
+	marker.ResourceVersion = "13"
 	var (
 		mu             sync.Mutex
 		lists, watches int
@@ -61,7 +62,10 @@ func TestPodWatchAPIServer(t *testing.T) {
 			s.Send(watch.Error, kubeapitest.Expired())
 			return
 		}
-		<-r.Context().Done() // a quiet watch, until the PodWatch stops
+		// The watch after the relist: a marker pod, then quiet until the
+		// PodWatch stops.
+		s.Send(watch.Added, marker)
+		<-r.Context().Done()
 	}))
 	// A cleanup, not a defer: Close waits for the quiet watch, which ends
 	// when runPodWatch's cleanup (registered later, so run first) stops the
@@ -87,7 +91,7 @@ func TestPodWatchAPIServer(t *testing.T) {
 			t.Errorf("%s: spec not decoded: %+v", u.Pod.Name, u.Pod.Spec)
 		}
 	}
-	noMore(t, out, 300*time.Millisecond)
+	nextIsMarker(t, out, "marker")
 	mu.Lock()
 	defer mu.Unlock()
 	if lists != 2 || watches != 2 {

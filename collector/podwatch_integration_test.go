@@ -234,11 +234,12 @@ func TestIntegrationPodWatch(t *testing.T) {
 		at := firstTrue[typ]
 		c, _ := conditionTrue(ready, typ)
 		lag := at.Sub(c.LastTransitionTime.Time)
-		report = append(report, fmt.Sprintf("%-26s observed +%-7v lastTransitionTime %s", typ,
-			at.Sub(start).Round(time.Millisecond), c.LastTransitionTime.Format(time.TimeOnly)))
-		// lastTransitionTime is truncated to the second: it is at most 1 s
-		// before the observation, never after it.
-		if lag < 0 || lag > 2*time.Second {
+		report = append(report, fmt.Sprintf("%-26s observed +%-7v lastTransitionTime %s (+%v)", typ,
+			at.Sub(start).Round(time.Millisecond), c.LastTransitionTime.Format(time.TimeOnly), lag.Round(time.Millisecond)))
+		// lastTransitionTime is truncated to the second: never after the
+		// observation. (How long after it the watch delivers is the busy
+		// machine's to say: told in the report, not judged.)
+		if lag < 0 {
 			t.Errorf("%s observed %v after its lastTransitionTime", typ, lag)
 		}
 		if at.Before(prev) {

@@ -87,12 +87,14 @@ func next(t *testing.T, ch <-chan *event.PodUpdate) *event.PodUpdate {
 	}
 }
 
-func noMore(t *testing.T, ch <-chan *event.PodUpdate, d time.Duration) {
+// nextIsMarker reads the next update and fails unless it is the add of
+// the marker pod a test made after what must not be emitted: the watch
+// emits in order, so an update that should not be there comes before the
+// marker, however late, instead of after a sleep.
+func nextIsMarker(t *testing.T, ch <-chan *event.PodUpdate, marker string) {
 	t.Helper()
-	select {
-	case u := <-ch:
-		t.Fatalf("unexpected %s of %s (rv %s)", u.Action, u.Pod.Name, u.Pod.ResourceVersion)
-	case <-time.After(d):
+	if u := next(t, ch); u.Action != event.PodAdded || u.Pod.Name != marker {
+		t.Fatalf("unexpected %s of %s (rv %s), want the add of the marker %s", u.Action, u.Pod.Name, u.Pod.ResourceVersion, marker)
 	}
 }
 
@@ -197,9 +199,14 @@ func TestPodWatchAddUpdateDelete(t *testing.T) {
 	if _, err := event.Marshal(updated); err != nil {
 		t.Errorf("PodUpdate does not encode: %v", err)
 	}
-	noMore(t, out, 200*time.Millisecond)
-	if s := w.Stats(); s.Updates != 4 {
-		t.Errorf("stats: %+v, want 4 updates", s)
+	marker := testPod("marker", "node1")
+	marker.ResourceVersion = "3"
+	if _, err := pods.Create(ctx, marker, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	nextIsMarker(t, out, "marker")
+	if s := w.Stats(); s.Updates != 5 {
+		t.Errorf("stats: %+v, want 5 updates (4 and the marker)", s)
 	}
 }
 
@@ -222,7 +229,10 @@ func TestPodWatchOtherNodes(t *testing.T) {
 	if u := next(t, out); u.Pod.Name != "here" {
 		t.Errorf("emitted a pod of another node: %s on %q", u.Pod.Name, u.Pod.Spec.NodeName)
 	}
-	noMore(t, out, 200*time.Millisecond)
+	if _, err := client.CoreV1().Pods("default").Create(ctx, testPod("marker", "node1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	nextIsMarker(t, out, "marker")
 
 	var list, wat int
 	for _, a := range client.Actions() {
@@ -331,7 +341,12 @@ func TestPodWatchRelistTombstone(t *testing.T) {
 		t.Fatalf("after relist: got %s %s, want delete b", u.Action, u.Pod.Name)
 	}
 	checkStripped(t, u.Pod)
-	noMore(t, out, 300*time.Millisecond)
+	// The relist is over once the watch starts again; the marker it
+	// delivers comes after anything the relist emitted.
+	marker := testPod("marker", "node1")
+	marker.ResourceVersion = "21"
+	(<-watchers).Add(marker)
+	nextIsMarker(t, out, "marker")
 	if s := w.Stats(); s.Skipped != 1 {
 		t.Errorf("unchanged pod a: skipped %d, want 1", s.Skipped)
 	}
@@ -348,7 +363,7 @@ func TestPodWatchUnreachable(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3500*time.Millisecond)
 	defer cancel()
-	start := time.Now()
+	deadline, _ := ctx.Deadline()
 	var statuses []*event.SourceStatus
 	if err := w.Run(ctx, func(e event.Event) {
 		st, ok := e.(*event.SourceStatus)
@@ -363,7 +378,9 @@ func TestPodWatchUnreachable(t *testing.T) {
 	if len(statuses) != 1 || statuses[0].Up || statuses[0].Reason != event.ReasonDisconnected || statuses[0].Source != event.SourcePodWatch {
 		t.Errorf("statuses %+v, want one Down disconnected", statuses)
 	}
-	if d := time.Since(start); d > 4500*time.Millisecond {
+	// Once cancelled, Run returns (how soon is the scheduler's to say on
+	// a busy machine: the bound only tells a return from a hang).
+	if d := time.Since(deadline); d > 10*time.Second {
 		t.Errorf("Run took %v to return after cancellation", d)
 	}
 	warns := rec.messages(slog.LevelWarn)
@@ -420,6 +437,8 @@ func TestPodWatchRecovers(t *testing.T) {
 // first list failed), Down at the first failure of an outage, Up when a
 // list or watch is answered again; routine watch ends say nothing.
 func TestPodWatchStatuses(t *testing.T) {
+	defer func(d time.Duration) { reachRetry = d }(reachRetry)
+	reachRetry = 20 * time.Millisecond
 	next := func(t *testing.T, out <-chan *event.SourceStatus, want string) {
 		t.Helper()
 		select {
@@ -435,16 +454,47 @@ func TestPodWatchStatuses(t *testing.T) {
 			t.Fatalf("no status within 10 s, want %s", want)
 		}
 	}
-	noMoreStatus := func(t *testing.T, out <-chan *event.SourceStatus) {
+	// Each watch call gets a fake watcher the test can end, or fails when
+	// failWatch is set.
+	type watches struct {
+		watchers  chan *watch.FakeWatcher
+		failWatch atomic.Bool
+	}
+	watchPods := func(client *fake.Clientset) *watches {
+		w := &watches{watchers: make(chan *watch.FakeWatcher, 4)}
+		client.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
+			if w.failWatch.CompareAndSwap(true, false) {
+				return true, nil, fmt.Errorf("an internal error")
+			}
+			fw := watch.NewFake()
+			w.watchers <- fw
+			return true, fw, nil
+		})
+		return w
+	}
+	watcher := func(t *testing.T, w *watches) *watch.FakeWatcher {
 		t.Helper()
 		select {
-		case st := <-out:
-			t.Errorf("extra status %+v", *st)
-		case <-time.After(200 * time.Millisecond):
+		case fw := <-w.watchers:
+			return fw
+		case <-time.After(10 * time.Second):
+			t.Fatal("no watch within 10 s")
+			return nil
 		}
+	}
+	// noMoreStatus: no status came since the last one, however late it
+	// would come: the watch ends and watching again fails, and the next
+	// status must be that outage's Down (then its Up).
+	noMoreStatus := func(t *testing.T, out <-chan *event.SourceStatus, w *watches) {
+		t.Helper()
+		w.failWatch.Store(true)
+		watcher(t, w).Stop()
+		next(t, out, "down disconnected")
+		next(t, out, "up")
 	}
 	t.Run("first list fails", func(t *testing.T) {
 		client := fake.NewClientset(testPod("p", "node1"))
+		w := watchPods(client)
 		var lists atomic.Int32
 		client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 			if lists.Add(1) == 1 {
@@ -452,40 +502,31 @@ func TestPodWatchStatuses(t *testing.T) {
 			}
 			return false, nil, nil
 		})
-		w, err := NewPodWatch(PodWatchConfig{NodeName: "node1", Pods: client.CoreV1().Pods("")}, nil)
+		pw, err := NewPodWatch(PodWatchConfig{NodeName: "node1", Pods: client.CoreV1().Pods("")}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := runSource[*event.SourceStatus](t, w.Run, 10)
+		out := runSource[*event.SourceStatus](t, pw.Run, 10)
 		next(t, out, "down disconnected")
 		next(t, out, "up")
-		noMoreStatus(t, out)
+		noMoreStatus(t, out, w)
 	})
 	t.Run("watch fails later", func(t *testing.T) {
 		client := fake.NewClientset(testPod("p", "node1"))
-		watchers := make(chan *watch.FakeWatcher, 4)
-		var failWatch atomic.Bool
-		client.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
-			if failWatch.CompareAndSwap(true, false) {
-				return true, nil, fmt.Errorf("an internal error")
-			}
-			fw := watch.NewFake()
-			watchers <- fw
-			return true, fw, nil
-		})
-		w, err := NewPodWatch(PodWatchConfig{NodeName: "node1", Pods: client.CoreV1().Pods("")}, nil)
+		w := watchPods(client)
+		pw, err := NewPodWatch(PodWatchConfig{NodeName: "node1", Pods: client.CoreV1().Pods("")}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := runSource[*event.SourceStatus](t, w.Run, 10)
+		out := runSource[*event.SourceStatus](t, pw.Run, 10)
 		next(t, out, "up")
 		// The watch ends, which is routine, but watching again fails: an
 		// outage, until the API server answers again.
-		failWatch.Store(true)
-		(<-watchers).Stop()
+		w.failWatch.Store(true)
+		watcher(t, w).Stop()
 		next(t, out, "down disconnected")
 		next(t, out, "up")
-		noMoreStatus(t, out)
+		noMoreStatus(t, out, w)
 	})
 }
 
@@ -569,7 +610,9 @@ func TestPodWatchRetriesInPlace(t *testing.T) {
 	if u := next(t, out); u.Action != event.PodAdded || u.Pod.Name != "p" {
 		t.Fatalf("got %s %s, want add p", u.Action, u.Pod.Name)
 	}
-	if took := time.Since(start); took > 5*time.Second {
+	// The reflector's own back-off after 6 failures is 24.8 s at least:
+	// half of it tells the two apart on any machine, however busy.
+	if took := time.Since(start); took > 12*time.Second {
 		t.Errorf("the pod arrived %v after 6 refused lists, want the in-place retries' ~120 ms (the reflector's back-off is 25 s)", took)
 	}
 	if n := lists.Load(); n != 7 {

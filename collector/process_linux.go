@@ -50,20 +50,18 @@ type ProcessStats struct {
 // ProcessSource reports exec, fork and exit of every process on the node,
 // attributed to pods and containers by cgroup.
 type ProcessSource struct {
-	cfg      ProcessConfig
-	logger   *slog.Logger
-	prog     *bpf.ProcessProgram
-	cgroups  *cgroupResolver // nil without a cgroup2 hierarchy
-	procs    processTable
-	clockOff atomic.Int64
-	ring     ringUsage
-	attached time.Time // when the tracer was attached: records are buffered from then on
+	cfg     ProcessConfig
+	logger  *slog.Logger
+	prog    *bpf.ProcessProgram
+	cgroups *cgroupResolver // nil without a cgroup2 hierarchy
+	procs   processTable
+	ring    ringSource
 	// hostView: readyline runs in the initial PID namespace, where the
 	// tasks of nodes nested in containers (kind) are visible too; in a
 	// node's own namespace the kernel program leaves them out.
 	hostView bool
 
-	records, decodeErrors, kernelDrops, unattributed, otherNode atomic.Uint64
+	records, decodeErrors, unattributed, otherNode atomic.Uint64
 }
 
 // NewProcessSource loads and attaches the process tracer. Events are
@@ -76,7 +74,6 @@ func NewProcessSource(cfg ProcessConfig, logger *slog.Logger) (*ProcessSource, e
 		cfg.CNIBinDirs = DefaultCNIBinDirs
 	}
 	s := &ProcessSource{cfg: cfg, logger: logger, procs: newProcessTable()}
-	s.clockOff.Store(NewBootClock().Offset)
 
 	mount := cfg.CgroupMount
 	if mount == "" {
@@ -107,7 +104,10 @@ func NewProcessSource(cfg ProcessConfig, logger *slog.Logger) (*ProcessSource, e
 		s.close()
 		return nil, err
 	}
-	s.prog, s.attached = prog, time.Now().UTC()
+	s.prog = prog
+	s.ring = ringSource{name: event.SourceProcess, lost: "process events", logger: logger,
+		events: prog.Events(), poll: bpf.ProcessPollInterval, attached: time.Now().UTC(), readDrops: prog.Drops}
+	s.ring.sampleClock()
 	s.hostView = pidns == bpf.InitialPIDNamespace
 	logger.Info("process tracer attached", "cgroup2", mount)
 	return s, nil
@@ -127,10 +127,10 @@ func (s *ProcessSource) Stats() ProcessStats {
 	return ProcessStats{
 		Records:      s.records.Load(),
 		DecodeErrors: s.decodeErrors.Load(),
-		KernelDrops:  s.kernelDrops.Load(),
+		KernelDrops:  s.ring.kernelDrops.Load(),
 		Unattributed: s.unattributed.Load(),
 		OtherNode:    s.otherNode.Load(),
-		Ring:         s.ring.usage(),
+		Ring:         s.ring.fill.usage(),
 	}
 }
 
@@ -143,13 +143,9 @@ func (s *ProcessSource) Stats() ProcessStats {
 // nil on cancellation. Call it once.
 func (s *ProcessSource) Run(ctx context.Context, emit func(event.Event)) error {
 	defer s.close()
-	go s.housekeeping(ctx)
-	loss := ringLoss{source: event.SourceProcess}
-	tick := loss.follow(s.attached, s.pollDrops, emit)
-	drained := drainNotice{source: event.SourceProcess, emit: emit}
-	err := readRingTicking(ctx, s.prog.Events(), bpf.ProcessPollInterval, func(b []byte) {
+	return s.ring.run(ctx, emit, func(b []byte) {
 		s.records.Add(1)
-		ev, err := DecodeProcessEvent(b, BootClock{Offset: s.clockOff.Load()})
+		ev, err := DecodeProcessEvent(b, s.ring.clock())
 		if err != nil {
 			s.decodeErrors.Add(1)
 			s.logger.Debug("dropping undecodable record", "error", err)
@@ -164,33 +160,7 @@ func (s *ProcessSource) Run(ctx context.Context, emit func(event.Event)) error {
 		if s.enrich(ev) {
 			emit(ev)
 		}
-	}, ringLossEvery, tick, drained.at, &s.ring)
-	s.pollDrops()
-	return err
-}
-
-// housekeeping resyncs the clock and logs kernel drops (every 5 s at most:
-// the statuses tell each second's).
-func (s *ProcessSource) housekeeping(ctx context.Context) {
-	var logged uint64
-	every(ctx, 5*time.Second, func() {
-		s.clockOff.Store(NewBootClock().Offset)
-		if n := s.kernelDrops.Load(); n > logged {
-			s.logger.Warn("kernel ring buffer full: process events lost", "lost", n-logged, "total", n)
-			logged = n
-		}
 	})
-}
-
-// pollDrops reads the kernel's drop counter into the stats and returns
-// it; ok is false when it could not be read.
-func (s *ProcessSource) pollDrops() (n uint64, ok bool) {
-	n, err := s.prog.Drops()
-	if err != nil {
-		return 0, false
-	}
-	s.kernelDrops.Store(n)
-	return n, true
 }
 
 // enrich attributes the event to its container, applies the argv policy and

@@ -47,16 +47,14 @@ type TCPStats struct {
 // pod) open, one event.TCPConnection per connection once it closes.
 // Watch and Unwatch are safe for concurrent use, also with Run.
 type TCPSource struct {
-	logger   *slog.Logger
-	table    *tcpConnTable // owned by Run
-	clockOff atomic.Int64
-	ring     ringUsage
-	attached time.Time // when the tracer was attached: records are buffered from then on
+	logger *slog.Logger
+	table  *tcpConnTable // owned by Run
+	ring   ringSource
 
 	mu   sync.Mutex // guards prog against use after close
 	prog *bpf.TCPProgram
 
-	records, decodeErrors, kernelDrops, connections, evicted atomic.Uint64
+	records, decodeErrors, connections, evicted atomic.Uint64
 }
 
 // NewTCPSource loads and attaches the TCP tracer, watching no process yet.
@@ -76,8 +74,10 @@ func NewTCPSource(cfg TCPConfig, logger *slog.Logger) (*TCPSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &TCPSource{logger: logger, table: newTCPConnTable(cfg.MaxConnections), prog: prog, attached: time.Now().UTC()}
-	s.clockOff.Store(NewBootClock().Offset)
+	s := &TCPSource{logger: logger, table: newTCPConnTable(cfg.MaxConnections), prog: prog}
+	s.ring = ringSource{name: event.SourceTCP, lost: "tcp connection records", logger: logger,
+		events: prog.Events(), poll: bpf.TCPPollInterval, attached: time.Now().UTC(), readDrops: s.readDrops}
+	s.ring.sampleClock()
 	logger.Info("tcp tracer attached")
 	return s, nil
 }
@@ -109,10 +109,10 @@ func (s *TCPSource) Stats() TCPStats {
 	return TCPStats{
 		Records:      s.records.Load(),
 		DecodeErrors: s.decodeErrors.Load(),
-		KernelDrops:  s.kernelDrops.Load(),
+		KernelDrops:  s.ring.kernelDrops.Load(),
 		Connections:  s.connections.Load(),
 		Evicted:      s.evicted.Load(),
-		Ring:         s.ring.usage(),
+		Ring:         s.ring.fill.usage(),
 	}
 }
 
@@ -136,13 +136,9 @@ func (s *TCPSource) close() {
 // Call it once.
 func (s *TCPSource) Run(ctx context.Context, emit func(event.Event)) error {
 	defer s.close()
-	go s.housekeeping(ctx)
-	loss := ringLoss{source: event.SourceTCP}
-	tick := loss.follow(s.attached, s.pollDrops, emit)
-	drained := drainNotice{source: event.SourceTCP, emit: emit}
-	err := readRingTicking(ctx, s.prog.Events(), bpf.TCPPollInterval, func(b []byte) {
+	return s.ring.run(ctx, emit, func(b []byte) {
 		s.records.Add(1)
-		ch, err := DecodeTCPStateChange(b, BootClock{Offset: s.clockOff.Load()})
+		ch, err := DecodeTCPStateChange(b, s.ring.clock())
 		if err != nil {
 			s.decodeErrors.Add(1)
 			s.logger.Debug("dropping undecodable tcp record", "error", err)
@@ -154,37 +150,16 @@ func (s *TCPSource) Run(ctx context.Context, emit func(event.Event)) error {
 			s.connections.Add(1)
 			emit(conn)
 		}
-	}, ringLossEvery, tick, drained.at, &s.ring)
-	s.pollDrops()
-	return err
-}
-
-// housekeeping resyncs the clock and logs kernel drops (every 5 s at most:
-// the statuses tell each second's).
-func (s *TCPSource) housekeeping(ctx context.Context) {
-	var logged uint64
-	every(ctx, 5*time.Second, func() {
-		s.clockOff.Store(NewBootClock().Offset)
-		if n := s.kernelDrops.Load(); n > logged {
-			s.logger.Warn("kernel ring buffer full: tcp connection records lost", "lost", n-logged, "total", n)
-			logged = n
-		}
 	})
 }
 
-// pollDrops reads the kernel's drop counter into the stats and returns
-// it; ok is false when it could not be read (or the tracer is closed).
-func (s *TCPSource) pollDrops() (n uint64, ok bool) {
+// readDrops reads the kernel's drop counter, ErrSourceClosed once the
+// tracer is closed.
+func (s *TCPSource) readDrops() (uint64, error) {
 	s.mu.Lock()
-	prog := s.prog
-	var err error
-	if prog != nil {
-		n, err = prog.Drops()
+	defer s.mu.Unlock()
+	if s.prog == nil {
+		return 0, ErrSourceClosed
 	}
-	s.mu.Unlock()
-	if prog == nil || err != nil {
-		return 0, false
-	}
-	s.kernelDrops.Store(n)
-	return n, true
+	return s.prog.Drops()
 }

@@ -148,12 +148,14 @@ func listenHold(t testing.TB, network, addr string, hold time.Duration) net.List
 	return ln
 }
 
-// probe is what the client side of one connection saw.
+// probe is what the client side of one connection saw: its stamps are
+// taken before Dial (start), after it (dialed), before Close (closing) and
+// after it (end).
 type probe struct {
-	tid                int
-	local              netip.AddrPort
-	start, dialed, end time.Time
-	err                error
+	tid                         int
+	local                       netip.AddrPort
+	start, dialed, closing, end time.Time
+	err                         error
 }
 
 // dialProbe connects to addr like a tcpSocket or httpGet probe: connect,
@@ -171,6 +173,7 @@ func dialProbe(network, addr string) probe {
 	}
 	p.local = c.LocalAddr().(*net.TCPAddr).AddrPort()
 	io.Copy(io.Discard, c)
+	p.closing = time.Now()
 	c.Close()
 	p.end = time.Now()
 	return p
@@ -194,19 +197,20 @@ func within(d, want, tolerance time.Duration) bool {
 	return d >= want-tolerance && d <= want+tolerance
 }
 
-// checkEstablished checks a connection against what its client saw: the
-// times bracket the kernel's, and the time from the handshake to the close
-// matches the client's within tolerance.
+// checkEstablished checks a connection against what its client saw: each
+// kernel time lies between the client's stamps around the call that made
+// it (but for the boot clock's conversion, clockSlack), however long the
+// scheduler held either side.
 func checkEstablished(t *testing.T, c *event.TCPConnection, p probe, emitted time.Time, hold time.Duration) {
 	t.Helper()
-	const slack = 2 * time.Millisecond // clock conversion and scheduling
+	const slack = clockSlack
 	if c.Result != event.TCPEstablished || c.Error != "" {
 		t.Errorf("result %q error %q, want established", c.Result, c.Error)
 	}
 	if c.PID != uint32(os.Getpid()) || c.TID != uint32(p.tid) {
 		t.Errorf("pid %d tid %d, want %d %d", c.PID, c.TID, os.Getpid(), p.tid)
 	}
-	if c.Time.Before(p.start.Add(-slack)) || c.Time.After(p.dialed) {
+	if c.Time.Before(p.start.Add(-slack)) || c.Time.After(p.dialed.Add(slack)) {
 		t.Errorf("connect at %v, outside the client's Dial [%v, %v]", c.Time, p.start, p.dialed)
 	}
 	if !c.Established.After(c.Time) || c.Established.After(p.dialed.Add(slack)) {
@@ -215,16 +219,18 @@ func checkEstablished(t *testing.T, c *event.TCPConnection, p probe, emitted tim
 	if !c.End.After(c.Established) {
 		t.Errorf("end %v not after established %v", c.End, c.Established)
 	}
-	// The socket reaches CLOSE once the last ACK of the teardown arrives,
-	// which a delayed ACK (up to 200 ms) can hold back after the client
-	// saw the end: bounded below tightly, above loosely.
+	// The socket reaches CLOSE once the last ACK of the teardown
+	// arrives, after the client's FIN, so after Close began; a delayed ACK
+	// (up to 200 ms) can hold it back after Close returned: bounded below
+	// by the stamps, above loosely (a second: not TIME_WAIT's minute).
 	open, clientOpen := c.End.Sub(c.Established), p.end.Sub(p.dialed)
-	if open < hold || open < clientOpen-3*time.Millisecond || open > clientOpen+250*time.Millisecond {
-		t.Errorf("open for %v (established to close), the client saw %v, the server held %v", open, clientOpen, hold)
+	if open < hold || c.End.Before(p.closing.Add(-slack)) || c.End.After(p.end.Add(time.Second)) {
+		t.Errorf("open for %v (established to close), the client saw %v, the server held %v; closed at %v, the client's Close ran %v to %v",
+			open, clientOpen, hold, c.End, p.closing, p.end)
 	}
-	if lag := emitted.Sub(c.End); lag > 400*time.Millisecond {
-		t.Errorf("emitted %v after the close, want within about bpf.TCPPollInterval", lag)
-	}
+	// How soon after its close a connection is emitted (about a poll) is
+	// told, not judged: a busy machine delays the reader at will; that it
+	// comes at all, with no more traffic to wake the reader, is waitFor's.
 	t.Logf("connect->established %v, established->close %v (client %v), emitted %v after the close",
 		c.Established.Sub(c.Time), open, clientOpen, emitted.Sub(c.End))
 }
@@ -267,7 +273,7 @@ func TestIntegrationTCPLoopback(t *testing.T) {
 		if c.Sport == 0 || c.Saddr != "127.0.0.1" {
 			t.Errorf("source %s:%d, want 127.0.0.1 and the port the kernel picked", c.Saddr, c.Sport)
 		}
-		if !c.End.After(c.Time) || c.Time.Before(p.start.Add(-2*time.Millisecond)) || c.End.After(p.dialed) {
+		if !c.End.After(c.Time) || c.Time.Before(p.start.Add(-clockSlack)) || c.End.After(p.dialed.Add(clockSlack)) {
 			t.Errorf("connect %v, end %v: want both within the client's Dial [%v, %v]", c.Time, c.End, p.start, p.dialed)
 		}
 	})

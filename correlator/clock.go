@@ -376,6 +376,9 @@ var timeType = reflect.TypeFor[time.Time]()
 // It copies each slice and each pointed-to value on the way, so that
 // nothing v shares with the correlator's state changes (a pointer met
 // twice keeps pointing to one copy: done maps the original to it).
+// TestPresentMovesEveryTime fails when a Timeline gets a time.Time it does
+// not reach (in a map, an unexported field, behind an interface), and
+// TestNormalizeMovesEveryTime when an event gets one normalize misses.
 func mapTimes(v reflect.Value, f func(time.Time) time.Time, done map[uintptr]reflect.Value) {
 	switch v.Kind() {
 	case reflect.Struct:

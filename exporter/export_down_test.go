@@ -84,10 +84,10 @@ func TestExportEndpointDown(t *testing.T) {
 			var logs syncBuffer
 			logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 			obs := &fakeObserver{}
-			const budget = 64 << 10
+			const budget, queueSize = 64 << 10, 8
 			e, err := NewTraceExporter(TraceConfig{
 				Endpoint: tc.scheme + closedPort(t), Protocol: tc.protocol, Insecure: true,
-				QueueSize: 8, QueueBytes: budget, MaxBatchSpans: 32,
+				QueueSize: queueSize, QueueBytes: budget, MaxBatchSpans: 32,
 				ExportTimeout: 300 * time.Millisecond, RetryInitial: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond,
 				ShutdownTimeout: 500 * time.Millisecond, Observer: obs,
 			}, logger)
@@ -95,14 +95,31 @@ func TestExportEndpointDown(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithCancel(context.Background())
+			const n = 2000
+			full := 0
+			start := time.Now()
+			// Export never waits for the exporter: with nothing reading
+			// its queue (Run not started yet), the calls past QueueSize
+			// return ErrQueueFull instead of waiting for room (an Export
+			// that blocked would hang the test here). No clock involved:
+			// the scheduler's delays cannot fail it.
+			const pre = queueSize + 3
+			for i := range pre {
+				tl := lifecycleDemo()
+				tl.Pod.UID = newUUID(t)
+				err := e.Export(ctx, tl)
+				if i < queueSize && err != nil || i >= queueSize && !errors.Is(err, ErrQueueFull) {
+					t.Fatalf("export %d of %d with no reader and room for %d: %v", i, pre, queueSize, err)
+				}
+				if err != nil {
+					full++
+				}
+			}
 			done := make(chan error, 1)
 			go func() { done <- e.Run(ctx) }()
 
-			const n = 2000
 			var slowest time.Duration
-			full := 0
-			start := time.Now()
-			for i := range n {
+			for i := pre; i < n; i++ {
 				tl := lifecycleDemo()
 				tl.Pod.UID = newUUID(t)
 				t0 := time.Now()
@@ -118,10 +135,8 @@ func TestExportEndpointDown(t *testing.T) {
 					time.Sleep(5 * time.Millisecond) // let some requests go out and fail
 				}
 			}
-			t.Logf("%d exports in %v, slowest %v, %d dropped (timeline queue full)", n, time.Since(start), slowest, full)
-			if slowest > 50*time.Millisecond {
-				t.Errorf("an Export call took %v: it must not block", slowest)
-			}
+			t.Logf("%d exports in %v, slowest %v (told, not judged: a busy machine may preempt any call), %d dropped (timeline queue full)",
+				n, time.Since(start), slowest, full)
 			if obs.droppedFor(DropSourceTraces+"/"+DropReasonQueue) != full || e.Stats().Dropped != uint64(full) {
 				t.Errorf("timeline-queue drops: returned %d, observer %v, stats %+v", full, obs.dropped, e.Stats())
 			}
@@ -146,10 +161,12 @@ func TestExportEndpointDown(t *testing.T) {
 			stopping := time.Now()
 			cancel()
 			var runErr error
+			// That Run gave up at ShutdownTimeout shows in the shutdown
+			// drops below; the wait only tells a return from a hang.
 			select {
 			case runErr = <-done:
-			case <-time.After(1500 * time.Millisecond):
-				t.Fatal("Run did not return within ShutdownTimeout (500 ms) + 1 s of cancellation")
+			case <-time.After(30 * time.Second):
+				t.Fatal("Run did not return within 30 s of cancellation (ShutdownTimeout is 500 ms)")
 			}
 			t.Logf("Run returned after %v of cancel: %v", time.Since(stopping), runErr)
 			st = e.Stats()

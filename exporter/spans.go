@@ -52,7 +52,7 @@ const (
 	AttrSandboxID           = attribute.Key("readyline.sandbox.id")
 	AttrContainerKind       = attribute.Key("readyline.container.kind")
 	AttrContainerExitCode   = attribute.Key("readyline.container.exit_code")
-	AttrKubeletReactionMS   = attribute.Key("readyline.container.next_created_lag_ms")
+	AttrNextCreatedLagMS    = attribute.Key("readyline.container.next_created_lag_ms")
 	AttrProcessSignal       = attribute.Key("readyline.process.signal")
 	AttrProcessRunning      = attribute.Key("readyline.process.running")
 	AttrHookHandler         = attribute.Key("readyline.hook.handler")
@@ -831,7 +831,7 @@ func containerAttrs(c *correlator.Container, a *correlator.ContainerAttempt) []a
 	}
 	if !a.NextCreated.IsZero() {
 		if exit := attemptExit(a); !exit.IsZero() {
-			attrs = append(attrs, AttrKubeletReactionMS.Int64(durationMS(exit, a.NextCreated)))
+			attrs = append(attrs, AttrNextCreatedLagMS.Int64(durationMS(exit, a.NextCreated)))
 		}
 	}
 	return attrs

@@ -142,10 +142,9 @@ type daemon struct {
 }
 
 // daemonGCPercent is the daemon's GOGC when the environment sets none:
-// the heap may grow half past what is live, not double. Its live heap is
-// ~10 MiB, so this keeps ~8 MiB of RSS the default 100 would hold: in
-// bench-node, 17.0 MiB anonymous 2 minutes after the load instead of 25.6,
-// for 0.056 s of CPU per pod start instead of 0.052.
+// the heap may grow half past what is live, not double, which holds
+// megabytes less RSS for a little more CPU per pod start (make bench-node
+// measures both; the README's "What it costs" has its figures).
 const daemonGCPercent = 50
 
 // defaultMemProfileRate is runtime.MemProfileRate's default.

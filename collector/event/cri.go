@@ -16,7 +16,7 @@ const TypeCRICall Type = "cri_call"
 type CRIMethod string
 
 // The CRI methods readyline probes in the kubelet's CRI client (the table in
-// collector/kubelet.go).
+// collector/kubelet_methods.go).
 const (
 	CRIRunPodSandbox    CRIMethod = "runtime.v1.RuntimeService/RunPodSandbox"
 	CRIStopPodSandbox   CRIMethod = "runtime.v1.RuntimeService/StopPodSandbox"

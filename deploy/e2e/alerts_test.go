@@ -327,12 +327,17 @@ func ownDaemon(t *testing.T, ctx context.Context, name string) *Daemon {
 func withoutSharedDaemon(t *testing.T) {
 	t.Helper()
 	if daemonRun != nil {
+		// A crash of the shared daemon fails the run: the tests that used
+		// it fail in their cleanup when it died while they ran; one that
+		// died in between is told here.
 		if err := daemonRun.Stop(); err != nil {
-			t.Logf("stopping the shared daemon: %v", err)
+			t.Errorf("stopping the shared daemon: %v", err)
 		}
 		daemonOnce, daemonRun, daemonErr = sync.Once{}, nil, nil
 	}
-	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 5*time.Minute, true, func(context.Context) (bool, error) {
+	ctx, cancel := suiteContext(5 * time.Minute)
+	defer cancel()
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(context.Context) (bool, error) {
 		return len(otherDaemons()) == 0, nil
 	})
 	if err != nil {

@@ -194,7 +194,7 @@ func checkDaemonLog(t *testing.T, d *Deployment, allowed ...string) {
 }
 
 // checkPagesGivenBack: 30 s after its start, the daemon in its container
-// gave back most of its binary's pages (cmd/readyline/pages.go), which it
+// gave back most of its binary's pages (cmd/readyline/binary_pages.go), which it
 // finds there by path, the binary being on overlayfs.
 func checkPagesGivenBack(t *testing.T, d *Deployment) {
 	t.Helper()

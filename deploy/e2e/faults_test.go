@@ -277,8 +277,11 @@ func TestFaultAPIServerRestart(t *testing.T) {
 		t.Errorf("no sandbox in the timeline: the kernel and CRI facts of the outage were lost")
 	}
 
-	// No alert: neither the counter nor an Event.
-	time.Sleep(5 * time.Second)
+	// No alert: neither the counter nor an Event. The timeline above is
+	// served once the daemon delivered it, after the alerter judged it
+	// (cmd/readyline's deliver: alerter.Observe counts an alert, then
+	// store.Add), and an Event is only sent for an alert counted: no
+	// wait for a late one.
 	if n := alertsTotal(scrapeDaemon(t, d)); n > 0 {
 		t.Errorf("readyline_alerts_total{alert=%s} = %v after the outage, want 0", correlatorCond, n)
 	}
@@ -526,12 +529,19 @@ spec:
 	if _, err := frec.WaitFor(ctx, func(p *corev1.Pod) bool { return ContainerRunning(p, "flood") }); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second)
+	// The flood overflows the ring before the victim starts: its drops
+	// counted, not a sleep that may end before they begin.
+	ringFull := map[string]string{"source": event.SourceProcess, "reason": event.ReasonRingFull}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return counterValue(scrapeDaemon(t, d), "readyline_events_dropped_total", ringFull) > 0, nil
+	}); err != nil {
+		t.Fatalf("no ring_full drops counted a minute into an exec flood with a 4 KiB ring: %v", err)
+	}
 	const victim = "during-flood"
 	tl := startFaultPod(t, ctx, d, ns, victim)
 	logTimelineSummary(t, tl)
 	mfs := scrapeDaemon(t, d)
-	drops := counterValue(mfs, "readyline_events_dropped_total", map[string]string{"source": event.SourceProcess, "reason": event.ReasonRingFull})
+	drops := counterValue(mfs, "readyline_events_dropped_total", ringFull)
 	t.Logf("readyline_events_dropped_total{source=process,reason=ring_full} = %v", drops)
 	if drops == 0 {
 		t.Errorf("no ring_full drops counted for the process source under a 4 KiB ring and an exec flood")

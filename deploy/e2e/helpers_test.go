@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"context"
+	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,10 +13,52 @@ import (
 	"time"
 )
 
-// testContext returns a context that ends after d or when the test ends.
+// teardownReserve is what of go test's -timeout the tests leave unused:
+// room for the cleanups of the tests running when their budget ends
+// (putting the node back in its normal mode takes up to 10 min, a CNI
+// configuration 2 min), so that they are over before go test's alarm,
+// whose panic would skip TestMain's teardown and host check. TestMain's
+// own setup and teardown run outside the alarm. The Makefile's test
+// target has the arithmetic.
+const teardownReserve = 10 * time.Minute
+
+// budgetEnd is when the tests' budget ends: go test's deadline less
+// teardownReserve, set by TestMain; zero without a -timeout.
+var budgetEnd time.Time
+
+// testTimeout is go test's -timeout (0: none), checked to leave the tests
+// something after teardownReserve. Flags must be parsed.
+func testTimeout() (time.Duration, error) {
+	f := flag.Lookup("test.timeout")
+	if f == nil {
+		return 0, nil
+	}
+	timeout, _ := f.Value.(flag.Getter).Get().(time.Duration)
+	if timeout > 0 && timeout <= teardownReserve {
+		return 0, fmt.Errorf("-timeout %v leaves the tests nothing: it must be more than the %v kept for their cleanups", timeout, teardownReserve)
+	}
+	return timeout, nil
+}
+
+// suiteContext is a context that ends after d, or when the tests' budget
+// ends if that is sooner.
+func suiteContext(d time.Duration) (context.Context, context.CancelFunc) {
+	end := time.Now().Add(d)
+	if !budgetEnd.IsZero() && budgetEnd.Before(end) {
+		end = budgetEnd
+	}
+	return context.WithDeadline(context.Background(), end)
+}
+
+// testContext returns a context that ends after d, when the tests' budget
+// ends, or when the test ends. A test that asks for one with the budget
+// spent fails at once: it would not have time to run.
 func testContext(t *testing.T, d time.Duration) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	if !budgetEnd.IsZero() && !time.Now().Before(budgetEnd) {
+		t.Fatalf("the tests' budget (go test's -timeout less %v for the cleanups) ended %v ago: not run", teardownReserve, time.Since(budgetEnd).Round(time.Second))
+	}
+	ctx, cancel := suiteContext(d)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -40,16 +84,7 @@ func newNamespace(t *testing.T) string {
 	if len(prefix) > 40 {
 		prefix = prefix[:40]
 	}
-	ns, err := env.CreateNamespace(testContext(t, time.Minute), prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.DeleteNamespace(context.Background(), ns); err != nil {
-			t.Errorf("deleting namespace %s: %v", ns, err)
-		}
-	})
-	return ns
+	return env.TestNamespace(t, prefix)
 }
 
 // recordPod starts recording pod ns/name; the recording is written to

@@ -85,7 +85,8 @@ func criSpans(tr *Trace) map[string][]Span {
 // pause; the nginx httpGet probe attempts are there as connections.
 func TestKernelCRICallsMatchKubeletTracing(t *testing.T) {
 	t.Parallel()
-	pod, tr := startAndTrace(t, "lifecycle-demo.yaml", "lifecycle-demo", ConditionTrue(corev1.PodReady), 20)
+	s := startAndTrace(t, "lifecycle-demo.yaml", "lifecycle-demo", ConditionTrue(corev1.PodReady), 20)
+	pod, tr := s.end.Pod, s.tr
 	st := newSpanTree(t, tr)
 	ctx := testContext(t, 2*time.Minute)
 
@@ -165,8 +166,7 @@ func TestKernelKubeletRestart(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	_, tr := startAndTrace(t, "poststart-demo.yaml", "poststart-demo", ConditionTrue(corev1.PodReady), 8)
-	ours := criSpans(tr)
+	ours := criSpans(startAndTrace(t, "poststart-demo.yaml", "poststart-demo", ConditionTrue(corev1.PodReady), 8).tr)
 	for _, m := range []string{"RunPodSandbox", "CreateContainer", "StartContainer", "ExecSync"} {
 		if len(ours["runtime.v1.RuntimeService/"+m]) == 0 {
 			t.Errorf("no %s in the trace after the kubelet restarted", m)

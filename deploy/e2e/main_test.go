@@ -4,9 +4,11 @@ package e2e
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"testing"
+	"time"
 )
 
 // env is the node and Jaeger shared by all tests, set up by TestMain.
@@ -16,6 +18,12 @@ func TestMain(m *testing.M) { os.Exit(runTests(m)) }
 
 func runTests(m *testing.M) int {
 	ctx := context.Background()
+	flag.Parse()
+	timeout, err := testTimeout()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
 	if os.Geteuid() != 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: %v (e.g. sudo go test -tags e2e ./deploy/e2e/...)\n", ErrNotRoot)
 		return 1
@@ -26,7 +34,6 @@ func runTests(m *testing.M) int {
 	// baseline node.sh recorded before starting it.
 	wasRunning := NodeRunning(nodeDir)
 	var before *HostSnapshot
-	var err error
 	if !wasRunning {
 		if before, err = TakeHostSnapshot(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, "FAIL: snapshot of the host:", err)
@@ -46,6 +53,12 @@ func runTests(m *testing.M) int {
 		}
 	}
 
+	// The tests end within go test's -timeout, less what their cleanups
+	// need (testContext), so that the teardown below always runs: the
+	// alarm starts with m.Run and stops when it returns.
+	if timeout > 0 {
+		budgetEnd = time.Now().Add(timeout - teardownReserve)
+	}
 	code := m.Run()
 	if err := stopReadyline(); err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL: readyline:", err)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -145,6 +146,24 @@ func (e *Env) CreateNamespace(ctx context.Context, prefix string) (string, error
 		return ns.Name, fmt.Errorf("waiting for the default ServiceAccount in %s: %w", ns.Name, err)
 	}
 	return ns.Name, nil
+}
+
+// TestNamespace creates a namespace named after prefix for test t and
+// starts deleting it when the test ends; it fails the test when it cannot.
+func (e *Env) TestNamespace(t testing.TB, prefix string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ns, err := e.CreateNamespace(ctx, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.DeleteNamespace(context.Background(), ns); err != nil {
+			t.Errorf("deleting namespace %s: %v", ns, err)
+		}
+	})
+	return ns
 }
 
 // DeleteNamespace starts deleting namespace without waiting for its pods.

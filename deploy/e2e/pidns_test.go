@@ -265,7 +265,7 @@ func pauseSharedDaemon(t *testing.T) (resume func()) {
 		t.Errorf("stopping the shared readyline: %v", err)
 	}
 	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		ctx, cancel := suiteContext(5 * time.Minute)
 		defer cancel()
 		daemonRun, daemonErr = env.StartDaemon(ctx, "readyline-after-pidns")
 		if daemonErr != nil {

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -57,6 +58,8 @@ type Daemon struct {
 	// Bin is the readyline binary it runs (its explain, too).
 	Log, Record, Bin string
 	exited           chan struct{}
+	// stopping: Stop was called; an exit from then on was asked for.
+	stopping atomic.Bool
 }
 
 // DaemonOptions change how StartDaemonWith runs readyline.
@@ -239,12 +242,46 @@ func deployedEnv(root string) ([]string, error) {
 	return nil, errors.New("deploy/base/daemonset.yaml: no container named readyline")
 }
 
+// Died returns an error when the daemon exited on its own, not stopped by
+// Stop: a crash, which the tests it served must fail on (they may have
+// passed on what it did before). Nil while it runs and once Stop was
+// called. Died is safe for concurrent use.
+func (d *Daemon) Died() error {
+	select {
+	case <-d.exited:
+		if !d.stopping.Load() {
+			return d.diedError()
+		}
+	default:
+	}
+	return nil
+}
+
+func (d *Daemon) diedError() error {
+	return fmt.Errorf("readyline (pid %d) exited on its own: %s; the end of its log %s:\n%s", d.PID, d.cmd.ProcessState, d.Log, logTail(d.Log, 20))
+}
+
+// logTail returns the last n lines of file.
+func logTail(file string, n int) string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
 // Stop interrupts the daemon (SIGINT) and waits for it, killing it after
-// 15 s. It returns an error if the daemon did not exit cleanly.
+// 15 s. It returns an error if the daemon did not exit cleanly, or had
+// exited on its own before Stop was called (Died).
 func (d *Daemon) Stop() error {
 	select {
 	case <-d.exited:
+		if !d.stopping.Swap(true) {
+			return d.diedError()
+		}
 	default:
+		d.stopping.Store(true)
 		d.proc.Signal(syscall.SIGINT)
 		select {
 		case <-d.exited:

@@ -114,9 +114,16 @@ spec:
 	if !found {
 		t.Errorf("no sandbox-changed insight: %+v", tl.Insights)
 	}
+	// pod.wait_sandbox is the wait before the first sandbox, not until the
+	// second: it ends by the killed sandbox's creation (the runtime's
+	// time; the phase ends at its RunPodSandbox call's entry, kernelSlack).
+	first := tl.EarlierSandboxes[0].Created
+	if first.IsZero() {
+		first = tl.Sandbox.Created // the runtime told only the second's
+	}
 	for _, p := range tl.Phases {
-		if p.Name == correlator.PhaseWaitSandbox && p.Duration() > 5*time.Second {
-			t.Errorf("pod.wait_sandbox %v: the wait before the first sandbox, not until the second", p.Duration())
+		if p.Name == correlator.PhaseWaitSandbox && p.End.After(first.Add(kernelSlack)) {
+			t.Errorf("pod.wait_sandbox ends %v, after the first sandbox was created %v: the wait until the second", p.End, first)
 		}
 	}
 	t.Logf("killed pause %d; sandboxes %s -> %s; ready after %v", pause, short(tl.EarlierSandboxes[0].ID), short(tl.Sandbox.ID), tl.End.Sub(tl.Start).Round(time.Millisecond))
@@ -233,7 +240,7 @@ func TestRestartsReadinessGateSetLate(t *testing.T) {
 	if gate == nil || !gate.ReadinessGate || cr == nil || ready == nil {
 		t.Fatalf("conditions %+v: want the gate as a condition beside ContainersReady and Ready", tl.Conditions)
 	}
-	if ready.Cause.Before(gate.Observed) || ready.Lag() > 10*time.Second {
+	if ready.Cause.Before(gate.Observed) || ready.Observed.Before(ready.Cause) {
 		t.Errorf("Ready caused at %v (lag %v); the gate was observed at %v, ContainersReady at %v", ready.Cause, ready.Lag(), gate.Observed, cr.Observed)
 	}
 	var steps []string

@@ -3,9 +3,7 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"sync"
@@ -13,6 +11,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/readyline/readyline/correlator"
 )
 
 // The daemon shared by the trace tests: started on first use, stopped by
@@ -23,17 +23,30 @@ var (
 	daemonErr  error
 )
 
+// readyline returns the shared daemon, started on first use. A test that
+// uses it fails if the daemon dies while it runs, or had died before: what
+// the test saw may be a dead daemon's (a timeline served before the crash,
+// a trace exported before it).
 func readyline(t testing.TB) *Daemon {
 	t.Helper()
 	daemonOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		ctx, cancel := suiteContext(5 * time.Minute)
 		defer cancel()
 		daemonRun, daemonErr = env.StartDaemon(ctx, "readyline")
 	})
 	if daemonErr != nil {
 		t.Fatal(daemonErr)
 	}
-	return daemonRun
+	d := daemonRun
+	if err := d.Died(); err != nil {
+		t.Fatalf("the shared daemon: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := d.Died(); err != nil {
+			t.Errorf("the shared daemon died while %s ran: %v", t.Name(), err)
+		}
+	})
+	return d
 }
 
 // stopReadyline stops the shared daemon if a test started it.
@@ -44,9 +57,21 @@ func stopReadyline() error {
 	return daemonRun.Stop()
 }
 
-// startAndTrace applies an example in a new namespace, waits until done
-// says the pod start is over, and returns its pod and its trace from Jaeger.
-func startAndTrace(t *testing.T, example, pod string, done func(*corev1.Pod) bool, minSpans int) (*corev1.Pod, *Trace) {
+// tracedStart is a pod start run by startAndTrace: the pod's namespace,
+// its recorded watch, the update in which the start ended, readyline's
+// timeline of it (its API) and its trace (Jaeger).
+type tracedStart struct {
+	ns  string
+	rec *PodRecorder
+	end PodEvent
+	tl  *correlator.Timeline
+	tr  *Trace
+}
+
+// startAndTrace applies an example in a new namespace under the shared
+// daemon, waits until done says the pod start is over, and returns it with
+// readyline's timeline and trace of it.
+func startAndTrace(t *testing.T, example, pod string, done func(*corev1.Pod) bool, minSpans int) *tracedStart {
 	t.Helper()
 	d := readyline(t)
 	ns := newNamespace(t)
@@ -58,17 +83,24 @@ func startAndTrace(t *testing.T, example, pod string, done func(*corev1.Pod) boo
 		t.Fatal(err)
 	}
 	endAt := time.Now()
-	tl, err := d.Timeline(ctx, ns, pod, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
 	tr, err := WaitForTrace(ctx, JaegerQueryURL, TraceIDFromPodUID(string(ev.Pod.UID)), minSpans, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
+	queryable := time.Since(endAt)
+	// The trace is exported when the start is delivered, whole: the
+	// timeline asked for now is the final one, not a snapshot taken while
+	// the daemon still waited for the start's last facts.
+	tl, err := d.Timeline(ctx, ns, pod, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl.Pod.UID != string(ev.Pod.UID) {
+		t.Fatalf("readyline's timeline of %s/%s is of uid %s, the pod's is %s", ns, pod, tl.Pod.UID, ev.Pod.UID)
+	}
 	t.Logf("%s: %s after %v; trace %s with %d spans, queryable %v after the API showed the end",
-		pod, tl.Outcome, tl.End.Sub(tl.Start).Round(time.Millisecond), tr.TraceID, len(tr.Spans), time.Since(endAt).Round(time.Millisecond))
-	return ev.Pod, tr
+		pod, tl.Outcome, tl.End.Sub(tl.Start).Round(time.Millisecond), tr.TraceID, len(tr.Spans), queryable.Round(time.Millisecond))
+	return &tracedStart{ns: ns, rec: rec, end: ev, tl: tl, tr: tr}
 }
 
 // spanTree indexes a trace's spans.
@@ -179,113 +211,4 @@ func (st *spanTree) conditionOrder() []string {
 		out = append(out, tagString(s, "readyline.condition.type"))
 	}
 	return out
-}
-
-// TestTraceLifecycleDemo: the seed's lifecycle-demo as a trace in Jaeger,
-// measured by readyline running on the host.
-func TestTraceLifecycleDemo(t *testing.T) {
-	t.Parallel()
-	_, tr := startAndTrace(t, "lifecycle-demo.yaml", "lifecycle-demo", ConditionTrue(corev1.PodReady), 15)
-	st := newSpanTree(t, tr)
-	root := st.one("pod.startup")
-	if got := tagString(root, "readyline.outcome"); got != "ready" {
-		t.Errorf("outcome %q", got)
-	}
-
-	// init-regular: sh -c 'sleep 5', 5 s by the kernel clock, exit 0.
-	regular := st.one("init init-regular")
-	proc := st.child(regular, "process sh")
-	if d := dur(proc); math.Abs(d.Seconds()-5) > 0.050 {
-		t.Errorf("init-regular's process ran %v, want 5 s within 50 ms", d)
-	}
-	if code := tagString(proc, "process.exit.code"); code != "0" {
-		t.Errorf("init-regular's process exit code %q, want 0", code)
-	}
-	sidecar := st.one("sidecar init-sidecar")
-	if !end(proc).Before(start(sidecar)) {
-		t.Errorf("init-sidecar started %v, before init-regular's process exited %v", start(sidecar), end(proc))
-	}
-
-	// init-sidecar counts as started once its exec startupProbe succeeded:
-	// only then does the kubelet create nginx.
-	probes := st.children(sidecar, "startupProbe")
-	if len(probes) == 0 {
-		t.Fatal("no startupProbe attempt under init-sidecar")
-	}
-	var success Span
-	for _, p := range probes {
-		if tagString(p, "readyline.probe.result") == "success" {
-			success = p
-			break
-		}
-	}
-	if success.SpanID == "" {
-		t.Fatalf("no successful startupProbe attempt among %d", len(probes))
-	}
-	if tagString(success, "readyline.probe.handler") != "exec" || tagString(success, "readyline.inferred") == "true" {
-		t.Errorf("the sidecar's startupProbe should be a kernel-seen exec attempt: %+v", success.Tags)
-	}
-	// initialDelaySeconds: 5 counts whole seconds from the API's (1 s) startedAt.
-	if d := start(success).Sub(start(st.child(sidecar, "process sh"))); d < 4*time.Second {
-		t.Errorf("first startupProbe %v after the sidecar's process: initialDelaySeconds is 5", d)
-	}
-	nginx := st.one("container nginx")
-	if !start(nginx).After(end(success)) {
-		t.Errorf("nginx created %v, before init-sidecar's startupProbe succeeded %v", start(nginx), end(success))
-	}
-	initialized := st.one("condition Initialized")
-	cause, err := time.Parse(time.RFC3339Nano, tagString(initialized, "readyline.condition.cause_time"))
-	if err != nil {
-		t.Fatalf("Initialized cause_time: %v", err)
-	}
-	if !start(nginx).After(cause) {
-		t.Errorf("nginx created %v, before Initialized's cause %v", start(nginx), cause)
-	}
-	if len(st.children(nginx, "startupProbe")) == 0 || len(st.children(nginx, "readinessProbe")) == 0 {
-		t.Errorf("nginx lacks startup/readiness probe spans")
-	}
-
-	want := []string{"PodScheduled", "PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready"}
-	if got := st.conditionOrder(); fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("conditions in the trace %v, want %v", got, want)
-	}
-}
-
-// TestTracePostStartDemo: the 15 s postStart hook and the ~15 s the API
-// takes to report the container, as readyline measures them.
-func TestTracePostStartDemo(t *testing.T) {
-	t.Parallel()
-	_, tr := startAndTrace(t, "poststart-demo.yaml", "poststart-demo", ConditionTrue(corev1.PodReady), 8)
-	st := newSpanTree(t, tr)
-	main := st.one("container main")
-	hook := st.child(main, "postStart")
-	if d := dur(hook); d < 14900*time.Millisecond || d > 15500*time.Millisecond {
-		t.Errorf("postStart hook span %v, want ~15 s", d)
-	}
-	if tagString(hook, "readyline.inferred") == "true" {
-		t.Error("the exec hook should be seen in the kernel, not inferred")
-	}
-	lag := tagFloat(t, st.one("condition ContainersReady"), "readyline.condition.lag_ms")
-	if lag < 14000 || lag > 17000 {
-		t.Errorf("ContainersReady lag %v ms, want ~15000 (the hook holds the status write back)", lag)
-	}
-}
-
-// TestTraceInitFailureNever: a failed pod start is a trace with status Error
-// and the init container's exit code.
-func TestTraceInitFailureNever(t *testing.T) {
-	t.Parallel()
-	_, tr := startAndTrace(t, "init-failure-never.yaml", "init-container-failure-never", PhaseIs(corev1.PodFailed), 4)
-	st := newSpanTree(t, tr)
-	root := st.one("pod.startup")
-	if got := tagString(root, "otel.status_code"); got != "ERROR" {
-		t.Errorf("root status %q, want ERROR (tags %+v)", got, root.Tags)
-	}
-	if got := tagString(root, "readyline.outcome"); got != "failed" {
-		t.Errorf("outcome %q, want failed", got)
-	}
-	initc := st.one("init fail-on-purpose")
-	if got := tagString(initc, "readyline.container.exit_code"); got != "42" {
-		t.Errorf("init container exit code %q, want 42", got)
-	}
 }

@@ -6,10 +6,11 @@
 # place only when complete, so an interrupted build is simply redone.
 
 # runc, CNI plugins and etcd are the runtime pieces; busybox-static fills the
-# busybox and nginx stand-in images; gcc + libc6-dev build the static pause binary.
+# busybox and nginx stand-in images; gcc + libc6-dev build the static pause
+# binary; iproute2's ip removes the bridge and checks the host is clean.
 DEBIAN_PACKAGES=(
 	runc containernetworking-plugins etcd-server busybox-static
-	iptables conntrack openssl jq socat curl gcc libc6-dev
+	iptables conntrack openssl jq socat curl gcc libc6-dev iproute2
 )
 
 ensure_packages() {

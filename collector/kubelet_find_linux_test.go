@@ -168,7 +168,7 @@ func (f *fakeAttach) attach(p *kubeletProcess) error {
 func newFakeCRICallSource(root string, f *fakeAttach, logs *logRecorder, statuses *[]*event.SourceStatus) *CRICallSource {
 	s := &CRICallSource{cfg: CRICallConfig{ProcRoot: root, target: &kubeletTarget}, logger: slog.New(logs)}
 	s.attachTo = f.attach
-	s.clockOff.Store(NewBootClock().Offset)
+	s.ring.sampleClock()
 	s.emit = func(ev event.Event) { *statuses = append(*statuses, ev.(*event.SourceStatus)) }
 	return s
 }
@@ -199,16 +199,18 @@ func (w wantStatus) matches(st *event.SourceStatus) bool {
 	return st.Since.Equal(w.since)
 }
 
-// checkStatuses compares what a source emitted with want: the cri_calls
-// source, each at the time it was emitted (on the boot clock, so within a
-// second of now), with the Since expected.
-func checkStatuses(t *testing.T, got []*event.SourceStatus, want []wantStatus) {
+// checkStatuses compares what source s emitted with want: the cri_calls
+// source, each at the time it was emitted (on the source's clock, from
+// from, a reading before the first rescan, to now), with the Since
+// expected.
+func checkStatuses(t *testing.T, s *CRICallSource, from time.Time, got []*event.SourceStatus, want []wantStatus) {
 	t.Helper()
+	now := s.now()
 	var gotW []wantStatus
 	for _, st := range got {
 		gotW = append(gotW, wantStatus{up: st.Up, reason: st.Reason, since: st.Since})
-		if st.Source != event.SourceCRICalls || st.Time.Sub(time.Now()).Abs() > time.Second || !st.Since.IsZero() && !st.Since.Before(st.Time) {
-			t.Errorf("status %+v: want source %q, time now, since before it", *st, event.SourceCRICalls)
+		if st.Source != event.SourceCRICalls || st.Time.Before(from) || st.Time.After(now) || !st.Since.IsZero() && !st.Since.Before(st.Time) {
+			t.Errorf("status %+v: want source %q, time in [%v, %v], since before it", *st, event.SourceCRICalls, from, now)
 		}
 	}
 	if !slices.EqualFunc(got, want, func(st *event.SourceStatus, w wantStatus) bool { return w.matches(st) }) {
@@ -238,6 +240,7 @@ func TestCRICallSourceFollowsTheKubelet(t *testing.T) {
 	logs := &logRecorder{}
 	var statuses []*event.SourceStatus
 	s := newFakeCRICallSource(root, f, logs, &statuses)
+	from := s.now()
 	started := func(ticks uint64) time.Time { return s.startTime(&kubeletProcess{start: ticks}) }
 	// rescan rescans and returns the times around it, on the source's clock.
 	rescan := func() (before, after time.Time) {
@@ -307,7 +310,7 @@ func TestCRICallSourceFollowsTheKubelet(t *testing.T) {
 	// Blind from when the calls of the next kubelet are lost (its start,
 	// or when the one probed was last seen if they ran together) to the
 	// probes on it; a Down after a Down keeps the first's start.
-	checkStatuses(t, statuses, []wantStatus{
+	checkStatuses(t, s, from, statuses, []wantStatus{
 		{up: true},
 		{up: false, reason: "kubelet_restarted", since: seen, sinceBy: seenBy}, // 41000 ran alongside
 		{up: true},
@@ -338,9 +341,10 @@ func TestCRICallSourceStatusAtStart(t *testing.T) {
 			f := &fakeAttach{fail: map[int]bool{kubelet.pid: tc.fail}}
 			var statuses []*event.SourceStatus
 			s := newFakeCRICallSource(root, f, &logRecorder{}, &statuses)
+			from := s.now()
 			s.rescan()
 			s.rescan()
-			checkStatuses(t, statuses, tc.want)
+			checkStatuses(t, s, from, statuses, tc.want)
 			if tc.want[0].up {
 				return
 			}
@@ -349,7 +353,7 @@ func TestCRICallSourceStatusAtStart(t *testing.T) {
 			writeFakeProc(t, dir, root, fakeProc{pid: 500, ppid: 1, comm: "kubelet", start: 700, exe: "usr/bin/kubelet"})
 			s.rescan()
 			s.rescan()
-			checkStatuses(t, statuses, append(tc.want, wantStatus{up: true}))
+			checkStatuses(t, s, from, statuses, append(tc.want, wantStatus{up: true}))
 		})
 	}
 }
@@ -456,8 +460,9 @@ func deniedChild(t *testing.T) {
 	var statuses []*event.SourceStatus
 	s := newFakeCRICallSource("/proc", &fakeAttach{}, logs, &statuses)
 	s.cfg.target = &probeTarget{process: name}
+	from := s.now()
 	s.rescan()
-	checkStatuses(t, statuses, []wantStatus{{up: false, reason: "attach_failed"}})
+	checkStatuses(t, s, from, statuses, []wantStatus{{up: false, reason: "attach_failed"}})
 	if w := logs.matching(slog.LevelWarn, "needs CAP_SYS_PTRACE"); len(w) != 1 {
 		t.Errorf("warnings %q, want one saying CAP_SYS_PTRACE is needed", logs.messages(slog.LevelWarn))
 	}

@@ -125,9 +125,10 @@ type CRICallSource struct {
 	// namespace, as the kernel's records have it; 0 before its first call).
 	inFlight atomic.Pointer[inFlightView]
 
-	clockOff                                               atomic.Int64
+	// ring reads the calls' ring buffer; the source tells its losses
+	// itself (Stats.Kernel).
+	ring                                                   ringSource
 	calls, decodeErrors, attaches, threadHops, binaryReads atomic.Uint64
-	ring                                                   ringUsage
 	kubeletPID                                             atomic.Int64
 }
 
@@ -154,7 +155,8 @@ func NewCRICallSource(cfg CRICallConfig, logger *slog.Logger) (*CRICallSource, e
 	}
 	s := &CRICallSource{cfg: cfg, logger: logger, prog: prog}
 	s.attachTo = s.attach
-	s.clockOff.Store(NewBootClock().Offset)
+	s.ring = ringSource{name: event.SourceCRICalls, logger: logger, events: prog.Events(), poll: bpf.GoCallPollInterval}
+	s.ring.sampleClock()
 	return s, nil
 }
 
@@ -162,7 +164,7 @@ func NewCRICallSource(cfg CRICallConfig, logger *slog.Logger) (*CRICallSource, e
 func (s *CRICallSource) Stats() CRICallStats {
 	st := CRICallStats{Calls: s.calls.Load(), DecodeErrors: s.decodeErrors.Load(), Attaches: s.attaches.Load(),
 		BinaryReads: s.binaryReads.Load(), KubeletPID: int(s.kubeletPID.Load()), ThreadHops: s.threadHops.Load(),
-		Ring: s.ring.usage()}
+		Ring: s.ring.fill.usage()}
 	st.Kernel, _ = s.prog.Counters()
 	return st
 }
@@ -189,7 +191,6 @@ func (s *CRICallSource) Run(ctx context.Context, emit func(event.Event)) error {
 	records := make(chan callRecord, 1024)
 	readCtx, stopRead := context.WithCancel(ctx)
 	readDone := make(chan error, 1)
-	var limit drainLimit // the reader's
 	go func() {
 		send := func(r callRecord) {
 			select {
@@ -197,18 +198,18 @@ func (s *CRICallSource) Run(ctx context.Context, emit func(event.Event)) error {
 			case <-readCtx.Done():
 			}
 		}
-		readDone <- readRingTicking(readCtx, s.prog.Events(), bpf.GoCallPollInterval, func(b []byte) {
-			r, err := DecodeGoCall(b, BootClock{Offset: s.clockOff.Load()})
+		readDone <- s.ring.run(readCtx, func(ev event.Event) {
+			if d, ok := ev.(*event.Drained); ok {
+				send(callRecord{drained: d.Time})
+			}
+		}, func(b []byte) {
+			r, err := DecodeGoCall(b, s.ring.clock())
 			if err != nil {
 				s.decodeErrors.Add(1)
 				return
 			}
 			send(callRecord{rec: r})
-		}, 0, nil, func(at time.Time) {
-			if limit.due(at) {
-				send(callRecord{drained: at})
-			}
-		}, &s.ring)
+		})
 	}()
 	defer func() {
 		stopRead()
@@ -223,11 +224,10 @@ func (s *CRICallSource) Run(ctx context.Context, emit func(event.Event)) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
-			s.clockOff.Store(NewBootClock().Offset)
 			s.rescan()
 		case r := <-records:
 			if !r.drained.IsZero() {
-				emit(&event.Drained{Time: r.drained.UTC(), Source: event.SourceCRICalls})
+				emit(&event.Drained{Time: r.drained, Source: event.SourceCRICalls})
 				break
 			}
 			if ev := s.toEvent(&r.rec); ev != nil {
@@ -291,7 +291,7 @@ func (s *CRICallSource) CallsInFlight() ([]*event.CRICall, error) {
 	if view == nil {
 		return nil, nil
 	}
-	clock := BootClock{Offset: s.clockOff.Load()}
+	clock := s.ring.clock()
 	now := time.Now()
 	var out []*event.CRICall
 	err := s.prog.CallsInFlight(func(key bpf.GoprobeCallKey, args []byte) {
@@ -417,12 +417,12 @@ func (s *CRICallSource) setStatus(up bool, reason string, since time.Time) {
 
 // now is the time on the clock of the source's records.
 func (s *CRICallSource) now() time.Time {
-	return BootClock{Offset: s.clockOff.Load()}.Time(bootTimeNS())
+	return s.ring.clock().Time(bootTimeNS())
 }
 
 // startTime is when p started, on the clock of the source's records.
 func (s *CRICallSource) startTime(p *kubeletProcess) time.Time {
-	return BootClock{Offset: s.clockOff.Load()}.Time(p.start * (1e9 / clockTicksPerSecond))
+	return s.ring.clock().Time(p.start * (1e9 / clockTicksPerSecond))
 }
 
 // clockTicksPerSecond is the unit of /proc/<pid>/stat's times (USER_HZ,

@@ -1,29 +1,32 @@
 //go:build e2e
 
-package e2e
+package check
 
 import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/readyline/readyline/deploy/e2e"
 )
 
-// TestJaegerOTLPRoundTrip sends a span to Jaeger over OTLP/HTTP and reads it
-// back from the query API by trace id.
-func TestJaegerOTLPRoundTrip(t *testing.T) {
+// TestLocalNodeJaegerOTLPRoundTrip sends a span to the local Jaeger over
+// OTLP/HTTP and reads it back from the query API by trace id; its OTLP
+// gRPC receiver (where readyline exports) listens too.
+func TestLocalNodeJaegerOTLPRoundTrip(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t, time.Minute)
 	end := time.Now()
-	span := TestSpan{
-		TraceID: NewTraceID(), SpanID: NewSpanID(),
+	span := e2e.TestSpan{
+		TraceID: e2e.NewTraceID(), SpanID: e2e.NewSpanID(),
 		Service: "readyline-e2e", Name: "e2e.roundtrip",
 		Start: end.Add(-1500 * time.Millisecond), End: end,
 		Attributes: map[string]string{"readyline.test": t.Name()},
 	}
-	if err := SendSpanOTLP(ctx, OTLPHTTPEndpoint, span); err != nil {
+	if err := e2e.SendSpanOTLP(ctx, e2e.OTLPHTTPEndpoint, span); err != nil {
 		t.Fatal(err)
 	}
-	trace, err := WaitForTrace(ctx, JaegerQueryURL, span.TraceID, 1, 30*time.Second)
+	trace, err := e2e.WaitForTrace(ctx, e2e.JaegerQueryURL, span.TraceID, 1, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +48,7 @@ func TestJaegerOTLPRoundTrip(t *testing.T) {
 	}
 
 	// The OTLP gRPC receiver (where readyline exports) listens on loopback.
-	conn, err := net.DialTimeout("tcp", OTLPGRPCEndpoint, 2*time.Second)
+	conn, err := net.DialTimeout("tcp", e2e.OTLPGRPCEndpoint, 2*time.Second)
 	if err != nil {
 		t.Fatalf("OTLP gRPC endpoint: %v", err)
 	}

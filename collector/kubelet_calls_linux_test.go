@@ -103,6 +103,22 @@ type crilikeCall struct {
 	EndNs   int64    `json:"end_ns"`
 }
 
+// waitAllCalls waits, once the probed process has exited, until every
+// record its probes wrote is out of the source: each return probed writes
+// one (the kernel counts them, and the ones a full ring lost), each is
+// emitted as a call (appended to calls, under mu) or counted as
+// undecodable. A positive end, where waiting for the stream to go quiet
+// would end early on a busy machine.
+func waitAllCalls(t *testing.T, src *CRICallSource, mu *sync.Mutex, calls *[]*event.CRICall) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "every call the kernel recorded", func() bool {
+		st := src.Stats()
+		mu.Lock()
+		defer mu.Unlock()
+		return uint64(len(*calls))+st.DecodeErrors >= st.Kernel.Returns-st.Kernel.Drops
+	})
+}
+
 // eventArgs says what of a CRICall crilike prints as arg and result.
 func eventArgs(c *event.CRICall) (arg, result string) {
 	switch c.Method.Short() {
@@ -169,17 +185,7 @@ func TestIntegrationCRICallsOfAStrippedBinary(t *testing.T) {
 			}
 			// The last records: on a busy machine they take more than a
 			// poll or two to come through.
-			// (The calls made before the probes attached never come: wait
-			// for the stream to go quiet.)
-			seen, quiet := -1, time.Now()
-			waitFor(t, 10*time.Second, "the last calls", func() bool {
-				mu.Lock()
-				defer mu.Unlock()
-				if len(events) != seen {
-					seen, quiet = len(events), time.Now()
-				}
-				return time.Since(quiet) > 500*time.Millisecond
-			})
+			waitAllCalls(t, src, &mu, &events)
 			st := src.Stats()
 			cancel()
 			if err := <-done; err != nil {
@@ -263,12 +269,14 @@ func checkCRICalls(t *testing.T, printed []crilikeCall, events []*event.CRICall,
 	if matched < 100 {
 		t.Errorf("only %d calls matched", matched)
 	}
+	// How much longer crilike's measure is than the kernel's is told, not
+	// judged: it is the time between crilike's clock reads and the probed
+	// entry and return, which a busy machine stretches at will. What the
+	// probes' place guarantees is checked above: the kernel's call inside
+	// crilike's stamps, no longer than around it.
 	slices.Sort(gaps)
-	median := gaps[len(gaps)/2]
-	if median > time.Millisecond {
-		t.Errorf("median gap between crilike's and the kernel's duration %v, want < 1 ms", median)
-	}
-	t.Logf("%d calls matched; %d events; median gap %v, p99 %v; stats %+v", matched, len(events), median, gaps[len(gaps)*99/100], st)
+	t.Logf("%d calls matched; %d events; crilike's measure longer by median %v, p99 %v; stats %+v",
+		matched, len(events), gaps[len(gaps)/2], gaps[len(gaps)*99/100], st)
 }
 
 // TestIntegrationCRICallsOfTheNodesTargetOnly runs, before the real
@@ -305,6 +313,7 @@ func TestIntegrationCRICallsOfTheNodesTargetOnly(t *testing.T) {
 	var mu sync.Mutex
 	var calls []*event.CRICall
 	var statuses []string // and the number of calls before each
+	var statusAt []time.Time
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -316,6 +325,7 @@ func TestIntegrationCRICallsOfTheNodesTargetOnly(t *testing.T) {
 				calls = append(calls, e)
 			case *event.SourceStatus:
 				statuses = append(statuses, fmt.Sprintf("%d calls, up %v %s", len(calls), e.Up, e.Reason))
+				statusAt = append(statusAt, e.Time)
 			}
 		})
 	}()
@@ -324,7 +334,12 @@ func TestIntegrationCRICallsOfTheNodesTargetOnly(t *testing.T) {
 	if err := target.Wait(); err != nil {
 		t.Fatalf("crilike: %v", err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	waitAllCalls(t, src, &mu, &calls)
+	waitFor(t, 10*time.Second, "the Down of the target's exit", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(statuses) >= 2
+	})
 	st := src.Stats()
 	cancel()
 	if err := <-done; err != nil {
@@ -348,13 +363,19 @@ func TestIntegrationCRICallsOfTheNodesTargetOnly(t *testing.T) {
 	}
 	// Up before the first call; once the target exits, the copies left do
 	// not count. (Its last calls may still be on their way when it is
-	// found gone: they come after the Down.)
-	var before int
+	// found gone: they come after the Down, as many as a busy machine
+	// left in the ring; but the Down is stamped after each of them ended,
+	// on the same clock.)
 	if len(statuses) != 2 || statuses[0] != "0 calls, up true " ||
 		!strings.HasSuffix(statuses[1], " calls, up false no_kubelet") {
 		t.Errorf("statuses %q, want Up then Down no_kubelet", statuses)
-	} else if fmt.Sscanf(statuses[1], "%d calls", &before); before > len(calls) || before < len(calls)-20 {
-		t.Errorf("statuses %q: the Down came %d calls before the last", statuses, len(calls)-before)
+	} else {
+		for _, c := range calls {
+			if c.End.After(statusAt[1].Add(clockSlack)) {
+				t.Errorf("the Down at %v is before the end of a call of the target, %v", statusAt[1], c.End)
+				break
+			}
+		}
 	}
 	t.Logf("%d calls, all of crilike %d; stats %+v", len(calls), target.Process.Pid, st)
 }

@@ -1,8 +1,9 @@
 //go:build e2e
 
-package e2e
+package check
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -10,9 +11,22 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/readyline/readyline/deploy/e2e"
 )
 
-func TestNodeReady(t *testing.T) {
+// testContext returns a context that ends after d or when the test ends.
+func testContext(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestLocalNodeReady: the node is Ready and schedulable, runs the kubelet
+// and containerd versions deploy/node builds, has its primary address as
+// InternalIP, and CoreDNS is available.
+func TestLocalNodeReady(t *testing.T) {
 	ctx := testContext(t, time.Minute)
 	node, err := env.Client.CoreV1().Nodes().Get(ctx, env.NodeName, metav1.GetOptions{})
 	if err != nil {
@@ -31,8 +45,8 @@ func TestNodeReady(t *testing.T) {
 		t.Errorf("node is not schedulable: unschedulable=%v taints=%v", node.Spec.Unschedulable, node.Spec.Taints)
 	}
 	info := node.Status.NodeInfo
-	if info.KubeletVersion != KubernetesVersion {
-		t.Errorf("kubelet version %q, want %s", info.KubeletVersion, KubernetesVersion)
+	if info.KubeletVersion != e2e.KubernetesVersion {
+		t.Errorf("kubelet version %q, want %s", info.KubeletVersion, e2e.KubernetesVersion)
 	}
 	if info.ContainerRuntimeVersion != "containerd://2.4.2" {
 		t.Errorf("container runtime %q, want containerd://2.4.2", info.ContainerRuntimeVersion)
@@ -56,20 +70,19 @@ func TestNodeReady(t *testing.T) {
 	}
 }
 
-// TestServiceAccountToken runs kubectl in a pod with no kubeconfig, so that it
+// TestLocalNodeServiceAccountToken runs kubectl in a pod with no kubeconfig, so that it
 // uses the in-cluster configuration every in-cluster client uses: the projected
 // service-account token, the cluster CA from kube-root-ca.crt and the kubernetes
 // Service (through kube-proxy). The API server must see the pod as its
 // namespace's default ServiceAccount. Its logs are read through the kubelet.
 // (busybox wget cannot be used: its built-in TLS shares no cipher suite with
 // the API server.)
-func TestServiceAccountToken(t *testing.T) {
+func TestLocalNodeServiceAccountToken(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := env.TestNamespace(t, "node-check-whoami")
 	ctx := testContext(t, 2*time.Minute)
 	const name = "whoami"
-	rec := recordPod(t, ns, name)
-	kubectl, err := Tool("kubectl")
+	kubectl, err := e2e.Tool("kubectl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +108,7 @@ test -s $sa/token && test -s $sa/ca.crt && test "$(cat $sa/namespace)" = "$NAMES
 	if _, err := env.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ev, err := rec.WaitFor(ctx, func(p *corev1.Pod) bool {
+	done, err := e2e.WaitForPod(ctx, env.Client, ns, name, func(p *corev1.Pod) bool {
 		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 	})
 	if err != nil {
@@ -105,8 +118,8 @@ test -s $sa/token && test -s $sa/ca.crt && test "$(cat $sa/namespace)" = "$NAMES
 	if err != nil {
 		t.Fatalf("pod logs (through the kubelet): %v", err)
 	}
-	if ev.Pod.Status.Phase != corev1.PodSucceeded {
-		t.Fatalf("pod %s: %s; logs:\n%s", ev.Pod.Status.Phase, DescribeStatus(ev.Pod), logs)
+	if done.Status.Phase != corev1.PodSucceeded {
+		t.Fatalf("pod %s: %s; logs:\n%s", done.Status.Phase, e2e.DescribeStatus(done), logs)
 	}
 	var review struct {
 		Status struct {
