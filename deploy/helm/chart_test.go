@@ -284,6 +284,7 @@ func TestSchemaRefuses(t *testing.T) {
 		"misspelt config":    {"config": map[string]any{"otlpEndpiont": "x:4317"}},
 		"log level":          {"config": map[string]any{"logLevel": "verbose"}},
 		"alert duration":     {"config": map[string]any{"alerts": map[string]any{"Ready": "5 seconds"}}},
+		"alert name":         {"config": map[string]any{"alerts": map[string]any{"PodScheduled": "5s"}}},
 		"capabilities type":  {"capabilities": "true"},
 		"pull policy":        {"image": map[string]any{"pullPolicy": "Sometimes"}},
 		"env name":           {"config": map[string]any{"env": map[string]any{"READYLINE-RECORD": "x"}}},
