@@ -56,6 +56,7 @@ lint: ## gofmt + go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./deploy/e2e/... ./deploy/node/check/ ./collector/...
+	cd deploy/helm && $(GO) vet ./... && $(GO) vet -tags e2e ./...
 
 ## ---- test
 
@@ -98,6 +99,7 @@ test: test-deps lint verify-generate ## unit + privileged (root) + end-to-end te
 	./deploy/node/node.sh jaeger-up
 	$(GO) test -count=1 ./...
 	$(MAKE) test-tools
+	$(MAKE) test-helm
 	KUBELET_TRACING=1 ./deploy/node/node.sh up
 	# The node's own checks (deploy/node/check: no readyline), then what
 	# needs the node's kubelet (built by node.sh up) and runtime.
@@ -112,9 +114,15 @@ test: test-deps lint verify-generate ## unit + privileged (root) + end-to-end te
 test-unit: ## unit and privileged tests only (no local node)
 	$(GO) test -count=1 ./...
 	$(MAKE) test-tools
+	$(MAKE) test-helm
 
 test-tools: ## the tests of deploy/node's tool modules (TOOL_MODULES), which ./... does not reach
 	set -e; for m in $(TOOL_MODULES); do (cd $$m && $(GO) vet ./... && $(GO) test -count=1 ./...); done
+
+# deploy/helm is a module of its own: Helm's requirements would raise
+# modules the daemon links in readyline's go.mod.
+test-helm: ## the Helm chart: helm lint and helm template as Go tests, its objects against deploy/base's kustomize output
+	cd deploy/helm && $(GO) test -count=1 ./...
 
 bench: ## Go benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./...
@@ -210,8 +218,9 @@ test-kind: ## end-to-end tests on a two-node kind cluster (brings it up, deletes
 	$(MAKE) kind-up
 	# kind-down (and its check-clean) runs whatever the tests said.
 	READYLINE_E2E_KIND=1 $(GO) test -count=1 -tags e2e -timeout 40m -v ./deploy/e2e/kind/...; rc=$$?; \
+		(cd deploy/helm && READYLINE_E2E_KIND=1 $(GO) test -count=1 -tags e2e -timeout 25m -v ./kind/) || rc=1; \
 		$(MAKE) kind-down && exit $$rc
 
 .PHONY: image image-archive node-image kind-up kind-demo jaeger-ui kind-down test-kind
 
-.PHONY: help build plugin plugin-release generate verify-generate lint test test-deps test-unit test-tools test-alerts bench bench-node bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down
+.PHONY: help build plugin plugin-release generate verify-generate lint test test-deps test-unit test-tools test-helm test-alerts bench bench-node bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down

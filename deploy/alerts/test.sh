@@ -5,7 +5,8 @@
 #                      the Go checks (PrometheusRule == rules.yaml, metric names,
 #                      thresholds on bucket bounds)
 #   test.sh promtool   build promtool once (Go module proxy) and print its path
-#   test.sh generate   rewrite prometheusrule.yaml from rules.yaml
+#   test.sh generate   rewrite prometheusrule.yaml from rules.yaml, and copy
+#                      rules.yaml into the Helm chart (deploy/helm/readyline/files)
 #
 # promtool comes from the Go module proxy and is built and cached by deploy/node
 # (node.sh tool promtool, ~10 min the first time); it never enters readyline's
@@ -44,6 +45,9 @@ spec:
 HEADER
 		sed -n '/^groups:/,$p' "$DIR/rules.yaml" | sed 's/^/  /'
 	} >"$DIR/prometheusrule.yaml"
+	# The chart cannot read outside its directory; deploy/helm's tests check
+	# that the copy is rules.yaml.
+	cp "$DIR/rules.yaml" "$DIR/../helm/readyline/files/rules.yaml"
 }
 
 run_tests() {
@@ -58,5 +62,5 @@ case ${1:-test} in
 test) run_tests ;;
 promtool) promtool_path ;;
 generate) generate ;;
-*) sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2 && exit 2 ;;
+*) sed -n '2,13s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2 && exit 2 ;;
 esac

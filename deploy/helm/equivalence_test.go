@@ -1,0 +1,194 @@
+package chart_test
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// The differences between the chart and the kustomizations that the tests
+// below allow, and nothing else (the chart's README lists them):
+//
+//   - Helm's standard labels (helm.sh/chart, app.kubernetes.io/instance,
+//     managed-by, version) on every object's metadata, with the values of
+//     the release;
+//   - no Namespace object: `helm install --create-namespace` makes it, and
+//     the chart's NOTES say how to give it deploy/base's Pod Security label.
+//
+// Everything else is equal, field by field: the ConfigMap's name too, which
+// the chart hashes as kustomize's configMapGenerator does.
+
+// TestDefaultsAreDeployBase: `helm template readyline readyline/ -n
+// readyline` renders what `kubectl kustomize deploy/base` builds.
+func TestDefaultsAreDeployBase(t *testing.T) {
+	checkEquivalent(t, mustRender(t, nil).objects, kustomize(t, filepath.Join(deployDir, "base")), "readyline")
+}
+
+// TestCapabilitiesAreDeployCapabilities: capabilities=true renders what
+// deploy/capabilities builds (no privileged, four capabilities).
+func TestCapabilitiesAreDeployCapabilities(t *testing.T) {
+	got := mustRender(t, map[string]any{"capabilities": true}).objects
+	checkEquivalent(t, got, kustomize(t, filepath.Join(deployDir, "capabilities")), "readyline")
+	sc := dig(got["DaemonSet readyline/readyline"], "spec", "template", "spec", "containers", 0, "securityContext")
+	if dig(sc, "privileged") != false || !slices.Equal(toStrings(dig(sc, "capabilities", "add")), []string{"BPF", "PERFMON", "DAC_READ_SEARCH", "SYS_PTRACE"}) {
+		t.Errorf("capabilities=true: securityContext %v", sc)
+	}
+}
+
+// TestConfigIsConfigMapGeneratorMerge: settings given as values render what
+// an overlay of deploy/base that merges them into its configMapGenerator
+// builds (the way deploy/kind sets its OTLP endpoint): the same data under
+// the same hashed name, which the DaemonSet's pods read, so that a changed
+// setting rolls them as it does with kustomize.
+func TestConfigIsConfigMapGeneratorMerge(t *testing.T) {
+	overlay := t.TempDir()
+	// kustomize takes a base by a relative path only.
+	abs, err := filepath.Abs(filepath.Join(deployDir, "base"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := filepath.Rel(overlay, abs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kustomization := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - %s
+configMapGenerator:
+  - name: readyline
+    behavior: merge
+    literals:
+      - READYLINE_OTLP_ENDPOINT=jaeger.readyline.svc:4317
+      - READYLINE_OTLP_INSECURE=false
+      - READYLINE_LOG_LEVEL=debug
+      - READYLINE_ALERT=PodReadyToStartContainers=3s,pod.sandbox=2s
+      - READYLINE_RECORD=events.jsonl
+`, base)
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	values := map[string]any{"config": map[string]any{
+		"otlpEndpoint": "jaeger.readyline.svc:4317",
+		"otlpInsecure": false,
+		"logLevel":     "debug",
+		"alerts":       map[string]any{"PodReadyToStartContainers": "3s", "pod.sandbox": "2s"},
+		"env":          map[string]any{"READYLINE_RECORD": "events.jsonl"},
+	}}
+	got := mustRender(t, values).objects
+	checkEquivalent(t, got, kustomize(t, overlay), "readyline")
+	if a, b := configMapName(t, got), configMapName(t, mustRender(t, nil).objects); a == b {
+		t.Errorf("other settings, the same ConfigMap %s: the DaemonSet would not roll", a)
+	}
+}
+
+// TestPluginRBACIsDeployPluginRBAC: pluginRBAC.enabled adds what
+// deploy/plugin-rbac builds, and changes nothing else.
+func TestPluginRBACIsDeployPluginRBAC(t *testing.T) {
+	got := added(t, mustRender(t, map[string]any{"pluginRBAC": map[string]any{"enabled": true}}), mustRender(t, nil))
+	checkEquivalent(t, got, kustomize(t, filepath.Join(deployDir, "plugin-rbac")), "readyline")
+}
+
+// TestMonitoringIsDeployAlerts: prometheusRule.enabled and podMonitor.enabled
+// add what deploy/alerts builds (its PrometheusRule holds the groups of
+// rules.yaml), and change nothing else.
+func TestMonitoringIsDeployAlerts(t *testing.T) {
+	values := map[string]any{"prometheusRule": map[string]any{"enabled": true}, "podMonitor": map[string]any{"enabled": true}}
+	got := added(t, mustRender(t, values), mustRender(t, nil))
+	checkEquivalent(t, got, kustomize(t, filepath.Join(deployDir, "alerts")), "readyline")
+}
+
+// checkEquivalent fails unless got (the chart's objects) and want (a
+// kustomization's) are the same objects, field by field, but for the
+// differences allowed above.
+func checkEquivalent(t *testing.T, got, want map[string]object, release string) {
+	t.Helper()
+	labels := helmLabels(t, release)
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		w := want[k]
+		g, ok := got[k]
+		if w["kind"] == "Namespace" {
+			if ok {
+				t.Errorf("the chart renders %s: helm install --create-namespace makes it", k)
+			}
+			continue
+		}
+		if !ok {
+			t.Errorf("the chart does not render %s", k)
+			continue
+		}
+		g, err := withoutHelmLabels(g, labels)
+		if err != nil {
+			t.Errorf("%s: %v", k, err)
+		}
+		if d := cmp.Diff(w, g); d != "" {
+			t.Errorf("%s differs from the kustomization's (-kustomize +chart):\n%s", k, d)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := want[k]; !ok {
+			t.Errorf("the chart renders %s, which the kustomization does not", k)
+		}
+	}
+	if !t.Failed() {
+		t.Logf("%d objects equal: %s", len(got), strings.Join(slices.Sorted(maps.Keys(got)), ", "))
+	}
+}
+
+// added returns the objects of a that b has not, failing the test when an
+// object of both differs.
+func added(t *testing.T, a, b *release) map[string]object {
+	t.Helper()
+	out := map[string]object{}
+	for k, o := range a.objects {
+		if bo, ok := b.objects[k]; !ok {
+			out[k] = o
+		} else if d := cmp.Diff(bo, o); d != "" {
+			t.Errorf("%s changed (-defaults +values):\n%s", k, d)
+		}
+	}
+	for k := range b.objects {
+		if _, ok := a.objects[k]; !ok {
+			t.Errorf("%s is gone", k)
+		}
+	}
+	return out
+}
+
+// configMapName is the name of the one ConfigMap of objs, which the
+// DaemonSet's container must read.
+func configMapName(t *testing.T, objs map[string]object) string {
+	t.Helper()
+	var names []string
+	for _, o := range objs {
+		if o["kind"] == "ConfigMap" {
+			names = append(names, dig(o, "metadata", "name").(string))
+		}
+	}
+	if len(names) != 1 {
+		t.Fatalf("ConfigMaps %v, want one", names)
+	}
+	for _, o := range objs {
+		if o["kind"] == "DaemonSet" {
+			if ref := dig(o, "spec", "template", "spec", "containers", 0, "envFrom", 0, "configMapRef", "name"); ref != names[0] {
+				t.Errorf("the DaemonSet reads ConfigMap %v, the chart renders %s", ref, names[0])
+			}
+		}
+	}
+	return names[0]
+}
+
+func toStrings(v any) []string {
+	l, _ := v.([]any)
+	out := make([]string, len(l))
+	for i, s := range l {
+		out[i] = fmt.Sprint(s)
+	}
+	return out
+}
