@@ -58,7 +58,9 @@ func (d *derivation) containers(final *Sandbox) []Container {
 		}
 		last := &v.out.Attempts[len(v.out.Attempts)-1]
 		last.NextCreated = next.created
-		if h := last.PostStart; h != nil && h.Inferred && h.End.IsZero() && !next.created.IsZero() {
+		// Only a hook that began before the next container was created
+		// held it back: a restarted attempt's hook runs long after.
+		if h := last.PostStart; h != nil && h.Inferred && h.End.IsZero() && next.created.After(h.Start) {
 			h.End = next.created
 		}
 	}
@@ -66,7 +68,7 @@ func (d *derivation) containers(final *Sandbox) []Container {
 		if n := len(v.out.Attempts); n > 0 {
 			if h := v.out.Attempts[n-1].PostStart; h != nil && h.Inferred && h.End.IsZero() {
 				// The last container: the API shows it running once the hook returned.
-				if f := p.status[v.out.Attempts[n-1].ContainerID]; f != nil {
+				if f := p.status[v.out.Attempts[n-1].ContainerID]; f != nil && !f.running.Before(h.Start) {
 					h.End = f.running
 				}
 			}

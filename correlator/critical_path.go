@@ -71,6 +71,13 @@ func (d *derivation) criticalPath(tl *Timeline) []Step {
 		}
 		cp.add("image.pull/"+name, kind, ip.Image, ip.Call.Start, ip.Call.End)
 	}
+	// A start not Ready whose last pull of an image failed waits, in the
+	// image's back-off, for the next pull (ImagePullBackOff): to End.
+	for i, ip := range tl.ImagePulls {
+		if ip.Call.Err && tl.Outcome != OutcomeReady && !laterPull(tl.ImagePulls[i+1:], ip) {
+			cp.add("image.pull.back_off/"+cmp.Or(ip.Container, ip.Volume, ip.Image), SharePullBackOff, ip.Image, ip.Call.End, cp.end)
+		}
+	}
 	var last *containerView
 	for i, v := range d.views {
 		switch v.entry.kind {
@@ -117,6 +124,17 @@ func (d *derivation) criticalPath(tl *Timeline) []Step {
 		}
 	}
 	return sequential(cp.steps, tl.Start, tl.End)
+}
+
+// laterPull reports whether one of later pulls is of ip's image for the
+// same container or volume.
+func laterPull(later []ImagePull, ip ImagePull) bool {
+	for _, l := range later {
+		if l.Image == ip.Image && l.Container == ip.Container && l.Volume == ip.Volume {
+			return true
+		}
+	}
+	return false
 }
 
 // pathBuilder collects the steps of a critical path.

@@ -26,7 +26,10 @@ func (d *derivation) insights(tl *Timeline) []Insight {
 			out = append(out, retriesInsight(name, atts))
 		}
 		if h := a.PostStart; h != nil && !h.End.IsZero() {
-			if i+1 < len(d.views) && !d.views[i+1].created.IsZero() && !a.NextCreated.IsZero() {
+			// The next container waited for the hook only when it was
+			// created after the hook began: a restarted attempt's hook runs
+			// after the others were created the first time.
+			if i+1 < len(d.views) && !d.views[i+1].created.IsZero() && a.NextCreated.After(h.Start) {
 				next := d.views[i+1].entry.name
 				w := span(h.Start, a.NextCreated)
 				out = append(out, Insight{Kind: InsightPostStartWait, Container: next, Duration: w,

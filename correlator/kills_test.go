@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/readyline/readyline/collector/event"
 )
@@ -166,5 +167,102 @@ func TestPostStartHookKill(t *testing.T) {
 	}
 	if !strings.Contains(tl.Waiting, "app: killed once after its postStart hook failed; CrashLoopBackOff 10s") {
 		t.Errorf("waiting %q", tl.Waiting)
+	}
+}
+
+// TestRestartedHookNeverEndsBeforeItBegan: web's httpGet postStart hook
+// fails the first time (its server not listening yet), the kubelet kills
+// web and creates mesh; web's second attempt, with its hook, comes after
+// mesh was created. The second hook is inferred (no connection seen): its
+// end is not mesh's creation, which came before it began, and no insight
+// says mesh waited a negative time for it (seen on the node: "mesh was
+// created -911ms after web's postStart hook began").
+func TestRestartedHookNeverEndsBeforeItBegan(t *testing.T) {
+	const idMesh = "7a00000000000000000000000000000000000000000000000000000000000000"
+	hook := &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(80)}}}
+	sc := newScenario(t, "shared-port", corev1.PodSpec{Containers: []corev1.Container{
+		{Name: "web", Lifecycle: hook}, {Name: "mesh"}}})
+	sc.cond(corev1.PodScheduled, 0)
+	sc.cond(corev1.PodInitialized, 0)
+	sc.update(0.05)
+	sc.sandboxUp(0.3)
+	sc.runIn(1.0, sandboxID, idMain, "web", 0, 0.95, 1.0, 0, 0, "")
+	sc.exec(1.01, idMain, 700, shimPID, "httpd")
+	sc.call(1.1, 3.0, event.CRIStopContainer, func(c *event.CRICall) { c.ContainerID = idMain })
+	sc.kill(2.9, idMain, 700, 9)
+	sc.runIn(3.0, sandboxID, idMain, "web", 0, 0.95, 1.0, 2.9, 137, "Error")
+	sc.runIn(3.6, sandboxID, idMesh, "mesh", 0, 3.58, 3.6, 0, 0, "")
+	sc.exec(3.62, idMesh, 710, shimPID, "sleep")
+	sc.runIn(4.5, sandboxID, idMain2, "web", 1, 4.42, 4.45, 0, 0, "")
+	sc.exec(4.5, idMain2, 720, shimPID, "httpd")
+	sc.status(false, running("web", idMain2, 4.5, true, true))
+	sc.status(false, running("mesh", idMesh, 3.6, true, true))
+	sc.cond(corev1.ContainersReady, 5.5)
+	sc.cond(corev1.PodReady, 5.5)
+	sc.update(5.5)
+	sc.ticks(1, 8)
+	tl := sc.run(Config{})
+	atts := findContainer(t, tl, "web").Attempts
+	if len(atts) != 2 {
+		t.Fatalf("web: %d attempts, want 2", len(atts))
+	}
+	for _, a := range atts {
+		if h := a.PostStart; h != nil && !h.End.IsZero() && h.End.Before(h.Start) {
+			t.Errorf("web attempt %d: hook %v..%v ends before it began", a.Attempt, h.Start.Sub(tl.Start), h.End.Sub(tl.Start))
+		}
+	}
+	for _, in := range tl.Insights {
+		if in.Duration < 0 || strings.Contains(in.Message, " -") {
+			t.Errorf("insight with a negative time: %+v", in)
+		}
+	}
+}
+
+// TestEvictionTheKubeletDidNotTell: a pod of restartPolicy Always whose
+// readiness probe failed 25 times is evicted; its app exits 0 on SIGTERM,
+// so its phase is Succeeded with no reason. With its Evicted Event the
+// reason is the eviction; without it (the kubelet's recorder drops a pod's
+// Warning Events past 25, as seen on the node) the reason says what the
+// kubelet's stop implies and why its Event is missing, not just "pod
+// completed".
+func TestEvictionTheKubeletDidNotTell(t *testing.T) {
+	unhealthy := event.PodEvent{Type: "Warning", Reason: "Unhealthy", Component: "kubelet", FieldPath: "spec.containers{app}",
+		Message: "Readiness probe failed: ", Count: 25, First: at(1).Truncate(time.Second), Last: at(48).Truncate(time.Second)}
+	killing := event.PodEvent{Type: "Normal", Reason: "Killing", Component: "kubelet", FieldPath: "spec.containers{app}",
+		Message: "Stopping container app", Count: 1, First: at(60).Truncate(time.Second), Last: at(60).Truncate(time.Second)}
+	evicted := event.PodEvent{Type: "Warning", Reason: "Evicted", Component: "kubelet",
+		Message: `Usage of EmptyDir volume "scratch" exceeds the limit "1Mi".`, Count: 1, First: at(60).Truncate(time.Second), Last: at(60).Truncate(time.Second)}
+	for _, tc := range []struct {
+		name   string
+		events []event.PodEvent
+		want   []string
+	}{
+		{"told", []event.PodEvent{unhealthy, evicted, killing}, []string{`Evicted: Usage of EmptyDir volume "scratch" exceeds the limit`}},
+		{"dropped", []event.PodEvent{unhealthy, killing}, []string{
+			"the kubelet stopped the pod: with restartPolicy Always it does so only to evict it or to shut the node down, and its Events say neither",
+			"it had sent 25 Warning Events about the pod, Unhealthy ×25: past 25 its recorder drops them"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := startedApp(t, "evicted-"+tc.name, corev1.PodSpec{Containers: []corev1.Container{{Name: "app",
+				ReadinessProbe: execProbe(0, 2, "false")}}})
+			sc.status(false, running("app", idMain, 1, true, false))
+			sc.update(1.2)
+			sc.exit(60.5, idMain, 700, 0)
+			sc.runIn(60.6, sandboxID, idMain, "app", 0, 0.95, 1.0, 60.5, 0, "Completed")
+			sc.status(false, terminated("app", idMain, 0, 0))
+			sc.pod.Status.Phase = corev1.PodSucceeded
+			sc.update(60.7)
+			sc.events = append(sc.events, &event.PodEvents{Time: at(60.8), PodUID: sc.uid, Namespace: "default", Name: sc.pod.Name, Events: tc.events})
+			sc.ticks(1, 65)
+			tl := sc.run(Config{})
+			if tl.Outcome != OutcomeFailed {
+				t.Errorf("outcome %s, want failed", tl.Outcome)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(tl.Reason, w) {
+					t.Errorf("reason %q\nwant %q", tl.Reason, w)
+				}
+			}
+		})
 	}
 }

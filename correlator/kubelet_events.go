@@ -1,11 +1,14 @@
 package correlator
 
 import (
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/readyline/readyline/collector/event"
 )
@@ -141,6 +144,49 @@ func (k *kubeletEvents) disruption() string {
 		return joinNonEmpty(": ", e.Reason, e.Message)
 	}
 	return ""
+}
+
+// kubeletSpamBurst is how many Events of one type the kubelet sends about
+// one pod before its recorder drops the rest (client-go tools/record:
+// defaultSpamBurst, one more every 5 minutes; the key is the source, the
+// pod and the type, not the reason).
+const kubeletSpamBurst = 25
+
+// stoppedUnsaid says why a pod of restartPolicy Always that went Succeeded
+// or Failed, with no reason in its status and no Evicted or Preempting
+// Event or DisruptionTarget condition, ended: the kubelet ends such a pod only to evict it or to shut
+// the node down. When the kubelet had sent kubeletSpamBurst Warning Events
+// about it, its recorder dropped the later ones, the eviction's among them,
+// and it says so. "" for another pod.
+func (k *kubeletEvents) stoppedUnsaid(pod *corev1.Pod) string {
+	if pod.Spec.RestartPolicy != "" && pod.Spec.RestartPolicy != corev1.RestartPolicyAlways ||
+		pod.Status.Reason != "" || pod.DeletionTimestamp != nil || k.disruption() != "" ||
+		pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+		return ""
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return "" // the status says who stopped it
+		}
+	}
+	s := "the kubelet stopped the pod: with restartPolicy Always it does so only to evict it or to shut the node down, and its Events say neither"
+	var warnings int32
+	counts := map[string]int32{}
+	for _, e := range k.list {
+		if e.Type == corev1.EventTypeWarning && e.Component == "kubelet" {
+			warnings += max(e.Count, 1)
+			counts[e.Reason] += max(e.Count, 1)
+		}
+	}
+	if warnings >= kubeletSpamBurst {
+		var parts []string
+		for _, r := range slices.Sorted(maps.Keys(counts)) {
+			parts = append(parts, r+" ×"+strconv.Itoa(int(counts[r])))
+		}
+		s += " (it had sent " + strconv.Itoa(int(warnings)) + " Warning Events about the pod, " + strings.Join(parts, ", ") +
+			": past " + strconv.Itoa(kubeletSpamBurst) + " its recorder drops them, an eviction's included)"
+	}
+	return s
 }
 
 // killing is the kind of kill a Killing Event of container name says

@@ -440,5 +440,8 @@ func (d *derivation) failedBecause(tl *Timeline, reason string) string {
 			return s
 		}
 	}
+	if s := d.p.events.stoppedUnsaid(d.p.pod); s != "" {
+		return joinNonEmpty("; ", s, reason)
+	}
 	return reason
 }

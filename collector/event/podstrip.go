@@ -72,6 +72,7 @@ func StripPod(pod *corev1.Pod) *corev1.Pod {
 		Spec: corev1.PodSpec{
 			NodeName:       pod.Spec.NodeName,
 			HostNetwork:    pod.Spec.HostNetwork,
+			RestartPolicy:  pod.Spec.RestartPolicy,
 			ReadinessGates: cloneSlice(pod.Spec.ReadinessGates),
 			InitContainers: stripContainers(pod.Spec.InitContainers),
 			Containers:     stripContainers(pod.Spec.Containers),

@@ -415,7 +415,10 @@ spec:
     imagePullPolicy: Never
     command: ["sh", "-c", "trap 'exit 0' TERM; dd if=/dev/zero of=/scratch/f bs=1M count=8; while true; do sleep 0.2; done"]
     volumeMounts: [{name: scratch, mountPath: /scratch}]
-    readinessProbe: {exec: {command: ["false"]}, periodSeconds: 2}
+    # Every 10 s, not 2: the kubelet's recorder drops a pod's Warning
+    # Events past 25 (the eviction can take a minute to come), and with
+    # them the Evicted Event (correlator TestEvictionTheKubeletDidNotTell).
+    readinessProbe: {exec: {command: ["false"]}, periodSeconds: 10}
   volumes:
   - {name: scratch, emptyDir: {sizeLimit: 1Mi}}
 `)

@@ -111,24 +111,13 @@ func (e *Env) StartDaemonWith(ctx context.Context, name string, opts DaemonOptio
 			return nil, err
 		}
 	}
-	apiAddr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	metricsAddr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	healthAddr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	// Not the default's port, which the DaemonSet's daemon takes on the
+	// Not the default's ports: the DaemonSet's daemon takes those on the
 	// local node (hostNetwork).
-	secureAPIAddr, err := freeAddr()
+	addrs, err := freeAddrs(4)
 	if err != nil {
 		return nil, err
 	}
+	apiAddr, metricsAddr, healthAddr, secureAPIAddr := addrs[0], addrs[1], addrs[2], addrs[3]
 	d := &Daemon{
 		APIURL: "http://" + apiAddr, MetricsURL: "http://" + metricsAddr, HealthURL: "http://" + healthAddr, SecureAPIAddr: secureAPIAddr,
 		Log: filepath.Join(dir, name+".log"), Record: filepath.Join(dir, name+".jsonl"), Bin: bin,
@@ -386,13 +375,21 @@ func wrappedChild(ctx context.Context, parent int, exe string, exited <-chan str
 	return nil, fmt.Errorf("no child of pid %d runs %s after 10 s", parent, exe)
 }
 
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+// freeAddrs returns n distinct free loopback addresses: the listeners are
+// held until all n are picked, since a port closed is the kernel's next
+// pick again (two picked one after the other were once the same port, and
+// the daemon could not bind its second listener).
+func freeAddrs(n int) ([]string, error) {
+	addrs := make([]string, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer ln.Close()
+		addrs = append(addrs, ln.Addr().String())
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return addrs, nil
 }
 
 // evictFromPageCache drops file's pages from the page cache.
