@@ -118,7 +118,7 @@ func (b *spanBuilder) emit(ctx context.Context, tl *correlator.Timeline, alerts 
 	if !tl.ReportedAt.IsZero() {
 		return b.emitCompletion(ctx, tl, alerts)
 	}
-	start, end := timelineBounds(tl)
+	start, end := tl.Bounds()
 	node := tl.Pod.Node
 	if node == "" {
 		node = b.node
@@ -549,7 +549,7 @@ func (b *spanBuilder) containers(ctx context.Context, tl *correlator.Timeline) m
 			b.criCall(ctx, &c.FailedCalls[i], semconv.K8SContainerName(c.Name))
 		}
 		if _, ok := last[c.Name]; !ok {
-			if start, end, ok := containerFactBounds(c); ok {
+			if start, end, ok := c.FactBounds(); ok {
 				attrs := append(containerAttrs(c, &correlator.ContainerAttempt{}), AttrContainerNotCreated.Bool(true))
 				if _, s, end, ok := b.start(ctx, ContainerSpanName(c), start, end, attrs); ok {
 					if n := len(c.Waiting); n > 0 {
@@ -602,34 +602,6 @@ func waitingEvents(s trace.Span, c *correlator.Container) {
 	}
 }
 
-// containerFactBounds is the interval of what is known of a container
-// beyond its attempts: its waiting reasons and failed calls.
-func containerFactBounds(c *correlator.Container) (start, end time.Time, ok bool) {
-	visitContainerFacts(c, func(ts ...time.Time) {
-		for _, t := range ts {
-			if t.IsZero() {
-				continue
-			}
-			if start.IsZero() || t.Before(start) {
-				start = t
-			}
-			if end.IsZero() || t.After(end) {
-				end = t
-			}
-		}
-	})
-	return start, end, !start.IsZero()
-}
-
-func visitContainerFacts(c *correlator.Container, g func(...time.Time)) {
-	for _, w := range c.Waiting {
-		g(w.First, w.Last)
-	}
-	for _, call := range c.FailedCalls {
-		g(call.Start, call.End)
-	}
-}
-
 // joinNonEmpty joins the non-empty parts with sep.
 func joinNonEmpty(sep string, parts ...string) string {
 	var out []string
@@ -646,7 +618,7 @@ func joinNonEmpty(sep string, parts ...string) string {
 func (b *spanBuilder) containerAttempts(ctx context.Context, c *correlator.Container, last map[string]openSpan) {
 	for ai := range c.Attempts {
 		a := &c.Attempts[ai]
-		start, end, ok := attemptBounds(a, time.Time{})
+		start, end, ok := a.Bounds(time.Time{})
 		if !ok {
 			continue
 		}
@@ -692,7 +664,7 @@ func containerAttrs(c *correlator.Container, a *correlator.ContainerAttempt) []a
 		attrs = append(attrs, AttrBackOffMS.Int64(a.BackOff.Milliseconds()))
 	}
 	if !a.NextCreated.IsZero() {
-		if exit := attemptExit(a); !exit.IsZero() {
+		if exit := a.Exit(); !exit.IsZero() {
 			attrs = append(attrs, AttrNextCreatedLagMS.Int64(durationMS(exit, a.NextCreated)))
 		}
 	}
@@ -937,129 +909,6 @@ func insightEvent(in correlator.Insight) event {
 		attrs = append(attrs, semconv.K8SContainerName(in.Container))
 	}
 	return event{name: "insight " + string(in.Kind), attrs: attrs}
-}
-
-// timelineBounds returns the root span's interval: Start -> End, each filled
-// from the earliest or latest known moment when the timeline lacks it.
-func timelineBounds(tl *correlator.Timeline) (start, end time.Time) {
-	start, end = tl.Start, tl.End
-	if !start.IsZero() && !end.IsZero() && !end.Before(start) {
-		return start, end
-	}
-	lo, hi := tl.Start, tl.End
-	visitTimes(tl, func(t time.Time) {
-		if lo.IsZero() || t.Before(lo) {
-			lo = t
-		}
-		if hi.IsZero() || t.After(hi) {
-			hi = t
-		}
-	})
-	if start.IsZero() {
-		start = lo
-	}
-	if end.IsZero() || end.Before(start) {
-		end = hi
-	}
-	return start, end
-}
-
-// visitTimes calls f with every non-zero moment of tl.
-func visitTimes(tl *correlator.Timeline, f func(time.Time)) {
-	g := func(ts ...time.Time) {
-		for _, t := range ts {
-			if !t.IsZero() {
-				f(t)
-			}
-		}
-	}
-	g(tl.Start, tl.End)
-	for _, p := range tl.Phases {
-		g(p.Start, p.End)
-	}
-	if sb := tl.Sandbox; sb != nil {
-		g(sb.Created, sb.PauseStart, sb.Ready)
-		for _, c := range sb.FailedCalls {
-			g(c.Start, c.End)
-		}
-	}
-	for ci := range tl.Containers {
-		visitContainerFacts(&tl.Containers[ci], g)
-		for ai := range tl.Containers[ci].Attempts {
-			visitAttemptTimes(&tl.Containers[ci].Attempts[ai], g)
-			g(tl.Containers[ci].Attempts[ai].NextCreated)
-		}
-	}
-	for _, c := range tl.Conditions {
-		g(c.Observed, c.Cause)
-	}
-}
-
-func visitAttemptTimes(a *correlator.ContainerAttempt, g func(...time.Time)) {
-	g(a.Created, a.Started, a.Finished, a.StartedObserved, a.ReadyObserved)
-	if p := a.Process; p != nil {
-		g(p.Exec, p.Exit)
-	}
-	if h := a.PostStart; h != nil {
-		g(h.Start, h.End)
-	}
-	for _, p := range a.Probes {
-		g(p.Start, p.End)
-	}
-	for _, c := range a.Calls {
-		g(c.Start, c.End)
-	}
-}
-
-// attemptBounds returns the interval of a container attempt: from its first
-// known moment (normally the runtime's creation) to its end, when it ended
-// (attemptEnd), else to its last known moment (readiness, the last probe
-// attempt) or, when until is not zero (a start in progress), until. A call
-// or probe that began after the end (the kubelet's StopContainer and
-// RemoveContainer of a dead container, which may come long after) is no
-// part of its run. ok is false when nothing is known.
-func attemptBounds(a *correlator.ContainerAttempt, until time.Time) (start, end time.Time, ok bool) {
-	exit := attemptEnd(a)
-	visitAttemptTimes(a, func(ts ...time.Time) {
-		for i, t := range ts {
-			if t.IsZero() {
-				continue
-			}
-			if start.IsZero() || t.Before(start) {
-				start = t
-			}
-			if !exit.IsZero() && (t.After(exit) || (i > 0 && ts[0].After(exit))) {
-				continue // after the end, or the end of something begun after it
-			}
-			if end.IsZero() || t.After(end) {
-				end = t
-			}
-		}
-	})
-	if exit.IsZero() && !until.IsZero() && until.After(end) {
-		end = until
-	}
-	return start, end, !start.IsZero()
-}
-
-// attemptEnd is when an attempt ended: the later of its entrypoint's exit
-// (the kernel's) and its Finished (the runtime's finish, stamped as it
-// reaps the container; without it the exit, or the API's report); zero
-// while it runs.
-func attemptEnd(a *correlator.ContainerAttempt) time.Time {
-	if exit := attemptExit(a); exit.After(a.Finished) {
-		return exit
-	}
-	return a.Finished
-}
-
-// attemptExit is when the attempt's entrypoint ended: the kernel's exit,
-// else the runtime's finish time.
-func attemptExit(a *correlator.ContainerAttempt) time.Time {
-	if a.Process != nil && !a.Process.Exit.IsZero() {
-		return a.Process.Exit
-	}
-	return a.Finished
 }
 
 // splitImage splits an image reference into its name and its tag (empty for
