@@ -5,7 +5,12 @@
 // and hand out event.Event values.
 //
 // Each source follows one shape: New...(cfg, logger) then Run(ctx), which
-// blocks, returns nil on cancellation and releases what it opened.
+// blocks, returns nil on cancellation and releases what it opened. Each is
+// a Source (sources.go): its name, its losses and its ring buffer, so the
+// daemon runs and accounts for all of them alike; NodeSources
+// (sources_linux.go) wires them to one another (the runtime names the
+// containers the kernel sees, sizes the kubelet's pulls, and the TCP
+// source follows the kubelet the CRI-call source probes).
 //
 // Where each source lives:
 //

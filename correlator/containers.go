@@ -202,7 +202,7 @@ func (d *derivation) attempt(e specEntry, id string) ContainerAttempt {
 // Failure result, prober/worker.go, on which computePodActions kills), for
 // the hook when the hook failed before it.
 func (d *derivation) killedBy(e specEntry, a *ContainerAttempt) ProbeKind {
-	if k := d.p.events.killing(e.name, firstCreated([]ContainerAttempt{*a}), attemptEnd(a)); k != "" {
+	if k := d.p.events.killing(e.name, firstCreated([]ContainerAttempt{*a}), a.Exit()); k != "" {
 		return k // the kubelet said why
 	}
 	kill := d.killOf(a)
@@ -267,15 +267,6 @@ func (d *derivation) killOf(a *ContainerAttempt) time.Time {
 		return time.Time{}
 	}
 	return end
-}
-
-// attemptEnd is when an attempt ended: its entrypoint's exit, else the
-// runtime's finish; zero while it runs.
-func attemptEnd(a *ContainerAttempt) time.Time {
-	if a.Process != nil && !a.Process.Exit.IsZero() {
-		return a.Process.Exit
-	}
-	return a.Finished
 }
 
 // exitStatus is a shell-like status: the code, or 128+signal.

@@ -222,7 +222,7 @@ func (d *derivation) containerSteps(cp *pathBuilder, v *containerView, tl *Timel
 		if h := a.PostStart; v.entry.kind == KindMain && !goal.IsZero() && h != nil && h.End.After(goal) {
 			goal = h.End // the kubelet writes no status while the hook runs
 		}
-		end := attemptEnd(a)
+		end := a.Exit()
 		stop := goal
 		switch {
 		case !goal.IsZero():

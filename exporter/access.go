@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+
+	"github.com/readyline/readyline/exporter/apiclient"
 )
 
 // PodReader says which pod starts the user of one request to the API may
@@ -18,14 +20,12 @@ import (
 type PodReader interface {
 	// MayRead returns nil when the user may read the starts of pod
 	// namespace/name. Name "" asks for every pod of namespace, and
-	// namespace "" for every namespace. A refusal wraps ErrForbidden; any
-	// other error means the answer is not known (the API server did not
-	// answer), and the caller refuses too.
+	// namespace "" for every namespace. A refusal wraps
+	// apiclient.ErrForbidden (a 403); any other error means the answer is
+	// not known (the API server did not answer), and the caller refuses
+	// too.
 	MayRead(namespace, name string) error
 }
-
-// ErrForbidden is wrapped by a PodReader's refusal.
-var ErrForbidden = errors.New("forbidden")
 
 // everyPod is the PodReader of EveryPod.
 type everyPod struct{}
@@ -52,7 +52,7 @@ func ServeEveryPod(h http.Handler) http.Handler {
 
 // errNoReader is the refusal of a request that came without a PodReader:
 // a handler of the store served without apiauth or ServeEveryPod.
-var errNoReader = fmt.Errorf("%w: the API was served without an access check (no PodReader in the request's context)", ErrForbidden)
+var errNoReader = fmt.Errorf("%w: the API was served without an access check (no PodReader in the request's context)", apiclient.ErrForbidden)
 
 // noReader refuses everything.
 type noReader struct{}
@@ -85,7 +85,7 @@ func mayRead(w http.ResponseWriter, r *http.Request, logger *slog.Logger, namesp
 
 // accessStatus is the HTTP status of a PodReader's error.
 func accessStatus(err error) int {
-	if errors.Is(err, ErrForbidden) {
+	if errors.Is(err, apiclient.ErrForbidden) {
 		return http.StatusForbidden
 	}
 	return http.StatusServiceUnavailable
@@ -122,7 +122,7 @@ func readable[T any](pr PodReader, items []T, pod func(T) (namespace, name strin
 		switch {
 		case err == nil:
 			out = append(out, it)
-		case !errors.Is(err, ErrForbidden):
+		case !errors.Is(err, apiclient.ErrForbidden):
 			return nil, err
 		}
 	}

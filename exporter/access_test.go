@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter/apiclient"
 )
 
 // fakeReader may read the pods of the namespaces and the "namespace/name"
@@ -40,7 +41,7 @@ func (f *fakeReader) MayRead(namespace, name string) error {
 	case slices.Contains(f.may, key), name != "" && slices.Contains(f.may, namespace):
 		return nil
 	}
-	return fmt.Errorf("%w: may not get pod %s", ErrForbidden, key)
+	return fmt.Errorf("%w: may not get pod %s", apiclient.ErrForbidden, key)
 }
 
 // startOf is a start of pod namespace/name.
@@ -85,13 +86,13 @@ func serve(t *testing.T, h http.Handler, path string) (int, string) {
 // a list that silently misses starts; without a reader, nothing.
 func TestAPIAnswersWhatTheReaderMayRead(t *testing.T) {
 	s := accessStore()
-	client := func(r PodReader) *APIClient {
+	client := func(r PodReader) *apiclient.Client {
 		srv := httptest.NewServer(withReader(s.Handler(nil), r))
 		t.Cleanup(srv.Close)
-		return &APIClient{BaseURL: srv.URL}
+		return &apiclient.Client{BaseURL: srv.URL}
 	}
 	ctx := context.Background()
-	names := func(l []TimelineSummary) []string {
+	names := func(l []apiclient.TimelineSummary) []string {
 		var out []string
 		for _, s := range l {
 			out = append(out, s.Namespace+"/"+s.Name)
@@ -125,13 +126,13 @@ func TestAPIAnswersWhatTheReaderMayRead(t *testing.T) {
 	}
 	for _, pod := range [][2]string{{"other", "secret"}, {"other", "never-kept"}} {
 		_, err := client(r).Timeline(ctx, pod[0], pod[1], "")
-		if !errors.Is(err, ErrForbidden) || !strings.Contains(err.Error(), "may not get pod "+pod[0]+"/"+pod[1]) {
+		if !errors.Is(err, apiclient.ErrForbidden) || !strings.Contains(err.Error(), "may not get pod "+pod[0]+"/"+pod[1]) {
 			t.Errorf("%s/%s: %v, want 403 saying why", pod[0], pod[1], err)
 		}
 	}
 
 	broken := &fakeReader{may: []string{"team"}, broken: []string{"shared", "shared/a"}}
-	var apiErr *APIError
+	var apiErr *apiclient.Error
 	if _, err := client(broken).Timelines(ctx, ""); !errors.As(err, &apiErr) || apiErr.Status != http.StatusServiceUnavailable {
 		t.Errorf("list when a review fails: %v, want 503", err)
 	}
@@ -192,10 +193,12 @@ func (f *fakeLive) Snapshot(_ context.Context, q correlator.Query) (*correlator.
 			return tl, nil
 		}
 	}
-	return nil, ErrNotFound
+	return nil, apiclient.ErrNotFound
 }
 
-func (f *fakeLive) After(context.Context, string) (*correlator.After, error) { return nil, ErrNotFound }
+func (f *fakeLive) After(context.Context, string) (*correlator.After, error) {
+	return nil, apiclient.ErrNotFound
+}
 
 func (f *fakeLive) InProgress(context.Context) ([]correlator.StartSummary, error) {
 	var out []correlator.StartSummary

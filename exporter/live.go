@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter/apiclient"
 )
 
 // LiveStarts is what a daemon knows beyond the timelines a Store keeps: the
@@ -16,13 +17,14 @@ import (
 // time. Implementations are safe for concurrent use.
 type LiveStarts interface {
 	// Snapshot returns the start of the pod q names as of now, when it is
-	// in progress (correlator.Correlator.Snapshot); ErrNotFound when none is.
+	// in progress (correlator.Correlator.Snapshot); apiclient.ErrNotFound
+	// when none is.
 	Snapshot(ctx context.Context, q correlator.Query) (*correlator.Timeline, error)
 	// InProgress lists the starts in progress, oldest first.
 	InProgress(ctx context.Context) ([]correlator.StartSummary, error)
 	// After returns what happened to the pod with this UID after its start
-	// ended Ready (correlator.Correlator.After); ErrNotFound when nothing
-	// is known of it.
+	// ended Ready (correlator.Correlator.After); apiclient.ErrNotFound
+	// when nothing is known of it.
 	After(ctx context.Context, uid string) (*correlator.After, error)
 }
 
@@ -52,8 +54,8 @@ func (s *Store) liveStarts() LiveStarts {
 // Find returns the start of pod namespace/name (with uid, when not empty:
 // that pod's, not an earlier one's of the same name): the one in progress,
 // as of now, when there is one and it is the newest of that name, else the
-// stored one. It returns an error wrapping ErrNotFound when there is
-// neither, ErrBusy when the start in progress could not be derived in time
+// stored one. It returns an error wrapping apiclient.ErrNotFound when
+// there is neither, ErrBusy when the start in progress could not be derived in time
 // and none is stored.
 func (s *Store) Find(ctx context.Context, namespace, name, uid string) (*correlator.Timeline, error) {
 	stored, ok := s.kept(namespace, name, uid)
@@ -69,7 +71,7 @@ func (s *Store) Find(ctx context.Context, namespace, name, uid string) (*correla
 			}
 		case err == nil && tl.Pod.UID == uid && tl.Pod.Namespace == namespace && tl.Pod.Name == name:
 			return tl, nil
-		case err != nil && !errors.Is(err, ErrNotFound):
+		case err != nil && !errors.Is(err, apiclient.ErrNotFound):
 			liveErr = err
 		}
 	}
@@ -84,7 +86,7 @@ func (s *Store) Find(ctx context.Context, namespace, name, uid string) (*correla
 	if liveErr != nil {
 		return nil, fmt.Errorf("the start of %s/%s in progress: %w", namespace, name, liveErr)
 	}
-	return nil, ErrNotFound
+	return nil, apiclient.ErrNotFound
 }
 
 // kept returns the kept start of pod namespace/name (with uid, when not
@@ -102,7 +104,7 @@ func (s *Store) kept(namespace, name, uid string) (*correlator.Timeline, bool) {
 // inProgress lists the starts in progress as the list shows them, newest
 // first, and the UIDs it names; none when there is no LiveStarts or it did
 // not answer in time (the list then shows the stored starts alone).
-func (s *Store) inProgress(ctx context.Context) ([]TimelineSummary, map[string]bool) {
+func (s *Store) inProgress(ctx context.Context) ([]apiclient.TimelineSummary, map[string]bool) {
 	l := s.liveStarts()
 	if l == nil {
 		return nil, nil
@@ -113,12 +115,12 @@ func (s *Store) inProgress(ctx context.Context) ([]TimelineSummary, map[string]b
 	if err != nil {
 		return nil, nil
 	}
-	out := make([]TimelineSummary, 0, len(starts))
+	out := make([]apiclient.TimelineSummary, 0, len(starts))
 	uids := make(map[string]bool, len(starts))
 	for i := len(starts) - 1; i >= 0; i-- {
 		st := starts[i]
 		d, _ := between(st.Start, st.AsOf)
-		out = append(out, TimelineSummary{
+		out = append(out, apiclient.TimelineSummary{
 			Namespace: st.Pod.Namespace, Name: st.Pod.Name, UID: st.Pod.UID,
 			Outcome: st.Outcome, Start: st.Start, End: st.AsOf, DurationSeconds: d.Seconds(),
 		})

@@ -380,7 +380,7 @@ func containerSteps(a *correlator.ContainerAttempt, apiLag bool) []containerStep
 	if !apiLag {
 		add(ContainerPhaseReady, a.Started, a.ReadyObserved)
 	}
-	add(ContainerPhaseKubeletReaction, attemptExit(a), a.NextCreated)
+	add(ContainerPhaseKubeletReaction, a.Exit(), a.NextCreated)
 	return steps
 }
 

@@ -24,149 +24,11 @@ import (
 // ...); the other names are built by the functions below.
 const SpanPodStartup = "pod.startup"
 
-// readyline-specific attribute keys. Keys that exist in the OTel semantic
-// conventions come from semconv instead.
-const (
-	AttrOutcome            = attribute.Key("readyline.outcome")
-	AttrReason             = attribute.Key("readyline.reason")
-	AttrCriticalPath       = attribute.Key("readyline.critical_path")
-	AttrCriticalPathMillis = attribute.Key("readyline.critical_path.duration_ms")
-	AttrCriticalPathKinds  = attribute.Key("readyline.critical_path.kind")
-	// AttrBreakdown and AttrBreakdownMillis are where the time went
-	// (correlator.Timeline.Breakdown): each kind of time, largest first, and
-	// its milliseconds, adding up to the root span's; AttrTimeWent says it
-	// in a line; AttrWaiting what a start that did not reach Ready waited on
-	// last.
-	AttrBreakdown       = attribute.Key("readyline.breakdown")
-	AttrBreakdownMillis = attribute.Key("readyline.breakdown.duration_ms")
-	AttrTimeWent        = attribute.Key("readyline.time_went")
-	AttrWaiting         = attribute.Key("readyline.waiting")
-	// The kubelet's Events about a pod are events "kubelet <Reason>" on the
-	// root span (about the pod) or the container's span, at their first
-	// time, with their type, message, count and last time (RFC 3339).
-	AttrKubeletEventType    = attribute.Key("readyline.kubelet_event.type")
-	AttrKubeletEventMessage = attribute.Key("readyline.kubelet_event.message")
-	AttrKubeletEventCount   = attribute.Key("readyline.kubelet_event.count")
-	AttrKubeletEventLast    = attribute.Key("readyline.kubelet_event.last")
-	AttrPhaseSource         = attribute.Key("readyline.phase.source")
-	AttrSandboxID           = attribute.Key("readyline.sandbox.id")
-	AttrContainerKind       = attribute.Key("readyline.container.kind")
-	AttrContainerExitCode   = attribute.Key("readyline.container.exit_code")
-	AttrNextCreatedLagMS    = attribute.Key("readyline.container.next_created_lag_ms")
-	AttrProcessSignal       = attribute.Key("readyline.process.signal")
-	AttrProcessRunning      = attribute.Key("readyline.process.running")
-	AttrHookHandler         = attribute.Key("readyline.hook.handler")
-	AttrHookCommand         = attribute.Key("readyline.hook.command")
-	AttrHookExitCode        = attribute.Key("readyline.hook.exit_code")
-	AttrProbeKind           = attribute.Key("readyline.probe.kind")
-	AttrProbeHandler        = attribute.Key("readyline.probe.handler")
-	AttrProbeResult         = attribute.Key("readyline.probe.result")
-	AttrProbeExitCode       = attribute.Key("readyline.probe.exit_code")
-	AttrInferred            = attribute.Key("readyline.inferred")
-	AttrIncomplete          = attribute.Key("readyline.incomplete")
-	// AttrClipped marks a span cut to lie inside its parent (and so inside
-	// the root): what the timeline knew reached outside it, e.g. a probe
-	// attempt after Ready. Spans wholly outside their parent are not made;
-	// the root counts them in AttrOutside.
-	AttrClipped = attribute.Key("readyline.clipped")
-	AttrOutside = attribute.Key("readyline.spans_outside")
-	// AttrBackOffMS is an attempt's wait since the previous attempt's exit;
-	// AttrKilledBy the probe the kubelet killed it for; AttrTermReason the
-	// runtime's terminated reason.
-	AttrBackOffMS         = attribute.Key("readyline.container.back_off_ms")
-	AttrKilledBy          = attribute.Key("readyline.container.killed_by")
-	AttrTermReason        = attribute.Key("readyline.container.reason")
-	AttrSandboxAttempt    = attribute.Key("readyline.sandbox.attempt")
-	AttrTCPResult         = attribute.Key("readyline.tcp.result")
-	AttrImageRef          = attribute.Key("readyline.image.ref")
-	AttrConditionType     = attribute.Key("readyline.condition.type")
-	AttrConditionLTT      = attribute.Key("readyline.condition.last_transition_time")
-	AttrConditionCause    = attribute.Key("readyline.condition.cause_time")
-	AttrConditionEvent    = attribute.Key("readyline.condition.cause_event")
-	AttrConditionLagMS    = attribute.Key("readyline.condition.lag_ms")
-	AttrInsightKind       = attribute.Key("readyline.insight.kind")
-	AttrInsightMessage    = attribute.Key("readyline.insight.message")
-	AttrInsightDurationMS = attribute.Key("readyline.insight.duration_ms")
-	// AttrAlert names the alert rules a pod start broke (comma-separated on
-	// the root span when there are several), on the root span and on the
-	// span of each rule's measure; AttrAlertThresholdMS is the threshold
-	// (on the root span only when one rule was broken).
-	AttrAlert            = attribute.Key("readyline.alert")
-	AttrAlertThresholdMS = attribute.Key("readyline.alert.threshold_ms")
-	AttrAlertDurationMS  = attribute.Key("readyline.alert.duration_ms")
-	AttrAlertReason      = attribute.Key("readyline.alert.reason")
-	AttrAlertMessage     = attribute.Key("readyline.alert.message")
-	AttrAlertNotReached  = attribute.Key("readyline.alert.not_reached")
-	// A container's waiting reasons are events "waiting <reason>" on its
-	// span, at the first update that showed the reason, with the reason, its
-	// latest message, the last update that showed it (RFC 3339), the time
-	// between them and how many separate times the container entered it;
-	// AttrWaitingOmitted on the span counts the reasons the timeline did not
-	// keep.
-	AttrWaitingReason     = attribute.Key("readyline.waiting.reason")
-	AttrWaitingMessage    = attribute.Key("readyline.waiting.message")
-	AttrWaitingLast       = attribute.Key("readyline.waiting.last")
-	AttrWaitingDurationMS = attribute.Key("readyline.waiting.duration_ms")
-	AttrWaitingTimes      = attribute.Key("readyline.waiting.times")
-	AttrWaitingOmitted    = attribute.Key("readyline.waiting.omitted")
-	// AttrContainerNotCreated marks the span of a container that has no
-	// attempt, made from its waiting reasons and failed calls.
-	AttrContainerNotCreated = attribute.Key("readyline.container.not_created")
-)
-
-// Attribute keys of what readyline could not see as it happened.
-const (
-	// AttrStaticPod (true) and AttrConfigHash mark a static pod on the root
-	// span: the trace is its mirror pod's, the hash is the UID its node
-	// facts carry.
-	AttrStaticPod  = attribute.Key("readyline.static_pod")
-	AttrConfigHash = attribute.Key("readyline.config_hash")
-	// AttrObservedSince (RFC 3339) is when readyline first saw a pod it saw
-	// only after its start began. AttrMissing lists what the trace lacks:
-	// because of that, and, one line per source, because a source was
-	// blind during the start (correlator.SourceGap). AttrBlind names those
-	// sources (comma-separated when there are several), and each has an
-	// event "blind <source>" at its first blind moment in the start, with
-	// AttrBlindSource, AttrBlindReason, AttrBlindLost and its line in
-	// AttrBlindMessage. All on the root span (on pod.startup.completed for
-	// the windows after a report).
-	AttrObservedSince = attribute.Key("readyline.observed_since")
-	AttrMissing       = attribute.Key("readyline.missing")
-	AttrBlind         = attribute.Key("readyline.blind")
-	AttrBlindSource   = attribute.Key("readyline.blind.source")
-	AttrBlindReason   = attribute.Key("readyline.blind.reason")
-	AttrBlindLost     = attribute.Key("readyline.blind.lost")
-	AttrBlindMessage  = attribute.Key("readyline.blind.message")
-	// AttrMarks lists, on the root span, what makes the trace less exact
-	// than its sources (correlator.Mark: api_lag, clock_step);
-	// AttrClockStepsMS the steps of the node's wall clock during the start.
-	AttrMarks        = attribute.Key("readyline.marks")
-	AttrClockStepsMS = attribute.Key("readyline.clock_steps_ms")
-	// AttrConditionCoarse (true) marks a condition already True when
-	// readyline first saw the pod, or delivered late: its time is its
-	// lastTransitionTime (1 s) and it has no lag. AttrConditionDelivered
-	// (RFC 3339) is when the watch delivered one late (api_lag).
-	AttrConditionCoarse    = attribute.Key("readyline.condition.coarse")
-	AttrConditionDelivered = attribute.Key("readyline.condition.delivered")
-)
-
 // maxProbeSpans bounds the probe attempt spans of one probe kind in one
 // container attempt: a probe failing every second until a 5 minute timeout
 // would otherwise make 300 spans. The first and the last attempts are kept
 // (the last is usually the success); the container span counts the rest.
 const maxProbeSpans = 32
-
-// Attributes of a start reported at its deadline and completed later.
-const (
-	// AttrPartial marks the root span of a start still in progress at its
-	// report deadline: a pod.startup.completed span under it tells the rest.
-	AttrPartial = attribute.Key("readyline.partial")
-	// AttrStartupMS is the whole start's duration on pod.startup.completed.
-	AttrStartupMS = attribute.Key("readyline.startup.duration_ms")
-	// AttrAmbiguousCandidates are the probes ("<container>#<attempt> <kind>")
-	// an "ambiguous probe" event's connection could have been.
-	AttrAmbiguousCandidates = attribute.Key("readyline.probe.candidates")
-)
 
 // ContainerSpanName is the name of the span of one container attempt:
 // "init <name>", "sidecar <name>" or "container <name>".
@@ -256,7 +118,7 @@ func (b *spanBuilder) emit(ctx context.Context, tl *correlator.Timeline, alerts 
 	if !tl.ReportedAt.IsZero() {
 		return b.emitCompletion(ctx, tl, alerts)
 	}
-	start, end := timelineBounds(tl)
+	start, end := tl.Bounds()
 	node := tl.Pod.Node
 	if node == "" {
 		node = b.node
@@ -687,7 +549,7 @@ func (b *spanBuilder) containers(ctx context.Context, tl *correlator.Timeline) m
 			b.criCall(ctx, &c.FailedCalls[i], semconv.K8SContainerName(c.Name))
 		}
 		if _, ok := last[c.Name]; !ok {
-			if start, end, ok := containerFactBounds(c); ok {
+			if start, end, ok := c.FactBounds(); ok {
 				attrs := append(containerAttrs(c, &correlator.ContainerAttempt{}), AttrContainerNotCreated.Bool(true))
 				if _, s, end, ok := b.start(ctx, ContainerSpanName(c), start, end, attrs); ok {
 					if n := len(c.Waiting); n > 0 {
@@ -740,34 +602,6 @@ func waitingEvents(s trace.Span, c *correlator.Container) {
 	}
 }
 
-// containerFactBounds is the interval of what is known of a container
-// beyond its attempts: its waiting reasons and failed calls.
-func containerFactBounds(c *correlator.Container) (start, end time.Time, ok bool) {
-	visitContainerFacts(c, func(ts ...time.Time) {
-		for _, t := range ts {
-			if t.IsZero() {
-				continue
-			}
-			if start.IsZero() || t.Before(start) {
-				start = t
-			}
-			if end.IsZero() || t.After(end) {
-				end = t
-			}
-		}
-	})
-	return start, end, !start.IsZero()
-}
-
-func visitContainerFacts(c *correlator.Container, g func(...time.Time)) {
-	for _, w := range c.Waiting {
-		g(w.First, w.Last)
-	}
-	for _, call := range c.FailedCalls {
-		g(call.Start, call.End)
-	}
-}
-
 // joinNonEmpty joins the non-empty parts with sep.
 func joinNonEmpty(sep string, parts ...string) string {
 	var out []string
@@ -784,7 +618,7 @@ func joinNonEmpty(sep string, parts ...string) string {
 func (b *spanBuilder) containerAttempts(ctx context.Context, c *correlator.Container, last map[string]openSpan) {
 	for ai := range c.Attempts {
 		a := &c.Attempts[ai]
-		start, end, ok := attemptBounds(a, time.Time{})
+		start, end, ok := a.Bounds(time.Time{})
 		if !ok {
 			continue
 		}
@@ -830,7 +664,7 @@ func containerAttrs(c *correlator.Container, a *correlator.ContainerAttempt) []a
 		attrs = append(attrs, AttrBackOffMS.Int64(a.BackOff.Milliseconds()))
 	}
 	if !a.NextCreated.IsZero() {
-		if exit := attemptExit(a); !exit.IsZero() {
+		if exit := a.Exit(); !exit.IsZero() {
 			attrs = append(attrs, AttrNextCreatedLagMS.Int64(durationMS(exit, a.NextCreated)))
 		}
 	}
@@ -1075,129 +909,6 @@ func insightEvent(in correlator.Insight) event {
 		attrs = append(attrs, semconv.K8SContainerName(in.Container))
 	}
 	return event{name: "insight " + string(in.Kind), attrs: attrs}
-}
-
-// timelineBounds returns the root span's interval: Start -> End, each filled
-// from the earliest or latest known moment when the timeline lacks it.
-func timelineBounds(tl *correlator.Timeline) (start, end time.Time) {
-	start, end = tl.Start, tl.End
-	if !start.IsZero() && !end.IsZero() && !end.Before(start) {
-		return start, end
-	}
-	lo, hi := tl.Start, tl.End
-	visitTimes(tl, func(t time.Time) {
-		if lo.IsZero() || t.Before(lo) {
-			lo = t
-		}
-		if hi.IsZero() || t.After(hi) {
-			hi = t
-		}
-	})
-	if start.IsZero() {
-		start = lo
-	}
-	if end.IsZero() || end.Before(start) {
-		end = hi
-	}
-	return start, end
-}
-
-// visitTimes calls f with every non-zero moment of tl.
-func visitTimes(tl *correlator.Timeline, f func(time.Time)) {
-	g := func(ts ...time.Time) {
-		for _, t := range ts {
-			if !t.IsZero() {
-				f(t)
-			}
-		}
-	}
-	g(tl.Start, tl.End)
-	for _, p := range tl.Phases {
-		g(p.Start, p.End)
-	}
-	if sb := tl.Sandbox; sb != nil {
-		g(sb.Created, sb.PauseStart, sb.Ready)
-		for _, c := range sb.FailedCalls {
-			g(c.Start, c.End)
-		}
-	}
-	for ci := range tl.Containers {
-		visitContainerFacts(&tl.Containers[ci], g)
-		for ai := range tl.Containers[ci].Attempts {
-			visitAttemptTimes(&tl.Containers[ci].Attempts[ai], g)
-			g(tl.Containers[ci].Attempts[ai].NextCreated)
-		}
-	}
-	for _, c := range tl.Conditions {
-		g(c.Observed, c.Cause)
-	}
-}
-
-func visitAttemptTimes(a *correlator.ContainerAttempt, g func(...time.Time)) {
-	g(a.Created, a.Started, a.Finished, a.StartedObserved, a.ReadyObserved)
-	if p := a.Process; p != nil {
-		g(p.Exec, p.Exit)
-	}
-	if h := a.PostStart; h != nil {
-		g(h.Start, h.End)
-	}
-	for _, p := range a.Probes {
-		g(p.Start, p.End)
-	}
-	for _, c := range a.Calls {
-		g(c.Start, c.End)
-	}
-}
-
-// attemptBounds returns the interval of a container attempt: from its first
-// known moment (normally the runtime's creation) to its end, when it ended
-// (attemptEnd), else to its last known moment (readiness, the last probe
-// attempt) or, when until is not zero (a start in progress), until. A call
-// or probe that began after the end (the kubelet's StopContainer and
-// RemoveContainer of a dead container, which may come long after) is no
-// part of its run. ok is false when nothing is known.
-func attemptBounds(a *correlator.ContainerAttempt, until time.Time) (start, end time.Time, ok bool) {
-	exit := attemptEnd(a)
-	visitAttemptTimes(a, func(ts ...time.Time) {
-		for i, t := range ts {
-			if t.IsZero() {
-				continue
-			}
-			if start.IsZero() || t.Before(start) {
-				start = t
-			}
-			if !exit.IsZero() && (t.After(exit) || (i > 0 && ts[0].After(exit))) {
-				continue // after the end, or the end of something begun after it
-			}
-			if end.IsZero() || t.After(end) {
-				end = t
-			}
-		}
-	})
-	if exit.IsZero() && !until.IsZero() && until.After(end) {
-		end = until
-	}
-	return start, end, !start.IsZero()
-}
-
-// attemptEnd is when an attempt ended: the later of its entrypoint's exit
-// (the kernel's) and its Finished (the runtime's finish, stamped as it
-// reaps the container; without it the exit, or the API's report); zero
-// while it runs.
-func attemptEnd(a *correlator.ContainerAttempt) time.Time {
-	if exit := attemptExit(a); exit.After(a.Finished) {
-		return exit
-	}
-	return a.Finished
-}
-
-// attemptExit is when the attempt's entrypoint ended: the kernel's exit,
-// else the runtime's finish time.
-func attemptExit(a *correlator.ContainerAttempt) time.Time {
-	if a.Process != nil && !a.Process.Exit.IsZero() {
-		return a.Process.Exit
-	}
-	return a.Finished
 }
 
 // splitImage splits an image reference into its name and its tag (empty for

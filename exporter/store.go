@@ -13,9 +13,9 @@ import (
 	"net/http"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter/apiclient"
 )
 
 // DefaultStoreSize is how many timelines a Store keeps when asked for <= 0.
@@ -23,10 +23,6 @@ const DefaultStoreSize = 500
 
 // DefaultStoreBytes is the byte budget of a Store asked for <= 0.
 const DefaultStoreBytes = 32 << 20
-
-// ErrNotFound is returned by FetchTimeline when the daemon has no timeline
-// for the pod.
-var ErrNotFound = errors.New("timeline not found")
 
 // StoreLimits bound what a Store keeps.
 type StoreLimits struct {
@@ -226,28 +222,15 @@ func (s *Store) Bytes() int64 {
 	return s.bytes
 }
 
-// TimelineSummary is one line of the timeline list.
-type TimelineSummary struct {
-	Namespace string             `json:"namespace"`
-	Name      string             `json:"name"`
-	UID       string             `json:"uid"`
-	Outcome   correlator.Outcome `json:"outcome"`
-	Reason    string             `json:"reason,omitempty"`
-	Start     time.Time          `json:"start"`
-	End       time.Time          `json:"end"`
-	// DurationSeconds is End - Start.
-	DurationSeconds float64 `json:"duration_seconds"`
-}
-
 // List summarises the stored timelines, most recently added first.
-func (s *Store) List() []TimelineSummary {
+func (s *Store) List() []apiclient.TimelineSummary {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make([]TimelineSummary, 0, s.order.Len())
+	out := make([]apiclient.TimelineSummary, 0, s.order.Len())
 	for el := s.order.Back(); el != nil; el = el.Prev() {
 		tl := timelineAt(el)
 		d, _ := between(tl.Start, tl.End)
-		out = append(out, TimelineSummary{
+		out = append(out, apiclient.TimelineSummary{
 			Namespace: tl.Pod.Namespace, Name: tl.Pod.Name, UID: tl.Pod.UID,
 			Outcome: tl.Outcome, Reason: tl.Reason, Start: tl.Start, End: tl.End,
 			DurationSeconds: d.Seconds(),
@@ -259,7 +242,7 @@ func (s *Store) List() []TimelineSummary {
 // listAll is List with the starts in progress first, newest first (a
 // start reported at its deadline and still in progress is listed once, as
 // in progress).
-func (s *Store) listAll(ctx context.Context) []TimelineSummary {
+func (s *Store) listAll(ctx context.Context) []apiclient.TimelineSummary {
 	out, live := s.inProgress(ctx)
 	for _, st := range s.List() {
 		if !live[st.UID] {
@@ -269,14 +252,9 @@ func (s *Store) listAll(ctx context.Context) []TimelineSummary {
 	return out
 }
 
-// timelineList is the body of GET /api/v1/timelines.
-type timelineList struct {
-	Timelines []TimelineSummary `json:"timelines"`
-}
-
 // Handler serves the explain API:
 //
-//	GET /api/v1/timelines                     {"timelines": [TimelineSummary...]}, newest first
+//	GET /api/v1/timelines                     {"timelines": [apiclient.TimelineSummary...]}, newest first
 //	GET /api/v1/timelines?namespace=NS        the same, of the pods of namespace NS
 //	GET /api/v1/timelines/{namespace}/{name}  the latest start of that pod: in progress (a snapshot as of
 //	                                          now, AsOf set), else kept (After added for a pod still
@@ -294,14 +272,14 @@ func (s *Store) Handler(logger *slog.Logger) http.Handler {
 	mux.HandleFunc("GET /api/v1/timelines", func(w http.ResponseWriter, r *http.Request) {
 		list := s.listAll(r.Context())
 		if ns := r.URL.Query().Get("namespace"); ns != "" {
-			list = slices.DeleteFunc(list, func(s TimelineSummary) bool { return s.Namespace != ns })
+			list = slices.DeleteFunc(list, func(s apiclient.TimelineSummary) bool { return s.Namespace != ns })
 		}
-		list, err := readable(podReaderOf(r), list, func(s TimelineSummary) (string, string) { return s.Namespace, s.Name })
+		list, err := readable(podReaderOf(r), list, func(s apiclient.TimelineSummary) (string, string) { return s.Namespace, s.Name })
 		if err != nil {
 			http.Error(w, err.Error(), accessStatus(err))
 			return
 		}
-		writeJSON(w, logger, timelineList{Timelines: list})
+		writeJSON(w, logger, apiclient.TimelineList{Timelines: list})
 	})
 	mux.HandleFunc("GET /api/v1/timelines/{namespace}/{name}", func(w http.ResponseWriter, r *http.Request) {
 		ns, name := r.PathValue("namespace"), r.PathValue("name")
@@ -316,13 +294,13 @@ func (s *Store) Handler(logger *slog.Logger) http.Handler {
 		if q.Get("kept") != "" {
 			var ok bool
 			if tl, ok = s.kept(ns, name, q.Get("uid")); !ok {
-				err = ErrNotFound
+				err = apiclient.ErrNotFound
 			} else {
 				err = nil
 			}
 		}
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, apiclient.ErrNotFound):
 			logger.Debug("no timeline for pod", "namespace", ns, "pod", name)
 			http.Error(w, fmt.Sprintf("no start of pod %s/%s in progress or kept (this daemon keeps the last %d pod starts on its node, at most %d MiB of them)",
 				ns, name, s.limits.Timelines, s.limits.Bytes>>20), http.StatusNotFound)
@@ -344,26 +322,4 @@ func writeJSON(w http.ResponseWriter, logger *slog.Logger, v any) {
 	if err := enc.Encode(v); err != nil {
 		logger.Debug("writing API response", "error", err)
 	}
-}
-
-// maxTimelineBytes bounds what FetchTimeline reads.
-const maxTimelineBytes = 16 << 20
-
-// FetchTimeline asks the daemon at baseURL (e.g. "http://127.0.0.1:9464")
-// for the latest start of pod namespace/name. It returns an error wrapping
-// ErrNotFound when the daemon has none.
-func FetchTimeline(ctx context.Context, baseURL, namespace, name string) (*correlator.Timeline, error) {
-	return FetchTimelineUID(ctx, baseURL, namespace, name, "")
-}
-
-// FetchTimelineUID is FetchTimeline for the pod of that name with uid, when
-// uid is not empty: an earlier pod's start under the same name is not it.
-func FetchTimelineUID(ctx context.Context, baseURL, namespace, name, uid string) (*correlator.Timeline, error) {
-	return (&APIClient{BaseURL: baseURL}).Timeline(ctx, namespace, name, uid)
-}
-
-// ListTimelines asks the daemon at baseURL for the summaries of the pod
-// starts it keeps, newest first.
-func ListTimelines(ctx context.Context, baseURL string) ([]TimelineSummary, error) {
-	return (&APIClient{BaseURL: baseURL}).Timelines(ctx, "")
 }

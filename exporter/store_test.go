@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter/apiclient"
 )
 
 func TestStoreAPIRoundTrip(t *testing.T) {
@@ -23,7 +24,7 @@ func TestStoreAPIRoundTrip(t *testing.T) {
 	defer srv.Close()
 	ctx := context.Background()
 
-	got, err := FetchTimeline(ctx, srv.URL, "default", "lifecycle-demo")
+	got, err := apiclient.FetchTimeline(ctx, srv.URL, "default", "lifecycle-demo")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,11 +32,11 @@ func TestStoreAPIRoundTrip(t *testing.T) {
 		t.Errorf("round trip changed the timeline:\n got %+v\nwant %+v", got, want)
 	}
 
-	if _, err := FetchTimeline(ctx, srv.URL, "default", "nope"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("missing pod: %v, want ErrNotFound", err)
+	if _, err := apiclient.FetchTimeline(ctx, srv.URL, "default", "nope"); !errors.Is(err, apiclient.ErrNotFound) {
+		t.Errorf("missing pod: %v, want apiclient.ErrNotFound", err)
 	}
 
-	list, err := ListTimelines(ctx, srv.URL+"/")
+	list, err := apiclient.ListTimelines(ctx, srv.URL+"/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestStoreConcurrent(t *testing.T) {
 	}
 	wg.Go(func() {
 		for range 20 {
-			if _, err := ListTimelines(context.Background(), srv.URL); err != nil {
+			if _, err := apiclient.ListTimelines(context.Background(), srv.URL); err != nil {
 				t.Error(err)
 			}
 		}
@@ -223,20 +224,20 @@ func TestStoreAPIByUID(t *testing.T) {
 	srv := httptest.NewServer(ServeEveryPod(s.Handler(nil)))
 	defer srv.Close()
 	ctx := context.Background()
-	if _, err := FetchTimelineUID(ctx, srv.URL, "default", "lifecycle-demo", second.Pod.UID); !errors.Is(err, ErrNotFound) {
-		t.Errorf("the new pod before its start is kept: %v, want ErrNotFound (not the earlier pod's start)", err)
+	if _, err := apiclient.FetchTimelineUID(ctx, srv.URL, "default", "lifecycle-demo", second.Pod.UID); !errors.Is(err, apiclient.ErrNotFound) {
+		t.Errorf("the new pod before its start is kept: %v, want apiclient.ErrNotFound (not the earlier pod's start)", err)
 	}
 	s.Add(second)
 	for _, uid := range []string{first.Pod.UID, second.Pod.UID} {
-		got, err := FetchTimelineUID(ctx, srv.URL, "default", "lifecycle-demo", uid)
+		got, err := apiclient.FetchTimelineUID(ctx, srv.URL, "default", "lifecycle-demo", uid)
 		if err != nil || got.Pod.UID != uid {
 			t.Errorf("uid %s: got %v, %v", uid, got, err)
 		}
 	}
-	if _, err := FetchTimelineUID(ctx, srv.URL, "other", "lifecycle-demo", first.Pod.UID); !errors.Is(err, ErrNotFound) {
-		t.Errorf("the uid of a pod of another namespace: %v, want ErrNotFound", err)
+	if _, err := apiclient.FetchTimelineUID(ctx, srv.URL, "other", "lifecycle-demo", first.Pod.UID); !errors.Is(err, apiclient.ErrNotFound) {
+		t.Errorf("the uid of a pod of another namespace: %v, want apiclient.ErrNotFound", err)
 	}
-	if got, err := FetchTimeline(ctx, srv.URL, "default", "lifecycle-demo"); err != nil || got.Pod.UID != second.Pod.UID {
+	if got, err := apiclient.FetchTimeline(ctx, srv.URL, "default", "lifecycle-demo"); err != nil || got.Pod.UID != second.Pod.UID {
 		t.Errorf("by name alone: %v, %v, want the latest start", got, err)
 	}
 }

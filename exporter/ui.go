@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter/apiclient"
 )
 
 // UIContentSecurityPolicy is the Content-Security-Policy of the UI's
@@ -74,7 +75,7 @@ func (s *Store) UIHandler(logger *slog.Logger) http.Handler {
 		}
 		if !ok {
 			logger.Debug("no timeline for pod uid", "uid", uid)
-			v := notFoundView{Back: "../", What: cut("uid "+uid, maxHeadingRunes), Why: s.notFoundWhy(ErrNotFound)}
+			v := notFoundView{Back: "../", What: cut("uid "+uid, maxHeadingRunes), Why: s.notFoundWhy(apiclient.ErrNotFound)}
 			writePage(w, logger, http.StatusNotFound, "not found", func(p *htmlWriter) { writeNotFoundPage(p, &v) })
 			return
 		}
@@ -85,7 +86,7 @@ func (s *Store) UIHandler(logger *slog.Logger) http.Handler {
 }
 
 func (s *Store) notFoundWhy(err error) string {
-	if !errors.Is(err, ErrNotFound) {
+	if !errors.Is(err, apiclient.ErrNotFound) {
 		return err.Error()
 	}
 	return fmt.Sprintf("This daemon shows the pod starts in progress on its node and keeps the last %d that ended (at most %d MiB of them): "+
@@ -138,7 +139,7 @@ type startView struct {
 // name), else to its UID's page.
 func (s *Store) listView(ctx context.Context, pr PodReader) (listView, error) {
 	starting, _ := s.inProgress(ctx)
-	starting, err := readable(pr, starting, func(st TimelineSummary) (string, string) { return st.Namespace, st.Name })
+	starting, err := readable(pr, starting, func(st apiclient.TimelineSummary) (string, string) { return st.Namespace, st.Name })
 	if err != nil {
 		return listView{}, err
 	}

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter/apiclient"
 )
 
 // The pages of the UI were html/template templates; they are Go code now
@@ -212,7 +213,7 @@ func TestUIMatchesTemplate(t *testing.T) {
 	empty := everyStart(NewStore(StoreLimits{}))
 	requireSamePage(t, "no timeline", &empty)
 	for _, what := range []string{"nowhere/nothing", "uid nope", "ns/" + strings.Repeat("n", 253)} {
-		v := notFoundView{Back: "../../", What: cut(what, maxHeadingRunes), Why: s.notFoundWhy(ErrNotFound)}
+		v := notFoundView{Back: "../../", What: cut(what, maxHeadingRunes), Why: s.notFoundWhy(apiclient.ErrNotFound)}
 		requireSamePage(t, what, &v)
 	}
 }
@@ -462,10 +463,10 @@ func TestUIHandlerPagesMatchTemplate(t *testing.T) {
 		same(tl.Pod.UID, status, http.StatusOK, body, &v)
 	}
 	status, body = get("/ui/pods/nowhere/" + url.PathEscape(`<b>"x'&+`))
-	nf := notFoundView{Back: "../../", What: cut(`nowhere/<b>"x'&+`, maxHeadingRunes), Why: s.notFoundWhy(ErrNotFound)}
+	nf := notFoundView{Back: "../../", What: cut(`nowhere/<b>"x'&+`, maxHeadingRunes), Why: s.notFoundWhy(apiclient.ErrNotFound)}
 	same("a pod not stored", status, http.StatusNotFound, body, &nf)
 	status, body = get("/ui/uid/" + url.PathEscape(`<b>"x'&+`))
-	nf = notFoundView{Back: "../", What: cut(`uid <b>"x'&+`, maxHeadingRunes), Why: s.notFoundWhy(ErrNotFound)}
+	nf = notFoundView{Back: "../", What: cut(`uid <b>"x'&+`, maxHeadingRunes), Why: s.notFoundWhy(apiclient.ErrNotFound)}
 	same("a uid not stored", status, http.StatusNotFound, body, &nf)
 }
 

@@ -118,8 +118,8 @@ type wrow struct {
 // newWaterfallChart lays tl's facts out in rows, on an axis from the pod's
 // creation to the last moment known, at most waterfallMaxSpan long.
 func newWaterfallChart(tl *correlator.Timeline) *waterfallChart {
-	start, end := timelineBounds(tl)
-	visitTimes(tl, func(t time.Time) {
+	start, end := tl.Bounds()
+	tl.VisitTimes(func(t time.Time) {
 		if t.After(end) {
 			end = t
 		}
@@ -347,7 +347,7 @@ func (wc *waterfallChart) container(c *correlator.Container, depth int) {
 	}
 	for ai := range c.Attempts {
 		a := &c.Attempts[ai]
-		start, end, ok := attemptBounds(a, wc.tl.AsOf)
+		start, end, ok := a.Bounds(wc.tl.AsOf)
 		label, failed := name, true
 		if a.Attempt > 0 {
 			label += fmt.Sprintf(" #%d", a.Attempt)

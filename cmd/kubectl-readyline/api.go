@@ -11,11 +11,10 @@ import (
 	"sync"
 
 	"github.com/go-logr/logr"
+	"github.com/readyline/readyline/exporter/apiclient"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
-
-	"github.com/readyline/readyline/exporter"
 )
 
 // The plugin reads a daemon's secure API (readyline run --secure-api-addr)
@@ -81,8 +80,8 @@ func (l *forwardLog) err() error {
 // for ("asking the readyline on node n1"). The errors say what went wrong
 // in the user's terms: RBAC refusing pods/portforward, a forward lost, a
 // daemon that has no secure API (errOldDaemon), or the daemon's answer
-// (an exporter.APIError: 401, 403, 404).
-func (ds *daemonSet) withAPI(ctx context.Context, daemon *corev1.Pod, why string, f func(ctx context.Context, api *exporter.APIClient) error) error {
+// (an apiclient.Error: 401, 403, 404).
+func (ds *daemonSet) withAPI(ctx context.Context, daemon *corev1.Pod, why string, f func(ctx context.Context, api *apiclient.Client) error) error {
 	log := &forwardLog{}
 	fctx, stop := context.WithCancel(klog.NewContext(ctx, logr.New(log)))
 	defer stop()
@@ -108,7 +107,7 @@ func (ds *daemonSet) withAPI(ctx context.Context, daemon *corev1.Pod, why string
 		case <-octx.Done():
 		}
 	}()
-	api := &exporter.APIClient{BaseURL: "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))), HTTP: &http.Client{Transport: ds.transport}}
+	api := &apiclient.Client{BaseURL: "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))), HTTP: &http.Client{Transport: ds.transport}}
 	err := f(octx, api)
 	lost := false // the forward ended before f did
 	select {
@@ -118,7 +117,7 @@ func (ds *daemonSet) withAPI(ctx context.Context, daemon *corev1.Pod, why string
 	}
 	stop()
 	<-ended
-	var answer *exporter.APIError
+	var answer *apiclient.Error
 	switch {
 	case err == nil && lost && forwardErr != nil && ctx.Err() == nil:
 		return ds.streamError(ctx, forwardErr, "pods/portforward", daemon, why)
@@ -137,7 +136,7 @@ func (ds *daemonSet) withAPI(ctx context.Context, daemon *corev1.Pod, why string
 // for what ("pod team/web", "its list"), after who ("the readyline on
 // node n1").
 func answerError(err error, who string, daemon *corev1.Pod, what string) error {
-	var answer *exporter.APIError
+	var answer *apiclient.Error
 	if !errors.As(err, &answer) {
 		return err
 	}
@@ -145,7 +144,7 @@ func answerError(err error, who string, daemon *corev1.Pod, what string) error {
 	switch answer.Status {
 	case http.StatusUnauthorized:
 		return fmt.Errorf("%s did not accept the kubeconfig's credentials (%w: %s): it takes a client certificate of the cluster's client CA or a bearer token the API server accepts",
-			who, exporter.ErrUnauthorized, answer.Message)
+			who, apiclient.ErrUnauthorized, answer.Message)
 	case http.StatusForbidden:
 		return fmt.Errorf("%w: %s refused %s: %s; readyline shows a pod's start to whom may get that pod",
 			errForbidden, who, what, answer.Message)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter"
+	"github.com/readyline/readyline/exporter/apiclient"
 )
 
 const explainHelp = `usage: kubectl readyline explain [-n NAMESPACE] POD [--width N] [-o text|json] [--watch]
@@ -124,11 +125,11 @@ func (ds *daemonSet) explain(ctx context.Context, namespace, name string) (*corr
 	}
 	who := fmt.Sprintf("pod %s/%s is on node %s, whose readyline", namespace, name, pod.Spec.NodeName)
 	var tl *correlator.Timeline
-	err = ds.withAPI(ctx, daemon, "asking the readyline on node "+pod.Spec.NodeName, func(ctx context.Context, api *exporter.APIClient) error {
+	err = ds.withAPI(ctx, daemon, "asking the readyline on node "+pod.Spec.NodeName, func(ctx context.Context, api *apiclient.Client) error {
 		tl, err = api.Timeline(ctx, namespace, name, string(pod.UID))
 		return err
 	})
-	if errors.Is(err, exporter.ErrNotFound) {
+	if errors.Is(err, apiclient.ErrNotFound) {
 		return nil, fmt.Errorf("%s (pod %s/%s) answered: no recent start of %s/%s on this node (none in progress, and it keeps the last --keep starts that ended, of those it saw since it started)",
 			who, daemon.Namespace, daemon.Name, namespace, name)
 	}

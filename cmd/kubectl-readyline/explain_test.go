@@ -17,6 +17,7 @@ import (
 
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter"
+	"github.com/readyline/readyline/exporter/apiclient"
 )
 
 // TestExplain: explain asks the secure API of the readyline on the pod's
@@ -95,7 +96,7 @@ func TestExplainErrors(t *testing.T) {
 	ds := testDaemonSet(t, &fakeConn{apis: map[string]http.Handler{"rl-n1": daemonAPI([]string{"team"})}}, nil, objs...)
 	ds.transport = userTransport("expired")
 	_, err = ds.explain(ctx, "team", "web")
-	if !errors.Is(err, exporter.ErrUnauthorized) {
+	if !errors.Is(err, apiclient.ErrUnauthorized) {
 		t.Errorf("a token the daemon does not accept: %v, want ErrUnauthorized", err)
 	}
 	wantErr(t, err, "did not accept the kubeconfig's credentials", "the bearer token is no user's")

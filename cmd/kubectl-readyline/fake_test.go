@@ -30,6 +30,7 @@ import (
 
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter"
+	"github.com/readyline/readyline/exporter/apiclient"
 )
 
 // t0 is when the fixtures' pods were created.
@@ -82,7 +83,7 @@ func (r namespaceReader) MayRead(namespace, name string) error {
 	if slices.Contains(r, namespace) {
 		return nil
 	}
-	return fmt.Errorf("%w: User \"someone\" may not get pods in namespace %s", exporter.ErrForbidden, namespace)
+	return fmt.Errorf("%w: User \"someone\" may not get pods in namespace %s", apiclient.ErrForbidden, namespace)
 }
 
 // daemonAPI is a readyline's secure API, as apiauth serves it: the starts

@@ -15,12 +15,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/readyline/readyline/exporter/apiclient"
+	"github.com/readyline/readyline/exporter/termtext"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
-
-	"github.com/readyline/readyline/exporter"
-	"github.com/readyline/readyline/exporter/termtext"
 )
 
 const listHelp = `usage: kubectl readyline list [-n NAMESPACE | -A] [-o text|json]
@@ -77,7 +76,7 @@ func runList(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // lists it, and the node: an entry of what `list -o json` prints.
 type startSummary struct {
 	Node string `json:"node"`
-	exporter.TimelineSummary
+	apiclient.TimelineSummary
 }
 
 // startList is what `list -o json` prints.
@@ -128,7 +127,7 @@ func (ds *daemonSet) list(ctx context.Context, namespace, output string, stdout,
 			continue
 		}
 		failed++
-		if errors.Is(a.err, errForbidden) || errors.Is(a.err, exporter.ErrUnauthorized) { // the same for every node
+		if errors.Is(a.err, errForbidden) || errors.Is(a.err, apiclient.ErrUnauthorized) { // the same for every node
 			if !forbiddenTold {
 				fmt.Fprintf(stderr, "error: %v\n", a.err)
 			}
@@ -193,8 +192,8 @@ func (ds *daemonSet) askAll(ctx context.Context, daemons []*corev1.Pod, namespac
 func (ds *daemonSet) ask(ctx context.Context, daemon *corev1.Pod, namespace string) ([]startSummary, error) {
 	ctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
-	var list []exporter.TimelineSummary
-	err := ds.withAPI(ctx, daemon, "asking the readyline on node "+daemon.Spec.NodeName, func(ctx context.Context, api *exporter.APIClient) error {
+	var list []apiclient.TimelineSummary
+	err := ds.withAPI(ctx, daemon, "asking the readyline on node "+daemon.Spec.NodeName, func(ctx context.Context, api *apiclient.Client) error {
 		var err error
 		list, err = api.Timelines(ctx, namespace)
 		return err

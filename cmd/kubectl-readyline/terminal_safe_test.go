@@ -14,6 +14,7 @@ import (
 
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter"
+	"github.com/readyline/readyline/exporter/apiclient"
 )
 
 // hostile is what a pod, or a daemon that does not escape, can put in a
@@ -30,7 +31,7 @@ const (
 // TestListEscapesNames: the table prints what the daemons answered with
 // its control characters escaped, and still aligned.
 func TestListEscapesNames(t *testing.T) {
-	s := startSummary{Node: "n1", TimelineSummary: exporter.TimelineSummary{Namespace: "team", Name: hostile, Outcome: "ready\x1b[8m", Start: t0, End: t0.Add(time.Second)}}
+	s := startSummary{Node: "n1", TimelineSummary: apiclient.TimelineSummary{Namespace: "team", Name: hostile, Outcome: "ready\x1b[8m", Start: t0, End: t0.Add(time.Second)}}
 	var stdout bytes.Buffer
 	if err := printStarts(&stdout, io.Discard, []startSummary{s}, "", t0.Add(time.Minute)); err != nil {
 		t.Fatal(err)

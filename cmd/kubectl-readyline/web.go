@@ -14,9 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/readyline/readyline/exporter/apiclient"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/readyline/readyline/exporter"
 )
 
 // web serves the pages of the readyline on the node of pod namespace/name
@@ -35,7 +34,7 @@ func (ds *daemonSet) web(ctx context.Context, namespace, name, address string, l
 		return err
 	}
 	why := "reaching the API of the readyline on node " + daemon.Spec.NodeName
-	return ds.withAPI(ctx, daemon, why, func(ctx context.Context, api *exporter.APIClient) error {
+	return ds.withAPI(ctx, daemon, why, func(ctx context.Context, api *apiclient.Client) error {
 		ln, err := net.Listen("tcp", net.JoinHostPort(address, strconv.Itoa(int(localPort))))
 		if err != nil {
 			return fmt.Errorf("listening for the browser: %w", err)
@@ -139,14 +138,14 @@ var errNoTimeline = errors.New("keeps no start of the pod")
 // checkTimeline asks the daemon through api whether it keeps the start of
 // pod that the user may read: the page would say it does not, and this
 // says it where the user looks.
-func checkTimeline(ctx context.Context, api *exporter.APIClient, pod *corev1.Pod) error {
+func checkTimeline(ctx context.Context, api *apiclient.Client, pod *corev1.Pod) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	_, err := api.Timeline(ctx, pod.Namespace, pod.Name, string(pod.UID))
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, exporter.ErrNotFound):
+	case errors.Is(err, apiclient.ErrNotFound):
 		return fmt.Errorf("the readyline %w %s/%s (none in progress, and it keeps the last --keep starts that ended, of those it saw since it started): the page will say so", errNoTimeline, pod.Namespace, pod.Name)
 	}
 	return fmt.Errorf("the daemon's API, asked for %s/%s: %w", pod.Namespace, pod.Name, err)

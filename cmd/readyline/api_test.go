@@ -23,6 +23,7 @@ import (
 	"github.com/readyline/readyline/collector/kubeapi/kubeapitest"
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter"
+	"github.com/readyline/readyline/exporter/apiclient"
 )
 
 // testDaemon is a daemon whose store keeps a start of team/web and of
@@ -134,15 +135,15 @@ func TestSecureAPIServesEachUserTheirs(t *testing.T) {
 	}
 	serveUntilDone(t, serve)
 
-	client := func(token string) *exporter.APIClient {
+	client := func(token string) *apiclient.Client {
 		var rt http.RoundTripper = &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
 		if token != "" {
 			rt = transport.NewBearerAuthRoundTripper(token, rt)
 		}
-		return &exporter.APIClient{BaseURL: "https://" + d.cfg.secureAPI.addr, HTTP: &http.Client{Transport: rt}}
+		return &apiclient.Client{BaseURL: "https://" + d.cfg.secureAPI.addr, HTTP: &http.Client{Transport: rt}}
 	}
 	ctx := context.Background()
-	var list []exporter.TimelineSummary
+	var list []apiclient.TimelineSummary
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		list, err = client("alice-token").Timelines(ctx, "")
 		if err == nil || time.Now().After(deadline) {
@@ -152,10 +153,10 @@ func TestSecureAPIServesEachUserTheirs(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0].Name != "web" {
 		t.Errorf("alice's list %+v (%v), want team/web only", list, err)
 	}
-	if _, err := client("alice-token").Timeline(ctx, "other", "db", ""); !errors.Is(err, exporter.ErrForbidden) {
+	if _, err := client("alice-token").Timeline(ctx, "other", "db", ""); !errors.Is(err, apiclient.ErrForbidden) {
 		t.Errorf("alice on other/db: %v, want 403", err)
 	}
-	if _, err := client("").Timelines(ctx, ""); !errors.Is(err, exporter.ErrUnauthorized) {
+	if _, err := client("").Timelines(ctx, ""); !errors.Is(err, apiclient.ErrUnauthorized) {
 		t.Errorf("no token: %v, want 401", err)
 	}
 }

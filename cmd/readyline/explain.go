@@ -15,6 +15,7 @@ import (
 
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter"
+	"github.com/readyline/readyline/exporter/apiclient"
 	"github.com/readyline/readyline/exporter/termtext"
 )
 
@@ -87,7 +88,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return fmt.Errorf("asking the daemon at %s: %w", cfg.apiAddr, err)
 		}
 		if cfg.json {
-			return writeIndentedJSON(stdout, timelineList{Timelines: list})
+			return writeIndentedJSON(stdout, apiclient.TimelineList{Timelines: list}) // as the daemon writes it: kubectl-readyline reads it
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "POD\tOUTCOME\tDURATION\tCREATED")
@@ -110,9 +111,9 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 // fetchStart asks the daemon for the pod's start, in progress or kept.
-func fetchStart(ctx context.Context, cfg explainConfig, api *exporter.APIClient) (*correlator.Timeline, error) {
+func fetchStart(ctx context.Context, cfg explainConfig, api *apiclient.Client) (*correlator.Timeline, error) {
 	tl, err := api.Timeline(ctx, cfg.namespace, cfg.name, cfg.uid)
-	if errors.Is(err, exporter.ErrNotFound) {
+	if errors.Is(err, apiclient.ErrNotFound) {
 		which := cfg.namespace + "/" + cfg.name
 		if cfg.uid != "" {
 			which += " (uid " + cfg.uid + ")"
@@ -127,7 +128,7 @@ func fetchStart(ctx context.Context, cfg explainConfig, api *exporter.APIClient)
 
 // watchStart draws the pod's start, and again each time it took new facts,
 // until it ends or ctx does (exporter.Watch).
-func watchStart(ctx context.Context, cfg explainConfig, api *exporter.APIClient, stdout io.Writer) error {
+func watchStart(ctx context.Context, cfg explainConfig, api *apiclient.Client, stdout io.Writer) error {
 	return exporter.Watch(ctx, func(ctx context.Context) (*correlator.Timeline, error) { return fetchStart(ctx, cfg, api) },
 		func(tl *correlator.Timeline, again bool) error {
 			if again {
@@ -145,21 +146,15 @@ func watchStart(ctx context.Context, cfg explainConfig, api *exporter.APIClient,
 // localAPIClient is the client of the daemon's local API at addr (see
 // readyline run --api-addr): a unix socket (unix:PATH), a host:port or a
 // URL.
-func localAPIClient(addr string) *exporter.APIClient {
+func localAPIClient(addr string) *apiclient.Client {
 	path, ok := unixPath(addr)
 	if !ok {
 		if !strings.Contains(addr, "://") {
 			addr = "http://" + addr
 		}
-		return &exporter.APIClient{BaseURL: addr}
+		return &apiclient.Client{BaseURL: addr}
 	}
-	return &exporter.APIClient{BaseURL: "http://readyline", HTTP: &http.Client{Transport: unixTransport(path)}}
-}
-
-// timelineList is the body of the daemon's GET /api/v1/timelines, which
-// `explain --json` prints as it is: kubectl-readyline reads it.
-type timelineList struct {
-	Timelines []exporter.TimelineSummary `json:"timelines"`
+	return &apiclient.Client{BaseURL: "http://readyline", HTTP: &http.Client{Transport: unixTransport(path)}}
 }
 
 // writeIndentedJSON writes v as the daemon's API does.

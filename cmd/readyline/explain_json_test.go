@@ -14,6 +14,7 @@ import (
 
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter"
+	"github.com/readyline/readyline/exporter/apiclient"
 )
 
 // explainAPI serves the timelines of a golden file as the daemon does.
@@ -90,7 +91,7 @@ func TestExplainJSONList(t *testing.T) {
 	if err := runExplain(context.Background(), []string{"--api-addr", srv.URL, "--json"}, &stdout, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	var got timelineList
+	var got apiclient.TimelineList
 	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
 		t.Fatalf("explain --json list: %v\n%s", err, stdout.Bytes())
 	}

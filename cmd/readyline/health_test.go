@@ -114,7 +114,7 @@ func TestHealthFailsWhileCorrelatorStalls(t *testing.T) {
 	release := make(chan struct{})
 	d := &daemon{logger: logger, events: make(chan event.Event, 16), metrics: metrics, traces: traces,
 		store: exporter.NewStore(exporter.StoreLimits{Timelines: 8}),
-		losses: &lossCounter{sources: []lossSource{{event.SourceProcess, func() []collector.Loss {
+		losses: &lossCounter{sources: []lossSource{lossesOf{event.SourceProcess, func() []collector.Loss {
 			if stuck.Load() {
 				<-release
 			}

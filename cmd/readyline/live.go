@@ -9,6 +9,7 @@ import (
 	"github.com/readyline/readyline/collector/event"
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter"
+	"github.com/readyline/readyline/exporter/apiclient"
 )
 
 // liveStarts answers the API's questions about starts in progress from the
@@ -74,7 +75,7 @@ func (l *liveStarts) Snapshot(ctx context.Context, q correlator.Query) (*correla
 		return nil, err
 	}
 	if r.tl == nil {
-		return nil, exporter.ErrNotFound
+		return nil, apiclient.ErrNotFound
 	}
 	return r.tl, nil
 }
@@ -89,7 +90,7 @@ func (l *liveStarts) InProgress(ctx context.Context) ([]correlator.StartSummary,
 func (l *liveStarts) After(ctx context.Context, uid string) (*correlator.After, error) {
 	r, err := l.ask(ctx, liveRequest{q: correlator.Query{UID: uid}, after: true})
 	if err == nil && r.after == nil {
-		err = exporter.ErrNotFound
+		err = apiclient.ErrNotFound
 	}
 	return r.after, err
 }

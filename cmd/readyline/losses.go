@@ -6,11 +6,12 @@ import (
 	"github.com/readyline/readyline/collector"
 )
 
-// lossSource is a running source's name (event.Source*) and its cumulative
-// loss counts (its Stats().Losses).
-type lossSource struct {
-	name   string
-	losses func() []collector.Loss
+// lossSource is what lossCounter reads of a running source
+// (collector.Source): its name (event.Source*) and its cumulative loss
+// counts.
+type lossSource interface {
+	Name() string
+	Losses() []collector.Loss
 }
 
 // lossCounter turns the sources' cumulative loss counts into increments of
@@ -35,8 +36,8 @@ func (l *lossCounter) poll(add func(source, reason string, n int)) {
 		l.last = make(map[lossKey]uint64)
 	}
 	for _, s := range l.sources {
-		for _, loss := range s.losses() {
-			k := lossKey{s.name, loss.Reason}
+		for _, loss := range s.Losses() {
+			k := lossKey{s.Name(), loss.Reason}
 			last, seen := l.last[k]
 			l.last[k] = loss.N
 			n := loss.N - last
@@ -44,7 +45,7 @@ func (l *lossCounter) poll(add func(source, reason string, n int)) {
 				n = loss.N
 			}
 			if n > 0 || !seen {
-				add(s.name, loss.Reason, int(min(n, math.MaxInt)))
+				add(s.Name(), loss.Reason, int(min(n, math.MaxInt)))
 			}
 		}
 	}

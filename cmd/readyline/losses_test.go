@@ -13,7 +13,7 @@ import (
 // before it); a count that went down started over.
 func TestLossCounter(t *testing.T) {
 	ring, decode := uint64(0), uint64(0)
-	l := &lossCounter{sources: []lossSource{{event.SourceProcess, func() []collector.Loss {
+	l := &lossCounter{sources: []lossSource{lossesOf{event.SourceProcess, func() []collector.Loss {
 		return []collector.Loss{{Reason: event.ReasonRingFull, N: ring}, {Reason: event.ReasonDecodeError, N: decode}}
 	}}}}
 	poll := func() map[string]int {
@@ -46,3 +46,12 @@ func TestLossCounter(t *testing.T) {
 	var none *lossCounter
 	none.poll(func(string, string, int) { t.Error("a nil lossCounter added") })
 }
+
+// lossesOf is a lossSource named name whose counts losses returns.
+type lossesOf struct {
+	name   string
+	losses func() []collector.Loss
+}
+
+func (l lossesOf) Name() string             { return l.name }
+func (l lossesOf) Losses() []collector.Loss { return l.losses() }

@@ -241,7 +241,9 @@ func (d *daemon) run(ctx context.Context) error {
 	if err != nil {
 		d.logger.Warn("httpGet/tcpSocket probe attempts are not traced: the kernel refused the TCP program; they are inferred from the API's status flips", "error", err)
 	}
-	d.watchSources(procs, cri, pods, calls, tcp)
+	node := collector.NodeSources{Process: procs, Runtime: cri, Pods: pods, Calls: calls, TCP: tcp, Logger: d.logger}
+	sources := node.Sources()
+	d.watchSources(sources, node.Refused(time.Now().UTC()))
 	reader, err := collector.NewPodEventReader(collector.PodEventsConfig{
 		Events: func(ns string) collector.EventLister { return client.Events(ns) }}, d.logger.With("source", event.SourcePodEvents))
 	if err != nil {
@@ -264,34 +266,9 @@ func (d *daemon) run(ctx context.Context) error {
 	}
 
 	err = d.pipeline(ctx, cancel, func(ctx context.Context, g *group) {
-		g.Go(ctx, "process source", func(ctx context.Context) error {
-			emit := d.emitter(ctx)
-			return procs.Run(ctx, func(ev event.Event) {
-				// The kernel sees a container before anything else: have the
-				// runtime name it now, while it still exists.
-				if e, ok := ev.(*event.ProcessExec); ok && e.ContainerID != "" {
-					cri.Observe(e.ContainerID)
-				}
-				emit(ev)
-			})
-		})
-		g.Go(ctx, "cri source", func(ctx context.Context) error { return cri.Run(ctx, d.emitter(ctx)) })
-		if calls != nil {
-			g.Go(ctx, "cri call source", func(ctx context.Context) error {
-				emit := d.emitter(ctx)
-				return calls.Run(ctx, func(ev event.Event) {
-					d.sizePull(ctx, cri, ev)
-					emit(ev)
-				})
-			})
+		for _, s := range sources {
+			g.Go(ctx, s.Name()+" source", func(ctx context.Context) error { return s.Run(ctx, d.emitter(ctx)) })
 		}
-		if tcp != nil {
-			g.Go(ctx, "tcp source", func(ctx context.Context) error { return tcp.Run(ctx, d.emitter(ctx)) })
-			if calls != nil {
-				g.Go(ctx, "kubelet watch", func(ctx context.Context) error { d.followKubelet(ctx, calls, tcp); return nil })
-			}
-		}
-		g.Go(ctx, "pod watch", func(ctx context.Context) error { return pods.Run(ctx, d.emitter(ctx)) })
 		g.Go(ctx, "pod events", func(ctx context.Context) error { return d.reads.Run(ctx, d.emitter(ctx)) })
 		g.Go(ctx, "binary pages", func(ctx context.Context) error { trimBinaryPages(ctx, d.logger); return nil })
 		if d.cfg.metricsAddr != "" {
@@ -316,70 +293,29 @@ func (d *daemon) run(ctx context.Context) error {
 	return err
 }
 
-// sizePull fills in the image size of a successful PullImage call: the
-// kubelet's PullImage returns only the image's id, and its puller asks the
-// runtime for the size right after (images/puller.go GetImageSize); readyline
-// asks the same, before the call goes on to the correlator, so that the
-// pull's span, metric and insight know its size and rate. A runtime that
-// does not answer within the CRI source's call timeout leaves it unknown.
-func (d *daemon) sizePull(ctx context.Context, cri *collector.CRISource, ev event.Event) {
-	c, ok := ev.(*event.CRICall)
-	if !ok || c.Method != event.CRIPullImage || c.Err || c.ImageRef == "" || c.ImageSize != 0 {
-		return
-	}
-	size, err := cri.ImageSize(ctx, c.ImageRef)
-	if err != nil {
-		d.logger.Debug("no size for a pulled image", "image", c.Image, "ref", c.ImageRef, "error", err)
-		return
-	}
-	c.ImageSize = size
-}
-
-// watchSources sets up the loss accounting of the sources that run, and
-// readyline_source_up, 0 until a source says Up, for those that say Up
-// when they start seeing (the CRI call source's gauge appears with its
-// first status). A source the kernel refused (calls or tcp nil) is blind
-// for good: a Down load_failed from now on goes to the correlator, which
-// marks every start with it, and to the gauge.
-func (d *daemon) watchSources(procs *collector.ProcessSource, cri *collector.CRISource, pods *collector.PodWatch,
-	calls *collector.CRICallSource, tcp *collector.TCPSource) {
-	d.metrics.ExpectSources(event.SourceProcess, event.SourceCRI, event.SourcePodWatch)
-	if tcp != nil {
-		d.metrics.ExpectSources(event.SourceTCP)
+// watchSources sets up the loss accounting of the sources that run, their
+// rings' metrics, and readyline_source_up, 0 until a source says Up. A
+// source the kernel refused is blind for good: its Down load_failed
+// (refused) goes to the correlator, which marks every start with it, and
+// to the gauge.
+func (d *daemon) watchSources(sources []collector.Source, refused []event.Event) {
+	d.losses = &lossCounter{}
+	for _, s := range sources {
+		d.metrics.ExpectSources(s.Name())
+		d.losses.sources = append(d.losses.sources, s)
 	}
 	d.metrics.WatchRings(func() []exporter.Ring {
-		rings := []exporter.Ring{ring(event.SourceProcess, procs.Stats().Ring)}
-		if calls != nil {
-			rings = append(rings, ring(event.SourceCRICalls, calls.Stats().Ring))
-		}
-		if tcp != nil {
-			rings = append(rings, ring(event.SourceTCP, tcp.Stats().Ring))
+		var rings []exporter.Ring
+		for _, s := range sources {
+			if u, ok := s.Ring(); ok {
+				rings = append(rings, exporter.Ring{Source: s.Name(), Size: u.Size, Peak: u.Peak})
+			}
 		}
 		return rings
 	})
-	d.losses = &lossCounter{sources: []lossSource{
-		{event.SourceProcess, func() []collector.Loss { return procs.Stats().Losses() }},
-		{event.SourceCRI, func() []collector.Loss { return cri.Stats().Losses() }},
-		{event.SourcePodWatch, func() []collector.Loss { return pods.Stats().Losses() }},
-	}}
-	now := time.Now().UTC()
-	if calls != nil {
-		// It says Up once it probes a kubelet, no_kubelet when it finds none.
-		d.metrics.ExpectSources(event.SourceCRICalls)
-		d.losses.sources = append(d.losses.sources, lossSource{event.SourceCRICalls, func() []collector.Loss { return calls.Stats().Losses() }})
-	} else {
-		d.events <- &event.SourceStatus{Time: now, Source: event.SourceCRICalls, Reason: event.ReasonLoadFailed}
+	for _, st := range refused {
+		d.events <- st
 	}
-	if tcp != nil {
-		d.losses.sources = append(d.losses.sources, lossSource{event.SourceTCP, func() []collector.Loss { return tcp.Stats().Losses() }})
-	} else {
-		d.events <- &event.SourceStatus{Time: now, Source: event.SourceTCP, Reason: event.ReasonLoadFailed}
-	}
-}
-
-// ring is a source's ring buffer usage as a metric.
-func ring(source string, u collector.RingUsage) exporter.Ring {
-	return exporter.Ring{Source: source, Size: u.Size, Peak: u.Peak}
 }
 
 // pipeline runs the sources (started by sources on the group it is given),
@@ -405,35 +341,6 @@ func (d *daemon) pipeline(ctx context.Context, cancel context.CancelFunc, source
 	err := srcs.Wait()
 	stopExport()
 	return errors.Join(err, exporters.Wait())
-}
-
-// followKubelet points the TCP tracer at the kubelet the CRI-call source
-// found (its probes' connections are the kubelet's).
-func (d *daemon) followKubelet(ctx context.Context, calls *collector.CRICallSource, tcp *collector.TCPSource) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	watched := 0
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		pid := calls.Stats().KubeletPID
-		if pid == watched {
-			continue
-		}
-		if watched != 0 {
-			tcp.Unwatch(uint32(watched))
-		}
-		if pid != 0 {
-			if err := tcp.Watch(uint32(pid)); err != nil {
-				d.logger.Warn("cannot follow the kubelet's probe connections", "pid", pid, "error", err)
-				continue
-			}
-		}
-		watched = pid
-	}
 }
 
 // emitter hands a source's events to the correlator loop.

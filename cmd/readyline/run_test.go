@@ -120,7 +120,7 @@ func TestSourcesBlindnessReachesTracesAndMetrics(t *testing.T) {
 	var lost atomic.Uint64
 	d := &daemon{logger: logger, events: make(chan event.Event, 16), metrics: metrics, traces: traces,
 		store: exporter.NewStore(exporter.StoreLimits{Timelines: 8}),
-		losses: &lossCounter{sources: []lossSource{{event.SourceProcess, func() []collector.Loss {
+		losses: &lossCounter{sources: []lossSource{lossesOf{event.SourceProcess, func() []collector.Loss {
 			return []collector.Loss{{Reason: event.ReasonRingFull, N: lost.Load()}}
 		}}}}}
 	metrics.ExpectSources(event.SourceProcess, event.SourceCRI)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter"
+	"github.com/readyline/readyline/exporter/apiclient"
 )
 
 // TestExemplarsOpenThePodsTrace starts a pod under the shared daemon,
@@ -138,8 +139,8 @@ func completedTimeline(t *testing.T, ctx context.Context, d *Daemon, ns, name st
 	var tl *correlator.Timeline
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var err error
-		tl, err = exporter.FetchTimeline(ctx, d.APIURL, ns, name)
-		if errors.Is(err, exporter.ErrNotFound) {
+		tl, err = apiclient.FetchTimeline(ctx, d.APIURL, ns, name)
+		if errors.Is(err, apiclient.ErrNotFound) {
 			return false, nil
 		}
 		if err != nil {

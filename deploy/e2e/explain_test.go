@@ -16,6 +16,7 @@ import (
 
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter"
+	"github.com/readyline/readyline/exporter/apiclient"
 )
 
 // The pods of issue 24, each written for a case the rules were not written
@@ -34,7 +35,7 @@ const explainBudget = 2 * time.Second
 func askWhileStarting(t *testing.T, ctx context.Context, d *Daemon, ns, name, uid string) (*correlator.Timeline, string) {
 	t.Helper()
 	asked := time.Now()
-	tl, err := exporter.FetchTimelineUID(ctx, d.APIURL, ns, name, uid)
+	tl, err := apiclient.FetchTimelineUID(ctx, d.APIURL, ns, name, uid)
 	took := time.Since(asked)
 	if err != nil {
 		t.Fatalf("asking about %s/%s while it starts: %v", ns, name, err)

@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/readyline/readyline/correlator"
-	"github.com/readyline/readyline/exporter"
+	"github.com/readyline/readyline/exporter/apiclient"
 )
 
 // rootSpans returns the pod.startup spans of trace traceID that have no
@@ -91,7 +91,7 @@ spec:
 	}
 	// The start as it was reported at its deadline (asked for the pod, the
 	// daemon answers with the start in progress).
-	tl, err := (&exporter.APIClient{BaseURL: d.APIURL}).KeptTimeline(ctx, ns, name, uid)
+	tl, err := (&apiclient.Client{BaseURL: d.APIURL}).KeptTimeline(ctx, ns, name, uid)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/readyline/readyline/correlator"
-	"github.com/readyline/readyline/exporter"
+	"github.com/readyline/readyline/exporter/apiclient"
 )
 
 // appNeverStarted fails the test if any recorded event shows the app container
@@ -113,8 +113,8 @@ func TestInitFailureRetry(t *testing.T) {
 	// snapshot, outcome starting) that says when it was reported.
 	var tl *correlator.Timeline
 	err = wait.PollUntilContextTimeout(ctx, time.Second, StartTimeout+time.Minute, true, func(ctx context.Context) (bool, error) {
-		tl, err = exporter.FetchTimeline(ctx, d.APIURL, ns, "init-container-failure-retry")
-		if errors.Is(err, exporter.ErrNotFound) {
+		tl, err = apiclient.FetchTimeline(ctx, d.APIURL, ns, "init-container-failure-retry")
+		if errors.Is(err, apiclient.ErrNotFound) {
 			return false, nil
 		}
 		return err == nil && (!tl.ReportedAt.IsZero() || tl.Outcome != correlator.OutcomeStarting), err

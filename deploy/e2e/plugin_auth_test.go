@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/readyline/readyline/exporter/apiclient"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -28,8 +29,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/transport"
-
-	"github.com/readyline/readyline/exporter"
 )
 
 // secureAPIPort is the port of the daemon's secure API in its pod
@@ -74,19 +73,19 @@ func checkDaemonRefuses(t *testing.T, ctx context.Context, token, namespace, nam
 	base = "https://" + strings.TrimPrefix(base, "http://")
 	// Its certificate is its own; the route vouches for it.
 	insecure := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
-	as := func(token string) *exporter.APIClient {
+	as := func(token string) *apiclient.Client {
 		var rt http.RoundTripper = insecure
 		if token != "" {
 			rt = transport.NewBearerAuthRoundTripper(token, insecure)
 		}
-		return &exporter.APIClient{BaseURL: base, HTTP: &http.Client{Transport: rt}}
+		return &apiclient.Client{BaseURL: base, HTTP: &http.Client{Transport: rt}}
 	}
 	reader := as(token)
 
 	if tl, err := reader.Timeline(ctx, namespace, name, ""); err != nil || tl.Pod.Name != name {
 		t.Errorf("the reader's own pod %s/%s: %v", namespace, name, err)
 	}
-	if _, err := reader.Timeline(ctx, otherNamespace, otherName, ""); !errors.Is(err, exporter.ErrForbidden) {
+	if _, err := reader.Timeline(ctx, otherNamespace, otherName, ""); !errors.Is(err, apiclient.ErrForbidden) {
 		t.Errorf("%s/%s as the reader: %v, want 403", otherNamespace, otherName, err)
 	}
 	for _, ns := range []string{"", otherNamespace} {
@@ -111,8 +110,8 @@ func checkDaemonRefuses(t *testing.T, ctx context.Context, token, namespace, nam
 		}
 	}
 
-	for who, client := range map[string]*exporter.APIClient{"no credential": as(""), "a token the API server rejects": as("not-a-token")} {
-		if _, err := client.Timelines(ctx, ""); !errors.Is(err, exporter.ErrUnauthorized) {
+	for who, client := range map[string]*apiclient.Client{"no credential": as(""), "a token the API server rejects": as("not-a-token")} {
+		if _, err := client.Timelines(ctx, ""); !errors.Is(err, apiclient.ErrUnauthorized) {
 			t.Errorf("%s: %v, want 401", who, err)
 		}
 	}

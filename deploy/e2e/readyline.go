@@ -26,7 +26,7 @@ import (
 
 	"github.com/readyline/readyline/collector"
 	"github.com/readyline/readyline/correlator"
-	"github.com/readyline/readyline/exporter"
+	"github.com/readyline/readyline/exporter/apiclient"
 )
 
 // StartTimeout is the --start-timeout of the daemons the tests start: short,
@@ -293,8 +293,8 @@ func (d *Daemon) Timeline(ctx context.Context, namespace, name string, timeout t
 	var tl *correlator.Timeline
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		var err error
-		tl, err = exporter.FetchTimeline(ctx, d.APIURL, namespace, name)
-		if errors.Is(err, exporter.ErrNotFound) || (err == nil && !tl.AsOf.IsZero()) {
+		tl, err = apiclient.FetchTimeline(ctx, d.APIURL, namespace, name)
+		if errors.Is(err, apiclient.ErrNotFound) || (err == nil && !tl.AsOf.IsZero()) {
 			return false, nil // not ended yet: a snapshot (AsOf) of a start in progress, or of one settling
 		}
 		return err == nil, err

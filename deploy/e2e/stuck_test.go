@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/readyline/readyline/correlator"
-	"github.com/readyline/readyline/exporter"
+	"github.com/readyline/readyline/exporter/apiclient"
 )
 
 // TestStuckImageNeverPull: a container whose image is not on the node and
@@ -88,10 +88,10 @@ func waitForOutcome(t *testing.T, d *Daemon, ns, name string, want correlator.Ou
 	t.Helper()
 	ctx := testContext(t, timeout+time.Minute)
 	deadline := time.Now().Add(timeout)
-	api := &exporter.APIClient{BaseURL: d.APIURL}
+	api := &apiclient.Client{BaseURL: d.APIURL}
 	for {
 		tl, err := api.KeptTimeline(ctx, ns, name, "")
-		if errors.Is(err, exporter.ErrNotFound) {
+		if errors.Is(err, apiclient.ErrNotFound) {
 			if time.Now().After(deadline) {
 				t.Fatalf("no kept timeline of %s/%s within %v", ns, name, timeout)
 			}

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/readyline/readyline/exporter"
+	"github.com/readyline/readyline/exporter/apiclient"
 )
 
 // AccessReviews asks the API server what a user may do (a
@@ -67,7 +68,7 @@ func NewAuthorizer(cfg AuthorizerConfig) *Authorizer {
 // MayGetPod returns nil when u may get pod namespace/name, as a
 // SubjectAccessReview answers: name "" asks for every pod of namespace,
 // and namespace "" for every namespace. A refusal wraps
-// exporter.ErrForbidden; another error says the API server could not be
+// apiclient.ErrForbidden; another error says the API server could not be
 // asked. Answers are kept for the TTL.
 func (a *Authorizer) MayGetPod(ctx context.Context, u *User, namespace, name string) error {
 	_, err := a.mayGetPod(ctx, u, namespace, name)
@@ -98,7 +99,7 @@ func (a *Authorizer) mayGetPod(ctx context.Context, u *User, namespace, name str
 	}
 	var answer error
 	if !review.Status.Allowed || review.Status.Denied {
-		answer = fmt.Errorf("%w: User %q may not get %s", exporter.ErrForbidden, u.Name, podsWhat(namespace, name))
+		answer = fmt.Errorf("%w: User %q may not get %s", apiclient.ErrForbidden, u.Name, podsWhat(namespace, name))
 	}
 	a.answers.put(key, answer)
 	return false, answer
@@ -170,7 +171,7 @@ func (r *reader) MayRead(namespace, name string) error {
 		if err, ok := r.authz.answers.get(reviewKey(r.user, namespace, name)); ok {
 			return err
 		}
-		return fmt.Errorf("%w: pod %s/%s: %w", exporter.ErrForbidden, namespace, name, errTooManyPods)
+		return fmt.Errorf("%w: pod %s/%s: %w", apiclient.ErrForbidden, namespace, name, errTooManyPods)
 	}
 	kept, err := r.authz.mayGetPod(r.ctx, r.user, namespace, name)
 	if name != "" && !kept {

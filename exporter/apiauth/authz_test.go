@@ -8,12 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/readyline/readyline/exporter/apiclient"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
-
-	"github.com/readyline/readyline/exporter"
 )
 
 // grants are who may get which pods, as RBAC would answer a review: by
@@ -91,7 +90,7 @@ func TestMayGetPod(t *testing.T) {
 			switch {
 			case tc.forbidden == "" && err != nil:
 				t.Errorf("%s on %s/%s: %v, want allowed", tc.u.Name, tc.ns, tc.name, err)
-			case tc.forbidden != "" && (!errors.Is(err, exporter.ErrForbidden) || !strings.Contains(err.Error(), tc.forbidden)):
+			case tc.forbidden != "" && (!errors.Is(err, apiclient.ErrForbidden) || !strings.Contains(err.Error(), tc.forbidden)):
 				t.Errorf("%s on %s/%s: %v, want forbidden: %s", tc.u.Name, tc.ns, tc.name, err, tc.forbidden)
 			}
 		}
@@ -107,7 +106,7 @@ func TestMayGetPod(t *testing.T) {
 
 	// Another user of the same name, in other groups, is asked apart.
 	impostor := &User{Name: "alice", Groups: []string{"system:authenticated"}}
-	if err := authz.MayGetPod(ctx, impostor, "team", "web"); !errors.Is(err, exporter.ErrForbidden) {
+	if err := authz.MayGetPod(ctx, impostor, "team", "web"); !errors.Is(err, apiclient.ErrForbidden) {
 		t.Errorf("alice without her groups: %v, want forbidden", err)
 	}
 
@@ -120,7 +119,7 @@ func TestMayGetPod(t *testing.T) {
 
 	f.setDown(true)
 	err := authz.MayGetPod(ctx, alice, "team", "db")
-	if err == nil || errors.Is(err, exporter.ErrForbidden) {
+	if err == nil || errors.Is(err, apiclient.ErrForbidden) {
 		t.Errorf("a review that fails: %v, want an error that is no refusal", err)
 	}
 	f.setDown(false)
@@ -144,12 +143,12 @@ func TestReaderBoundsPodReviews(t *testing.T) {
 	carol := &User{Name: "carol", Groups: []string{"system:authenticated"}}
 
 	r := authz.Reader(context.Background(), carol)
-	if err := r.MayRead("ns", ""); !errors.Is(err, exporter.ErrForbidden) {
+	if err := r.MayRead("ns", ""); !errors.Is(err, apiclient.ErrForbidden) {
 		t.Errorf("namespace ns: %v, want forbidden", err)
 	}
 	for i := range 10 {
 		err := r.MayRead("ns", fmt.Sprintf("p%d", i))
-		if i < 4 && err != nil || i >= 4 && (!errors.Is(err, exporter.ErrForbidden) || !errors.Is(err, errTooManyPods)) {
+		if i < 4 && err != nil || i >= 4 && (!errors.Is(err, apiclient.ErrForbidden) || !errors.Is(err, errTooManyPods)) {
 			t.Errorf("pod %d: %v", i, err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter"
+	"github.com/readyline/readyline/exporter/apiclient"
 )
 
 // startOf is a kept start of pod namespace/name.
@@ -56,14 +57,14 @@ func TestHandlerOverTLS(t *testing.T) {
 
 	// The daemon's certificate is its own: this test, like the plugin,
 	// trusts the route to it, not a CA.
-	client := func(rt func(*http.Transport) http.RoundTripper) *exporter.APIClient {
+	client := func(rt func(*http.Transport) http.RoundTripper) *apiclient.Client {
 		tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
-		return &exporter.APIClient{BaseURL: srv.URL, HTTP: &http.Client{Transport: rt(tr)}}
+		return &apiclient.Client{BaseURL: srv.URL, HTTP: &http.Client{Transport: rt(tr)}}
 	}
-	withToken := func(token string) *exporter.APIClient {
+	withToken := func(token string) *apiclient.Client {
 		return client(func(tr *http.Transport) http.RoundTripper { return transport.NewBearerAuthRoundTripper(token, tr) })
 	}
-	withCert := func(cert tls.Certificate) *exporter.APIClient {
+	withCert := func(cert tls.Certificate) *apiclient.Client {
 		return client(func(tr *http.Transport) http.RoundTripper {
 			tr.TLSClientConfig.Certificates = []tls.Certificate{cert}
 			return tr
@@ -71,7 +72,7 @@ func TestHandlerOverTLS(t *testing.T) {
 	}
 	ctx := context.Background()
 
-	for who, cl := range map[string]*exporter.APIClient{
+	for who, cl := range map[string]*apiclient.Client{
 		"alice's token": withToken("alice-token"),
 		"bob's cert":    withCert(f.ca.issue(t, "bob", []string{"team"}, x509.ExtKeyUsageClientAuth)),
 	} {
@@ -82,7 +83,7 @@ func TestHandlerOverTLS(t *testing.T) {
 		if _, err := cl.Timeline(ctx, "team", "web", ""); err != nil {
 			t.Errorf("%s: team/web: %v", who, err)
 		}
-		if _, err := cl.Timeline(ctx, "other", "secret", ""); !errors.Is(err, exporter.ErrForbidden) {
+		if _, err := cl.Timeline(ctx, "other", "secret", ""); !errors.Is(err, apiclient.ErrForbidden) {
 			t.Errorf("%s: other/secret: %v, want 403", who, err)
 		}
 	}
@@ -91,12 +92,12 @@ func TestHandlerOverTLS(t *testing.T) {
 	}
 
 	stranger := withCert(newAuthority(t, "elsewhere").issue(t, "bob", []string{"team"}, x509.ExtKeyUsageClientAuth))
-	for who, cl := range map[string]*exporter.APIClient{
+	for who, cl := range map[string]*apiclient.Client{
 		"no credential":     client(func(tr *http.Transport) http.RoundTripper { return tr }),
 		"a bad token":       withToken("stolen"),
 		"another CA's cert": stranger,
 	} {
-		if _, err := cl.Timelines(ctx, ""); !errors.Is(err, exporter.ErrUnauthorized) || strings.Contains(err.Error(), "web") {
+		if _, err := cl.Timelines(ctx, ""); !errors.Is(err, apiclient.ErrUnauthorized) || strings.Contains(err.Error(), "web") {
 			t.Errorf("%s: %v, want 401", who, err)
 		}
 	}
@@ -114,7 +115,7 @@ func TestHandlerOverTLS(t *testing.T) {
 	}
 
 	f.setDown(true)
-	var apiErr *exporter.APIError
+	var apiErr *apiclient.Error
 	if _, err := withToken("new-token").Timelines(ctx, ""); !errors.As(err, &apiErr) || apiErr.Status != http.StatusServiceUnavailable {
 		t.Errorf("with the API server down: %v, want 503", err)
 	}

@@ -1,0 +1,191 @@
+package collector
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/readyline/readyline/collector/event"
+)
+
+// Name is event.SourceProcess.
+func (s *ProcessSource) Name() string { return event.SourceProcess }
+
+// Losses are Stats().Losses().
+func (s *ProcessSource) Losses() []Loss { return s.Stats().Losses() }
+
+// Ring is Stats().Ring.
+func (s *ProcessSource) Ring() (RingUsage, bool) { return s.ring.fill.usage(), true }
+
+// Name is event.SourceCRICalls.
+func (s *CRICallSource) Name() string { return event.SourceCRICalls }
+
+// Losses are Stats().Losses().
+func (s *CRICallSource) Losses() []Loss { return s.Stats().Losses() }
+
+// Ring is Stats().Ring.
+func (s *CRICallSource) Ring() (RingUsage, bool) { return s.ring.fill.usage(), true }
+
+// Name is event.SourceTCP.
+func (s *TCPSource) Name() string { return event.SourceTCP }
+
+// Losses are Stats().Losses().
+func (s *TCPSource) Losses() []Loss { return s.Stats().Losses() }
+
+// Ring is Stats().Ring.
+func (s *TCPSource) Ring() (RingUsage, bool) { return s.ring.fill.usage(), true }
+
+// NodeSources are the sources of one node that the daemon runs together.
+// Calls and TCP are nil when the kernel refused their programs; Logger
+// (nil: discard) gets what the wiring between them has to say.
+type NodeSources struct {
+	Process *ProcessSource
+	Runtime *CRISource
+	Pods    *PodWatch
+	Calls   *CRICallSource
+	TCP     *TCPSource
+	Logger  *slog.Logger
+}
+
+// Sources returns the sources that run (process, cri, pod_watch, then
+// cri_calls and tcp when they loaded), each wired to the others as the
+// daemon needs:
+//
+//   - the process source has the runtime name each container it sees exec
+//     (CRISource.Observe): the kernel sees a container before anything
+//     else, and the runtime is asked while the container still exists;
+//   - the kubelet-call source's successful PullImage calls get their
+//     image's size from the runtime before they are emitted (sizePull);
+//   - the TCP source follows the kubelet the kubelet-call source probes
+//     (its probes' connections are the kubelet's), looking every second
+//     while it runs.
+func (n NodeSources) Sources() []Source {
+	logger := n.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	sources := []Source{namingContainers{n.Process, n.Runtime}, n.Runtime, n.Pods}
+	if n.Calls != nil {
+		sources = append(sources, sizingPulls{n.Calls, n.Runtime, logger})
+	}
+	if n.TCP != nil {
+		var s Source = n.TCP
+		if n.Calls != nil {
+			s = followingKubelet{n.TCP, n.Calls, logger}
+		}
+		sources = append(sources, s)
+	}
+	return sources
+}
+
+// Refused returns, as of now, the statuses of the sources the kernel
+// refused (Calls or TCP nil): a Down load_failed each, blind for good.
+func (n NodeSources) Refused(now time.Time) []event.Event {
+	var out []event.Event
+	if n.Calls == nil {
+		out = append(out, &event.SourceStatus{Time: now, Source: event.SourceCRICalls, Reason: event.ReasonLoadFailed})
+	}
+	if n.TCP == nil {
+		out = append(out, &event.SourceStatus{Time: now, Source: event.SourceTCP, Reason: event.ReasonLoadFailed})
+	}
+	return out
+}
+
+// namingContainers is the process source that has the runtime name the
+// containers whose processes exec.
+type namingContainers struct {
+	*ProcessSource
+	runtime *CRISource
+}
+
+func (s namingContainers) Run(ctx context.Context, emit func(event.Event)) error {
+	return s.ProcessSource.Run(ctx, func(ev event.Event) {
+		// The kernel sees a container before anything else: have the
+		// runtime name it now, while it still exists.
+		if e, ok := ev.(*event.ProcessExec); ok && e.ContainerID != "" {
+			s.runtime.Observe(e.ContainerID)
+		}
+		emit(ev)
+	})
+}
+
+// sizingPulls is the kubelet-call source whose pulls the runtime sizes.
+type sizingPulls struct {
+	*CRICallSource
+	runtime *CRISource
+	logger  *slog.Logger
+}
+
+func (s sizingPulls) Run(ctx context.Context, emit func(event.Event)) error {
+	return s.CRICallSource.Run(ctx, func(ev event.Event) {
+		sizePull(ctx, s.runtime, ev, s.logger)
+		emit(ev)
+	})
+}
+
+// sizePull fills in the image size of a successful PullImage call: the
+// kubelet's PullImage returns only the image's id, and its puller asks the
+// runtime for the size right after (images/puller.go GetImageSize); readyline
+// asks the same, before the call goes on to the correlator, so that the
+// pull's span, metric and insight know its size and rate. A runtime that
+// does not answer within the CRI source's call timeout leaves it unknown.
+func sizePull(ctx context.Context, runtime *CRISource, ev event.Event, logger *slog.Logger) {
+	c, ok := ev.(*event.CRICall)
+	if !ok || c.Method != event.CRIPullImage || c.Err || c.ImageRef == "" || c.ImageSize != 0 {
+		return
+	}
+	size, err := runtime.ImageSize(ctx, c.ImageRef)
+	if err != nil {
+		logger.Debug("no size for a pulled image", "image", c.Image, "ref", c.ImageRef, "error", err)
+		return
+	}
+	c.ImageSize = size
+}
+
+// followingKubelet is the TCP source that follows the kubelet the
+// kubelet-call source probes.
+type followingKubelet struct {
+	*TCPSource
+	calls  *CRICallSource
+	logger *slog.Logger
+}
+
+func (s followingKubelet) Run(ctx context.Context, emit func(event.Event)) error {
+	fctx, stop := context.WithCancel(ctx)
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		followKubelet(fctx, s.calls, s.TCPSource, s.logger)
+	}()
+	defer func() { stop(); <-followed }()
+	return s.TCPSource.Run(ctx, emit)
+}
+
+// followKubelet points the TCP tracer at the kubelet the CRI-call source
+// found, looking every second until ctx is done.
+func followKubelet(ctx context.Context, calls *CRICallSource, tcp *TCPSource, logger *slog.Logger) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	watched := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pid := calls.Stats().KubeletPID
+		if pid == watched {
+			continue
+		}
+		if watched != 0 {
+			tcp.Unwatch(uint32(watched))
+		}
+		if pid != 0 {
+			if err := tcp.Watch(uint32(pid)); err != nil {
+				logger.Warn("cannot follow the kubelet's probe connections", "pid", pid, "error", err)
+				continue
+			}
+		}
+		watched = pid
+	}
+}
