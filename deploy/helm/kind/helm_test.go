@@ -517,6 +517,9 @@ func (c *cluster) leftovers(ctx context.Context) ([]*unstructured.Unstructured, 
 				return nil, fmt.Errorf("listing %s: %w", r.gvr, err)
 			}
 			for _, o := range items(l) {
+				if o.GetKind() == "Namespace" && o.GetName() == kindNamespace {
+					continue // deploy/kind's, which makeRoom keeps
+				}
 				if !seen[string(o.GetUID())] {
 					seen[string(o.GetUID())] = true
 					out = append(out, o)
