@@ -67,15 +67,26 @@ func (l *liveStarts) Snapshot(ctx context.Context, q correlator.Query) (*correla
 	if l.inFlight != nil {
 		req.inFlight, _ = l.inFlight() // a map read failing leaves none: the rest still stands
 	}
-	if l.events != nil {
-		req.events = l.events(ctx, q)
-	}
 	r, err := l.ask(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	if r.tl == nil {
 		return nil, apiclient.ErrNotFound
+	}
+	// Only a start in progress on this node has its Events read, by its
+	// own UID: a question about another node's pod (or none) costs no API
+	// call and records nothing of it.
+	if l.events == nil {
+		return r.tl, nil
+	}
+	pod := correlator.Query{UID: r.tl.Pod.UID, Namespace: r.tl.Pod.Namespace, Name: r.tl.Pod.Name}
+	if req.events = l.events(ctx, pod); len(req.events) == 0 {
+		return r.tl, nil
+	}
+	req.q = pod
+	if fresh, err := l.ask(ctx, req); err == nil && fresh.tl != nil {
+		return fresh.tl, nil
 	}
 	return r.tl, nil
 }
