@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 )
@@ -120,8 +121,14 @@ func (pr Probe) cookie() uint64 {
 
 // AttachMulti attaches every probe in exe with one uprobe_multi link,
 // limited to process pid (0: any). It needs Linux 6.6 and CAP_BPF +
-// CAP_PERFMON, not CAP_SYS_ADMIN.
+// CAP_PERFMON, not CAP_SYS_ADMIN; on an older kernel the error wraps
+// ebpf.ErrNotSupported.
 func (p *GoProbeProgram) AttachMulti(exe string, pid int, probes []Probe) (link.Link, error) {
+	// Asked first: an older kernel refuses the link with a bare EINVAL,
+	// which cilium/ebpf words as a wrong pid or attach type.
+	if err := features.HaveBPFLinkUprobeMulti(); err != nil {
+		return nil, fmt.Errorf("attaching uprobe_multi to %s: %w", exe, err)
+	}
 	ex, err := link.OpenExecutable(exe)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", exe, err)
