@@ -10,7 +10,7 @@ export READYLINE_REQUIRE_PRIVILEGED ?= $(if $(filter 0,$(shell id -u)),1,)
 .DEFAULT_GOAL := help
 
 help: ## list targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 ## ---- build
 
@@ -72,10 +72,11 @@ test-deps: ## install the Debian packages the tests need, when missing (root)
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
-test: test-deps lint verify-generate ## unit + privileged (root) + end-to-end tests on the local node, then on kind
+test: test-deps lint verify-generate ## unit + privileged (root), privileged on Linux 6.1, end-to-end on the local node, then on kind
 	./deploy/demo/demo.sh stop-readyline # a demo left running would export the tests' pods too
 	./deploy/node/node.sh jaeger-up
 	$(GO) test -count=1 ./...
+	$(MAKE) test-kernel-6.1
 	KUBELET_TRACING=1 ./deploy/node/node.sh up
 	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -tags e2e -run 'TestIntegration(PodWatch|CRI)$$' ./collector/
 	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -run 'TestIntegrationKubeletBinary' ./collector/gofunc/
@@ -86,6 +87,9 @@ test: test-deps lint verify-generate ## unit + privileged (root) + end-to-end te
 
 test-unit: ## unit and privileged tests only (no local node)
 	$(GO) test -count=1 ./...
+
+test-kernel-6.1: ## privileged eBPF tests on Debian 12's Linux 6.1 (no uprobe_multi) under QEMU, see deploy/kernel (root)
+	./deploy/kernel/run-6.1.sh
 
 bench: ## Go benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./...
@@ -185,4 +189,4 @@ test-kind: ## end-to-end tests on a two-node kind cluster (brings it up, deletes
 
 .PHONY: image image-archive node-image kind-up kind-demo jaeger-ui kind-down test-kind
 
-.PHONY: help build plugin plugin-release generate verify-generate lint test test-deps test-unit test-alerts bench bench-node bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down
+.PHONY: help build plugin plugin-release generate verify-generate lint test test-deps test-unit test-kernel-6.1 test-alerts bench bench-node bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down
