@@ -10,7 +10,7 @@ export READYLINE_REQUIRE_PRIVILEGED ?= $(if $(filter 0,$(shell id -u)),1,)
 .DEFAULT_GOAL := help
 
 help: ## list targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 ## ---- build
 
@@ -94,12 +94,13 @@ test-deps: ## install the Debian packages the tests need, when missing (root)
 # bound reached, is this plus test-kind's 40 min and the steps around.)
 E2E_TIMEOUT ?= 60m
 
-test: test-deps lint verify-generate ## unit + privileged (root) + end-to-end tests on the local node, then on kind
+test: test-deps lint verify-generate ## unit + privileged (root), privileged on Linux 6.1, end-to-end on the local node, then on kind
 	./deploy/demo/demo.sh stop-readyline # a demo left running would export the tests' pods too
 	./deploy/node/node.sh jaeger-up
 	$(GO) test -count=1 ./...
 	$(MAKE) test-tools
 	$(MAKE) test-helm
+	$(MAKE) test-kernel-6.1
 	KUBELET_TRACING=1 ./deploy/node/node.sh up
 	# The node's own checks (deploy/node/check: no readyline), then what
 	# needs the node's kubelet (built by node.sh up) and runtime.
@@ -123,6 +124,9 @@ test-tools: ## the tests of deploy/node's tool modules (TOOL_MODULES), which ./.
 # modules the daemon links in readyline's go.mod.
 test-helm: ## the Helm chart: helm lint and helm template as Go tests, its objects against deploy/base's kustomize output
 	cd deploy/helm && $(GO) test -count=1 ./...
+
+test-kernel-6.1: ## privileged eBPF tests on Debian 12's Linux 6.1 (no uprobe_multi) under QEMU, see deploy/kernel (root)
+	./deploy/kernel/run-6.1.sh
 
 bench: ## Go benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./...

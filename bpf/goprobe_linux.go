@@ -1,11 +1,14 @@
 package bpf
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 )
@@ -120,8 +123,14 @@ func (pr Probe) cookie() uint64 {
 
 // AttachMulti attaches every probe in exe with one uprobe_multi link,
 // limited to process pid (0: any). It needs Linux 6.6 and CAP_BPF +
-// CAP_PERFMON, not CAP_SYS_ADMIN.
+// CAP_PERFMON, not CAP_SYS_ADMIN; on an older kernel the error wraps
+// ebpf.ErrNotSupported.
 func (p *GoProbeProgram) AttachMulti(exe string, pid int, probes []Probe) (link.Link, error) {
+	// Asked first: an older kernel refuses the link with a bare EINVAL,
+	// which cilium/ebpf words as a wrong pid or attach type.
+	if err := features.HaveBPFLinkUprobeMulti(); err != nil {
+		return nil, fmt.Errorf("attaching uprobe_multi to %s: %w", exe, err)
+	}
 	ex, err := link.OpenExecutable(exe)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", exe, err)
@@ -140,14 +149,17 @@ func (p *GoProbeProgram) AttachMulti(exe string, pid int, probes []Probe) (link.
 
 // AttachEach attaches every probe in exe with its own perf-event uprobe,
 // limited to process pid: the fallback without uprobe_multi. It needs
-// CAP_SYS_ADMIN. On error the links made so far are closed.
+// CAP_SYS_ADMIN. The probes go in one by one, in attachOrder: a call is
+// never left in flight by the attach, and one already under way when its
+// function's entry went in returns without its entry (as with
+// AttachMulti). On error the links made so far are closed.
 func (p *GoProbeProgram) AttachEach(exe string, pid int, probes []Probe) ([]link.Link, error) {
 	ex, err := link.OpenExecutable(exe)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", exe, err)
 	}
 	var links []link.Link
-	for _, pr := range probes {
+	for _, pr := range attachOrder(probes) {
 		l, err := ex.Uprobe("", p.objs.GoCall, &link.UprobeOptions{Address: pr.Offset, PID: pid, Cookie: pr.cookie()})
 		if err != nil {
 			for _, l := range links {
@@ -158,6 +170,27 @@ func (p *GoProbeProgram) AttachEach(exe string, pid int, probes []Probe) ([]link
 		links = append(links, l)
 	}
 	return links, nil
+}
+
+// attachOrder is the order in which AttachEach attaches probes: function
+// by function, every return before the entry. Entry first, a call could
+// enter and leave by a RET not yet probed, and its saved entry would stay
+// in the map of calls in flight until the goroutine called it again.
+func attachOrder(probes []Probe) []Probe {
+	out := slices.Clone(probes)
+	slices.SortStableFunc(out, func(a, b Probe) int {
+		if c := cmp.Compare(a.Func, b.Func); c != 0 {
+			return c
+		}
+		switch {
+		case a.Return == b.Return:
+			return 0
+		case a.Return:
+			return -1
+		}
+		return 1
+	})
+	return out
 }
 
 // Events is the ring buffer of call records.

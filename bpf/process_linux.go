@@ -83,10 +83,14 @@ type ProcessProgram struct {
 }
 
 // LoadProcessProgram loads process.bpf.c and attaches its tp_btf programs to
-// sched_process_exec, sched_process_exit and sched_process_fork.
+// sched_process_exec, sched_process_exit and sched_process_fork. On a
+// kernel without what they need, the error is CheckKernel's.
 func LoadProcessProgram(opts ProcessOptions) (*ProcessProgram, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("removing memlock rlimit (without CAP_BPF, eBPF cannot load): %w", err)
+	}
+	if err := CheckKernel(); err != nil {
+		return nil, err
 	}
 	spec, err := LoadProcess()
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 // kubelet's calls would pay.
 func BenchmarkProbedCRICall(b *testing.B) {
 	testenv.RequirePrivileged(b)
-	bin := buildCrilike(b, "-ldflags=-s -w")
+	bin := buildCrilike(b, "stripped")
 	for _, sleep := range []time.Duration{0, time.Millisecond} {
 		b.Run("sleep="+sleep.String(), func(b *testing.B) {
 			const rounds = 50 // 9 probed calls (of 12) per round

@@ -83,10 +83,22 @@ type CRICallStats struct {
 	// ThreadHops counts calls that returned on another thread than they
 	// entered: goroutines move between threads, the probes key by goroutine.
 	ThreadHops uint64
+	// Uprobes is how the last attach probed a kubelet (it stays after the
+	// kubelet is gone): UprobeMulti or UprobePerAddress, "" before the first.
+	Uprobes string
 	// The kernel side's counters (see bpf.GoProbeCounters).
 	Kernel bpf.GoProbeCounters
 	Ring   RingUsage // the kernel ring buffer's size and peak fill
 }
+
+// How a CRICallSource attaches its probes (CRICallStats.Uprobes).
+const (
+	// UprobeMulti is one uprobe_multi link for every address (Linux 6.6+).
+	UprobeMulti = "uprobe_multi"
+	// UprobePerAddress is one perf-event uprobe per address: the fallback
+	// on kernels without uprobe_multi, or with CRICallConfig.PerAddress.
+	UprobePerAddress = "per_address"
+)
 
 // CRICallSource reports the kubelet's CRI calls, timed in the kernel by
 // uprobes on its CRI client (stripped release binaries included). It finds
@@ -130,6 +142,7 @@ type CRICallSource struct {
 	ring                                                   ringSource
 	calls, decodeErrors, attaches, threadHops, binaryReads atomic.Uint64
 	kubeletPID                                             atomic.Int64
+	uprobes                                                atomic.Value // string: CRICallStats.Uprobes
 }
 
 // NewCRICallSource loads the uprobe programs. A kernel that refuses them is
@@ -165,6 +178,7 @@ func (s *CRICallSource) Stats() CRICallStats {
 	st := CRICallStats{Calls: s.calls.Load(), DecodeErrors: s.decodeErrors.Load(), Attaches: s.attaches.Load(),
 		BinaryReads: s.binaryReads.Load(), KubeletPID: int(s.kubeletPID.Load()), ThreadHops: s.threadHops.Load(),
 		Ring: s.ring.fill.usage()}
+	st.Uprobes, _ = s.uprobes.Load().(string)
 	st.Kernel, _ = s.prog.Counters()
 	return st
 }
@@ -527,6 +541,7 @@ func (s *CRICallSource) attach(p *kubeletProcess) error {
 			"missing", strings.Join(missing, ","), "error", bin.lookupErr)
 	}
 
+	uprobes := UprobeMulti
 	if !s.cfg.PerAddress {
 		l, err := s.prog.AttachMulti(exe, pid, probes)
 		if err == nil {
@@ -540,12 +555,13 @@ func (s *CRICallSource) attach(p *kubeletProcess) error {
 		if err != nil {
 			return err
 		}
-		s.links = links
+		s.links, uprobes = links, UprobePerAddress
 	}
 	s.methods = methods
 	s.inFlight.Store(&inFlightView{methods: methods})
 	s.attaches.Add(1)
-	s.logger.Info("probing the kubelet's CRI client", "pid", pid, "methods", len(methods), "probes", len(probes))
+	s.uprobes.Store(uprobes)
+	s.logger.Info("probing the kubelet's CRI client", "pid", pid, "methods", len(methods), "probes", len(probes), "uprobes", uprobes)
 	return nil
 }
 

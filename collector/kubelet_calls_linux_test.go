@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf/features"
+	"golang.org/x/sys/unix"
+
 	"github.com/readyline/readyline/bpf"
 	"github.com/readyline/readyline/collector/event"
 	"github.com/readyline/readyline/collector/gofunc"
@@ -28,11 +31,38 @@ import (
 // other's crilike for their target.
 var crilikeName = fmt.Sprintf("crilike%d", os.Getpid())
 
-// buildCrilike builds gofunc/testdata/crilike, named crilikeName, with the
-// go build flags given.
-func buildCrilike(tb testing.TB, flags ...string) string {
+// crilikeBuilds are the builds of gofunc/testdata/crilike the tests probe,
+// by name: their go build flags.
+var crilikeBuilds = map[string][]string{
+	"stripped":     {"-ldflags=-s -w"},
+	"stripped-pie": {"-buildmode=pie", "-ldflags=-s -w"},
+}
+
+// crilikeDirEnv names a directory of crilike builds made ahead of the test,
+// crilike.<build> for each of crilikeBuilds, for a machine without a Go
+// toolchain: deploy/kernel/run-6.1.sh's guest.
+const crilikeDirEnv = "READYLINE_CRILIKE_DIR"
+
+// buildCrilike returns crilike's build named build (see crilikeBuilds) as
+// an executable named crilikeName: built now, or copied from
+// $READYLINE_CRILIKE_DIR.
+func buildCrilike(tb testing.TB, build string) string {
 	tb.Helper()
+	flags, ok := crilikeBuilds[build]
+	if !ok {
+		tb.Fatalf("no crilike build %q", build)
+	}
 	bin := filepath.Join(tb.TempDir(), crilikeName)
+	if dir := os.Getenv(crilikeDirEnv); dir != "" {
+		b, err := os.ReadFile(filepath.Join(dir, "crilike."+build))
+		if err == nil {
+			err = os.WriteFile(bin, b, 0o755)
+		}
+		if err != nil {
+			tb.Fatalf("taking crilike's %s build from %s=%s: %v", build, crilikeDirEnv, dir, err)
+		}
+		return bin
+	}
 	args := append(append([]string{"build", "-o", bin}, flags...), "./gofunc/testdata/crilike")
 	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 		tb.Fatalf("building crilike: %v\n%s", err, out)
@@ -111,7 +141,7 @@ type crilikeCall struct {
 // would end early on a busy machine.
 func waitAllCalls(t *testing.T, src *CRICallSource, mu *sync.Mutex, calls *[]*event.CRICall) {
 	t.Helper()
-	waitFor(t, 10*time.Second, "every call the kernel recorded", func() bool {
+	waitFor(t, 30*time.Second, "every call the kernel recorded", func() bool {
 		st := src.Stats()
 		mu.Lock()
 		defer mu.Unlock()
@@ -136,32 +166,64 @@ func eventArgs(c *event.CRICall) (arg, result string) {
 	return "", ""
 }
 
+// expectCRIUprobesEnv, when set, is how the CRI-call probes must attach on
+// this kernel (UprobeMulti or UprobePerAddress): deploy/kernel/run-6.1.sh
+// sets per_address, so that a 6.1 guest cannot pass on another path. Unset,
+// the tests ask the kernel whether it has uprobe_multi.
+const expectCRIUprobesEnv = "READYLINE_EXPECT_CRI_UPROBES"
+
+// expectedUprobes is how a CRICallSource should attach here when left to
+// choose.
+func expectedUprobes(t *testing.T) string {
+	if want := os.Getenv(expectCRIUprobesEnv); want != "" {
+		return want
+	}
+	if err := features.HaveBPFLinkUprobeMulti(); err != nil {
+		t.Logf("no uprobe_multi here (%v): expecting per-address uprobes", err)
+		return UprobePerAddress
+	}
+	return UprobeMulti
+}
+
 func TestIntegrationCRICallsOfAStrippedBinary(t *testing.T) {
 	testenv.RequirePrivileged(t)
 	for _, tc := range []struct {
-		name  string
-		build []string
-		run   []string
+		name       string
+		build      string
+		run        []string
+		perAddress bool // forced, where the kernel has uprobe_multi
 	}{
-		{"stripped", []string{"-ldflags=-s -w"}, nil},
-		{"stripped PIE, new goroutine per call (morestack)", []string{"-buildmode=pie", "-ldflags=-s -w"}, []string{"-fresh"}},
+		{"stripped", "stripped", nil, false},
+		{"stripped PIE, new goroutine per call (morestack)", "stripped-pie", []string{"-fresh"}, false},
+		{"stripped, per-address uprobes", "stripped", nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bin := buildCrilike(t, tc.build...)
-			src, err := NewCRICallSource(CRICallConfig{Rescan: 50 * time.Millisecond, target: crilikeTarget()}, nil)
+			bin := buildCrilike(t, tc.build)
+			wantUprobes := expectedUprobes(t)
+			if tc.perAddress {
+				wantUprobes = UprobePerAddress
+			}
+			logs := &logRecorder{}
+			src, err := NewCRICallSource(CRICallConfig{Rescan: 50 * time.Millisecond, PerAddress: tc.perAddress, target: crilikeTarget()}, slog.New(logs))
 			if err != nil {
 				t.Fatal(err)
 			}
 			var mu sync.Mutex
 			var events []*event.CRICall
+			var attached time.Time // when the source said it was up: every probe in place
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() {
 				done <- src.Run(ctx, func(ev event.Event) {
-					if c, ok := ev.(*event.CRICall); ok {
-						mu.Lock()
-						events = append(events, c)
-						mu.Unlock()
+					mu.Lock()
+					defer mu.Unlock()
+					switch ev := ev.(type) {
+					case *event.CRICall:
+						events = append(events, ev)
+					case *event.SourceStatus:
+						if ev.Up && attached.IsZero() {
+							attached = ev.Time
+						}
 					}
 				})
 			}()
@@ -183,37 +245,61 @@ func TestIntegrationCRICallsOfAStrippedBinary(t *testing.T) {
 			if err := cmd.Wait(); err != nil {
 				t.Fatalf("crilike: %v", err)
 			}
-			// The last records: on a busy machine they take more than a
-			// poll or two to come through.
+			// The last records: on a busy machine (or an emulated one,
+			// deploy/kernel) they take more than a poll or two to come
+			// through.
 			waitAllCalls(t, src, &mu, &events)
 			st := src.Stats()
+			// crilike has exited, every call it made returned: a call
+			// still in flight is an entry whose return the probes missed,
+			// and CallsInFlight would report it for an hour.
+			inFlight, err := src.CallsInFlight()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range inFlight {
+				t.Errorf("%s entered at %v is still in flight after crilike exited", c.Method.Short(), c.Time)
+			}
 			cancel()
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
-			checkCRICalls(t, printed, events, st)
+			t.Logf("CRI-call probes attached as %s on Linux %s", st.Uprobes, kernelRelease(t))
+			if st.Uprobes != wantUprobes {
+				t.Errorf("probes attached as %q, want %q", st.Uprobes, wantUprobes)
+			}
+			// Left to choose on a kernel without uprobe_multi, the source
+			// says why it falls back.
+			fallback := logs.withAttrs(slog.LevelInfo, "uprobe_multi unavailable")
+			for _, r := range fallback {
+				t.Logf("the source logged: %s", r)
+			}
+			if want := !tc.perAddress && wantUprobes == UprobePerAddress; want != (len(fallback) > 0) {
+				t.Errorf("%d logs of the fallback to per-address uprobes, want them: %v", len(fallback), want)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			checkCRICalls(t, printed, events, attached, st)
 			if st.ThreadHops == 0 {
 				t.Error("no call returned on another thread: the goroutine keying went untested")
 			}
-			// Only calls in flight when the probes attached lack their entry.
-			if st.Kernel.ReturnsWithoutEntry > 8 || st.Kernel.Drops > 0 {
+			// Attached at once, the probes miss the entry of at most one
+			// call per goroutine (checkCRICalls checks each, either way).
+			if (st.Uprobes == UprobeMulti && st.Kernel.ReturnsWithoutEntry > 8) || st.Kernel.Drops > 0 {
 				t.Errorf("kernel counters %+v", st.Kernel)
 			}
 		})
 	}
 }
 
-func checkCRICalls(t *testing.T, printed []crilikeCall, events []*event.CRICall, st CRICallStats) {
+// checkCRICalls checks that every call crilike printed that began after
+// attached (all probes in place: per-address uprobes go in one by one) was
+// seen, with its arguments, results and times, and that each call seen
+// without its entry began before.
+func checkCRICalls(t *testing.T, printed []crilikeCall, events []*event.CRICall, attached time.Time, st CRICallStats) {
 	t.Helper()
-	if len(events) == 0 {
-		t.Fatalf("no calls seen (stats %+v)", st)
-	}
-	// Every call that began after the probes were in place was seen.
-	attached := events[0].End
-	for _, e := range events {
-		if e.End.Before(attached) {
-			attached = e.End
-		}
+	if len(events) == 0 || attached.IsZero() {
+		t.Fatalf("no calls seen, or the source never said it was up (stats %+v)", st)
 	}
 	matched := 0
 	var gaps []time.Duration
@@ -274,6 +360,26 @@ func checkCRICalls(t *testing.T, printed []crilikeCall, events []*event.CRICall,
 	// entry and return, which a busy machine stretches at will. What the
 	// probes' place guarantees is checked above: the kernel's call inside
 	// crilike's stamps, no longer than around it.
+	// A call seen without its entry was under way while the probes went
+	// in: crilike began it before the source was up, and ended it then.
+	withoutEntry := 0
+	for _, e := range events {
+		if !e.Time.IsZero() {
+			continue
+		}
+		withoutEntry++
+		underWay := slices.ContainsFunc(printed, func(p crilikeCall) bool {
+			start, end := time.Unix(0, p.StartNs), time.Unix(0, p.EndNs)
+			return p.Method == e.Method.Short() && start.Before(attached) &&
+				!e.End.Before(start.Add(-2*time.Millisecond)) && !e.End.After(end.Add(2*time.Millisecond))
+		})
+		if !underWay {
+			t.Errorf("%s ended at %v without its entry: crilike made no such call before the source was up at %v", e.Method.Short(), e.End, attached)
+		}
+	}
+	if uint64(withoutEntry) != st.Kernel.ReturnsWithoutEntry {
+		t.Errorf("%d calls without their entry, the kernel counted %d", withoutEntry, st.Kernel.ReturnsWithoutEntry)
+	}
 	slices.Sort(gaps)
 	t.Logf("%d calls matched; %d events; crilike's measure longer by median %v, p99 %v; stats %+v",
 		matched, len(events), gaps[len(gaps)/2], gaps[len(gaps)*99/100], st)
@@ -286,7 +392,7 @@ func checkCRICalls(t *testing.T, printed []crilikeCall, events []*event.CRICall,
 // so that a kubelet running on this machine cannot enter the test).
 func TestIntegrationCRICallsOfTheNodesTargetOnly(t *testing.T) {
 	testenv.RequirePrivileged(t)
-	bin := buildCrilike(t, "-ldflags=-s -w")
+	bin := buildCrilike(t, "stripped")
 	start := func(cmd *exec.Cmd) (*exec.Cmd, io.WriteCloser) {
 		t.Helper()
 		stdin, err := cmd.StdinPipe()
@@ -386,7 +492,7 @@ func TestIntegrationCRICallsOfTheNodesTargetOnly(t *testing.T) {
 // then, the other refused from what was found then.
 func TestIntegrationCRICallsReadEachBinaryOnce(t *testing.T) {
 	testenv.RequirePrivileged(t)
-	bin := buildCrilike(t, "-ldflags=-s -w")
+	bin := buildCrilike(t, "stripped")
 	impostor := filepath.Join(t.TempDir(), crilikeName)
 	sleep, err := os.ReadFile("/bin/sleep")
 	if err != nil {
@@ -468,4 +574,13 @@ func TestIntegrationCRICallsReadEachBinaryOnce(t *testing.T) {
 	mu.Lock()
 	t.Logf("statuses %q; stats %+v", statuses, src.Stats())
 	mu.Unlock()
+}
+
+// kernelRelease is uname -r.
+func kernelRelease(t *testing.T) string {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		t.Fatal(err)
+	}
+	return unix.ByteSliceToString(u.Release[:])
 }

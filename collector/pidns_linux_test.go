@@ -38,7 +38,7 @@ func TestIntegrationPIDNamespace(t *testing.T) {
 		return
 	}
 	testenv.RequirePrivileged(t)
-	bin := buildCrilike(t, "-ldflags=-s -w")
+	bin := buildCrilike(t, "stripped")
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

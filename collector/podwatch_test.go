@@ -573,6 +573,26 @@ func TestRESTConfigPrecedence(t *testing.T) {
 	}
 }
 
+// withAttrs returns the records logged at level whose message contains
+// text, each as the message and its attributes (key=value).
+func (r *logRecorder) withAttrs(level slog.Level, text string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, rec := range r.records {
+		if rec.Level != level || !strings.Contains(rec.Message, text) {
+			continue
+		}
+		line := rec.Message
+		rec.Attrs(func(a slog.Attr) bool {
+			line += " " + a.String()
+			return true
+		})
+		out = append(out, line)
+	}
+	return out
+}
+
 // matching returns the messages logged at level that contain text.
 func (r *logRecorder) matching(level slog.Level, text string) []string {
 	var out []string
