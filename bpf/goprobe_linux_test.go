@@ -32,3 +32,19 @@ func TestAttachOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestCallInFlightSize: the README's "~1.2 KiB of kernel memory each"
+// (--cri-calls-in-flight): a call in flight is an entry of the calls map,
+// its key and its arguments (the kernel's own bookkeeping of an LRU hash
+// element adds some tens of bytes).
+func TestCallInFlightSize(t *testing.T) {
+	spec, err := LoadGoprobe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := spec.Maps[GoprobeMapCalls]
+	n := m.KeySize + m.ValueSize
+	if n < 1100 || n > 1300 {
+		t.Errorf("a call in flight takes %d bytes of key and value, not about 1.2 KiB: update the README", n)
+	}
+}

@@ -179,6 +179,9 @@ func cgroupRecord(t testing.TB, level uint32, names ...string) []byte {
 }
 
 func TestDecodeCgroupName(t *testing.T) {
+	if cgroupLevels != 4 {
+		t.Errorf("the kernel names a cgroup by its last %d path components, the README says four", cgroupLevels)
+	}
 	const cid = "8d3e5f7a9b1c2d4e6f8a0b1c3d5e7f9a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e"
 	tests := []struct {
 		name  string

@@ -87,3 +87,22 @@ func FuzzDecodeGoCall(f *testing.F) {
 		DecodeGoCall(b, testClock) // must not panic
 	})
 }
+
+// TestExecSyncArgCutAt63: the README's "63 bytes of each" ExecSync
+// argument. The probe copies at most 63 bytes of an argument and a NUL
+// (bpf/goprobe.bpf.c, CMD_ARG_LEN - 1): an argument of 63 bytes may have
+// been cut and says so, one of 62 is whole.
+func TestExecSyncArgCutAt63(t *testing.T) {
+	if n := len(bpf.GoprobeGoCallArgs{}.Cmd[0]) - 1; n != 63 {
+		t.Fatalf("the probe keeps %d bytes of an ExecSync argument, the README says 63", n)
+	}
+	script := "test -f /tmp/ready && curl -fsS http://127.0.0.1:8080/healthz?verbose=1" // 71 bytes
+	r, err := DecodeGoCall(goCallRecord(t, true, "", "", [2]string{}, []string{"sh", "-c", script[:63]}), testClock)
+	if err != nil || r.Cmd[2] != script[:63] || !r.Truncated {
+		t.Errorf("a 71-byte argument as the probe copies it: %q, truncated %v, %v; want its 63 bytes, truncated", r.Cmd, r.Truncated, err)
+	}
+	r, err = DecodeGoCall(goCallRecord(t, true, "", "", [2]string{}, []string{"sh", "-c", script[:62]}), testClock)
+	if err != nil || r.Cmd[2] != script[:62] || r.Truncated {
+		t.Errorf("a 62-byte argument: %q, truncated %v, %v; want it whole", r.Cmd, r.Truncated, err)
+	}
+}

@@ -354,6 +354,36 @@ func TestIntegrationShortLivedContainer(t *testing.T) {
 	}
 }
 
+// TestIntegrationArgvCutAt512: the README's "argv (up to 512 bytes, with
+// the full length so truncation is visible)". An argv of exactly 512
+// bytes (its NULs counted) comes whole; one of 1005 comes as its first
+// 512 bytes, marked truncated.
+func TestIntegrationArgvCutAt512(t *testing.T) {
+	rec := startProcessSource(t, ProcessConfig{PodsOnly: true})
+	cg := makeTestCgroup(t, "kubepods/besteffort/pod"+testPodUID+"/"+testCID, testPodUID, testCID)
+	for _, tc := range []struct {
+		arg       string // after "/bin/true\x00"
+		want      string
+		truncated bool
+	}{
+		{strings.Repeat("a", 511-len("/bin/true\x00")), strings.Repeat("a", 511-len("/bin/true\x00")), false},
+		{strings.Repeat("b", 1005-len("/bin/true\x00")-1), strings.Repeat("b", 512-len("/bin/true\x00")), true},
+	} {
+		cmd := cg.Command(t, "/bin/true", tc.arg)
+		if err := cmd.Run(); err != nil {
+			t.Fatal(err)
+		}
+		e := rec.waitFor(t, "exec of true", 1, func(ev event.Event) bool {
+			return execOf(cg, "/bin/true")(ev) && int(ev.(*event.ProcessExec).PID) == cmd.Process.Pid
+		})[0].(*event.ProcessExec)
+		if len(e.Argv) != 2 || e.Argv[1] != tc.want || e.ArgvTruncated != tc.truncated {
+			got := strings.Join(e.Argv, "\x00")
+			t.Errorf("an argv of %d bytes came as %d bytes, truncated %v; want %d, truncated %v",
+				len("/bin/true\x00")+len(tc.arg)+1, len(got), e.ArgvTruncated, len("/bin/true\x00")+len(tc.want), tc.truncated)
+		}
+	}
+}
+
 // TestIntegrationCNIPluginEnvironment: a CNI plugin's exec carries its
 // CNI_CONTAINERID and CNI_COMMAND, and nothing else of its environment.
 func TestIntegrationCNIPluginEnvironment(t *testing.T) {

@@ -1,6 +1,7 @@
 package correlator
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -120,5 +121,33 @@ func TestAfterReadyFailed(t *testing.T) {
 	}
 	if got, want := af.Summary(t0), "then: app exited 7 at +3.0s; phase Failed"; got != want {
 		t.Errorf("\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestAfterReadyBounds: the README's "bounded memory (32 events, 8 returns
+// to Ready, 64 CRI calls a pod)". Of 40 things that happened the first 8
+// and the latest 24 are kept, 8 counted as left out; of 10 returns to
+// Ready the latest 8; of 70 CRI calls the latest 64.
+func TestAfterReadyBounds(t *testing.T) {
+	a := &afterState{}
+	for i := range 40 {
+		a.note(at(float64(i)), "app", fmt.Sprintf("exited %d", i))
+	}
+	for i := range 10 {
+		a.take(Recovery{Start: at(float64(i)), End: at(float64(i) + 0.5)})
+	}
+	for i := range 70 {
+		a.record(&event.CRICall{Method: event.CRIExecSync, Time: at(float64(i))})
+	}
+	if len(a.events) != 32 || a.omitted != 8 {
+		t.Errorf("kept %d of 40 events, %d omitted: want 32 and 8", len(a.events), a.omitted)
+	} else if a.events[7].What != "exited 7" || a.events[8].What != "exited 16" || a.events[31].What != "exited 39" {
+		t.Errorf("kept %q, %q ... %q: want the first 8 and the latest 24", a.events[7].What, a.events[8].What, a.events[31].What)
+	}
+	if len(a.recs) != 8 || a.recsOmit != 2 || !a.recs[0].Start.Equal(at(2)) {
+		t.Errorf("kept %d of 10 recoveries (%d omitted), the first from %v: want the latest 8", len(a.recs), a.recsOmit, a.recs[0].Start.Sub(t0))
+	}
+	if len(a.calls) != 64 || !a.calls[0].Time.Equal(at(6)) {
+		t.Errorf("kept %d of 70 CRI calls, the first from %v: want the latest 64", len(a.calls), a.calls[0].Time.Sub(t0))
 	}
 }

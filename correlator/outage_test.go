@@ -1,6 +1,7 @@
 package correlator
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -252,5 +253,49 @@ func TestHeldBytesBound(t *testing.T) {
 	st := c.Stats()
 	if st.HeldBytes > 4096 || st.Held == 0 || st.Overflow == 0 || uint64(st.Held)+st.Overflow != 200 {
 		t.Errorf("stats %+v: want at most 4096 bytes held, the rest counted as overflow", st)
+	}
+}
+
+// TestAPILagEdge: the README's "a condition the API delivered more than 2 s
+// after its lastTransitionTime takes that time". PodReadyToStartContainers
+// (lastTransitionTime 0 s) delivered at 1.9 s keeps its observation and
+// lag; delivered at 2.1 s it takes its lastTransitionTime, coarse, and the
+// start is marked api_lag.
+func TestAPILagEdge(t *testing.T) {
+	for _, c := range []struct {
+		delivered float64
+		late      bool
+	}{{1.9, false}, {2.1, true}} {
+		sc := quickStart(t, fmt.Sprintf("delivered-%v", c.delivered))
+		pod := sc.pod.DeepCopy()
+		sc.pod.Status = corev1.PodStatus{Phase: corev1.PodPending}
+		sc.cond(corev1.PodScheduled, 0)
+		sc.update(0.05)
+		sc.pod = pod
+		sc.update(c.delivered)
+		tl := sc.run(Config{})
+		rtsc := findCondition(t, tl, string(corev1.PodReadyToStartContainers))
+		marked := len(tl.Marks) == 1 && tl.Marks[0] == MarkAPILag
+		if marked != c.late || rtsc.Coarse != c.late {
+			t.Errorf("delivered %v s after its lastTransitionTime: marks %v, coarse %v; want late %v", c.delivered, tl.Marks, rtsc.Coarse, c.late)
+		}
+	}
+}
+
+// TestHeldBytesDefaultBound: the README's "the node's facts of pods not yet
+// seen wait while the watch is down (bounded, 16 MiB)": with the default
+// config, 24 MiB of exec events for a pod the API has not shown are held
+// up to 16 MiB, not more and not much less.
+func TestHeldBytesDefaultBound(t *testing.T) {
+	c := New(Config{})
+	c.Handle(&event.SourceStatus{Time: at(0), Source: event.SourcePodWatch, Reason: "disconnected"})
+	arg := strings.Repeat("x", 4096)
+	for i := range 6 * 1024 {
+		p := event.Process{PID: uint32(1000 + i), ContainerID: idMain, PodUID: "00000000-0000-4000-8000-00000000beef", Scope: event.ScopePod}
+		c.Handle(&event.ProcessExec{Time: at(float64(i) / 1000), Process: p, Filename: "/bin/sh", Argv: []string{"sh", "-c", arg}})
+	}
+	st := c.Stats()
+	if st.HeldBytes > 16<<20 || st.HeldBytes < 15<<20 || st.Overflow == 0 {
+		t.Errorf("held %d bytes (%.1f MiB), %d overflowed: want up to 16 MiB held", st.HeldBytes, float64(st.HeldBytes)/(1<<20), st.Overflow)
 	}
 }

@@ -283,7 +283,12 @@ func BenchmarkSnapshot(b *testing.B) {
 		ReadinessProbe: execProbe(0, 1, "check", "--deep")}}})
 	sc.status(false, running("app", idMain, 1, true, false))
 	sc.update(1.1)
-	const probes = 4000
+	c := New(Config{Timeout: 2 * time.Hour})
+	// One probe process a second, MaxProcessesPerPod of them: over an hour.
+	probes := c.cfg.MaxProcessesPerPod
+	if probes != 4096 || time.Duration(probes)*time.Second <= time.Hour {
+		b.Fatalf("%d processes a start: the README says the largest start is 4096, an exec probe a second for over an hour", probes)
+	}
 	for i := range probes {
 		s := 2 + float64(i)
 		pid := uint32(20000 + i)
@@ -294,7 +299,6 @@ func BenchmarkSnapshot(b *testing.B) {
 			sc.events = append(sc.events, &event.Tick{Time: at(s)})
 		}
 	}
-	c := New(Config{Timeout: 2 * time.Hour})
 	for _, ev := range sc.events {
 		c.Handle(ev)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter/apiclient"
@@ -243,5 +244,32 @@ func TestStartsInProgressAreReadAsKept(t *testing.T) {
 	}
 	if live.snapshots != before {
 		t.Errorf("refused requests asked the loop for %d snapshots, want none", live.snapshots-before)
+	}
+}
+
+// busyLive is a daemon's loop that never takes a question: each waits for
+// its context, and is answered busy.
+type busyLive struct{ *fakeLive }
+
+func (busyLive) Snapshot(ctx context.Context, _ correlator.Query) (*correlator.Timeline, error) {
+	<-ctx.Done()
+	return nil, ErrBusy
+}
+
+// TestBusyLoopAnswers503: the README's "a question it does not take within
+// 1.5 s is answered 503". A pod's start asked of a loop that never takes
+// the question is answered 503 after 1.5 s, not sooner, not much later.
+func TestBusyLoopAnswers503(t *testing.T) {
+	s := accessStore()
+	s.SetLive(busyLive{&fakeLive{}})
+	api := withReader(s.Handler(nil), &fakeReader{may: []string{"team"}})
+	begin := time.Now()
+	code, body := serve(t, api, "/api/v1/timelines/team/stuck")
+	took := time.Since(begin)
+	if code != http.StatusServiceUnavailable {
+		t.Errorf("a question the loop did not take: %d, want 503\n%s", code, body)
+	}
+	if took < 1500*time.Millisecond || took > 3*time.Second {
+		t.Errorf("answered after %v, want 1.5 s", took)
 	}
 }

@@ -367,6 +367,33 @@ func TestAlerterRateLimit(t *testing.T) {
 	}
 }
 
+// TestAlerterDefaultRateLimit: the README's "at most 10 a minute per node
+// (burst 20)", with the defaults: of 22 slow pods at once 20 get their
+// Event; the next token comes 6 s later.
+func TestAlerterDefaultRateLimit(t *testing.T) {
+	client := fake.NewClientset()
+	clock := &fakeClock{now: at(0)}
+	a, err := NewAlerter(AlerterConfig{Rules: sandboxRule, Events: fakeEvents(client), Now: clock.Now}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runAlerter(t, a)
+	observe := func(i int) {
+		a.Observe(withUID(slowSandbox(), string(rune('a'+i))+slowSandboxUID[1:], "pod-"+string(rune('a'+i))))
+	}
+	for i := range 22 {
+		observe(i)
+	}
+	clock.Add(5900 * time.Millisecond)
+	observe(22) // still no token
+	clock.Add(100 * time.Millisecond)
+	observe(23) // one token back, 6 s after the burst
+	waitFor(t, "21 Events", func() bool { return a.Stats().Events == 21 })
+	if st := a.Stats(); st.Alerts != 24 || st.RateLimited != 3 {
+		t.Errorf("stats %+v, want 24 alerts, 21 Events, 3 rate-limited", st)
+	}
+}
+
 func TestAlerterRemembersBoundedPods(t *testing.T) {
 	client := fake.NewClientset()
 	a, err := NewAlerter(AlerterConfig{Rules: sandboxRule, Events: fakeEvents(client), RememberAlerts: 2, Burst: 100}, nil)

@@ -332,3 +332,20 @@ func (s *answeringTraceServer) start(t *testing.T) string {
 	t.Cleanup(gs.Stop)
 	return l.Addr().String()
 }
+
+// TestLifecycleDemoOTLPSize: the README's "the seed's lifecycle-demo start
+// is about 8 KiB as an OTLP request: 16Mi holds some 2000 of them". Fails
+// when a trace grows or shrinks past what the README says.
+func TestLifecycleDemoOTLPSize(t *testing.T) {
+	ended := &endedSpans{}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithIDGenerator(podIDGenerator{}), sdktrace.WithSpanProcessor(ended))
+	sb := spanBuilder{tracer: tp.Tracer("size")}
+	sb.emit(context.Background(), lifecycleDemo())
+	n := otlpSize(ended.take())
+	if n < 7<<10 || n > 9<<10 {
+		t.Errorf("lifecycle-demo's trace is %d bytes as OTLP, not about 8 KiB: update the README", n)
+	}
+	if starts := (16 << 20) / n; starts < 1800 || starts > 2400 {
+		t.Errorf("16Mi holds %d such traces, not some 2000: update the README", starts)
+	}
+}

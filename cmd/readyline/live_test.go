@@ -8,6 +8,7 @@ import (
 
 	"github.com/readyline/readyline/collector/event"
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter"
 	"github.com/readyline/readyline/exporter/apiclient"
 )
 
@@ -57,5 +58,50 @@ func TestLiveQuestionReadsOnlyThisNodesEvents(t *testing.T) {
 	<-taken // the question
 	if req := <-taken; len(req.events) != 1 || req.q.UID != "uid-here" {
 		t.Errorf("the loop was handed %d Events for %+v, want the pod's, by UID", len(req.events), req.q)
+	}
+}
+
+// TestLiveQuestionsRate: the README's "20 a second at most". Twenty
+// questions at once are answered; the next, had it to be answered within
+// 10 ms, is refused busy (the next room is 50 ms away); one that may wait
+// 100 ms is answered.
+func TestLiveQuestionsRate(t *testing.T) {
+	l := newLiveStarts(nil, nil)
+	if l.limit.Limit() != 20 || l.limit.Burst() != 20 {
+		t.Errorf("questions limited to %v a second, burst %d: want 20 and 20", l.limit.Limit(), l.limit.Burst())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // the loop
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case req := <-l.pending():
+				req.reply <- liveReply{}
+			}
+		}
+	}()
+	ask := func(wait time.Duration) error {
+		qctx, cancel := context.WithTimeout(ctx, wait)
+		defer cancel()
+		_, err := l.InProgress(qctx)
+		return err
+	}
+	begin := time.Now()
+	for i := range 20 {
+		if err := ask(10 * time.Millisecond); err != nil {
+			t.Fatalf("question %d of 20 at once: %v", i+1, err)
+		}
+	}
+	if err := ask(10 * time.Millisecond); !errors.Is(err, exporter.ErrBusy) {
+		if took := time.Since(begin); took < 30*time.Millisecond {
+			t.Errorf("the 21st question at once: %v, want busy", err)
+		} else {
+			t.Logf("the 20 questions took %v, room for another: the 21st is not checked", took)
+		}
+	}
+	if err := ask(100 * time.Millisecond); err != nil {
+		t.Errorf("a question that may wait 100 ms: %v", err)
 	}
 }

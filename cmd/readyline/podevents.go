@@ -15,10 +15,10 @@ import (
 
 // eventReads reads the Events of the starts that need them, as the
 // correlator says (correlator.WantEvents), and hands them to the loop as
-// event.PodEvents. A start in progress has them read after 5 s, then
-// again after 10, 20, 40 and every 60 s; a start that ended other than
-// Ready at once; a start asked about (explain) at most every
-// eventsAskedEvery. All reads share the reader's rate limit.
+// event.PodEvents. A start in progress has them read 5 s in, then 10,
+// 20, 40 and 80 s in (the interval doubles) and every 60 s after; a start
+// that ended other than Ready at once; a start asked about (explain) at
+// most every eventsAskedEvery. All reads share the reader's rate limit.
 type eventReads struct {
 	reader *collector.PodEventReader
 	logger *slog.Logger

@@ -13,7 +13,7 @@ import (
 func TestLoopWatchdog(t *testing.T) {
 	now := time.Unix(1000, 0)
 	waiting := 0
-	w := newLoopWatchdog(30*time.Second, func() int { return waiting })
+	w := newLoopWatchdog(correlatorStall, func() int { return waiting }) // the daemon's, 30 s in the README
 	w.now = func() time.Time { return now }
 	w.base = now
 

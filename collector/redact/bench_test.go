@@ -69,7 +69,8 @@ func uncapped(argv []string) []string { return redactArgv(argv, false) }
 func BenchmarkRedact512(b *testing.B) { benchmarkRedact(b, benchJava, budget512, Argv) }
 
 // BenchmarkRedact512Script: a 512-byte probe script dense with secrets
-// (seven, and fourteen quoted parts): the most an exec's argv costs.
+// (eleven, some in quoted parts: TestBenchScriptSecrets counts them): the
+// most an exec's argv costs.
 func BenchmarkRedact512Script(b *testing.B) { benchmarkRedact(b, benchScript(512), 2*budget512, Argv) }
 
 // BenchmarkRedact64KiB: the length of the probe command of issue 25,
@@ -140,5 +141,14 @@ func TestNoAllocsWithoutSecrets(t *testing.T) {
 		if n := testing.AllocsPerRun(100, func() { Argv(argv) }); n != 0 {
 			t.Errorf("Argv(%q): %v allocations, want 0", argv, n)
 		}
+	}
+}
+
+// TestBenchScriptSecrets: the README's "a 512-byte probe script with
+// eleven secrets": BenchmarkRedact512Script's argv has that many, each
+// redacted.
+func TestBenchScriptSecrets(t *testing.T) {
+	if n := strings.Count(strings.Join(Argv(benchScript(512)), " "), Marker); n != 11 {
+		t.Errorf("the 512-byte script has %d secrets redacted, the README says eleven", n)
 	}
 }

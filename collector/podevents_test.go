@@ -1,0 +1,80 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/readyline/readyline/collector/event"
+)
+
+// eventList lists the same Events every time and counts the lists.
+type eventList struct {
+	items []corev1.Event
+	lists int
+}
+
+func (l *eventList) List(context.Context, metav1.ListOptions) (*corev1.EventList, error) {
+	l.lists++
+	return &corev1.EventList{Items: l.items}, nil
+}
+
+// TestPodEventsKeepTheLatest64: the README's "bounded (64 a pod)": of 70
+// Events of a pod the latest 64 are kept, 6 counted as left out.
+func TestPodEventsKeepTheLatest64(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	list := &corev1.EventList{}
+	for i := range 70 {
+		list.Items = append(list.Items, corev1.Event{
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", UID: types.UID("u")},
+			Type:           "Normal", Reason: "Pulled", Message: fmt.Sprintf("event %d", i),
+			LastTimestamp: metav1.NewTime(t0.Add(time.Duration(i) * time.Second)),
+		})
+	}
+	got := PodEventsOf(list, "default", "p", "u", t0)
+	if len(got) != 1 || len(got[0].Events) != 64 || got[0].Omitted != 6 || event.MaxPodEvents != 64 {
+		t.Fatalf("got %d PodEvents, %d Events, %d omitted: want 64 kept, 6 omitted", len(got), len(got[0].Events), got[0].Omitted)
+	}
+	if first := got[0].Events[0].Message; first != "event 6" {
+		t.Errorf("the oldest kept is %q, want event 6: the latest are kept", first)
+	}
+}
+
+// TestPodEventReaderRate: the README's "at most 2 a second for the node"
+// (burst 5), with the defaults: five reads at once go through; the sixth
+// waits about half a second, so one that may wait 0.2 s is refused.
+func TestPodEventReaderRate(t *testing.T) {
+	lister := &eventList{}
+	r, err := NewPodEventReader(PodEventsConfig{Events: func(string) EventLister { return lister }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(wait time.Duration) error {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		_, err := r.Read(ctx, "default", "p", "u")
+		return err
+	}
+	begin := time.Now()
+	for i := range 5 {
+		if err := read(50 * time.Millisecond); err != nil {
+			t.Fatalf("read %d of 5 at once: %v", i+1, err)
+		}
+	}
+	if err := read(200 * time.Millisecond); err == nil {
+		if took := time.Since(begin); took < 250*time.Millisecond {
+			t.Errorf("a sixth read at once went through within 0.2 s, want it to wait for the rate of 2 a second")
+		}
+	}
+	if err := read(2 * time.Second); err != nil {
+		t.Errorf("a read that may wait 2 s: %v", err)
+	}
+	if took := time.Since(begin); took < 400*time.Millisecond {
+		t.Errorf("six reads took %v: want the sixth half a second after the burst", took)
+	}
+}
