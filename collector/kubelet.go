@@ -15,9 +15,10 @@ import (
 // This file is readyline's knowledge of the kubelet's CRI client, per
 // version: which Go functions to probe and where their arguments are.
 //
-// Known to work: kubelets 1.34 to 1.37 (k8s.io/cri-client and cri-api
-// v0.34-v0.37), checked on v1.34.4, v1.35.4, v1.36.3 and v1.37.2 built as
-// deploy/node builds them. The methods have had the same signatures and
+// Known to work: kubelets 1.37.2 and 1.34.4 end to end on deploy/node
+// (make test-compat); in v1.35.4 and v1.36.3 as deploy/node builds them the
+// methods are found and their cri-api (v0.35, v0.36) has the layout read
+// here (README's Compatibility). The methods have had the same signatures and
 // package path (k8s.io/cri-client/pkg, split out of the kubelet in 1.31)
 // since 1.31, so 1.31-1.33 should work with the ids and timings; the nested
 // fields (pod UID, container name, image) are read only when the kubelet's
