@@ -101,6 +101,8 @@ test: test-deps lint verify-generate ## unit + privileged (root), privileged on 
 	$(MAKE) test-tools
 	$(MAKE) test-helm
 	$(MAKE) test-kernel-6.1
+	# An older kubelet and containerd 1.7 first (the default node is back up after it).
+	$(MAKE) test-compat
 	KUBELET_TRACING=1 ./deploy/node/node.sh up
 	# The node's own checks (deploy/node/check: no readyline), then what
 	# needs the node's kubelet (built by node.sh up) and runtime.
@@ -111,6 +113,23 @@ test: test-deps lint verify-generate ## unit + privileged (root), privileged on 
 	./deploy/alerts/test.sh
 	READYLINE_E2E_TEARDOWN=$${READYLINE_E2E_TEARDOWN:-1} $(GO) test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v ./deploy/e2e/...
 	$(MAKE) test-kind
+
+# make test-compat: the older kubelet and containerd 1.7 under the same
+# control plane. The subset: the node's versions, the kubelet's CRI calls seen
+# by the uprobes against its own tracing, the lifecycle-demo's trace, a pull.
+COMPAT_KUBELET ?= v1.34.4
+COMPAT_CONTAINERD ?= v1.7.35
+COMPAT_TESTS = ^(TestKernelCRICallsMatchKubeletTracing|TestTraceLifecycleDemo|TestPullLargeImage)$$
+
+test-compat: ## e2e subset on the local node with kubelet $(COMPAT_KUBELET) and containerd $(COMPAT_CONTAINERD), then the default node back
+	./deploy/node/node.sh jaeger-up
+	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -run 'TestIntegrationKubeletVersions|TestIntegrationCRIAPILayouts' ./collector/
+	export K8S_KUBELET_VERSION=$(COMPAT_KUBELET) CONTAINERD_VERSION=$(COMPAT_CONTAINERD) KUBELET_TRACING=1; \
+	./deploy/node/node.sh up && \
+	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -tags e2e -run '^TestLocalNodeReady$$' ./deploy/node/check/ && \
+	READYLINE_E2E_TEARDOWN=0 $(GO) test -count=1 -tags e2e -timeout 20m -v -run '$(COMPAT_TESTS)' ./deploy/e2e/; rc=$$?; \
+	unset K8S_KUBELET_VERSION CONTAINERD_VERSION; \
+	./deploy/node/node.sh up || rc=1; exit $$rc
 
 test-unit: ## unit and privileged tests only (no local node)
 	$(GO) test -count=1 ./...
@@ -227,4 +246,4 @@ test-kind: ## end-to-end tests on a two-node kind cluster (brings it up, deletes
 
 .PHONY: image image-archive node-image kind-up kind-demo jaeger-ui kind-down test-kind
 
-.PHONY: help build plugin plugin-release generate verify-generate lint test test-deps test-unit test-tools test-helm test-alerts bench bench-node bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down
+.PHONY: help build plugin plugin-release generate verify-generate lint test test-compat test-deps test-unit test-tools test-helm test-kernel-6.1 test-alerts bench bench-node bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down

@@ -23,6 +23,8 @@ type kubeletBinary struct {
 	// offsets are the field offsets of the binary's cri-api, nil to read
 	// ids only (see probeTarget.offsets).
 	offsets *criOffsets
+	// version is the kubelet's Kubernetes version (kubeletVersion).
+	version string
 	// err, when set, says why nothing in the binary can be probed.
 	err error
 }
@@ -95,7 +97,8 @@ func (s *CRICallSource) lookupMethods(f *os.File, size int64) *kubeletBinary {
 		bin.Close()
 		debug.FreeOSMemory()
 	}()
-	e := &kubeletBinary{offsets: s.cfg.target.offsets(bin, s.logger)}
+	info, _ := bin.BuildInfo()
+	e := &kubeletBinary{offsets: s.cfg.target.offsets(info, s.logger), version: kubeletVersion(info)}
 	symbols := make([]string, len(s.cfg.target.methods))
 	for i, m := range s.cfg.target.methods {
 		symbols[i] = m.Symbol
@@ -103,7 +106,8 @@ func (s *CRICallSource) lookupMethods(f *os.File, size int64) *kubeletBinary {
 	funcs, errs := bin.Lookup(symbols...)
 	e.funcs, e.lookupErr = funcs, errors.Join(errs...)
 	if len(funcs) == 0 {
-		e.err = fmt.Errorf("none of the CRI client methods found: %w", e.lookupErr)
+		e.err = fmt.Errorf("none of the CRI client methods found in kubelet %s (readyline knows %s): %w",
+			e.version, knownKubelets(), e.lookupErr)
 	}
 	return e
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/readyline/readyline/bpf"
 	"github.com/readyline/readyline/collector/event"
-	"github.com/readyline/readyline/collector/gofunc"
 	"github.com/readyline/readyline/collector/redact"
 )
 
@@ -48,27 +48,24 @@ type CRICallConfig struct {
 type probeTarget struct {
 	process string
 	methods []criMethod
-	// offsets returns the field offsets for the binary's nested reads, or
-	// nil to read ids only.
-	offsets func(bin *gofunc.Binary, logger *slog.Logger) *criOffsets
+	// offsets returns the field offsets for the nested reads in a binary
+	// with that build info (nil when it has none), or nil to read ids only.
+	offsets func(info *debug.BuildInfo, logger *slog.Logger) *criOffsets
 }
 
 // kubeletTarget is the kubelet's CRI client.
 var kubeletTarget = probeTarget{process: "kubelet", methods: criMethods, offsets: kubeletCRIOffsets}
 
-// kubeletCRIOffsets returns the linked cri-api's offsets when the
-// kubelet's k8s.io/cri-api has the same minor version, nil otherwise.
-func kubeletCRIOffsets(bin *gofunc.Binary, logger *slog.Logger) *criOffsets {
-	criAPI := ""
-	if info, err := bin.BuildInfo(); err == nil {
-		criAPI = stagingVersion(info, "k8s.io/cri-api")
+// kubeletCRIOffsets returns the field offsets for the kubelet's
+// k8s.io/cri-api when readyline knows its layout, nil (ids only, one Warn
+// naming the kubelet's version) otherwise.
+func kubeletCRIOffsets(info *debug.BuildInfo, logger *slog.Logger) *criOffsets {
+	o, criAPI := kubeletCRILayout(info)
+	if o == nil {
+		logger.Warn("readyline does not know this kubelet's CRI message layout: its CRI calls are traced with ids and timings only, without the pod UID, container name and image read from the call",
+			"kubelet_version", kubeletVersion(info), "kubelet_cri_api", criAPI, "known", knownKubelets())
 	}
-	if !sameMinor(criAPI, linkedCRIAPIVersion()) {
-		logger.Warn("the kubelet's k8s.io/cri-api is not the version readyline knows: CRI calls are traced with ids only (no pod UID, container name or image from the call itself)",
-			"kubelet_cri_api", criAPI, "known", linkedCRIAPIVersion())
-		return nil
-	}
-	return &linkedCRIOffsets
+	return o
 }
 
 // CRICallStats counts what a CRICallSource saw.
@@ -538,7 +535,7 @@ func (s *CRICallSource) attach(p *kubeletProcess) error {
 	}
 	if len(missing) > 0 {
 		s.logger.Warn("some CRI client methods are not in this kubelet: their calls are not traced",
-			"missing", strings.Join(missing, ","), "error", bin.lookupErr)
+			"kubelet_version", bin.version, "known", knownKubelets(), "missing", strings.Join(missing, ","), "error", bin.lookupErr)
 	}
 
 	uprobes := UprobeMulti

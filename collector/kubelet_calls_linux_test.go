@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -21,7 +22,6 @@ import (
 
 	"github.com/readyline/readyline/bpf"
 	"github.com/readyline/readyline/collector/event"
-	"github.com/readyline/readyline/collector/gofunc"
 	"github.com/readyline/readyline/collector/testenv"
 )
 
@@ -113,7 +113,7 @@ func crilikeTarget() *probeTarget {
 		}
 	}
 	return &probeTarget{process: crilikeName, methods: methods,
-		offsets: func(*gofunc.Binary, *slog.Logger) *criOffsets { return &criOffsets{} }}
+		offsets: func(*debug.BuildInfo, *slog.Logger) *criOffsets { return &criOffsets{} }}
 }
 
 // crilikeSleep is how many -sleep units each method sleeps (crilike's doc).

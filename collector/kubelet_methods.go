@@ -15,15 +15,16 @@ import (
 // This file is readyline's knowledge of the kubelet's CRI client, per
 // version: which Go functions to probe and where their arguments are.
 //
-// Known to work: kubelet 1.37 (k8s.io/cri-client v0.37, cri-api v0.37),
-// checked on the v1.37.2 that deploy/node builds. The methods have had the
-// same signatures and package path (k8s.io/cri-client/pkg, split out of the
-// kubelet in 1.31) since 1.31, so 1.31-1.36 should work with the ids and
-// timings; the nested fields (pod UID, container name, image) are read only
-// when the kubelet's k8s.io/cri-api has the field layout of the one linked
-// here (same minor version). Before 1.31 the client lived in
-// k8s.io/kubernetes/pkg/kubelet/cri/remote: supporting it means adding its
-// symbol names below (the register layouts are the same).
+// Known to work: kubelets 1.37.2 and 1.34.4 end to end on deploy/node
+// (make test-compat); in v1.35.4 and v1.36.3 as deploy/node builds them the
+// methods are found and their cri-api (v0.35, v0.36) has the layout read
+// here (README's Compatibility). The methods have had the same signatures and
+// package path (k8s.io/cri-client/pkg, split out of the kubelet in 1.31)
+// since 1.31, so 1.31-1.33 should work with the ids and timings; the nested
+// fields (pod UID, container name, image) are read only when the kubelet's
+// k8s.io/cri-api is one of criAPIMinorsLikeLinked. Before 1.31 the client
+// lived in k8s.io/kubernetes/pkg/kubelet/cri/remote: supporting it means
+// adding its symbol names below (the register layouts are the same).
 
 // criClientPackage is the Go package of the kubelet's CRI client.
 const criClientPackage = "k8s.io/cri-client/pkg"
@@ -45,6 +46,13 @@ func fieldOffset(v any, name string) uintptr {
 	}
 	return f.Offset
 }
+
+// criAPIMinorsLikeLinked are the k8s.io/cri-api minor versions whose
+// PodSandboxConfig, PodSandboxMetadata, ContainerConfig, ContainerMetadata
+// and ImageSpec have the linked version's offsets for the fields in
+// criOffsets (TestIntegrationCRIAPILayouts compiles against each to check).
+// A kubelet with another one is traced with ids only.
+var criAPIMinorsLikeLinked = []string{"v0.34", "v0.35", "v0.36", "v0.37"}
 
 // linkedCRIOffsets are the offsets in the linked k8s.io/cri-api.
 var linkedCRIOffsets = criOffsets{
@@ -172,6 +180,41 @@ var criMethods = []criMethod{
 		},
 		fill: func(c *event.CRICall, r *GoCallRecord) { c.Image, c.PodUID, c.ImageRef = r.Deref[0], r.Deref[1], r.Ret },
 	},
+}
+
+// kubeletCRILayout returns the field offsets for a kubelet whose build info
+// is info, or nil when its k8s.io/cri-api is not one readyline knows the
+// layout of; criAPI is that version ("" when the binary does not say).
+func kubeletCRILayout(info *debug.BuildInfo) (o *criOffsets, criAPI string) {
+	if info != nil {
+		criAPI = stagingVersion(info, "k8s.io/cri-api")
+	}
+	if sameMinor(criAPI, linkedCRIAPIVersion()) {
+		return &linkedCRIOffsets, criAPI
+	}
+	for _, m := range criAPIMinorsLikeLinked {
+		if sameMinor(criAPI, m+".0") {
+			return &linkedCRIOffsets, criAPI
+		}
+	}
+	return nil, criAPI
+}
+
+// kubeletVersion is the Kubernetes version of a kubelet by its build info
+// (its main module's: v1.34.4 from the module proxy, or the tag of a build
+// in the kubernetes tree), or "unknown".
+func kubeletVersion(info *debug.BuildInfo) string {
+	if info != nil && info.Main.Path == "k8s.io/kubernetes" && strings.HasPrefix(info.Main.Version, "v1.") {
+		return info.Main.Version
+	}
+	return "unknown"
+}
+
+// knownKubelets says which kubelets readyline knows, for a message about
+// one it does not.
+func knownKubelets() string {
+	return "1." + strings.TrimPrefix(criAPIMinorsLikeLinked[0], "v0.") + "-1." +
+		strings.TrimPrefix(criAPIMinorsLikeLinked[len(criAPIMinorsLikeLinked)-1], "v0.")
 }
 
 // sameMinor reports whether two module versions (v0.37.2) share major and

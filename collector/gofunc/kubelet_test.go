@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -12,29 +11,16 @@ import (
 	"strings"
 	"testing"
 	"text/tabwriter"
+
+	"github.com/readyline/readyline/collector/testenv"
 )
 
-// requireNodeEnv turns the skip of a test that needs what deploy/node
-// builds into a failure.
-const requireNodeEnv = "READYLINE_REQUIRE_NODE"
-
-// kubeletBinary returns the path of the kubelet that deploy/node builds
-// (v1.37.2, stripped with -s -w, -trimpath). Without it the test skips
-// loudly, or fails with READYLINE_REQUIRE_NODE=1.
+// kubeletBinary returns the path of the kubelet that deploy/node runs by
+// default (v1.37.2, stripped with -s -w, -trimpath). Without it the test
+// skips loudly, or fails with READYLINE_REQUIRE_NODE=1.
 func kubeletBinary(tb testing.TB) string {
 	tb.Helper()
-	// node.sh knows where its cache keeps the kubelet (go test runs in this
-	// package's directory).
-	out, err := exec.Command("../../deploy/node/node.sh", "tool", "--built", "kubelet").Output()
-	path := strings.TrimSpace(string(out))
-	if err != nil {
-		msg := fmt.Sprintf("KUBELET BINARY TEST NOT RUN: node.sh tool --built kubelet: %v (deploy/node builds it: `make node-up`)", err)
-		if os.Getenv(requireNodeEnv) == "1" {
-			tb.Fatal(msg + "; " + requireNodeEnv + "=1 demands it")
-		}
-		tb.Skip(msg)
-	}
-	return path
+	return testenv.KubeletBinary(tb, testenv.KubeletVersions(tb)[0])
 }
 
 const (
@@ -43,7 +29,7 @@ const (
 )
 
 // kubeletCRIMethods are the CRI client methods readyline probes, which
-// k8s.io/cri-client v0.37.2 must have.
+// k8s.io/cri-client v0.34 to v0.37 must have.
 var kubeletCRIMethods = []string{
 	criRuntime + "RunPodSandbox",
 	criRuntime + "StopPodSandbox",
@@ -70,8 +56,16 @@ var kubeletOptional = []string{
 	criImage + "pullImageV1",
 }
 
+// TestIntegrationKubeletBinary finds the CRI client methods, and every
+// RET in them, in each kubelet deploy/node builds (the control plane's and
+// the older ones of K8S_KUBELET_VERSION), as released: stripped.
 func TestIntegrationKubeletBinary(t *testing.T) {
-	path := kubeletBinary(t)
+	for _, v := range testenv.KubeletVersions(t) {
+		t.Run(v, func(t *testing.T) { checkKubeletBinary(t, v, testenv.KubeletBinary(t, v)) })
+	}
+}
+
+func checkKubeletBinary(t *testing.T, want, path string) {
 	b := open(t, path)
 
 	bi, err := b.BuildInfo()
@@ -96,6 +90,16 @@ func TestIntegrationKubeletBinary(t *testing.T) {
 		bi.GoVersion, bi.Path, bi.Main.Path, bi.Main.Version, version("k8s.io/cri-api"), version("k8s.io/cri-client"))
 	if bi.Main.Path != "k8s.io/kubernetes" || deps["k8s.io/cri-client"] == nil || !strings.HasPrefix(bi.GoVersion, "go1.") {
 		t.Errorf("not a kubelet build: main module %q, Go %q, cri-client %s", bi.Main.Path, bi.GoVersion, version("k8s.io/cri-client"))
+	}
+	// The staging modules are the kubelet's own release (v1.34.4: v0.34.4).
+	staging := "v0." + strings.TrimPrefix(want, "v1.")
+	if bi.Main.Version != want {
+		t.Errorf("main module version %s, want %s", bi.Main.Version, want)
+	}
+	for _, m := range []string{"k8s.io/cri-api", "k8s.io/cri-client"} {
+		if d := deps[m]; d == nil || d.Replace == nil || d.Replace.Version != staging {
+			t.Errorf("%s is %s, want => %s", m, version(m), staging)
+		}
 	}
 
 	names := append(slices.Clone(kubeletCRIMethods), kubeletOptional...)

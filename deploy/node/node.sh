@@ -48,7 +48,10 @@ NODE_DIR=${NODE_DIR:-/var/lib/readyline-node}
 READYLINE_CACHE=${READYLINE_CACHE:-/var/cache/readyline}
 
 # Versions. Kubernetes and Jaeger come from the tools modules' go.mod.
-CONTAINERD_VERSION=v2.4.2
+# CONTAINERD_VERSION=v1.7.35 runs containerd 1.7 (config version 2,
+# config/containerd-v1.toml.in) instead; K8S_KUBELET_VERSION=v1.34.4 an older
+# kubelet (tools/kubelet-v1.34) under the same control plane.
+CONTAINERD_VERSION=${CONTAINERD_VERSION:-v2.4.2}
 CRICTL_VERSION=v1.37.0
 COREDNS_VERSION=v1.15.0
 # Prometheus 3.16.0 (Prometheus publishes v3.X.Y as Go module v0.3XX.Y): promtool
@@ -101,6 +104,9 @@ set_paths() {
 	REGISTRY_VERSION=$(tools_version "$REGISTRY_TOOLS" github.com/distribution/distribution/v3)
 	[[ -n $K8S_VERSION && -n $JAEGER_VERSION && -n $ETCD_VERSION && -n $REGISTRY_VERSION ]] || die "cannot read the versions from $SCRIPT_DIR/tools/*/go.mod"
 
+	[[ $CONTAINERD_VERSION =~ ^v[12]\.[0-9]+\.[0-9]+$ ]] || die "CONTAINERD_VERSION must be v1.X.Y or v2.X.Y, got '$CONTAINERD_VERSION'"
+	CONTAINERD_CONFIG_IN=$CONFIG_SRC/containerd.toml.in
+	[[ $CONTAINERD_VERSION == v1.* ]] && CONTAINERD_CONFIG_IN=$CONFIG_SRC/containerd-v1.toml.in
 	CONTAINERD_DIR=$READYLINE_CACHE/containerd-$CONTAINERD_VERSION
 	CRICTL_DIR=$READYLINE_CACHE/cri-tools-$CRICTL_VERSION
 	COREDNS_DIR=$READYLINE_CACHE/coredns-$COREDNS_VERSION
@@ -112,6 +118,7 @@ set_paths() {
 	KIND_DIR=$READYLINE_CACHE/kind-$KIND_VERSION
 	REGISTRY_DIR=$READYLINE_CACHE/distribution-$REGISTRY_VERSION
 	KUBECTL=$K8S_DIR/bin/kubectl
+	set_kubelet_version
 
 	LOG_DIR=$NODE_DIR/logs
 	RUN_DIR=$NODE_DIR/run
@@ -135,6 +142,24 @@ set_paths() {
 	NODE_NAME=$(hostname)
 	NODE_IP=${NODE_IP:-$(primary_ipv4)}
 	[[ -n $NODE_IP ]] || die "cannot determine the primary IPv4 address (set NODE_IP)"
+}
+
+# set_kubelet_version sets what the node's kubelet is: K8S_KUBELET_VERSION
+# (default: the control plane's K8S_VERSION); an older one is built alone from
+# tools/kubelet-v1.X, whose go.mod must pin exactly that version.
+set_kubelet_version() {
+	KUBELET_VERSION=${K8S_KUBELET_VERSION:-$K8S_VERSION}
+	KUBELET_TOOLS=$K8S_TOOLS KUBELET_CACHE_DIR=$K8S_DIR KUBELET_BIN=$K8S_DIR/bin/kubelet
+	[[ $KUBELET_VERSION == "$K8S_VERSION" ]] && return 0
+	[[ $KUBELET_VERSION =~ ^v1\.[0-9]+\.[0-9]+$ ]] || die "K8S_KUBELET_VERSION must be v1.X.Y, got '$KUBELET_VERSION'"
+	KUBELET_TOOLS=$SCRIPT_DIR/tools/kubelet-${KUBELET_VERSION%.*}
+	local known pinned
+	known=$(cd "$SCRIPT_DIR/tools" && for d in kubelet-v1.*; do [[ -f $d/go.mod ]] && tools_version "$d" k8s.io/kubernetes; done | tr '\n' ' ')
+	[[ -f $KUBELET_TOOLS/go.mod ]] || die "no kubelet $KUBELET_VERSION: node.sh builds $K8S_VERSION and ${known:-no other} (tools/kubelet-v1.X, see tools/README.md)"
+	pinned=$(tools_version "$KUBELET_TOOLS" k8s.io/kubernetes)
+	[[ $pinned == "$KUBELET_VERSION" ]] || die "no kubelet $KUBELET_VERSION: $KUBELET_TOOLS pins $pinned"
+	KUBELET_CACHE_DIR=$READYLINE_CACHE/kubelet-$KUBELET_VERSION
+	KUBELET_BIN=$KUBELET_CACHE_DIR/bin/kubelet
 }
 
 # primary_ipv4 prints the source address of the default route.

@@ -5,6 +5,7 @@ package check
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -44,12 +45,22 @@ func TestLocalNodeReady(t *testing.T) {
 	if node.Spec.Unschedulable || len(node.Spec.Taints) > 0 {
 		t.Errorf("node is not schedulable: unschedulable=%v taints=%v", node.Spec.Unschedulable, node.Spec.Taints)
 	}
+	// node.sh's defaults, or the older kubelet and containerd that
+	// K8S_KUBELET_VERSION and CONTAINERD_VERSION ask it for (make test-compat).
 	info := node.Status.NodeInfo
-	if info.KubeletVersion != e2e.KubernetesVersion {
-		t.Errorf("kubelet version %q, want %s", info.KubeletVersion, e2e.KubernetesVersion)
+	kubelet, runtime := e2e.KubernetesVersion, "v2.4.2"
+	if v := os.Getenv("K8S_KUBELET_VERSION"); v != "" {
+		kubelet = v
 	}
-	if info.ContainerRuntimeVersion != "containerd://2.4.2" {
-		t.Errorf("container runtime %q, want containerd://2.4.2", info.ContainerRuntimeVersion)
+	if v := os.Getenv("CONTAINERD_VERSION"); v != "" {
+		runtime = v
+	}
+	t.Logf("kubelet %s, container runtime %s, control plane %s", info.KubeletVersion, info.ContainerRuntimeVersion, e2e.KubernetesVersion)
+	if info.KubeletVersion != kubelet {
+		t.Errorf("kubelet version %q, want %s", info.KubeletVersion, kubelet)
+	}
+	if want := "containerd://" + strings.TrimPrefix(runtime, "v"); info.ContainerRuntimeVersion != want {
+		t.Errorf("container runtime %q, want %s", info.ContainerRuntimeVersion, want)
 	}
 	internalIP := ""
 	for _, a := range node.Status.Addresses {

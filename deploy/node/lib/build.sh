@@ -66,8 +66,19 @@ go_install_cached() {
 }
 
 # The version stamps mirror the projects' release Makefiles, so that the node
-# reports "containerd://2.4.2" like a packaged containerd.
+# reports "containerd://2.4.2" like a packaged containerd. containerd 1.7 is
+# the module github.com/containerd/containerd (2.x added /v2), built in
+# tools/containerd-v1.7: its go.mod has an exclude directive, which go install
+# refuses.
 build_containerd() {
+	if [[ $CONTAINERD_VERSION == v1.* ]]; then
+		local mod=github.com/containerd/containerd tools=$SCRIPT_DIR/tools/containerd-${CONTAINERD_VERSION%.*}
+		[[ $(tools_version "$tools" $mod 2>/dev/null) == "$CONTAINERD_VERSION" ]] ||
+			die "no containerd $CONTAINERD_VERSION: node.sh builds v2.X.Y and $(tools_version "$SCRIPT_DIR/tools/containerd-v1.7" $mod) (tools/containerd-v1.7)"
+		build_tools_module "$tools" "$CONTAINERD_DIR" "-s -w -X $mod/version.Version=${CONTAINERD_VERSION#v}" \
+			containerd=$mod/cmd/containerd containerd-shim-runc-v2=$mod/cmd/containerd-shim-runc-v2 ctr=$mod/cmd/ctr
+		return
+	fi
 	go_install_cached "$CONTAINERD_DIR" "$CONTAINERD_VERSION" \
 		"-X github.com/containerd/containerd/v2/version.Version=${CONTAINERD_VERSION#v}" \
 		github.com/containerd/containerd/v2/cmd/containerd \
@@ -84,9 +95,10 @@ build_coredns() {
 	go_install_cached "$COREDNS_DIR" "$COREDNS_VERSION" "" github.com/coredns/coredns
 }
 
-# k8s_ldflags prints the version stamps a release build carries (hack/lib/version.sh).
+# k8s_ldflags [VERSION] prints the version stamps a release build of VERSION
+# (default K8S_VERSION) carries (hack/lib/version.sh).
 k8s_ldflags() {
-	local v=$K8S_VERSION minor pkg flags="-s -w"
+	local v=${1:-$K8S_VERSION} minor pkg flags="-s -w"
 	minor=${v#v*.}
 	minor=${minor%%.*}
 	for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
@@ -111,7 +123,7 @@ build_tools_module() {
 	ensure_go
 	local tmp=$dir/.build.$$ t0=$SECONDS
 	rm -rf "$tmp" && mkdir -p "$tmp" "$dir/bin"
-	log "building ${names[*]} in $module (cold on 2 cores: kubernetes ~15 min, jaeger ~9 min)"
+	log "building ${names[*]} in $module (cold on 2 cores: kubernetes ~15 min, a kubelet alone ~7 min, jaeger ~9 min)"
 	# One go build for all packages: they share most of their dependencies.
 	(cd "$module" && CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "$ldflags" -o "$tmp/" "${missing[@]}") || {
 		rm -rf "$tmp"
@@ -127,6 +139,18 @@ build_kubernetes() {
 		specs+=("$c=k8s.io/kubernetes/cmd/$c")
 	done
 	build_tools_module "$K8S_TOOLS" "$K8S_DIR" "$(k8s_ldflags)" "${specs[@]}"
+}
+
+# build_kubelet builds the kubelet K8S_KUBELET_VERSION asks for: the one of
+# build_kubernetes, or an older minor's alone from its tools/kubelet-v1.X
+# module into $READYLINE_CACHE/kubelet-<version> (set_kubelet_version).
+build_kubelet() {
+	if [[ $KUBELET_TOOLS == "$K8S_TOOLS" ]]; then
+		build_kubernetes
+		return
+	fi
+	build_tools_module "$KUBELET_TOOLS" "$KUBELET_CACHE_DIR" "$(k8s_ldflags "$KUBELET_VERSION")" \
+		kubelet=k8s.io/kubernetes/cmd/kubelet
 }
 
 build_jaeger() {
@@ -188,7 +212,8 @@ tool_builder() {
 	containerd | containerd-shim-runc-v2 | ctr) echo build_containerd ;;
 	crictl) echo build_crictl ;;
 	coredns) echo build_coredns ;;
-	kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kube-proxy | kubectl | kubeadm) echo build_kubernetes ;;
+	kubelet) echo build_kubelet ;;
+	kube-apiserver | kube-controller-manager | kube-scheduler | kube-proxy | kubectl | kubeadm) echo build_kubernetes ;;
 	jaeger) echo build_jaeger ;;
 	promtool) echo build_promtool ;;
 	prometheus) echo build_prometheus ;;
@@ -205,6 +230,7 @@ tool_path() {
 	build_containerd) echo "$CONTAINERD_DIR/bin/$1" ;;
 	build_crictl) echo "$CRICTL_DIR/bin/$1" ;;
 	build_coredns) echo "$COREDNS_DIR/bin/$1" ;;
+	build_kubelet) echo "$KUBELET_BIN" ;;
 	build_kubernetes) echo "$K8S_DIR/bin/$1" ;;
 	build_jaeger) echo "$JAEGER_DIR/bin/$1" ;;
 	build_promtool) echo "$PROMTOOL_DIR/bin/$1" ;;
@@ -239,5 +265,6 @@ build_node_binaries() {
 	build_crictl
 	build_coredns
 	build_kubernetes
+	build_kubelet
 	build_registry
 }

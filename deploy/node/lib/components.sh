@@ -46,7 +46,7 @@ render_configs() {
 	SHIM_SOCKET_DIR=$(shim_socket_dir)
 	HOST_RESOLV_CONF=$(host_resolv_conf)
 	KUBELET_TRACING_CONFIG=$(kubelet_tracing_config)
-	render "$CONFIG_SRC/containerd.toml.in" "$CONF_DIR/containerd.toml"
+	render "$CONTAINERD_CONFIG_IN" "$CONF_DIR/containerd.toml"
 	render "$CONFIG_SRC/cni.conflist.in" "$CNI_DIR/net.d/10-$CNI_NETWORK.conflist"
 	render "$CONFIG_SRC/kubelet.yaml.in" "$CONF_DIR/kubelet.yaml"
 	render "$CONFIG_SRC/kube-proxy.yaml.in" "$CONF_DIR/kube-proxy.yaml"
@@ -123,7 +123,7 @@ start_scheduler() {
 
 start_kubelet() {
 	mkdir -p "$KUBELET_DIR"/{manifests,pod-logs,volume-plugins,pki}
-	start_node_process kubelet "$K8S_DIR/bin/kubelet" \
+	start_node_process kubelet "$KUBELET_BIN" \
 		--config="$CONF_DIR/kubelet.yaml" --kubeconfig="$NODE_DIR/kubelet.kubeconfig" \
 		--root-dir="$KUBELET_DIR" --cert-dir="$KUBELET_DIR/pki" \
 		--node-ip="$NODE_IP" --hostname-override="$NODE_NAME" --v=2
@@ -164,7 +164,7 @@ containerd_config_changed() {
 	want=$(mktemp)
 	# shellcheck disable=SC2034 # template value
 	SHIM_SOCKET_DIR=$(shim_socket_dir)
-	render "$CONFIG_SRC/containerd.toml.in" "$want"
+	render "$CONTAINERD_CONFIG_IN" "$want"
 	! cmp -s "$want" "$CONF_DIR/containerd.toml"
 	changed=$?
 	rm -f "$want"
@@ -176,7 +176,7 @@ containerd_config_changed() {
 restart_containerd() {
 	# shellcheck disable=SC2034 # template value
 	SHIM_SOCKET_DIR=$(shim_socket_dir)
-	render "$CONFIG_SRC/containerd.toml.in" "$CONF_DIR/containerd.toml"
+	render "$CONTAINERD_CONFIG_IN" "$CONF_DIR/containerd.toml"
 	stop_process containerd 30
 	start_containerd
 }
@@ -255,9 +255,50 @@ node_is_healthy() {
 	[[ -x $KUBECTL ]] && kctl get --raw /readyz >/dev/null 2>&1 && node_is_ready
 }
 
+# recorded_exe NAME prints the executable component NAME was started from.
+recorded_exe() {
+	local f
+	f=$(pidfile "$1")
+	[[ -f $f ]] && awk '{print $3}' "$f"
+}
+
+# node_runs_versions_asked: the running containerd and kubelet are the
+# binaries CONTAINERD_VERSION and K8S_KUBELET_VERSION ask for; if not, it
+# says what runs.
+node_runs_versions_asked() {
+	local want_ctrd want_kubelet ok=0
+	want_ctrd=$(readlink -f "$CONTAINERD_DIR/bin/containerd" 2>/dev/null || echo "$CONTAINERD_DIR/bin/containerd")
+	want_kubelet=$(readlink -f "$KUBELET_BIN" 2>/dev/null || echo "$KUBELET_BIN")
+	if [[ $(recorded_exe containerd) != "$want_ctrd" ]]; then
+		log "the node runs $(recorded_exe containerd), containerd $CONTAINERD_VERSION is asked for"
+		ok=1
+	fi
+	if [[ $(recorded_exe kubelet) != "$want_kubelet" ]]; then
+		log "the node runs $(recorded_exe kubelet), kubelet $KUBELET_VERSION is asked for"
+		ok=1
+	fi
+	return $ok
+}
+
+# remember_containerd records which containerd the node's state belongs to,
+# for a teardown asked with another CONTAINERD_VERSION (use_node_containerd).
+remember_containerd() { echo "$CONTAINERD_VERSION" >"$CONF_DIR/containerd.version"; }
+
+# use_node_containerd makes CONTAINERD_DIR the containerd whose state is in
+# NODE_DIR, so that the teardown restarts and recognizes the right one (its
+# shims).
+use_node_containerd() {
+	local v
+	v=$(cat "$CONF_DIR/containerd.version" 2>/dev/null) || return 0
+	[[ $v =~ ^v[12]\.[0-9]+\.[0-9]+$ && $v != "$CONTAINERD_VERSION" ]] || return 0
+	log "the node's state is containerd $v's: tearing it down with that one"
+	CONTAINERD_VERSION=$v
+	CONTAINERD_DIR=$READYLINE_CACHE/containerd-$v
+}
+
 node_up() {
 	local t0=$SECONDS
-	if node_is_healthy; then
+	if node_is_healthy && node_runs_versions_asked; then
 		if pidns_mode_matches; then
 			log "node is already up"
 			if kubelet_config_changed; then
@@ -294,6 +335,7 @@ node_up() {
 	make_pki
 	make_kubeconfigs
 	render_configs
+	remember_containerd
 	build_images
 	start_registry
 	push_images
@@ -384,6 +426,9 @@ node_teardown() {
 	((dirty)) || return 0
 
 	log "tearing down the node in $NODE_DIR"
+	# The node's containerd for this teardown only: up starts the one asked for.
+	local CONTAINERD_VERSION=$CONTAINERD_VERSION CONTAINERD_DIR=$CONTAINERD_DIR
+	use_node_containerd
 	for c in kube-scheduler kube-controller-manager kubelet kube-proxy; do stop_process "$c"; done
 	remove_pod_sandboxes
 	stop_process containerd 30

@@ -1,0 +1,86 @@
+package testenv
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// RequireNodeEnv is the environment variable that turns the skip of a test
+// needing a binary deploy/node builds (a kubelet) into a failure.
+const RequireNodeEnv = "READYLINE_REQUIRE_NODE"
+
+// repoRoot is readyline's checkout, from this file's place in it.
+func repoRoot(tb testing.TB) string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		tb.Fatal("cannot tell where the testenv package is")
+	}
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// KubeletVersions are the kubelet versions deploy/node builds: the control
+// plane's (deploy/node/tools/kubernetes) first, then the older ones that
+// node.sh runs with K8S_KUBELET_VERSION (deploy/node/tools/kubelet-v1.X),
+// read from their go.mod files.
+func KubeletVersions(tb testing.TB) []string {
+	tb.Helper()
+	tools := filepath.Join(repoRoot(tb), "deploy", "node", "tools")
+	dirs, err := filepath.Glob(filepath.Join(tools, "kubelet-v1.*", "go.mod"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var versions []string
+	for _, mod := range append([]string{filepath.Join(tools, "kubernetes", "go.mod")}, dirs...) {
+		v, err := requiredVersion(mod, "k8s.io/kubernetes")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		versions = append(versions, v)
+	}
+	return versions
+}
+
+// requiredVersion is the version of module that the go.mod file requires.
+func requiredVersion(gomod, module string) (string, error) {
+	f, err := os.Open(gomod)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(strings.TrimPrefix(strings.TrimSpace(sc.Text()), "require "))
+		if len(fields) >= 2 && fields[0] == module && strings.HasPrefix(fields[1], "v") {
+			return fields[1], nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", err
+	}
+	return "", fmt.Errorf("%s requires no %s", gomod, module)
+}
+
+// KubeletBinary returns the path of the kubelet of version (one of
+// KubeletVersions) that deploy/node has built (stripped with -s -w,
+// -trimpath, as a release is). When it is not built the test skips,
+// loudly, or fails with READYLINE_REQUIRE_NODE=1.
+func KubeletBinary(tb testing.TB, version string) string {
+	tb.Helper()
+	cmd := exec.Command(filepath.Join(repoRoot(tb), "deploy", "node", "node.sh"), "tool", "--built", "kubelet")
+	cmd.Env = append(os.Environ(), "K8S_KUBELET_VERSION="+version)
+	out, err := cmd.Output()
+	if err != nil {
+		msg := fmt.Sprintf("KUBELET BINARY TEST NOT RUN: K8S_KUBELET_VERSION=%s node.sh tool --built kubelet: %v (deploy/node builds it: `K8S_KUBELET_VERSION=%[1]s deploy/node/node.sh tool kubelet`)", version, err)
+		if os.Getenv(RequireNodeEnv) == "1" {
+			tb.Fatal(msg + "; " + RequireNodeEnv + "=1 demands it")
+		}
+		tb.Skip(msg)
+	}
+	return strings.TrimSpace(string(out))
+}
