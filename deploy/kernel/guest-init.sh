@@ -3,7 +3,8 @@
 # /init of the initramfs, next to Debian's busybox-static and the kernel
 # modules the guest needs). It loads the modules, mounts the host's root
 # read-only (9p tag "host") and the run's directory writable (tag "out", at
-# its own path on the host, given as the first argument), gives the host's
+# its own path on the host, given as the first argument; the checkout is
+# the second), gives the host's
 # tree the mounts a machine has (proc, sys, cgroup2, bpf, tracefs, /dev,
 # /tmp, /run), runs the run's guest.sh chrooted into the host's tree, writes
 # its exit status to <out>/status and powers off. Anything that goes wrong
@@ -18,8 +19,8 @@ die() {
 	poweroff -f
 }
 
-out=$1
-[ -n "$out" ] || die "no output directory on the kernel command line (after --)"
+out=$1 checkout=$2
+[ -n "$out" ] && [ -n "$checkout" ] || die "no output and checkout directories on the kernel command line (after --)"
 
 mkdir -p /proc /sys /dev /host
 mount -t proc proc /proc || die "mounting /proc"
@@ -37,7 +38,6 @@ for _ in 1 2 3 4 5 6 7 8 9 10; do
 	sleep 1
 done
 grep -q " /host 9p " /proc/mounts || die "mounting the host's root (9p tag host)"
-mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 out "/host$out" || die "mounting $out (9p tag out)"
 
 r=/host
 mount -t proc proc $r/proc || die "mounting $r/proc"
@@ -46,8 +46,22 @@ mount -t devtmpfs devtmpfs $r/dev || die "mounting $r/dev"
 mkdir -p $r/dev/pts $r/dev/shm
 mount -t devpts devpts $r/dev/pts
 mount -t tmpfs tmpfs $r/dev/shm
-mount -t tmpfs -o mode=1777 tmpfs $r/tmp || die "mounting $r/tmp"
-mount -t tmpfs -o mode=755 tmpfs $r/run || die "mounting $r/run"
+# /tmp and /run are the guest's own, but a checkout under one of them
+# (a CI clone in /tmp) must stay in sight: it is bound back over the tmpfs.
+for d in /tmp /run; do
+	mkdir -p "/keep$d"
+	case "$checkout/" in "$d"/*) mount --bind "$r$checkout" "/keep$d" || die "keeping $checkout" ;; esac
+	mode=1777
+	[ "$d" = /run ] && mode=755
+	mount -t tmpfs -o mode=$mode tmpfs "$r$d" || die "mounting $r$d"
+	case "$checkout/" in
+	"$d"/*)
+		mkdir -p "$r$checkout"
+		mount --bind "/keep$d" "$r$checkout" || die "binding $checkout back"
+		;;
+	esac
+done
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 out "$r$out" || die "mounting $out (9p tag out)"
 mount -t cgroup2 cgroup2 $r/sys/fs/cgroup || die "mounting cgroup2"
 mount -t bpf bpf $r/sys/fs/bpf || die "mounting bpffs"
 mount -t tracefs tracefs $r/sys/kernel/tracing || die "mounting tracefs"

@@ -208,7 +208,7 @@ boot() {
 		-nodefaults -no-reboot -display none -monitor none \
 		-serial "file:$KERNEL_RUN_DIR/console.log" \
 		-kernel "$kdir/vmlinuz" -initrd "$KERNEL_RUN_DIR/initramfs.cpio.gz" \
-		-append "console=ttyS0 quiet panic=-1 mitigations=off rdinit=/init -- $OUT" \
+		-append "console=ttyS0 quiet panic=-1 mitigations=off rdinit=/init -- $OUT $REPO_ROOT" \
 		-virtfs "local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap" \
 		-virtfs "local,path=$OUT,mount_tag=out,security_model=none"
 	pid=$(recorded_pid qemu) || die "QEMU did not start, see $LOG_DIR/qemu.log"
