@@ -123,7 +123,10 @@ COMPAT_TESTS = ^(TestKernelCRICallsMatchKubeletTracing|TestTraceLifecycleDemo|Te
 
 test-compat: ## e2e subset on the local node with kubelet $(COMPAT_KUBELET) and containerd $(COMPAT_CONTAINERD), then the default node back
 	./deploy/node/node.sh jaeger-up
-	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -run 'TestIntegrationKubeletVersions|TestIntegrationCRIAPILayouts' ./collector/
+	for v in $$(ls -d deploy/node/tools/kubelet-v1.* | sed 's|.*/kubelet-||'); do \
+		K8S_KUBELET_VERSION=$$(awk '$$1 == "k8s.io/kubernetes" {print $$2}' deploy/node/tools/kubelet-$$v/go.mod) ./deploy/node/node.sh tool kubelet >/dev/null || exit 1; done
+	READYLINE_REQUIRE_NODE=all $(GO) test -count=1 -run 'TestIntegrationKubeletVersions|TestIntegrationCRIAPILayouts' ./collector/
+	READYLINE_REQUIRE_NODE=all $(GO) test -count=1 -run 'TestIntegrationKubeletBinary' ./collector/gofunc/
 	export K8S_KUBELET_VERSION=$(COMPAT_KUBELET) CONTAINERD_VERSION=$(COMPAT_CONTAINERD) KUBELET_TRACING=1; \
 	./deploy/node/node.sh up && \
 	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -tags e2e -run '^TestLocalNodeReady$$' ./deploy/node/check/ && \
