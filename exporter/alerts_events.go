@@ -312,25 +312,27 @@ func (a *Alerter) create(ctx context.Context, ev *corev1.Event) {
 	defer cancel()
 	_, err := a.cfg.Events(ev.Namespace).Create(cctx, ev, metav1.CreateOptions{})
 	if err == nil {
-		a.events.Add(1)
+		// Logged before it is counted: whoever sees the count (Stats)
+		// sees the log line too.
 		if a.down {
 			a.down = false
 			a.logger.Info("creating alert Events recovered", "failed", a.failed.Load())
 		}
 		a.logger.Debug("alert Event created", "namespace", ev.Namespace, "pod", ev.InvolvedObject.Name,
 			"reason", ev.Reason, "event", ev.Name)
+		a.events.Add(1)
 		return
 	}
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		a.drop(DropReasonClosed, nil)
 		return
 	}
-	a.drop(DropReasonAPIError, &a.failed)
 	if !a.down {
 		a.down = true
 		a.logger.Warn("cannot create alert Events on pods; further failures are only counted until one succeeds",
 			"namespace", ev.Namespace, "pod", ev.InvolvedObject.Name, "reason", ev.Reason, "error", err)
 	}
+	a.drop(DropReasonAPIError, &a.failed)
 }
 
 // Stats returns the Alerter's counters.
