@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -116,14 +117,31 @@ func newTestJaeger(t *testing.T) *testJaeger {
 	return j
 }
 
-// freePort returns a loopback port nothing listened on a moment ago.
+// freePort returns a loopback port nothing listened on a moment ago, below
+// the kernel's ephemeral range: Jaeger binds it later (after the outage),
+// and a port from the ephemeral range (what listening on port 0 gives) can
+// meanwhile be taken as the source port of any connection on the machine.
 func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	t.Helper()
+	lo := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 21000 {
+				lo = n
+			}
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	for range 100 {
+		port := 20000 + rand.IntN(lo-20000) // above the well-known services' ports
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return port
+	}
+	t.Fatalf("no free loopback port below %d in 100 tries", lo)
+	return 0
 }
 
 // start runs Jaeger and waits until its query API answers.
