@@ -116,6 +116,7 @@ type CRICallSource struct {
 	// current attachment
 	cur     *kubeletProcess // the process probed, nil if none
 	curSeen time.Time       // when cur was last seen running
+	rescans int             // rescans so far (see fullRescanEvery)
 	links   []link.Link
 	methods map[uint32]*criMethod
 	warned  string // the last degradation warned about, to warn once
@@ -322,9 +323,22 @@ func (s *CRICallSource) CallsInFlight() ([]*event.CRICall, error) {
 	return out, err
 }
 
+// fullRescanEvery is how many rescans look through all of /proc while the
+// kubelet probed runs: the others look at it alone. A full scan reads the
+// comm of every process (BenchmarkFindKubelet: a node's hundreds of pod
+// processes make it most of the source's CPU in steady state), and what
+// only it finds, another kubelet-like process to warn about, can wait
+// that long; the kubelet probed exiting is seen at the next rescan.
+const fullRescanEvery = 15
+
 // rescan finds the kubelet and (re)attaches when it changed.
 func (s *CRICallSource) rescan() {
 	name := s.cfg.target.process
+	s.rescans++
+	if s.cur != nil && s.rescans%fullRescanEvery != 0 && s.stillRunning(s.cur) {
+		s.curSeen = s.now()
+		return
+	}
 	scan, err := findKubelets(s.cfg.ProcRoot, name, s.cur)
 	if err != nil {
 		s.warnOnce("cannot look for the kubelet: CRI calls are not traced", "error", err)
@@ -389,6 +403,14 @@ func (s *CRICallSource) rescan() {
 		}
 		s.setStatus(false, "no_kubelet", time.Time{})
 	}
+}
+
+// stillRunning reports whether p, the kubelet probed, still runs the file
+// it was probed in and still looks like the kubelet.
+func (s *CRICallSource) stillRunning(p *kubeletProcess) bool {
+	nodeNS, _ := nodePIDNamespace(s.cfg.ProcRoot) // unread: checked by the full scan, which warns
+	q, why, _ := inspectProcess(s.cfg.ProcRoot, p.pid, s.cfg.target.process, nodeNS, p)
+	return why == "" && p.sameProcess(q)
 }
 
 // sourceState is what a source last said of itself.
