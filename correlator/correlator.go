@@ -139,8 +139,9 @@ type Correlator struct {
 	// pullCalls: recent PullImage calls of every pod on the node, for the
 	// waits in the kubelet's serialized puller (pulls.go).
 	pullCalls []pullCall
-	// lastExpire: expiry runs at most every expireEvery of event time.
-	lastExpire time.Time
+	// lastExpire: expiry runs at most every expireEvery of event time,
+	// and its sweep of what is gone (expire) every forgetEvery.
+	lastExpire, lastForget time.Time
 	// held: what orphans and index.pending hold (orphans.go); watch: the
 	// pod watch's outages (outage.go).
 	held  heldTotal
@@ -160,8 +161,15 @@ type Correlator struct {
 	stats          Stats
 }
 
-// expireEvery is the resolution of grace periods and timeouts.
-const expireEvery = 100 * time.Millisecond
+// expireEvery is the resolution of grace periods and timeouts; forgetEvery
+// that of the TTLs of what is gone or unused (orphans, ended pods, the
+// owner index), which are tens of seconds and more: sweeping those maps
+// walks every pod's entries, and on a node of 110 pods probed every second
+// doing it ten times a second was most of the correlator's idle work.
+const (
+	expireEvery = 100 * time.Millisecond
+	forgetEvery = time.Second
+)
 
 // endedPod is a pod whose start is over.
 type endedPod struct {
@@ -532,6 +540,10 @@ func (c *Correlator) expire() []*Timeline {
 		}
 	}
 	c.cni.prune(c.clock.now, oldest)
+	if c.clock.now.Sub(c.lastForget) < forgetEvery {
+		return out
+	}
+	c.lastForget = c.clock.now
 	for _, m := range []map[string]*orphanEvents{c.orphans, c.index.pending} {
 		for key, o := range m {
 			ttl := c.cfg.OrphanTTL

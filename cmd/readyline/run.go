@@ -366,6 +366,7 @@ func (d *daemon) correlate(ctx context.Context) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	var last correlator.Stats
+	countCorrelatorDrops(d.metrics, last, last, true) // the series exist from the start
 	handle := func(ev event.Event) {
 		d.watchdog.Beat()
 		if d.rec != nil {
@@ -384,10 +385,7 @@ func (d *daemon) correlate(ctx context.Context) {
 			d.deliverRecovery(ctx, &r)
 		}
 		st := c.Stats()
-		d.metrics.AddDropped("correlator", "unknown_pod", int(st.Orphaned-last.Orphaned))
-		d.metrics.AddDropped("correlator", "overflow", int(st.Overflow-last.Overflow))
-		d.metrics.AddDropped("correlator", "budget", int(st.Trimmed-last.Trimmed))              // facts over --max-fact-bytes
-		d.metrics.AddDropped("correlator", "budget_argv", int(st.ArgvTrimmed-last.ArgvTrimmed)) // processes kept without their argv
+		countCorrelatorDrops(d.metrics, st, last, false)
 		if st.ClockSteps > last.ClockSteps {
 			d.logger.Warn("the wall clock stepped: timeouts go on, times before the step are moved onto the clock after it and the pod starts across it are marked clock_step",
 				"step", st.ClockStep.String(), "steps", st.ClockSteps)
@@ -440,6 +438,25 @@ func (d *daemon) correlate(ctx context.Context) {
 				d.deliver(fctx, tl, false)
 			}
 			return
+		}
+	}
+}
+
+// countCorrelatorDrops counts what the correlator dropped between two of
+// its Stats; unchanged counts are not added (the loop runs it after every
+// event), but with always, which makes the series exist.
+func countCorrelatorDrops(m *exporter.Metrics, st, last correlator.Stats, always bool) {
+	for _, c := range []struct {
+		reason    string
+		now, then uint64
+	}{
+		{"unknown_pod", st.Orphaned, last.Orphaned},
+		{"overflow", st.Overflow, last.Overflow},
+		{"budget", st.Trimmed, last.Trimmed},              // facts over --max-fact-bytes
+		{"budget_argv", st.ArgvTrimmed, last.ArgvTrimmed}, // processes kept without their argv
+	} {
+		if c.now != c.then || always {
+			m.AddDropped("correlator", c.reason, int(c.now-c.then))
 		}
 	}
 }
