@@ -32,6 +32,14 @@ type ownerIndex struct {
 	// hostIPs: the node's own addresses (status.hostIPs, and the pod IPs of
 	// hostNetwork pods).
 	hostIPs map[string]bool
+	// staleFrom is no later than the oldest use of the entries that were
+	// fresh at forget's last pass or learned since (zero: none), and
+	// recheck says a pod may have become unknown since that pass: until
+	// one of the entries may have gone stale or recheck is set, a pass
+	// would drop nothing, and forget skips it (a node of long-lived pods
+	// keeps hundreds of entries, each stale and known).
+	staleFrom time.Time
+	recheck   bool
 }
 
 type ownerEntry struct {
@@ -70,6 +78,7 @@ func (x *ownerIndex) learnFrom(ev event.Event, now time.Time) []string {
 			learned = append(learned, key)
 		}
 		x.owners[key] = ownerEntry{uid: uid, used: now}
+		x.staleFrom = earliest(x.staleFrom, now)
 	}
 	switch e := ev.(type) {
 	case *event.ProcessExec:
@@ -132,6 +141,7 @@ func (x *ownerIndex) netOf(uid string, now time.Time) *podNet {
 		x.net[uid] = n
 	}
 	n.used = now
+	x.staleFrom = earliest(x.staleFrom, now)
 	return n
 }
 
@@ -217,19 +227,35 @@ func pendingKey(key string) string {
 // forget drops the entries of pods that known does not know (deleted, or
 // never seen in the API) once unused for longer than ttl: the ids of a pod
 // that lives on keep naming it, so that its exec probes are recognised
-// however long ago its start ended.
+// however long ago its start ended. known must answer as it did at the
+// last call unless knownMayShrink was called since.
 func (x *ownerIndex) forget(now time.Time, ttl time.Duration, known func(uid string) bool) {
+	if !x.recheck && (x.staleFrom.IsZero() || now.Sub(x.staleFrom) <= ttl) {
+		return // nothing stale but entries of pods known at the last pass
+	}
+	x.recheck, x.staleFrom = false, time.Time{}
+	keep := func(used time.Time, uid string) bool {
+		if now.Sub(used) <= ttl {
+			x.staleFrom = earliest(x.staleFrom, used)
+			return true
+		}
+		return known(uid)
+	}
 	for k, o := range x.owners {
-		if now.Sub(o.used) > ttl && !known(o.uid) {
+		if !keep(o.used, o.uid) {
 			delete(x.owners, k)
 		}
 	}
 	for uid, n := range x.net {
-		if now.Sub(n.used) > ttl && !known(uid) {
+		if !keep(n.used, uid) {
 			delete(x.net, uid)
 		}
 	}
 }
+
+// knownMayShrink tells forget that a pod it was told is known may not be
+// any more (forgotten, or a static pod's alias moved).
+func (x *ownerIndex) knownMayShrink() { x.recheck = true }
 
 // cniBuffer keeps the recent CNI plugin processes: they run on the host,
 // outside any pod, and are put in a sandbox by time (inside its

@@ -28,7 +28,7 @@ const busyNodePods = 110
 // perEventGap is the event time between two events in these benchmarks.
 const perEventGap = time.Millisecond
 
-// The budgets each benchmark asserts: about 4x what it measured on the
+// The budgets each benchmark asserts, in CPU ns/op (meter): about 4x what it measured on the
 // 2-core development VM (-benchtime 1s -count 3, nice 19, other work
 // running on the machine), rounded up, so that a busy machine passes and a
 // regression to a slow path (a timeline derived per event, a scan of every
@@ -154,42 +154,54 @@ func assertBudget(b *testing.B, ns float64, allocs uint64, maxNs float64, maxAll
 	}
 }
 
-// meter runs a benchmark's loop and asserts its budget on the figures the
-// benchmark reports: testing.B does not hand its allocation count to the
-// benchmark, so the meter counts mallocs as it does, leaving out what
-// setup runs with the timer stopped.
+// meter runs a benchmark's loop and asserts its budget on its figures per
+// op: allocations as testing.B counts them (it does not hand its count to
+// the benchmark), leaving out what setup runs with the timer stopped, and
+// the process's CPU time (reported as cpu-ns/op; wall time where the
+// platform has no rusage): on a machine shared with other work the wall
+// time per op is the machine's load as much as the code's.
 type meter struct {
 	b        *testing.B
 	excluded uint64
+	cpuOut   time.Duration
 }
 
 // measure runs op b.N times with allocations reported, then asserts the
-// budget on ns/op and allocs/op.
+// budget on CPU ns/op and allocs/op.
 func (m *meter) measure(maxNs float64, maxAllocs uint64, op func(i int)) {
 	b := m.b
 	b.Helper()
 	b.ReportAllocs()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
+	cpu0, haveCPU := processCPU()
 	i := 0
 	for b.Loop() {
 		op(i)
 		i++
 	}
+	cpu1, _ := processCPU()
 	runtime.ReadMemStats(&after)
 	ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	if haveCPU {
+		ns = float64((cpu1 - cpu0 - m.cpuOut).Nanoseconds()) / float64(b.N)
+		b.ReportMetric(ns, "cpu-ns/op")
+	}
 	assertBudget(b, ns, (after.Mallocs-before.Mallocs-m.excluded)/uint64(b.N), maxNs, maxAllocs)
 }
 
-// untimed runs setup within a measured loop, its time and allocations
-// left out.
+// untimed runs setup within a measured loop, its time, CPU time and
+// allocations left out.
 func (m *meter) untimed(setup func()) {
 	m.b.StopTimer()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
+	cpu0, _ := processCPU()
 	setup()
+	cpu1, _ := processCPU()
 	runtime.ReadMemStats(&after)
-	m.excluded += after.Mallocs - before.Mallocs + 1 // ReadMemStats's own
+	m.excluded += after.Mallocs - before.Mallocs
+	m.cpuOut += cpu1 - cpu0
 	m.b.StartTimer()
 }
 
