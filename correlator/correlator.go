@@ -304,7 +304,7 @@ func (c *Correlator) unpark(key string) {
 	}
 	var still []event.Event
 	for _, ev := range o.events {
-		uid := c.index.owners[key].uid
+		uid := c.index.owner(key)
 		if _, isConn := ev.(*event.TCPConnection); isConn {
 			uid, _ = c.index.lookup(ev, c.clock.now)
 		}
