@@ -312,7 +312,7 @@ func (c *Correlator) unpark(key string) {
 	}
 	var still []event.Event
 	for _, ev := range o.events {
-		uid := c.index.owners[key].uid
+		uid := c.index.owner(key)
 		if _, isConn := ev.(*event.TCPConnection); isConn {
 			uid, _ = c.index.lookup(ev, c.clock.now)
 		}
@@ -396,8 +396,9 @@ func (c *Correlator) handlePod(e *event.PodUpdate) {
 	}
 	uid := string(e.Pod.UID)
 	hash, mirror := mirrorHash(e.Pod)
-	if mirror {
+	if mirror && c.aliases[hash] != uid {
 		c.aliases[hash] = uid
+		c.index.knownMayShrink()
 	}
 	if p, ok := c.pods[uid]; ok {
 		c.observe(p, e)
@@ -565,6 +566,7 @@ func (c *Correlator) expire() []*Timeline {
 	for uid, at := range c.gone {
 		if c.clock.now.Sub(at) >= goneTTL {
 			delete(c.gone, uid)
+			c.index.knownMayShrink()
 		}
 	}
 	c.index.forget(c.clock.now, c.cfg.Timeout, c.knows)
@@ -602,6 +604,7 @@ func (c *Correlator) rememberGone(uid string) {
 			}
 		}
 		delete(c.gone, oldest)
+		c.index.knownMayShrink()
 	}
 	c.gone[uid] = c.clock.now
 }
@@ -649,10 +652,11 @@ func (c *Correlator) forget(uid string) {
 		delete(c.aliases, h)
 	}
 	delete(c.ended, uid)
+	c.index.knownMayShrink()
 }
 
 func (c *Correlator) complete(p *podState) *Timeline {
-	delete(c.pods, p.uid)
+	delete(c.pods, p.uid) // ended below: known all along
 	c.forgetFacts(p)
 	ep := endedPod{since: c.clock.now, traced: true, deleted: p.deletedAt}
 	if p.nodeUID != p.uid {

@@ -24,7 +24,7 @@ import (
 // ports of a pod's own probes and hooks (connPorts) tell them apart. An IP
 // that is the node's is never an "ip:" key.
 type ownerIndex struct {
-	owners  map[string]ownerEntry // "id:<id>", "ip:<ip>" or "ipport:<ip>:<port>" -> pod
+	owners  map[string]*ownerEntry // "id:<id>", "ip:<ip>" or "ipport:<ip>:<port>" -> pod
 	pending map[string]*orphanEvents
 	// net: each pod's addresses and probe ports, to make its "ipport:" keys
 	// whichever of the two is learned first.
@@ -32,6 +32,14 @@ type ownerIndex struct {
 	// hostIPs: the node's own addresses (status.hostIPs, and the pod IPs of
 	// hostNetwork pods).
 	hostIPs map[string]bool
+	// staleFrom is no later than the oldest use of the entries that were
+	// fresh at forget's last pass or learned since (zero: none), and
+	// recheck says a pod may have become unknown since that pass: until
+	// one of the entries may have gone stale or recheck is set, a pass
+	// would drop nothing, and forget skips it (a node of long-lived pods
+	// keeps hundreds of entries, each stale and known).
+	staleFrom time.Time
+	recheck   bool
 }
 
 type ownerEntry struct {
@@ -48,42 +56,62 @@ type podNet struct {
 }
 
 func newOwnerIndex() ownerIndex {
-	return ownerIndex{owners: make(map[string]ownerEntry), pending: make(map[string]*orphanEvents),
+	return ownerIndex{owners: make(map[string]*ownerEntry), pending: make(map[string]*orphanEvents),
 		net: make(map[string]*podNet), hostIPs: make(map[string]bool)}
 }
 
-func idKey(id string) string { return "id:" + id }
-func ipKey(ip string) string { return "ip:" + ip }
-func ipPortKey(ip string, port uint16) string {
-	return "ipport:" + ip + ":" + strconv.Itoa(int(port))
+func idKey(id string) string                  { return string(appendIDKey(nil, id)) }
+func ipKey(ip string) string                  { return string(appendIPKey(nil, ip)) }
+func ipPortKey(ip string, port uint16) string { return string(appendIPPortKey(nil, ip, port)) }
+
+// The append forms build a key in a caller's buffer: a map lookup by
+// string(key) allocates nothing, and most events name an id known already.
+func appendIDKey(b []byte, id string) []byte { return append(append(b, "id:"...), id...) }
+func appendIPKey(b []byte, ip string) []byte { return append(append(b, "ip:"...), ip...) }
+func appendIPPortKey(b []byte, ip string, port uint16) []byte {
+	b = append(append(append(b, "ipport:"...), ip...), ':')
+	return strconv.AppendUint(b, uint64(port), 10)
+}
+
+// owner is the pod key names, "" when none.
+func (x *ownerIndex) owner(key string) string {
+	if o := x.owners[key]; o != nil {
+		return o.uid
+	}
+	return ""
 }
 
 // learnFrom records what an event says about who owns what; it returns the
 // keys that became known (their pending events can now be routed).
 func (x *ownerIndex) learnFrom(ev event.Event, now time.Time) []string {
 	var learned []string
-	learn := func(key, uid string) {
-		if uid == "" || key == "id:" || key == "ip:" {
+	var buf [96]byte
+	learn := func(k []byte, uid string) {
+		if uid == "" || string(k) == "id:" || string(k) == "ip:" {
 			return
 		}
-		if old, ok := x.owners[key]; !ok || old.uid != uid {
-			learned = append(learned, key)
+		if o := x.owners[string(k)]; o != nil && o.uid == uid {
+			o.used = now // fresher: forget's staleFrom still holds
+			return
 		}
-		x.owners[key] = ownerEntry{uid: uid, used: now}
+		key := string(k)
+		learned = append(learned, key)
+		x.owners[key] = &ownerEntry{uid: uid, used: now}
+		x.staleFrom = earliest(x.staleFrom, now)
 	}
 	switch e := ev.(type) {
 	case *event.ProcessExec:
-		learn(idKey(e.ContainerID), e.PodUID)
+		learn(appendIDKey(buf[:0], e.ContainerID), e.PodUID)
 	case *event.ContainerInfo:
-		learn(idKey(e.ContainerID), e.PodUID)
-		learn(idKey(e.SandboxID), e.PodUID)
+		learn(appendIDKey(buf[:0], e.ContainerID), e.PodUID)
+		learn(appendIDKey(buf[:0], e.SandboxID), e.PodUID)
 		if e.Sandbox && e.PodIP != "" && e.PodUID != "" {
 			x.netOf(e.PodUID, now).addIP(e.PodIP)
 			x.learnNet(e.PodUID, learn)
 		}
 	case *event.CRICall:
-		learn(idKey(e.PodSandboxID), e.PodUID)
-		learn(idKey(e.ContainerID), e.PodUID)
+		learn(appendIDKey(buf[:0], e.PodSandboxID), e.PodUID)
+		learn(appendIDKey(buf[:0], e.ContainerID), e.PodUID)
 	case *event.PodUpdate:
 		if e.Pod == nil || e.Action == event.PodDeleted {
 			break
@@ -101,7 +129,7 @@ func (x *ownerIndex) learnFrom(ev event.Event, now time.Time) []string {
 		x.learnNet(uid, learn)
 		for _, list := range [][]corev1.ContainerStatus{e.Pod.Status.InitContainerStatuses, e.Pod.Status.ContainerStatuses} {
 			for _, cs := range list {
-				learn(idKey(stripRuntime(cs.ContainerID)), uid)
+				learn(appendIDKey(buf[:0], stripRuntime(cs.ContainerID)), uid)
 			}
 		}
 	}
@@ -110,17 +138,18 @@ func (x *ownerIndex) learnFrom(ev event.Event, now time.Time) []string {
 
 // learnNet learns the address keys of pod uid: "ipport:" for each of its
 // IPs and probe ports, and "ip:" for IPs that are its own (not the node's).
-func (x *ownerIndex) learnNet(uid string, learn func(key, uid string)) {
+func (x *ownerIndex) learnNet(uid string, learn func(key []byte, uid string)) {
 	n := x.net[uid]
+	var buf [64]byte
 	for _, ip := range n.ips {
 		if n.hostNetwork {
 			x.addHostIP(ip)
 		}
 		if !x.hostIPs[ip] {
-			learn(ipKey(ip), uid)
+			learn(appendIPKey(buf[:0], ip), uid)
 		}
 		for _, port := range n.ports {
-			learn(ipPortKey(ip, port), uid)
+			learn(appendIPPortKey(buf[:0], ip, port), uid)
 		}
 	}
 }
@@ -132,6 +161,7 @@ func (x *ownerIndex) netOf(uid string, now time.Time) *podNet {
 		x.net[uid] = n
 	}
 	n.used = now
+	x.staleFrom = earliest(x.staleFrom, now)
 	return n
 }
 
@@ -151,34 +181,36 @@ func (x *ownerIndex) addHostIP(ip string) {
 	delete(x.owners, ipKey(ip))
 }
 
-// keysOf are the keys an event can be routed by, best first.
-func keysOf(ev event.Event) []string {
-	switch e := ev.(type) {
-	case *event.CRICall:
-		return []string{idKey(e.ContainerID), idKey(e.PodSandboxID)}
-	case *event.TCPConnection:
-		return []string{ipPortKey(e.Daddr, e.Dport), ipKey(e.Daddr)}
-	}
-	return nil
-}
-
 // lookup finds the pod an event belongs to through the index; otherwise
 // key is where the event waits for its owner ("" when it names nobody a
 // pod could turn out to be). A connection waits under its IP, whatever
-// its port: a pod IP is learned before or with its ports.
+// its port: a pod IP is learned before or with its ports. The key is
+// built only for an event no pod is found for.
 func (x *ownerIndex) lookup(ev event.Event, now time.Time) (uid, key string) {
-	for _, k := range keysOf(ev) {
-		if k == "id:" || k == "ip:" {
+	// The keys an event can be routed by, best first.
+	var buf [2][80]byte
+	var keys [2][]byte
+	switch e := ev.(type) {
+	case *event.CRICall:
+		keys = [2][]byte{appendIDKey(buf[0][:0], e.ContainerID), appendIDKey(buf[1][:0], e.PodSandboxID)}
+	case *event.TCPConnection:
+		keys = [2][]byte{appendIPPortKey(buf[0][:0], e.Daddr, e.Dport), appendIPKey(buf[1][:0], e.Daddr)}
+	}
+	var wait []byte
+	for _, k := range keys {
+		if k == nil || string(k) == "id:" || string(k) == "ip:" {
 			continue
 		}
-		if key == "" {
-			key = k
+		if wait == nil {
+			wait = k
 		}
-		if o, ok := x.owners[k]; ok {
+		if o := x.owners[string(k)]; o != nil {
 			o.used = now
-			x.owners[k] = o
-			return o.uid, k
+			return o.uid, ""
 		}
+	}
+	if wait != nil {
+		key = string(wait)
 	}
 	if c, ok := ev.(*event.TCPConnection); ok {
 		if isLoopback(c.Daddr) {
@@ -186,10 +218,9 @@ func (x *ownerIndex) lookup(ev event.Event, now time.Time) (uid, key string) {
 			// kubelet's own network namespace, which hostNetwork pods
 			// share, so the port is theirs on the node's addresses.
 			for ip := range x.hostIPs {
-				if o, ok := x.owners[ipPortKey(ip, c.Dport)]; ok {
+				if o := x.owners[ipPortKey(ip, c.Dport)]; o != nil {
 					o.used = now
-					x.owners[ipPortKey(ip, c.Dport)] = o
-					return o.uid, ipPortKey(ip, c.Dport)
+					return o.uid, ""
 				}
 			}
 			return "", "" // a node-local service, not a pod
@@ -217,19 +248,35 @@ func pendingKey(key string) string {
 // forget drops the entries of pods that known does not know (deleted, or
 // never seen in the API) once unused for longer than ttl: the ids of a pod
 // that lives on keep naming it, so that its exec probes are recognised
-// however long ago its start ended.
+// however long ago its start ended. known must answer as it did at the
+// last call unless knownMayShrink was called since.
 func (x *ownerIndex) forget(now time.Time, ttl time.Duration, known func(uid string) bool) {
+	if !x.recheck && (x.staleFrom.IsZero() || now.Sub(x.staleFrom) <= ttl) {
+		return // nothing stale but entries of pods known at the last pass
+	}
+	x.recheck, x.staleFrom = false, time.Time{}
+	keep := func(used time.Time, uid string) bool {
+		if now.Sub(used) <= ttl {
+			x.staleFrom = earliest(x.staleFrom, used)
+			return true
+		}
+		return known(uid)
+	}
 	for k, o := range x.owners {
-		if now.Sub(o.used) > ttl && !known(o.uid) {
+		if !keep(o.used, o.uid) {
 			delete(x.owners, k)
 		}
 	}
 	for uid, n := range x.net {
-		if now.Sub(n.used) > ttl && !known(uid) {
+		if !keep(n.used, uid) {
 			delete(x.net, uid)
 		}
 	}
 }
+
+// knownMayShrink tells forget that a pod it was told is known may not be
+// any more (forgotten, or a static pod's alias moved).
+func (x *ownerIndex) knownMayShrink() { x.recheck = true }
 
 // cniBuffer keeps the recent CNI plugin processes: they run on the host,
 // outside any pod, and are put in a sandbox by time (inside its

@@ -2,7 +2,7 @@ package correlator
 
 import (
 	"path"
-	"sort"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -209,11 +209,9 @@ func resolvePort(c *corev1.Container, port intstr.IntOrString) (uint16, bool) {
 // hostNetwork the pod's IP is the node's, and these ports are what tell its
 // connections from other pods'.
 func connPorts(pod *corev1.Pod) []uint16 {
-	seen := map[uint16]bool{}
-	var out []uint16
+	var out []uint16 // a few: a slice is cheaper than a set, on every update
 	add := func(port uint16, ok bool) {
-		if ok && !seen[port] {
-			seen[port] = true
+		if ok && !slices.Contains(out, port) {
 			out = append(out, port)
 		}
 	}
@@ -227,6 +225,6 @@ func connPorts(pod *corev1.Pod) []uint16 {
 		}
 		add(hookPort(e.spec, pod.Spec.HostNetwork))
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	slices.Sort(out)
 	return out
 }
