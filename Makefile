@@ -98,6 +98,7 @@ test: test-deps lint verify-generate ## unit + privileged (root), privileged on 
 	./deploy/demo/demo.sh stop-readyline # a demo left running would export the tests' pods too
 	./deploy/node/node.sh jaeger-up
 	$(GO) test -count=1 ./...
+	$(BUDGET_BENCH)
 	$(MAKE) test-tools
 	$(MAKE) test-helm
 	$(MAKE) test-kernel-6.1
@@ -150,6 +151,7 @@ test-kubelets: ## every kubelet deploy/node knows (1.34-1.37), built as a releas
 
 test-unit: ## unit and privileged tests only (no local node)
 	$(GO) test -count=1 ./...
+	$(BUDGET_BENCH)
 	$(MAKE) test-tools
 	$(MAKE) test-helm
 
@@ -164,14 +166,21 @@ test-helm: ## the Helm chart: helm lint and helm template as Go tests, its objec
 test-kernel-6.1: ## privileged eBPF tests on Debian 12's Linux 6.1 (no uprobe_multi) under QEMU, see deploy/kernel (root)
 	./deploy/kernel/run-6.1.sh
 
+# The per-event benchmarks fail over their budgets (correlator/perevent_bench_test.go):
+# make test runs them too, 20000 events each (about a second).
+BUDGET_BENCH = $(GO) test -count=1 -run '^$$' -bench 'Benchmark(ProcessEvent|ProbeRun|PodUpdate)$$' -benchtime 20000x ./correlator/
+
 bench: ## Go benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-bench-node: ## load on the local node: rounds of 100 pods at once; traced %, drops, CPU per start, RSS, Ready -> queryable
+bench-node: ## what readyline costs on the local node, beside the kubelet and containerd: BENCH_MODE=steady (110 pods probed, 10 min), churn (10 rounds of 100 starts), or both
 	./deploy/node/node.sh jaeger-up
 	./deploy/node/node.sh up
-	READYLINE_E2E_TEARDOWN=$${READYLINE_E2E_TEARDOWN:-0} $(GO) test -count=1 -tags e2e -timeout 60m -run '^$$' \
-		-bench BenchmarkNodePodStarts -benchtime $${BENCH_ROUNDS:-3}x ./deploy/e2e/
+	@case "$${BENCH_MODE:-all}" in all|steady|churn) ;; *) echo "BENCH_MODE=$$BENCH_MODE: want steady, churn or all" >&2; exit 2;; esac
+	@if [ "$${BENCH_MODE:-all}" != churn ]; then set -x; READYLINE_E2E_TEARDOWN=0 $(GO) test -count=1 -tags e2e -timeout 90m -run '^$$' \
+		-bench BenchmarkNodeSteady -benchtime 1x ./deploy/e2e/ || exit 1; fi
+	@if [ "$${BENCH_MODE:-all}" != steady ]; then set -x; READYLINE_E2E_TEARDOWN=$${READYLINE_E2E_TEARDOWN:-0} $(GO) test -count=1 -tags e2e -timeout 90m -run '^$$' \
+		-bench BenchmarkNodePodStarts -benchtime $${BENCH_ROUNDS:-10}x ./deploy/e2e/ || exit 1; fi
 
 bench-overhead: build ## exec overhead of the process collector (ratio with/without)
 	./collector/bench-overhead.sh
