@@ -102,3 +102,20 @@ func TestClockWatchStepped(t *testing.T) {
 		t.Error("a second tick for the same step")
 	}
 }
+
+// TestClockWatchSteppedReadsNoClockWhenNothingMoved: with the real clocks,
+// an unmoved wall clock is told by time.Now alone (the daemon asks before
+// every event): the boot clock is not read, so nothing is re-based.
+func TestClockWatchSteppedReadsNoClockWhenNothingMoved(t *testing.T) {
+	var w ClockWatch
+	w.Tick()
+	at := w.at
+	for range 1000 {
+		if tk := w.Stepped(); tk != nil {
+			t.Fatalf("a tick %+v, the wall clock did not step", tk)
+		}
+	}
+	if !w.at.Equal(at) || w.at.IsZero() {
+		t.Errorf("the clocks were read again (at %v, was %v): the cheap path was not taken", w.at, at)
+	}
+}
