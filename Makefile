@@ -177,10 +177,12 @@ bench-node: ## what readyline costs on the local node, beside the kubelet and co
 	./deploy/node/node.sh jaeger-up
 	./deploy/node/node.sh up
 	@case "$${BENCH_MODE:-all}" in all|steady|churn) ;; *) echo "BENCH_MODE=$$BENCH_MODE: want steady, churn or all" >&2; exit 2;; esac
-	@if [ "$${BENCH_MODE:-all}" != churn ]; then set -x; READYLINE_E2E_TEARDOWN=0 $(GO) test -count=1 -tags e2e -timeout 90m -run '^$$' \
-		-bench BenchmarkNodeSteady -benchtime 1x ./deploy/e2e/ || exit 1; fi
-	@if [ "$${BENCH_MODE:-all}" != steady ]; then set -x; READYLINE_E2E_TEARDOWN=$${READYLINE_E2E_TEARDOWN:-0} $(GO) test -count=1 -tags e2e -timeout 90m -run '^$$' \
-		-bench BenchmarkNodePodStarts -benchtime $${BENCH_ROUNDS:-10}x ./deploy/e2e/ || exit 1; fi
+	@failed=; \
+	if [ "$${BENCH_MODE:-all}" != churn ]; then set -x; READYLINE_E2E_TEARDOWN=0 $(GO) test -count=1 -tags e2e -timeout 90m -run '^$$' \
+		-bench BenchmarkNodeSteady -benchtime 1x ./deploy/e2e/ || failed="$$failed steady"; set +x; fi; \
+	if [ "$${BENCH_MODE:-all}" != steady ]; then set -x; READYLINE_E2E_TEARDOWN=$${READYLINE_E2E_TEARDOWN:-0} $(GO) test -count=1 -tags e2e -timeout 90m -run '^$$' \
+		-bench BenchmarkNodePodStarts -benchtime $${BENCH_ROUNDS:-10}x ./deploy/e2e/ || failed="$$failed churn"; set +x; fi; \
+	if [ -n "$$failed" ]; then echo "bench-node: goals missed in:$$failed (see above and deploy/e2e/artifacts/bench-*.txt)" >&2; exit 1; fi
 
 bench-overhead: build ## exec overhead of the process collector (ratio with/without)
 	./collector/bench-overhead.sh
