@@ -156,6 +156,17 @@ const daemonGCPercent = 50
 // to another thread; a burst of starts is what the ring buffers absorb.
 const daemonMaxProcs = 1
 
+// runtimeDefaults sets the daemon's GOGC (daemonGCPercent) and GOMAXPROCS
+// (daemonMaxProcs), each unless the environment (lookup) sets it.
+func runtimeDefaults(lookup func(string) (string, bool)) {
+	if _, ok := lookup("GOGC"); !ok {
+		debug.SetGCPercent(daemonGCPercent)
+	}
+	if _, ok := lookup("GOMAXPROCS"); !ok {
+		runtime.GOMAXPROCS(daemonMaxProcs)
+	}
+}
+
 // defaultMemProfileRate is runtime.MemProfileRate's default.
 const defaultMemProfileRate = 512 * 1024
 
@@ -179,12 +190,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	if _, ok := os.LookupEnv("GOGC"); !ok {
-		debug.SetGCPercent(daemonGCPercent)
-	}
-	if _, ok := os.LookupEnv("GOMAXPROCS"); !ok {
-		runtime.GOMAXPROCS(daemonMaxProcs)
-	}
+	runtimeDefaults(os.LookupEnv)
 	profileMemory(cfg.pprof)
 	logger, err := cfg.log.logger(stderr)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -219,5 +220,29 @@ func TestProfileMemory(t *testing.T) {
 		if runtime.MemProfileRate != tc.want {
 			t.Errorf("%s: MemProfileRate %d, want %d", tc.name, runtime.MemProfileRate, tc.want)
 		}
+	}
+}
+
+// TestRuntimeDefaults: GOGC 50 and GOMAXPROCS 1 unless the environment sets
+// them (the README's "What it costs").
+func TestRuntimeDefaults(t *testing.T) {
+	procs, gc := runtime.GOMAXPROCS(0), debug.SetGCPercent(100)
+	t.Cleanup(func() { runtime.GOMAXPROCS(procs); debug.SetGCPercent(gc) })
+
+	runtimeDefaults(func(string) (string, bool) { return "", false })
+	if got := debug.SetGCPercent(100); got != 50 {
+		t.Errorf("GOGC %d, want 50", got)
+	}
+	if got := runtime.GOMAXPROCS(0); got != 1 {
+		t.Errorf("GOMAXPROCS %d, want 1", got)
+	}
+
+	runtime.GOMAXPROCS(2)
+	runtimeDefaults(func(k string) (string, bool) { return "7", true }) // both set: the runtime read them
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("GOGC %d with GOGC set, want it left as it was (100)", got)
+	}
+	if got := runtime.GOMAXPROCS(0); got != 2 {
+		t.Errorf("GOMAXPROCS %d with GOMAXPROCS set, want it left as it was (2)", got)
 	}
 }
