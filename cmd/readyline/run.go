@@ -381,7 +381,7 @@ func (d *daemon) emitter(ctx context.Context) func(event.Event) {
 // returns; the exporters must still be running then.
 func (d *daemon) correlate(ctx context.Context) {
 	c := correlator.New(d.cfg.correlator)
-	tick := time.NewTicker(time.Second)
+	tick := time.NewTicker(loopTick)
 	defer tick.Stop()
 	var last correlator.Stats
 	countCorrelatorDrops(d.metrics, last, last, true) // the series exist from the start
@@ -459,6 +459,10 @@ func (d *daemon) correlate(ctx context.Context) {
 		}
 	}
 }
+
+// loopTick is the correlator loop's tick: timeouts on a quiet node, the
+// Event reads' schedule, the ring losses' poll and the health's beat.
+const loopTick = time.Second
 
 // countCorrelatorDrops counts what the correlator dropped between two of
 // its Stats; unchanged counts are not added (the loop runs it after every

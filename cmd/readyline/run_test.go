@@ -246,3 +246,11 @@ func TestRuntimeDefaults(t *testing.T) {
 		t.Errorf("GOMAXPROCS %d with GOMAXPROCS set, want it left as it was (2)", got)
 	}
 }
+
+// TestLoopTickIsTheREADMEs: the README says the loop beats at its
+// one-second tick.
+func TestLoopTickIsTheREADMEs(t *testing.T) {
+	if loopTick != time.Second {
+		t.Errorf("the correlator loop ticks every %v, the README says every second", loopTick)
+	}
+}
