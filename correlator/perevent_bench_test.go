@@ -145,6 +145,15 @@ func (node *busyNode) next() time.Time {
 	return node.now
 }
 
+// execExit hands the correlator a process's exec and then its exit, each
+// stamped with the node's next event time.
+func (node *busyNode) execExit(exec *event.ProcessExec, exit *event.ProcessExit) {
+	exec.Time = node.next()
+	node.c.Handle(exec)
+	exit.Time = node.next()
+	node.c.Handle(exit)
+}
+
 // assertBudget fails b when its cost per op exceeds the budget.
 func assertBudget(b *testing.B, ns float64, allocs uint64, maxNs float64, maxAllocs uint64) {
 	b.Helper()
@@ -233,10 +242,7 @@ func BenchmarkProcessEvent(b *testing.B) {
 			pid := uint32(200000 + i%100000)
 			exec.Process.PID, exec.PPID, exec.ContainerID, exec.PodUID = pid, pp.appPID+1, pp.cid, pp.sc.uid
 			exit.Process = exec.Process
-			exec.Time = node.next()
-			node.c.Handle(exec)
-			exit.Time = node.next()
-			node.c.Handle(exit)
+			node.execExit(exec, exit)
 		})
 		if st := node.c.Stats(); st.Tracked != 0 || st.Orphaned != 0 || st.Held != 0 {
 			b.Errorf("stats %+v: the events went elsewhere than the pods' lives", st)
@@ -277,10 +283,7 @@ func BenchmarkProcessEvent(b *testing.B) {
 			}
 			exec.Process.PID = uint32(200000 + i%256)
 			exit.Process.PID = exec.Process.PID
-			exec.Time = node.next()
-			node.c.Handle(exec)
-			exit.Time = node.next()
-			node.c.Handle(exit)
+			node.execExit(exec, exit)
 		})
 		if p := node.c.pods[pp.sc.uid]; p == nil || p.nprocs < 2 {
 			b.Errorf("the start in progress kept no process")
@@ -331,10 +334,7 @@ func BenchmarkProbeRun(b *testing.B) {
 		call.Time = node.next()
 		exec.Process.PID, exec.PPID, exec.ContainerID, exec.PodUID = uint32(300000+i%100000), 299999, pp.cid, pp.sc.uid
 		exit.Process = exec.Process
-		exec.Time = node.next()
-		node.c.Handle(exec)
-		exit.Time = node.next()
-		node.c.Handle(exit)
+		node.execExit(exec, exit)
 		call.End = node.next()
 		node.c.Handle(call)
 	})
