@@ -132,6 +132,8 @@ struct {
 	__type(value, u64);
 } go_counters SEC(".maps");
 
+#include "ringbuf.h"
+
 // All zeroes, to clear buffers too big for an inline memset.
 const volatile struct go_call_args zero_args = {};
 
@@ -295,7 +297,7 @@ static __always_inline int on_return(struct pt_regs *ctx, u32 func)
 		e->ret_len = read_go_string(e->ret, go_reg(&g, spec->ret_str), go_reg(&g, spec->ret_str + 1));
 	if (spec->ret_err < GO_REGS)
 		e->err = go_reg(&g, spec->ret_err) != 0; // a nil interface has a nil type word
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, submit_flags(&go_events));
 	return 0;
 }
 

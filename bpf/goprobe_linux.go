@@ -14,8 +14,10 @@ import (
 )
 
 // GoCallPollInterval is how often a reader of the Go-call tracer's Events
-// ring buffer looks even when not woken (the program wakes it on every
-// record): the longest a quiet ring goes without saying it is drained.
+// ring buffer must look for records when not woken: the program wakes it
+// only when a quarter of the ring buffer waits (a probed kubelet makes a
+// CRI call for every probe run, and a wakeup per call cost the reader more
+// than reading the records).
 const GoCallPollInterval = 100 * time.Millisecond
 
 // Constants of goprobe.bpf.c's wire format and cookies.
@@ -81,6 +83,10 @@ func LoadGoProbeProgram(opts GoProbeOptions) (*GoProbeProgram, error) {
 	}
 	if opts.MaxCallsInFlight != 0 {
 		spec.Maps[GoprobeMapCalls].MaxEntries = opts.MaxCallsInFlight
+	}
+	wakeup := uint64(spec.Maps[GoprobeMapGoEvents].MaxEntries / wakeupFraction)
+	if err := spec.Variables[GoprobeVarWakeupBytes].Set(wakeup); err != nil {
+		return nil, fmt.Errorf("setting wakeup_bytes: %w", err)
 	}
 	p := &GoProbeProgram{}
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {

@@ -97,6 +97,7 @@ const (
 	GoprobeVarUnusedFuncSpec        = "unused_func_spec"
 	GoprobeVarUnusedGoCallEvent     = "unused_go_call_event"
 	GoprobeVarUnusedGoCallEventType = "unused_go_call_event_type"
+	GoprobeVarWakeupBytes           = "wakeup_bytes"
 	GoprobeVarZeroArgs              = "zero_args"
 )
 
@@ -165,6 +166,7 @@ type GoprobeVariableSpecs struct {
 	UnusedFuncSpec        *ebpf.VariableSpec `ebpf:"unused_func_spec"`
 	UnusedGoCallEvent     *ebpf.VariableSpec `ebpf:"unused_go_call_event"`
 	UnusedGoCallEventType *ebpf.VariableSpec `ebpf:"unused_go_call_event_type"`
+	WakeupBytes           *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 	ZeroArgs              *ebpf.VariableSpec `ebpf:"zero_args"`
 }
 
@@ -213,6 +215,7 @@ type GoprobeVariables struct {
 	UnusedFuncSpec        *ebpf.Variable `ebpf:"unused_func_spec"`
 	UnusedGoCallEvent     *ebpf.Variable `ebpf:"unused_go_call_event"`
 	UnusedGoCallEventType *ebpf.Variable `ebpf:"unused_go_call_event_type"`
+	WakeupBytes           *ebpf.Variable `ebpf:"wakeup_bytes"`
 	ZeroArgs              *ebpf.Variable `ebpf:"zero_args"`
 }
 

@@ -230,7 +230,7 @@ static __always_inline void name_cgroup(struct task_struct *task)
 		return;
 	struct cgroup_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
-		count_drop();
+		count_drop(&drops);
 		return; // not marked as named: the next event tries again
 	}
 	fill_header(&e->hdr, task, EVENT_CGROUP_NAME);
@@ -244,7 +244,7 @@ static __always_inline void name_cgroup(struct task_struct *task)
 		}
 	}
 	bpf_map_update_elem(&named_cgroups, &id, &one, BPF_ANY);
-	bpf_ringbuf_submit(e, submit_flags());
+	bpf_ringbuf_submit(e, submit_flags(&events));
 }
 
 static __always_inline void read_argv(struct exec_event *e, struct task_struct *task)
@@ -360,7 +360,7 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	name_cgroup(p);
 	struct exec_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
-		count_drop();
+		count_drop(&drops);
 		return 0;
 	}
 	fill_header(&e->hdr, p, EVENT_EXEC);
@@ -376,7 +376,7 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 		__builtin_memset(e->cni_command, 0, sizeof(e->cni_command));
 		read_cni_env(e, p);
 	}
-	bpf_ringbuf_submit(e, submit_flags());
+	bpf_ringbuf_submit(e, submit_flags(&events));
 	return 0;
 }
 
@@ -399,13 +399,13 @@ int handle_exit(u64 *ctx)
 
 	struct exit_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
-		count_drop();
+		count_drop(&drops);
 		return 0;
 	}
 	fill_header(&e->hdr, p, EVENT_EXIT);
 	e->exit_code = BPF_CORE_READ(p, exit_code);
 	e->_pad = 0;
-	bpf_ringbuf_submit(e, submit_flags());
+	bpf_ringbuf_submit(e, submit_flags(&events));
 	return 0;
 }
 
@@ -420,11 +420,11 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	name_cgroup(child);
 	struct fork_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
-		count_drop();
+		count_drop(&drops);
 		return 0;
 	}
 	// current is the parent here; its cgroup is the child's until it moves.
 	fill_header(&e->hdr, child, EVENT_FORK);
-	bpf_ringbuf_submit(e, submit_flags());
+	bpf_ringbuf_submit(e, submit_flags(&events));
 	return 0;
 }

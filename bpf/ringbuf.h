@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 //
-// ringbuf.h: the ring-buffer conventions readyline's batched programs share.
-// Include it after declaring the program's ring buffer `events` and its
-// per-CPU counter array `drops` (index 0: records lost).
+// ringbuf.h: the ring-buffer conventions readyline's programs share.
 
 #ifndef READYLINE_RINGBUF_H
 #define READYLINE_RINGBUF_H
@@ -13,18 +11,19 @@
 // node.
 volatile const u64 wakeup_bytes = 1 << 18;
 
-static __always_inline u64 submit_flags(void)
+static __always_inline u64 submit_flags(void *ring)
 {
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+	if (bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
 		return BPF_RB_FORCE_WAKEUP;
 	return BPF_RB_NO_WAKEUP;
 }
 
-// count_drop counts a record the full ring buffer could not take.
-static __always_inline void count_drop(void)
+// count_drop counts a record the full ring buffer could not take, at index 0
+// of the program's per-CPU counter array.
+static __always_inline void count_drop(void *counters)
 {
 	u32 zero = 0;
-	u64 *v = bpf_map_lookup_elem(&drops, &zero);
+	u64 *v = bpf_map_lookup_elem(counters, &zero);
 	if (v)
 		__sync_fetch_and_add(v, 1);
 }

@@ -129,7 +129,7 @@ static __always_inline void report(const struct sock *sk, const struct conn *c, 
 {
 	struct state_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
-		count_drop();
+		count_drop(&drops);
 		return;
 	}
 	u64 cur = bpf_get_current_pid_tgid();
@@ -164,7 +164,7 @@ static __always_inline void report(const struct sock *sk, const struct conn *c, 
 		*(u32 *)e->saddr = skc->skc_rcv_saddr;
 		*(u32 *)e->daddr = skc->skc_daddr;
 	}
-	bpf_ringbuf_submit(e, submit_flags());
+	bpf_ringbuf_submit(e, submit_flags(&events));
 }
 
 // handle_set_state runs for every TCP state change on the node, so its path
