@@ -2,6 +2,8 @@ package main
 
 import (
 	"os"
+	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"testing"
@@ -136,5 +138,37 @@ func binaryRSS(t *testing.T) uint64 {
 func TestBinaryTrimSchedule(t *testing.T) {
 	if binaryTrimAfter != 30*time.Second || binaryTrimEvery != time.Minute {
 		t.Errorf("binary pages given back %v after the start and every %v, the README says 30 s and a minute", binaryTrimAfter, binaryTrimEvery)
+	}
+}
+
+// TestReleaseFreeHeap: a heap that grew and shrank is handed back at the
+// next trim, and one with little free is left alone (no collection).
+func TestReleaseFreeHeap(t *testing.T) {
+	free := func() uint64 {
+		s := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	const burst = 64 << 20
+	func() {
+		held := make([][]byte, 0, 64)
+		for range 64 {
+			held = append(held, make([]byte, burst/64))
+		}
+		runtime.KeepAlive(held)
+	}()
+	runtime.GC() // the burst is garbage now: free, still mapped
+	before := free()
+	if before < burst/2 {
+		t.Fatalf("after a %d MiB burst was collected only %d MiB of the heap is free: the test measures nothing", burst>>20, before>>20)
+	}
+	if got := releaseFreeHeap(before * 2); got != 0 {
+		t.Errorf("releaseFreeHeap with %d MiB free and %d MiB to keep gave back %d bytes, want none", before>>20, 2*before>>20, got)
+	}
+	if got := releaseFreeHeap(heapKeepFree); got < burst/2 {
+		t.Errorf("releaseFreeHeap gave back %d MiB after a %d MiB burst, want at least half", got>>20, burst>>20)
+	}
+	if after := free(); after > heapKeepFree {
+		t.Errorf("%d MiB of the heap still free and mapped after releaseFreeHeap, want at most %d MiB", after>>20, heapKeepFree>>20)
 	}
 }
