@@ -588,9 +588,16 @@ func (c *Correlator) knows(uid string) bool {
 }
 
 // goneTTL is how long a pod forgotten after its deletion is remembered as
-// gone; at most maxGone such pods are (the oldest forgotten first).
+// gone (its ids in the owner index with it); at most maxGone such pods are
+// (the oldest forgotten first). An hour: the kubelet's garbage collector
+// stops and removes a deleted pod's sandbox and containers by id, one call
+// after another, once a minute at most; on a busy node a pass takes
+// minutes (bench-node's churn, 100 pods deleted at once, StopPodSandbox
+// and RemovePodSandbox each 2-3 s: a round's last sandboxes went over 10
+// minutes after their pods, and with ten minutes here, 980 such calls were
+// counted as events of unknown pods).
 const (
-	goneTTL = 10 * time.Minute
+	goneTTL = time.Hour
 	maxGone = 4096
 )
 

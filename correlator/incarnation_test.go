@@ -154,6 +154,19 @@ func TestDeletedPodsLateEventsAreNotDrops(t *testing.T) {
 		t.Errorf("the runtime's word on a container 35 s after its pod was forgotten: orphaned %d, after start +%d; want 0 and +1",
 			st.Orphaned, st.AfterStart-before)
 	}
+	// The kubelet's garbage collector, far behind on a busy node, stops
+	// and removes the sandbox by id a quarter of an hour later.
+	before = c.Stats().AfterStart
+	gc := last.Add(15 * time.Minute)
+	for i, method := range []string{"StopPodSandbox", "RemovePodSandbox"} {
+		at := gc.Add(time.Duration(i) * 3 * time.Second)
+		c.Handle(&event.CRICall{Time: at, End: at.Add(2 * time.Second), Method: event.CRIMethod("runtime.v1.RuntimeService/" + method), PodSandboxID: sandboxID})
+	}
+	feed(c, []event.Event{&event.Tick{Time: gc.Add(time.Minute)}}, 5*time.Second)
+	if st := c.Stats(); st.Orphaned != 0 || st.AfterStart != before+2 {
+		t.Errorf("the kubelet's garbage collector tearing down the sandbox 15 minutes after the deletion: orphaned %d, after start +%d; want 0 and +2",
+			st.Orphaned, st.AfterStart-before)
+	}
 	feed(c, []event.Event{&event.Tick{Time: last.Add(goneTTL + time.Minute)}}, 5*time.Second)
 	if c.knows(sc.uid) {
 		t.Error("the deleted pod is still known goneTTL after it was forgotten")
