@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -124,7 +125,11 @@ type CRISource struct {
 	conn    atomic.Pointer[criConn] // nil while no runtime answers
 	cache   *criCache
 	observe chan string
-	dirty   chan struct{}
+	// queued: the ids in observe, each queued once (a container's
+	// processes all name it before the runtime's word on it is in).
+	queuedMu sync.Mutex
+	queued   map[string]struct{}
+	dirty    chan struct{}
 
 	emitted, events, eventsDropped, resyncs, slowLists, lookups, observeDropped atomic.Uint64
 	streaming, needResync                                                       atomic.Bool
@@ -183,6 +188,7 @@ func NewCRISource(cfg CRIConfig, logger *slog.Logger) (*CRISource, error) {
 		now:     time.Now,
 		cache:   newCRICache(cfg.CacheSize, cfg.RemovedTTL),
 		observe: make(chan string, 256),
+		queued:  make(map[string]struct{}),
 		dirty:   make(chan struct{}, 1),
 	}, nil
 }
@@ -276,14 +282,21 @@ func (s *CRISource) Lookup(ctx context.Context, id string) (*event.ContainerInfo
 
 // Observe tells the source that id was seen elsewhere (a cgroup): when the
 // cache does not know it, Run asks the runtime and emits what it learns.
-// Observe never blocks; when its queue is full the id is dropped (the next
-// list finds it anyway).
+// Observe never blocks; an id already queued is not queued again, and
+// when the queue is full the id is dropped (the next list finds it
+// anyway).
 func (s *CRISource) Observe(id string) {
 	if id == "" || s.cache.known(id) {
 		return
 	}
+	s.queuedMu.Lock()
+	defer s.queuedMu.Unlock()
+	if _, ok := s.queued[id]; ok {
+		return
+	}
 	select {
 	case s.observe <- id:
+		s.queued[id] = struct{}{}
 	default:
 		s.observeDropped.Add(1)
 	}
@@ -605,6 +618,9 @@ func (s *CRISource) applyEvent(ctx context.Context, c RuntimeClient, ev *runtime
 
 // observed looks up an id the cache does not know.
 func (s *CRISource) observed(ctx context.Context, c RuntimeClient, id string) {
+	s.queuedMu.Lock()
+	delete(s.queued, id)
+	s.queuedMu.Unlock()
 	now := s.now()
 	if s.cache.known(id) || s.cache.missedRecently(id, now) {
 		return

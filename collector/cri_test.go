@@ -372,6 +372,25 @@ func TestCRIObserveNeverBlocks(t *testing.T) {
 	}
 }
 
+// TestCRIObserveQueuesAnIDOnce: the processes of a hundred new containers,
+// each naming its container before the runtime's word on it is in, take a
+// place in the queue per container, not per process (bench-node's churn
+// filled the queue of 256 and dropped lookups).
+func TestCRIObserveQueuesAnIDOnce(t *testing.T) {
+	src, err := NewCRISource(CRIConfig{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		for c := range 100 {
+			src.Observe(fmt.Sprint("container-", c))
+		}
+	}
+	if n, dropped := len(src.observe), src.Stats().ObserveDropped; n != 100 || dropped != 0 {
+		t.Errorf("20 processes each of 100 containers: %d ids queued, %d dropped; want 100 and 0", n, dropped)
+	}
+}
+
 // TestCRIRuntimeDown: a runtime that is not there costs one Warn, however
 // many retries; when it comes, everything is reported; when it goes away
 // again and returns, the cache spares duplicate emissions.
