@@ -87,6 +87,13 @@ type Stats struct {
 	// AfterStart counts events for pods whose start is already complete:
 	// their life goes on, but readyline traces only the start. Not a loss.
 	AfterStart uint64
+	// UnknownTeardown counts the kubelet's calls that stop or remove a
+	// sandbox or container by an id no pod was ever known for, once they
+	// have waited OrphanTTL: the teardown of a pod deleted before readyline
+	// watched (its garbage collector's, minutes later on a busy node).
+	// Not a loss: readyline learns the ids of every container created
+	// while it watches, so no start it could trace is in them.
+	UnknownTeardown uint64
 	// Overflow counts events dropped by the MaxPods / MaxProcessesPerPod /
 	// MaxOrphanBytes bounds.
 	Overflow uint64
@@ -552,7 +559,13 @@ func (c *Correlator) expire() []*Timeline {
 				ttl = max(ttl, c.cfg.Timeout)
 			}
 			if from, ok := c.orphanTTLFrom(o); ok && c.clock.now.Sub(from) >= ttl {
-				c.stats.Orphaned += uint64(len(o.events))
+				for _, ev := range o.events {
+					if isTeardown(ev) {
+						c.stats.UnknownTeardown++
+					} else {
+						c.stats.Orphaned++
+					}
+				}
 				c.release(m, key)
 			}
 		}
@@ -571,6 +584,20 @@ func (c *Correlator) expire() []*Timeline {
 	}
 	c.index.forget(c.clock.now, c.cfg.Timeout, c.knows)
 	return out
+}
+
+// isTeardown: ev is the kubelet stopping or removing a sandbox or a
+// container.
+func isTeardown(ev event.Event) bool {
+	call, ok := ev.(*event.CRICall)
+	if !ok {
+		return false
+	}
+	switch call.Method {
+	case event.CRIStopPodSandbox, event.CRIRemovePodSandbox, event.CRIStopContainer, event.CRIRemoveContainer:
+		return true
+	}
+	return false
 }
 
 // knows reports whether uid (or the static pod it is the config hash of) is

@@ -1,6 +1,7 @@
 package correlator
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -170,6 +171,34 @@ func TestDeletedPodsLateEventsAreNotDrops(t *testing.T) {
 	feed(c, []event.Event{&event.Tick{Time: last.Add(goneTTL + time.Minute)}}, 5*time.Second)
 	if c.knows(sc.uid) {
 		t.Error("the deleted pod is still known goneTTL after it was forgotten")
+	}
+}
+
+// TestUnknownTeardownIsNotADrop: a daemon started on a busy node sees the
+// kubelet's garbage collector tear down pods deleted before it watched
+// (bench-node: 747 such calls in the churn that followed the steady run);
+// their ids were never known, and that is no loss. A process of a pod
+// that never shows up still is.
+func TestUnknownTeardownIsNotADrop(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	c := New(Config{OrphanTTL: 10 * time.Second})
+	var events []event.Event
+	for i, m := range []event.CRIMethod{event.CRIStopContainer, event.CRIRemoveContainer, event.CRIStopPodSandbox, event.CRIRemovePodSandbox} {
+		at := t0.Add(time.Duration(i) * time.Second)
+		call := &event.CRICall{Time: at, End: at.Add(500 * time.Millisecond), Method: m}
+		if strings.HasSuffix(string(m), "PodSandbox") {
+			call.PodSandboxID = sandboxID
+		} else {
+			call.ContainerID = idMain
+		}
+		events = append(events, call)
+	}
+	events = append(events, &event.ProcessExec{Time: t0.Add(5 * time.Second), Filename: "/bin/app",
+		Process: event.Process{PID: 4242, PodUID: "never-seen", ContainerID: idMain2, Scope: event.ScopePod}})
+	feed(c, events, time.Minute)
+	if st := c.Stats(); st.UnknownTeardown != 4 || st.Orphaned != 1 {
+		t.Errorf("four teardown calls of unknown ids and one process of an unknown pod: teardown %d, orphaned %d; want 4 and 1",
+			st.UnknownTeardown, st.Orphaned)
 	}
 }
 

@@ -448,7 +448,8 @@ func (d *daemon) correlate(ctx context.Context) {
 				}
 			}
 			st := c.Stats()
-			d.logger.Info("stopping", "pod_starts_in_progress", st.Tracked, "timelines", st.Timelines, "events", st.Events)
+			d.logger.Info("stopping", "pod_starts_in_progress", st.Tracked, "timelines", st.Timelines, "events", st.Events,
+				"after_start", st.AfterStart, "unknown_teardown", st.UnknownTeardown)
 			// ctx is done: the flushed timelines are exported under a
 			// context that is not, within the exporters' own shutdown budget.
 			fctx := context.WithoutCancel(ctx)
