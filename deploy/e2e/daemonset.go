@@ -236,9 +236,9 @@ func CPUBetween(a, b ContainerUsage) float64 {
 }
 
 // JaegerV2Version is the Jaeger v2 release of the Jaeger module node.sh
-// builds (v1.76.0 / v2.13.0 are one release), and the tag of the official
+// builds (v1.75.0 / v2.12.0 are one release), and the tag of the official
 // image deploy/kind runs.
-const JaegerV2Version = "2.13.0"
+const JaegerV2Version = "2.12.0"
 
 // ImportJaegerImage writes the Jaeger node.sh built (the same release as
 // the official jaegertracing/jaeger image, without the UI's assets) as an
@@ -250,7 +250,7 @@ func (e *Env) ImportJaegerImage(ctx context.Context, ref, dir string) error {
 	if err != nil {
 		return err
 	}
-	const moduleVersion = "v1.76.0"
+	const moduleVersion = "v1.75.0"
 	if !bytes.Contains(mod, []byte("github.com/jaegertracing/jaeger "+moduleVersion)) {
 		return fmt.Errorf("deploy/node builds another Jaeger than %s (v%s): update JaegerV2Version and deploy/kind", moduleVersion, JaegerV2Version)
 	}

@@ -38,7 +38,7 @@ READYLINE_CACHE=${READYLINE_CACHE:-/var/cache/readyline}
 KUBECONFIG_FILE=$KIND_STATE/kubeconfig
 READYLINE_ARCHIVE=$REPO_ROOT/bin/image/readyline.tar
 READYLINE_IMAGE=localhost/readyline:dev
-JAEGER_IMAGE=docker.io/jaegertracing/jaeger:2.13.0
+JAEGER_IMAGE=docker.io/jaegertracing/jaeger:2.12.0
 PROMETHEUS_IMAGE=quay.io/prometheus/prometheus:v3.16.0
 DEMO_NAMESPACE=readyline-demo
 # RUN_DIR and LOG_DIR: where lib/common.sh keeps PID files and logs.
