@@ -7,6 +7,16 @@ CLANG ?= clang-14
 # Privileged tests fail instead of skipping when this is set (CI runs as root).
 export READYLINE_REQUIRE_PRIVILEGED ?= $(if $(filter 0,$(shell id -u)),1,)
 
+# The build ledger of this make run (deploy/node/lib/build.sh): a file, new
+# for each run and shared by its sub-makes, scripts and tests, of the cached
+# binaries that a step of this run built or asked deploy/node to build.
+# `node.sh tool --built NAME` answers only for those, so a step that uses a
+# binary before the step that builds it fails on a warm machine as it would
+# on a fresh one (deploy/node/test-build-order.sh checks that it does).
+ifndef READYLINE_BUILD_LEDGER
+export READYLINE_BUILD_LEDGER := $(shell mktemp -u /tmp/readyline-build-ledger.XXXXXXXX)
+endif
+
 .DEFAULT_GOAL := help
 
 help: ## list targets
@@ -95,6 +105,7 @@ test-deps: ## install the Debian packages the tests need, when missing (root)
 E2E_TIMEOUT ?= 60m
 
 test: test-deps lint verify-generate ## unit + privileged (root), privileged on Linux 6.1, end-to-end on the local node, then on kind
+	./deploy/node/test-build-order.sh
 	./deploy/demo/demo.sh stop-readyline # a demo left running would export the tests' pods too
 	./deploy/node/node.sh jaeger-up
 	$(GO) test -count=1 ./...
@@ -127,6 +138,9 @@ COMPAT_TESTS = ^(TestKernelCRICallsMatchKubeletTracing|TestLifecycleDemo|TestPul
 # cannot spare); make test-kubelets builds and checks every one.
 test-compat: ## e2e subset on the local node with kubelet $(COMPAT_KUBELET) and containerd $(COMPAT_CONTAINERD), then the default node back
 	./deploy/node/node.sh jaeger-up
+	# Both kubelets the next tests read: the node's default (READYLINE_REQUIRE_NODE=1
+	# demands it) and the older one.
+	./deploy/node/node.sh tool kubelet >/dev/null
 	K8S_KUBELET_VERSION=$(COMPAT_KUBELET) ./deploy/node/node.sh tool kubelet >/dev/null
 	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -run 'TestIntegrationKubeletVersions|TestIntegrationCRIAPILayouts' ./collector/
 	export K8S_KUBELET_VERSION=$(COMPAT_KUBELET) CONTAINERD_VERSION=$(COMPAT_CONTAINERD) KUBELET_TRACING=1; \
@@ -144,6 +158,7 @@ test-compat-all: ## test-compat for each kubelet/containerd pair of COMPAT_MATRI
 	set -e; for p in $(COMPAT_MATRIX); do $(MAKE) test-compat COMPAT_KUBELET=$${p%/*} COMPAT_CONTAINERD=$${p#*/}; done
 
 test-kubelets: ## every kubelet deploy/node knows (1.34-1.37), built as a release is, its CRI client found and read
+	./deploy/node/node.sh tool kubelet >/dev/null
 	for v in $$(ls -d deploy/node/tools/kubelet-v1.* | sed 's|.*/kubelet-||'); do \
 		K8S_KUBELET_VERSION=$$(awk '$$1 == "k8s.io/kubernetes" {print $$2}' deploy/node/tools/kubelet-$$v/go.mod) ./deploy/node/node.sh tool kubelet >/dev/null || exit 1; done
 	READYLINE_REQUIRE_NODE=all $(GO) test -count=1 -run 'TestIntegrationKubeletVersions|TestIntegrationCRIAPILayouts' ./collector/

@@ -26,7 +26,11 @@ func jaegerBinary(t *testing.T) string {
 	// go test runs in this package's directory.
 	out, err := exec.Command("../deploy/node/node.sh", "tool", "--built", "jaeger").Output()
 	if err != nil {
-		msg := fmt.Sprintf("JAEGER OUTAGE TEST NOT RUN: node.sh tool --built jaeger: %v (deploy/node builds it: 'deploy/node/node.sh tool jaeger')", err)
+		var stderr []byte
+		if exit, ok := err.(*exec.ExitError); ok {
+			stderr = exit.Stderr
+		}
+		msg := fmt.Sprintf("JAEGER OUTAGE TEST NOT RUN: node.sh tool --built jaeger: %v: %s (deploy/node builds it: 'deploy/node/node.sh tool jaeger')", err, strings.TrimSpace(string(stderr)))
 		if os.Getenv("READYLINE_REQUIRE_JAEGER") == "1" || os.Getenv("READYLINE_REQUIRE_PRIVILEGED") == "1" {
 			t.Fatal(msg + " (failing, not skipping: READYLINE_REQUIRE_JAEGER or READYLINE_REQUIRE_PRIVILEGED is set)")
 		}

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -70,15 +71,17 @@ func requiredVersion(gomod, module string) (string, error) {
 
 // KubeletBinary returns the path of the kubelet of version (one of
 // KubeletVersions) that deploy/node has built (stripped with -s -w,
-// -trimpath, as a release is). When it is not built the test skips,
-// loudly, or fails as READYLINE_REQUIRE_NODE demands.
+// -trimpath, as a release is). When it is not built (or, under make, no
+// earlier step of the run built or asked for it: the build ledger of
+// deploy/node/lib/build.sh) the test skips, loudly, or fails as
+// READYLINE_REQUIRE_NODE demands.
 func KubeletBinary(tb testing.TB, version string) string {
 	tb.Helper()
 	cmd := exec.Command(filepath.Join(repoRoot(tb), "deploy", "node", "node.sh"), "tool", "--built", "kubelet")
 	cmd.Env = append(os.Environ(), "K8S_KUBELET_VERSION="+version)
 	out, err := cmd.Output()
 	if err != nil {
-		msg := fmt.Sprintf("KUBELET BINARY TEST NOT RUN: K8S_KUBELET_VERSION=%s node.sh tool --built kubelet: %v (deploy/node builds it: `K8S_KUBELET_VERSION=%[1]s deploy/node/node.sh tool kubelet`)", version, err)
+		msg := fmt.Sprintf("KUBELET BINARY TEST NOT RUN: K8S_KUBELET_VERSION=%s node.sh tool --built kubelet: %v: %s (deploy/node builds it: `K8S_KUBELET_VERSION=%[1]s deploy/node/node.sh tool kubelet`)", version, err, stderrOf(err))
 		require := os.Getenv(RequireNodeEnv)
 		if require == "all" || (require == "1" && version == KubeletVersions(tb)[0]) {
 			tb.Fatal(msg + "; " + RequireNodeEnv + "=1 demands it")
@@ -86,4 +89,14 @@ func KubeletBinary(tb testing.TB, version string) string {
 		tb.Skip(msg)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// stderrOf is the last line a failed command wrote to its standard error.
+func stderrOf(err error) string {
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(exit.Stderr)), "\n")
+	return lines[len(lines)-1]
 }

@@ -62,7 +62,9 @@ func CacheDir() string {
 // jaeger, crictl, ...) as `node.sh tool --built NAME` reports it: node.sh is
 // the one place that knows where its cache keeps what, so no test holds a
 // path computed before the build that makes it. It fails when the binary is
-// not built yet. Tool is safe for concurrent use.
+// not built yet, and under make when no earlier step of the run built or asked
+// for it (the build ledger, deploy/node/lib/build.sh): a test never builds
+// what it reads. Tool is safe for concurrent use.
 func Tool(name string) (string, error) {
 	if p, ok := tools.Load(name); ok {
 		return p.(string), nil

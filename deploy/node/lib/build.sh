@@ -34,6 +34,27 @@ install_debian_packages() {
 
 file_is_static() { ! LC_ALL=C readelf -l "$1" 2>/dev/null | grep -q 'INTERP'; }
 
+# The build ledger. READYLINE_BUILD_LEDGER names a file (make sets a new one
+# for each of its runs, see the Makefile) listing every cached binary that a
+# step of this run has built or asked to be built. `tool --built NAME`
+# answers only for binaries in it: the cache of an earlier run does not
+# count, so a step that reads a binary before the step that builds it fails
+# on a warm machine as it does on a fresh one. Unset (node.sh run by hand),
+# the cache answers alone.
+
+# ledger_record PATH... notes that PATH has been built or asked for in this run.
+ledger_record() {
+	[[ -n ${READYLINE_BUILD_LEDGER:-} ]] || return 0
+	printf '%s\n' "$@" >>"$READYLINE_BUILD_LEDGER"
+}
+
+# ledger_has PATH succeeds when PATH may be used in this run: it is in the
+# ledger, or there is no ledger.
+ledger_has() {
+	[[ -n ${READYLINE_BUILD_LEDGER:-} ]] || return 0
+	grep -qxF -- "$1" "$READYLINE_BUILD_LEDGER" 2>/dev/null
+}
+
 ensure_go() {
 	command -v go >/dev/null || die "go is not on PATH (Go $(awk '/^go /{print $2}' "$K8S_TOOLS/go.mod") or newer is needed)"
 }
@@ -48,9 +69,15 @@ tools_version() {
 go_install_cached() {
 	local dir=$1 version=$2 ldflags=$3
 	shift 3
-	local pkg missing=()
-	for pkg in "$@"; do [[ -x $dir/bin/${pkg##*/} ]] || missing+=("$pkg"); done
-	((${#missing[@]} == 0)) && return 0
+	local pkg missing=() paths=()
+	for pkg in "$@"; do
+		paths+=("$dir/bin/${pkg##*/}")
+		[[ -x $dir/bin/${pkg##*/} ]] || missing+=("$pkg")
+	done
+	if ((${#missing[@]} == 0)); then
+		ledger_record "${paths[@]}"
+		return 0
+	fi
 	ensure_go
 	local tmp=$dir/.build.$$ t0=$SECONDS
 	rm -rf "$tmp" && mkdir -p "$tmp" "$dir/bin"
@@ -63,6 +90,7 @@ go_install_cached() {
 	done
 	mv -f "$tmp"/* "$dir/bin/" && rmdir "$tmp"
 	log "built ${missing[*]} in $((SECONDS - t0))s"
+	ledger_record "${paths[@]}"
 }
 
 # The version stamps mirror the projects' release Makefiles, so that the node
@@ -113,13 +141,17 @@ k8s_ldflags() {
 build_tools_module() {
 	local module=$1 dir=$2 ldflags=$3
 	shift 3
-	local spec missing=() names=()
+	local spec missing=() names=() paths=()
 	for spec in "$@"; do
+		paths+=("$dir/bin/${spec%%=*}")
 		[[ -x $dir/bin/${spec%%=*} ]] && continue
 		missing+=("${spec#*=}")
 		names+=("${spec%%=*}")
 	done
-	((${#missing[@]} == 0)) && return 0
+	if ((${#missing[@]} == 0)); then
+		ledger_record "${paths[@]}"
+		return 0
+	fi
 	ensure_go
 	local tmp=$dir/.build.$$ t0=$SECONDS
 	rm -rf "$tmp" && mkdir -p "$tmp" "$dir/bin"
@@ -131,6 +163,7 @@ build_tools_module() {
 	}
 	mv -f "$tmp"/* "$dir/bin/" && rmdir "$tmp"
 	log "built ${names[*]} in $((SECONDS - t0))s"
+	ledger_record "${paths[@]}"
 }
 
 build_kubernetes() {
@@ -179,7 +212,10 @@ build_prometheus() {
 # /readyz, which Debian's etcd 3.4 lacks. The server module's main package
 # would be named "server" by go build.
 build_etcd() {
-	[[ -x $ETCD_CACHE_DIR/bin/etcd ]] && return 0
+	if [[ -x $ETCD_CACHE_DIR/bin/etcd ]]; then
+		ledger_record "$ETCD_CACHE_DIR/bin/etcd"
+		return 0
+	fi
 	ensure_go
 	local tmp=$ETCD_CACHE_DIR/.build.$$ t0=$SECONDS
 	rm -rf "$tmp" && mkdir -p "$tmp" "$ETCD_CACHE_DIR/bin"
@@ -190,6 +226,7 @@ build_etcd() {
 	}
 	mv -f "$tmp/etcd" "$ETCD_CACHE_DIR/bin/" && rmdir "$tmp"
 	log "built etcd in $((SECONDS - t0))s"
+	ledger_record "$ETCD_CACHE_DIR/bin/etcd"
 }
 
 # The CNCF distribution registry, the node's own image registry
@@ -242,17 +279,26 @@ tool_path() {
 }
 
 # tool [--built] NAME prints the path of the cached binary NAME, building it
-# first when it is missing (--built: fail instead). This is the one way for a
-# script or test outside node.sh to find a binary node.sh builds, so that no
-# caller ever holds a path computed before the build that makes it.
+# first when it is missing (--built: fail instead, and under a build ledger
+# also when no earlier step of this run built or asked for it). This is the
+# one way for a script or test outside node.sh to find a binary node.sh
+# builds, so that no caller ever holds a path computed before the build that
+# makes it.
 tool() {
 	local build=1
 	[[ ${1:-} == --built ]] && build=0 && shift
 	local name=${1:-} builder path
 	builder=$(tool_builder "$name") || die "node.sh builds no tool named '${name}' (known: containerd containerd-shim-runc-v2 ctr crictl coredns kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl kubeadm etcd kind registry jaeger promtool prometheus)"
 	path=$(tool_path "$name")
-	if [[ ! -x $path ]]; then
-		((build)) || die "$name is not built yet ($path): run 'node.sh tool $name' or 'node.sh build'"
+	if ((!build)); then
+		[[ -x $path ]] || die "$name is not built yet ($path): run 'node.sh tool $name' or 'node.sh build'"
+		ledger_has "$path" || die "$name is used before any step of this run built it: $path is cached, but on a fresh machine it would not be; ask 'node.sh tool $name' (it builds when missing) or run the step that builds it first (build ledger $READYLINE_BUILD_LEDGER)"
+		echo "$path"
+		return 0
+	fi
+	if [[ -x $path ]]; then
+		ledger_record "$path"
+	else
 		need_root
 		with_lock "$builder" >&2
 		[[ -x $path ]] || die "building $name did not produce $path"

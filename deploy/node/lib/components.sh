@@ -301,6 +301,8 @@ node_up() {
 	if node_is_healthy && node_runs_versions_asked; then
 		if pidns_mode_matches; then
 			log "node is already up"
+			# Its binaries are cached; this notes them in the build ledger.
+			build_node_binaries
 			if kubelet_config_changed; then
 				log "the kubelet's configuration changed (KUBELET_TRACING?): restarting the kubelet"
 				restart_kubelet
@@ -497,6 +499,7 @@ jaeger_is_healthy() { is_running jaeger && http_ok "$JAEGER_QUERY_URL/api/servic
 jaeger_up() {
 	if jaeger_is_healthy; then
 		log "jaeger is already up"
+		build_jaeger # cached: notes it in the build ledger
 	else
 		stop_process jaeger
 		build_jaeger
