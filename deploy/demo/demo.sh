@@ -67,13 +67,13 @@ start_readyline() {
 }
 
 # stop_readyline removes the demo's DaemonSet (and waits for its pod to
-# end) when the node's API server answers, and a host readyline of an
-# earlier demo.
+# end) when the node's API server runs and answers, and a host readyline of
+# an earlier demo. Without a node there is nothing to remove, and nothing is
+# built for it.
 stop_readyline() {
 	stop_process readyline 15
-	local k
-	k=$("$NODE_SH" tool --built kubectl 2>/dev/null) || return 0
-	KUBECTL=$k
+	is_running kube-apiserver || return 0
+	KUBECTL=$("$NODE_SH" tool kubectl)
 	kubectl get --raw /readyz >/dev/null 2>&1 || return 0
 	kubectl delete -k "$REPO_ROOT/deploy/demo" --ignore-not-found --wait=true --timeout=120s >/dev/null
 }
@@ -91,7 +91,7 @@ demo_up() {
 	make -C "$REPO_ROOT" --no-print-directory build >/dev/null
 	"$NODE_SH" up
 	"$NODE_SH" jaeger-up
-	KUBECTL=$("$NODE_SH" tool --built kubectl)
+	KUBECTL=$("$NODE_SH" tool kubectl)
 	start_readyline
 
 	if kubectl get namespace "$NAMESPACE" >/dev/null 2>&1; then
