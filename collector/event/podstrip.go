@@ -1,6 +1,7 @@
 package event
 
 import (
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -38,20 +39,55 @@ const (
 	// which the container itself writes: the kubelet keeps at most 4 KiB
 	// of it, another writer of the pod's status could put more.
 	MaxTerminationMessageBytes = 4096
+	// MaxMessageBytes bounds every other message of the status (the pod's,
+	// a condition's, a waiting container's): the kubelet's are a line or
+	// two, a hook's error carries its output (the kubelet keeps 10 KiB).
+	MaxMessageBytes = 4096
 )
+
+// Bounds of how many of a kind a stripped pod keeps: the API server takes
+// a pod of 1.5 MiB, which holds 70 000 ports or thousands of containers,
+// and the pod's author is a tenant. What goes beyond is counted in the
+// pod's CutAnnotation. Each is far above what a pod that runs has.
+const (
+	// MaxContainers bounds the init containers, and apart the main ones,
+	// of the spec and of the status.
+	MaxContainers = 64
+	// MaxPorts bounds the ports kept of one container (a probe may name
+	// one).
+	MaxPorts = 64
+	// MaxEnv bounds the environment variables kept of one container (their
+	// names and Secret references, never their values), and apart its
+	// envFrom sources.
+	MaxEnv = 256
+	// MaxVolumes bounds the Secret and projected volumes kept.
+	MaxVolumes = 64
+	// MaxConditions bounds the status' conditions.
+	MaxConditions = 32
+)
+
+// CutAnnotation is set on a stripped pod that had more of a kind than it
+// keeps: "containers=N,ports=N,env=N,volumes=N,conditions=N", each the
+// number left out (only those not zero).
+const CutAnnotation = "readyline.dev/cut"
 
 // StripPod returns a copy of pod holding only what readyline reads of it,
 // and nil for nil. Kept: the name, namespace, UID, resourceVersion,
 // creation and deletion timestamps and the annotations the correlator
-// reads (a mirror pod's, a traceparent); of the
-// spec, the node name, hostNetwork, readinessGates, the image volumes and,
-// for each init and main container, its name, image, restartPolicy, ports
-// and the handlers and timing of its probes and postStart hook; of the
-// status, the phase, reason, message, start time, addresses, conditions and
-// each container's status without its resources and image. Everything else (managedFields, labels, env, command and args,
-// resources, volumes, ephemeral containers, kubectl's last-applied copy of
-// the whole object, future fields) is dropped, and the strings a tenant
-// sets that stay are bounded (Max*Bytes).
+// reads (a mirror pod's, a traceparent); of the spec, the node name,
+// hostNetwork, readinessGates, the image volumes, the Secret and projected
+// volumes (what they take from where, for package secrets), and for each
+// init and main container its name, image, command and args, restartPolicy,
+// ports, the names of its environment variables with their Secret
+// references (never a value) and its envFrom sources, and the handlers and
+// timing of its probes and postStart hook; of the status, the phase,
+// reason, message, start time, addresses, conditions and each container's
+// status without its resources and image. Everything else (managedFields,
+// labels, env values, resources, other volumes, ephemeral containers,
+// kubectl's last-applied copy of the whole object, future fields) is
+// dropped, the strings a tenant sets that stay are bounded (Max*Bytes) and
+// so are the lists (MaxContainers, ...: what is left out is counted in
+// CutAnnotation).
 //
 // The copy shares nothing with pod but unchanged strings: its holder may
 // change it, and pod may be an informer's cached object. StripPod of a
@@ -60,6 +96,7 @@ func StripPod(pod *corev1.Pod) *corev1.Pod {
 	if pod == nil {
 		return nil
 	}
+	var cuts cutCounts
 	out := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:              pod.Name,
@@ -74,10 +111,10 @@ func StripPod(pod *corev1.Pod) *corev1.Pod {
 			HostNetwork:    pod.Spec.HostNetwork,
 			RestartPolicy:  pod.Spec.RestartPolicy,
 			ReadinessGates: cloneSlice(pod.Spec.ReadinessGates),
-			InitContainers: stripContainers(pod.Spec.InitContainers),
-			Containers:     stripContainers(pod.Spec.Containers),
+			InitContainers: stripContainers(pod.Spec.InitContainers, &cuts),
+			Containers:     stripContainers(pod.Spec.Containers, &cuts),
 		},
-		Status: stripStatus(&pod.Status),
+		Status: stripStatus(&pod.Status, &cuts),
 	}
 	for _, k := range keptAnnotations {
 		if v, ok := pod.Annotations[k]; ok {
@@ -87,31 +124,113 @@ func StripPod(pod *corev1.Pod) *corev1.Pod {
 			out.Annotations[k] = cut(v, MaxAnnotationBytes)
 		}
 	}
-	for _, v := range pod.Spec.Volumes {
-		if v.Image != nil {
-			out.Spec.Volumes = append(out.Spec.Volumes, corev1.Volume{Name: v.Name,
-				VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: cut(v.Image.Reference, MaxImageBytes)}}})
+	for i := range pod.Spec.Volumes {
+		if v := stripVolume(&pod.Spec.Volumes[i]); v != nil {
+			if len(out.Spec.Volumes) == MaxVolumes {
+				cuts.volumes++
+				continue
+			}
+			out.Spec.Volumes = append(out.Spec.Volumes, *v)
 		}
+	}
+	if n := cutsOf(pod); n.any() {
+		// A stripped pod again: its own count, not one of nothing.
+		cuts = n
+	}
+	if cuts.any() {
+		if out.Annotations == nil {
+			out.Annotations = make(map[string]string, 1)
+		}
+		out.Annotations[CutAnnotation] = cuts.String()
 	}
 	return out
 }
 
-func stripContainers(list []corev1.Container) []corev1.Container {
+// cutCounts counts what StripPod left out, by kind.
+type cutCounts struct{ containers, ports, env, volumes, conditions int }
+
+func (c cutCounts) any() bool { return c != cutCounts{} }
+
+func (c cutCounts) String() string {
+	var b strings.Builder
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"containers", c.containers}, {"ports", c.ports}, {"env", c.env}, {"volumes", c.volumes}, {"conditions", c.conditions}} {
+		if f.n == 0 {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(f.name)
+		b.WriteByte('=')
+		b.WriteString(strconv.Itoa(f.n))
+	}
+	return b.String()
+}
+
+// cutsOf reads a stripped pod's CutAnnotation back (zero when it has none).
+func cutsOf(pod *corev1.Pod) cutCounts {
+	var c cutCounts
+	for f := range strings.SplitSeq(pod.Annotations[CutAnnotation], ",") {
+		name, v, _ := strings.Cut(f, "=")
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			continue
+		}
+		switch name {
+		case "containers":
+			c.containers = n
+		case "ports":
+			c.ports = n
+		case "env":
+			c.env = n
+		case "volumes":
+			c.volumes = n
+		case "conditions":
+			c.conditions = n
+		}
+	}
+	return c
+}
+
+// CutOf says what StripPod left out of pod, as CutAnnotation puts it, and
+// "" when nothing.
+func CutOf(pod *corev1.Pod) string {
+	if pod == nil {
+		return ""
+	}
+	return pod.Annotations[CutAnnotation]
+}
+
+func stripContainers(list []corev1.Container, cuts *cutCounts) []corev1.Container {
 	if list == nil {
 		return nil
+	}
+	if len(list) > MaxContainers {
+		cuts.containers += len(list) - MaxContainers
+		list = list[:MaxContainers]
 	}
 	out := make([]corev1.Container, len(list))
 	for i := range list {
 		c := &list[i]
 		s := &out[i]
 		s.Name, s.Image = c.Name, cut(c.Image, MaxImageBytes)
+		s.Command, s.Args = cutCommandLine(c.Command, c.Args)
 		if c.RestartPolicy != nil {
 			rp := *c.RestartPolicy
 			s.RestartPolicy = &rp
 		}
-		for _, p := range c.Ports {
-			s.Ports = append(s.Ports, corev1.ContainerPort{Name: p.Name, ContainerPort: p.ContainerPort})
+		ports := c.Ports
+		if len(ports) > MaxPorts {
+			cuts.ports += len(ports) - MaxPorts
+			ports = ports[:MaxPorts]
 		}
+		for _, p := range ports {
+			s.Ports = append(s.Ports, corev1.ContainerPort{Name: cut(p.Name, MaxNameBytes), ContainerPort: p.ContainerPort})
+		}
+		s.Env, s.EnvFrom = stripEnv(c.Env, c.EnvFrom, cuts)
 		s.StartupProbe, s.ReadinessProbe, s.LivenessProbe = stripProbe(c.StartupProbe), stripProbe(c.ReadinessProbe), stripProbe(c.LivenessProbe)
 		if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 			h := c.Lifecycle.PostStart
@@ -122,6 +241,122 @@ func stripContainers(list []corev1.Container) []corev1.Container {
 				Sleep:     h.Sleep.DeepCopy(),
 			}}
 		}
+	}
+	return out
+}
+
+// MaxNameBytes bounds a name kept beside a value: a port's, an environment
+// variable's, a Secret's or key's (the API allows 253 bytes for most).
+const MaxNameBytes = 256
+
+// stripEnv keeps what package secrets needs to tell which of a
+// container's environment variables hold a Secret's value: the variables
+// with a secretKeyRef (name and reference), and its envFrom sources with
+// their prefixes; when one of those is a Secret, whose keys the spec does
+// not name, the names of all its variables too (those the spec names are
+// not the Secret's). No value is kept.
+func stripEnv(env []corev1.EnvVar, from []corev1.EnvFromSource, cuts *cutCounts) ([]corev1.EnvVar, []corev1.EnvFromSource) {
+	fromSecret := false
+	for _, f := range from {
+		fromSecret = fromSecret || f.SecretRef != nil
+	}
+	var outEnv []corev1.EnvVar
+	for i := range env {
+		vf := env[i].ValueFrom
+		secret := vf != nil && vf.SecretKeyRef != nil
+		if !secret && !fromSecret {
+			continue
+		}
+		if len(outEnv) == MaxEnv {
+			cuts.env++
+			continue
+		}
+		v := corev1.EnvVar{Name: cut(env[i].Name, MaxNameBytes)}
+		if secret {
+			v.ValueFrom = &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: cut(vf.SecretKeyRef.Name, MaxNameBytes)},
+				Key:                  cut(vf.SecretKeyRef.Key, MaxNameBytes)}}
+		}
+		outEnv = append(outEnv, v)
+	}
+	var outFrom []corev1.EnvFromSource
+	if len(from) > MaxEnv {
+		cuts.env += len(from) - MaxEnv
+		from = from[:MaxEnv]
+	}
+	for _, f := range from {
+		s := corev1.EnvFromSource{Prefix: cut(f.Prefix, MaxNameBytes)}
+		switch {
+		case f.SecretRef != nil:
+			s.SecretRef = &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: cut(f.SecretRef.Name, MaxNameBytes)}}
+		case f.ConfigMapRef != nil:
+			s.ConfigMapRef = &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: cut(f.ConfigMapRef.Name, MaxNameBytes)}}
+		default:
+			continue
+		}
+		outFrom = append(outFrom, s)
+	}
+	return outEnv, outFrom
+}
+
+// stripVolume keeps a Secret volume (its Secret and the paths of its
+// items) and a projected volume (of each source, its kind and the paths it
+// writes), and nil for other kinds but image volumes (their reference).
+func stripVolume(v *corev1.Volume) *corev1.Volume {
+	switch {
+	case v.Image != nil:
+		return &corev1.Volume{Name: cut(v.Name, MaxNameBytes),
+			VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: cut(v.Image.Reference, MaxImageBytes)}}}
+	case v.Secret != nil:
+		return &corev1.Volume{Name: cut(v.Name, MaxNameBytes), VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: cut(v.Secret.SecretName, MaxNameBytes), Items: stripItems(v.Secret.Items)}}}
+	case v.Projected != nil:
+		out := &corev1.Volume{Name: cut(v.Name, MaxNameBytes), VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{}}}
+		sources := v.Projected.Sources
+		if len(sources) > MaxVolumes {
+			sources = sources[:MaxVolumes]
+		}
+		for _, src := range sources {
+			var s corev1.VolumeProjection
+			switch {
+			case src.Secret != nil:
+				s.Secret = &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: cut(src.Secret.Name, MaxNameBytes)},
+					Items: stripItems(src.Secret.Items)}
+			case src.ServiceAccountToken != nil:
+				s.ServiceAccountToken = &corev1.ServiceAccountTokenProjection{Path: cut(src.ServiceAccountToken.Path, MaxNameBytes)}
+			case src.ConfigMap != nil:
+				s.ConfigMap = &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: cut(src.ConfigMap.Name, MaxNameBytes)},
+					Items: stripItems(src.ConfigMap.Items)}
+			case src.DownwardAPI != nil:
+				s.DownwardAPI = &corev1.DownwardAPIProjection{}
+				for _, it := range src.DownwardAPI.Items[:min(len(src.DownwardAPI.Items), MaxEnv)] {
+					s.DownwardAPI.Items = append(s.DownwardAPI.Items, corev1.DownwardAPIVolumeFile{Path: cut(it.Path, MaxNameBytes)})
+				}
+			case src.ClusterTrustBundle != nil:
+				s.ClusterTrustBundle = &corev1.ClusterTrustBundleProjection{Path: cut(src.ClusterTrustBundle.Path, MaxNameBytes)}
+			case src.PodCertificate != nil:
+				s.PodCertificate = &corev1.PodCertificateProjection{CredentialBundlePath: cut(src.PodCertificate.CredentialBundlePath, MaxNameBytes),
+					KeyPath: cut(src.PodCertificate.KeyPath, MaxNameBytes), CertificateChainPath: cut(src.PodCertificate.CertificateChainPath, MaxNameBytes)}
+			default:
+				continue
+			}
+			out.Projected.Sources = append(out.Projected.Sources, s)
+		}
+		return out
+	}
+	return nil
+}
+
+// stripItems keeps the key and path of each item of a Secret or ConfigMap
+// volume (which files it writes), bounded by MaxEnv.
+func stripItems(items []corev1.KeyToPath) []corev1.KeyToPath {
+	if items == nil {
+		return nil
+	}
+	items = items[:min(len(items), MaxEnv)]
+	out := make([]corev1.KeyToPath, len(items))
+	for i, it := range items {
+		out[i] = corev1.KeyToPath{Key: cut(it.Key, MaxNameBytes), Path: cut(it.Path, MaxNameBytes)}
 	}
 	return out
 }
@@ -174,32 +409,41 @@ func stripGRPC(g *corev1.GRPCAction) *corev1.GRPCAction {
 	return &corev1.GRPCAction{Port: g.Port}
 }
 
-func stripStatus(st *corev1.PodStatus) corev1.PodStatus {
+func stripStatus(st *corev1.PodStatus, cuts *cutCounts) corev1.PodStatus {
 	out := corev1.PodStatus{
 		Phase:                 st.Phase,
-		Message:               st.Message,
-		Reason:                st.Reason,
+		Message:               cut(st.Message, MaxMessageBytes),
+		Reason:                cut(st.Reason, MaxNameBytes),
 		HostIP:                st.HostIP,
 		HostIPs:               cloneSlice(st.HostIPs),
 		PodIP:                 st.PodIP,
 		PodIPs:                cloneSlice(st.PodIPs),
 		StartTime:             st.StartTime.DeepCopy(),
-		InitContainerStatuses: stripContainerStatuses(st.InitContainerStatuses),
-		ContainerStatuses:     stripContainerStatuses(st.ContainerStatuses),
+		InitContainerStatuses: stripContainerStatuses(st.InitContainerStatuses, cuts),
+		ContainerStatuses:     stripContainerStatuses(st.ContainerStatuses, cuts),
 	}
 	if st.Conditions != nil {
-		out.Conditions = make([]corev1.PodCondition, len(st.Conditions))
-		for i, c := range st.Conditions {
-			out.Conditions[i] = corev1.PodCondition{Type: c.Type, Status: c.Status,
-				LastTransitionTime: c.LastTransitionTime, Reason: c.Reason, Message: c.Message}
+		conds := st.Conditions
+		if len(conds) > MaxConditions {
+			cuts.conditions += len(conds) - MaxConditions
+			conds = conds[:MaxConditions]
+		}
+		out.Conditions = make([]corev1.PodCondition, len(conds))
+		for i, c := range conds {
+			out.Conditions[i] = corev1.PodCondition{Type: corev1.PodConditionType(cut(string(c.Type), MaxNameBytes)), Status: c.Status,
+				LastTransitionTime: c.LastTransitionTime, Reason: cut(c.Reason, MaxNameBytes), Message: cut(c.Message, MaxMessageBytes)}
 		}
 	}
 	return out
 }
 
-func stripContainerStatuses(list []corev1.ContainerStatus) []corev1.ContainerStatus {
+func stripContainerStatuses(list []corev1.ContainerStatus, cuts *cutCounts) []corev1.ContainerStatus {
 	if list == nil {
 		return nil
+	}
+	if len(list) > MaxContainers {
+		cuts.containers += len(list) - MaxContainers
+		list = list[:MaxContainers]
 	}
 	out := make([]corev1.ContainerStatus, len(list))
 	for i := range list {
@@ -224,13 +468,13 @@ func stripContainerStatuses(list []corev1.ContainerStatus) []corev1.ContainerSta
 func stripState(s *corev1.ContainerState) corev1.ContainerState {
 	var out corev1.ContainerState
 	if w := s.Waiting; w != nil {
-		out.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
+		out.Waiting = &corev1.ContainerStateWaiting{Reason: cut(w.Reason, MaxNameBytes), Message: cut(w.Message, MaxMessageBytes)}
 	}
 	if r := s.Running; r != nil {
 		out.Running = &corev1.ContainerStateRunning{StartedAt: r.StartedAt}
 	}
 	if t := s.Terminated; t != nil {
-		out.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Reason: t.Reason,
+		out.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Reason: cut(t.Reason, MaxNameBytes),
 			Message: cut(t.Message, MaxTerminationMessageBytes), StartedAt: t.StartedAt, FinishedAt: t.FinishedAt, ContainerID: t.ContainerID}
 	}
 	return out
@@ -253,6 +497,24 @@ func cutCommand(cmd []string) []string {
 		n += len(arg) + 1
 	}
 	return out
+}
+
+// cutCommandLine bounds a container's command and args as cutCommand
+// bounds one command line: together, command first.
+func cutCommandLine(command, args []string) ([]string, []string) {
+	all := cutCommand(append(append([]string(nil), command...), args...))
+	if len(all) == 0 {
+		return cloneSlice(command), cloneSlice(args)
+	}
+	n := min(len(command), len(all))
+	c, a := all[:n:n], all[n:]
+	if command == nil {
+		c = nil
+	}
+	if len(a) == 0 && args == nil {
+		a = nil
+	}
+	return c, a
 }
 
 // cut returns s when it has at most n bytes, else a copy of its first n

@@ -2,6 +2,7 @@ package event
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"reflect"
 	"runtime"
@@ -79,14 +80,34 @@ func TestStripPodDeploymentPod(t *testing.T) {
 	if s.ManagedFields != nil || s.Labels != nil || s.OwnerReferences != nil || s.GenerateName != "" {
 		t.Errorf("metadata kept: %+v", s.ObjectMeta)
 	}
-	if s.Spec.Volumes != nil || s.Spec.Tolerations != nil || s.Spec.ServiceAccountName != "" || s.Spec.SecurityContext != nil {
+	if s.Spec.Tolerations != nil || s.Spec.ServiceAccountName != "" || s.Spec.SecurityContext != nil {
 		t.Errorf("spec kept: %+v", s.Spec)
 	}
+	// The projected service account volume: what it writes from where
+	// (package secrets reads the token, not the namespace or the CA).
+	if len(s.Spec.Volumes) != 1 || s.Spec.Volumes[0].Projected == nil || len(s.Spec.Volumes[0].Projected.Sources) != 3 ||
+		s.Spec.Volumes[0].Projected.Sources[0].ServiceAccountToken.Path != "token" ||
+		s.Spec.Volumes[0].Projected.Sources[2].DownwardAPI.Items[0].Path != "namespace" ||
+		s.Spec.Volumes[0].Projected.Sources[2].DownwardAPI.Items[0].FieldRef != nil {
+		t.Errorf("volumes kept: %+v", s.Spec.Volumes)
+	}
 	for _, c := range append(s.Spec.InitContainers, s.Spec.Containers...) {
-		if c.Env != nil || c.Command != nil || c.Args != nil || c.VolumeMounts != nil || c.Resources.Requests != nil ||
-			c.SecurityContext != nil || c.TerminationMessagePath != "" {
+		if c.VolumeMounts != nil || c.Resources.Requests != nil || c.SecurityContext != nil || c.TerminationMessagePath != "" {
 			t.Errorf("container %s kept %+v", c.Name, c)
 		}
+		for _, e := range c.Env {
+			if e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+				t.Errorf("container %s kept the variable %+v (only Secret references, never a value)", c.Name, e)
+			}
+		}
+	}
+	if migrate := s.Spec.InitContainers[0]; !reflect.DeepEqual(migrate.Command, pod.Spec.InitContainers[0].Command) ||
+		!reflect.DeepEqual(migrate.Args, pod.Spec.InitContainers[0].Args) {
+		t.Errorf("the init container's command line %q %q, want the spec's", migrate.Command, migrate.Args)
+	}
+	if env := nginx.Env; len(env) != 1 || env[0].Name != "API_TOKEN" || env[0].ValueFrom.SecretKeyRef.Name != "web-secrets" ||
+		env[0].ValueFrom.SecretKeyRef.Key != "api-token" {
+		t.Errorf("the Secret references of nginx: %+v", env)
 	}
 	if p := nginx.ReadinessProbe.HTTPGet; p.Path != "" || p.Scheme != "" || nginx.ReadinessProbe.TimeoutSeconds != 0 {
 		t.Errorf("probe kept %+v", nginx.ReadinessProbe)
@@ -275,3 +296,46 @@ func BenchmarkStripPod(b *testing.B) {
 	b.ReportMetric(full, "full-B/pod")
 	b.ReportMetric(stripped, "stripped-B/pod")
 }
+
+// TestStripPodBoundsLists: a pod's author (a tenant) can fill the 1.5 MiB
+// the API server takes with ports, containers, variables, volumes and
+// conditions; a stripped pod keeps a bounded number of each and counts the
+// rest in CutAnnotation, once (stripping it again counts nothing more).
+func TestStripPodBoundsLists(t *testing.T) {
+	pod := deploymentPod(t)
+	c := &pod.Spec.Containers[0]
+	for i := range 70000 {
+		c.Ports = append(c.Ports, corev1.ContainerPort{Name: "p", ContainerPort: int32(i%65535 + 1)})
+	}
+	c.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}}}}
+	for i := range 1000 {
+		c.Env = append(c.Env, corev1.EnvVar{Name: "V" + strconvItoa(i), Value: "v"})
+	}
+	for i := range 500 {
+		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "c" + strconvItoa(i), Image: "busybox"})
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "s" + strconvItoa(i),
+			VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s"}}})
+		pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.PodConditionType("x" + strconvItoa(i))})
+	}
+	s := StripPod(pod)
+	if n := jsonSize(t, s); n > 256<<10 {
+		t.Errorf("the stripped pod has %d bytes of JSON, want at most 256 KiB", n)
+	}
+	if len(s.Spec.Containers) != MaxContainers || len(s.Spec.Containers[0].Ports) != MaxPorts ||
+		len(s.Spec.Containers[0].Env) != MaxEnv || len(s.Spec.Volumes) != MaxVolumes || len(s.Status.Conditions) != MaxConditions {
+		t.Errorf("kept %d containers, %d ports, %d variables, %d volumes, %d conditions", len(s.Spec.Containers),
+			len(s.Spec.Containers[0].Ports), len(s.Spec.Containers[0].Env), len(s.Spec.Volumes), len(s.Status.Conditions))
+	}
+	want := "containers=437,ports=69938,env=749,volumes=437,conditions=473"
+	if got := CutOf(s); got != want {
+		t.Errorf("CutOf = %q, want %q", got, want)
+	}
+	if got := CutOf(StripPod(s)); got != want {
+		t.Errorf("stripped twice: CutOf = %q, want %q", got, want)
+	}
+	if CutOf(StripPod(deploymentPod(t))) != "" {
+		t.Errorf("a pod within the bounds is marked cut: %q", CutOf(StripPod(deploymentPod(t))))
+	}
+}
+
+func strconvItoa(i int) string { return fmt.Sprint(i) }
