@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"slices"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +34,9 @@ type PodEventsConfig struct {
 	Burst int
 	// Timeout bounds one read (default 5 s).
 	Timeout time.Duration
+	// Argv is what of a command line in a message leaves the node
+	// (readyline run's --argv): each message goes through its Message.
+	Argv redact.Policy
 }
 
 // PodEventReader reads the Events of one pod at a time from the API server
@@ -96,14 +98,15 @@ func (r *PodEventReader) Read(ctx context.Context, namespace, name, uid string) 
 		return []*event.PodEvents{{Time: now, PodUID: uid, Namespace: namespace, Name: name, Err: reason + ": " + err.Error()}},
 			fmt.Errorf("listing the events of pod %s/%s: %w", namespace, name, err)
 	}
-	return PodEventsOf(list, namespace, name, uid, now), nil
+	return PodEventsOf(list, namespace, name, uid, now, r.cfg.Argv), nil
 }
 
 // PodEventsOf groups the listed Events by the pod UID they are about
 // (uid when not empty: the one asked for; every one asked by name gets
 // its own, even with no Events), each converted (ConvertEvent) and the
-// latest event.MaxPodEvents kept.
-func PodEventsOf(list *corev1.EventList, namespace, name, uid string, now time.Time) []*event.PodEvents {
+// latest event.MaxPodEvents kept; argv is what of a command line in a
+// message leaves the node.
+func PodEventsOf(list *corev1.EventList, namespace, name, uid string, now time.Time, argv redact.Policy) []*event.PodEvents {
 	byUID := map[string]*event.PodEvents{}
 	var out []*event.PodEvents
 	if uid != "" {
@@ -122,7 +125,7 @@ func PodEventsOf(list *corev1.EventList, namespace, name, uid string, now time.T
 			byUID[u] = pe
 			out = append(out, pe)
 		}
-		pe.Events = append(pe.Events, ConvertEvent(ev))
+		pe.Events = append(pe.Events, ConvertEvent(ev, argv))
 	}
 	if list.Continue != "" {
 		for _, pe := range out {
@@ -141,8 +144,9 @@ func PodEventsOf(list *corev1.EventList, namespace, name, uid string, now time.T
 // ConvertEvent is one core/v1 Event as an event.PodEvent: its first and
 // last time from the deprecated timestamps or, for Events written through
 // events.k8s.io (eventTime, series), from those; the component and host
-// likewise; the message redacted and cut at event.MaxEventMessage bytes.
-func ConvertEvent(ev *corev1.Event) event.PodEvent {
+// likewise; the message as argv lets it leave the node (redact.Policy's
+// Message), then cut at event.MaxEventMessage bytes.
+func ConvertEvent(ev *corev1.Event, argv redact.Policy) event.PodEvent {
 	pe := event.PodEvent{
 		Type: ev.Type, Reason: ev.Reason, FieldPath: ev.InvolvedObject.FieldPath,
 		Component: ev.Source.Component, Host: ev.Source.Host, Count: ev.Count,
@@ -170,14 +174,6 @@ func ConvertEvent(ev *corev1.Event) event.PodEvent {
 		pe.Count = 1
 	}
 	pe.First, pe.Last = pe.First.UTC(), pe.Last.UTC()
-	msg := ev.Message
-	if len(msg) > event.MaxEventMessage {
-		cut := event.MaxEventMessage
-		for cut > 0 && !utf8.RuneStart(msg[cut]) {
-			cut--
-		}
-		msg = msg[:cut] + "…"
-	}
-	pe.Message = redact.Argv([]string{msg})[0]
+	pe.Message = event.CutMessage(argv.Message(ev.Message), event.MaxEventMessage)
 	return pe
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/readyline/readyline/collector/event"
+	"github.com/readyline/readyline/collector/redact"
 )
 
 // eventList lists the same Events every time and counts the lists.
@@ -36,7 +37,7 @@ func TestPodEventsKeepTheLatest64(t *testing.T) {
 			LastTimestamp: metav1.NewTime(t0.Add(time.Duration(i) * time.Second)),
 		})
 	}
-	got := PodEventsOf(list, "default", "p", "u", t0)
+	got := PodEventsOf(list, "default", "p", "u", t0, redact.Redacted)
 	if len(got) != 1 || len(got[0].Events) != 64 || got[0].Omitted != 6 || event.MaxPodEvents != 64 {
 		t.Fatalf("got %d PodEvents, %d Events, %d omitted: want 64 kept, 6 omitted", len(got), len(got[0].Events), got[0].Omitted)
 	}

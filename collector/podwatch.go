@@ -429,11 +429,13 @@ func (h *podHandler) pod(obj any) *corev1.Pod {
 }
 
 // transform is the informer's: StripPod, and the command lines of the
-// pod's spec as w.argv lets them leave (with --argv=none, in the informer's
-// cache too, so that no other path reads them).
+// pod's spec and the messages of its status as w.argv lets them leave
+// (with --argv=none, in the informer's cache too, so that no other path
+// reads them).
 func (w *PodWatch) transform(obj any) (any, error) {
 	obj, err := StripPod(obj)
 	w.argv.StripCommands(podIn(obj))
+	w.argv.StripMessages(podIn(obj))
 	return obj, err
 }
 

@@ -36,6 +36,10 @@ func (m CRIMethod) Short() string {
 	return name
 }
 
+// MaxExecSyncArg is the length an ExecSync argument is cut at: the uprobe
+// copies at most 6 arguments of 63 bytes each (bpf/goprobe.bpf.c).
+const MaxExecSyncArg = 63
+
 // CRICall is one call of the kubelet's CRI client, timed in the kernel
 // (uprobes on the kubelet: entry and every return of the method).
 type CRICall struct {

@@ -1,6 +1,9 @@
 package event
 
-import "time"
+import (
+	"time"
+	"unicode/utf8"
+)
 
 // TypePodEvents names PodEvents in the JSON encoding.
 const TypePodEvents Type = "pod_events"
@@ -68,4 +71,20 @@ func (e PodEvent) Container() string {
 		}
 	}
 	return ""
+}
+
+// CutMarker ends a message cut at its bound.
+const CutMarker = "…"
+
+// CutMessage returns msg when it has at most max bytes, else its first max
+// bytes at most, cut on a rune boundary, and CutMarker.
+func CutMessage(msg string, max int) string {
+	if len(msg) <= max {
+		return msg
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + CutMarker
 }

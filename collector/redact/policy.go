@@ -73,3 +73,30 @@ func (p Policy) StripCommands(pod *corev1.Pod) {
 		}
 	})
 }
+
+// StripMessages applies p's Message to every message of pod's status, in
+// place: the pod's, its conditions', and its containers' waiting and
+// terminated messages (the kubelet writes a failed hook's command line and
+// output there, a container its termination message).
+func (p Policy) StripMessages(pod *corev1.Pod) {
+	if pod == nil {
+		return
+	}
+	st := &pod.Status
+	st.Message = p.Message(st.Message)
+	for i := range st.Conditions {
+		st.Conditions[i].Message = p.Message(st.Conditions[i].Message)
+	}
+	for _, list := range [][]corev1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses, st.EphemeralContainerStatuses} {
+		for i := range list {
+			for _, s := range []*corev1.ContainerState{&list[i].State, &list[i].LastTerminationState} {
+				if s.Waiting != nil {
+					s.Waiting.Message = p.Message(s.Waiting.Message)
+				}
+				if s.Terminated != nil {
+					s.Terminated.Message = p.Message(s.Terminated.Message)
+				}
+			}
+		}
+	}
+}
