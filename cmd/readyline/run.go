@@ -20,6 +20,7 @@ import (
 	"github.com/readyline/readyline/collector"
 	"github.com/readyline/readyline/collector/event"
 	"github.com/readyline/readyline/collector/kubeapi"
+	"github.com/readyline/readyline/collector/secrets"
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter"
 )
@@ -133,6 +134,9 @@ type daemon struct {
 	losses  *lossCounter // the sources' drops, polled every second; nil in tests
 	live    *liveStarts  // the API's questions about starts in progress
 	reads   *eventReads  // the pods' Events, read when their starts need them
+	// secrets removes the pods' Secret values from every event before it
+	// is recorded or correlated; nil in tests that feed no pods.
+	secrets *secrets.Scrubber
 
 	mu      sync.Mutex
 	healthy error // nil while the correlator loop runs
@@ -248,6 +252,9 @@ func (d *daemon) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The values of the pods' Secrets, read where the node holds them: the
+	// environment the kubelet gave the runtime, the files of the volumes.
+	d.secrets = secrets.New(secrets.Config{Env: cri, Files: &collector.KubeletVolumes{}}, d.logger.With("source", "secrets"))
 	// The kernel-level view of the kubelet is optional: without it, the
 	// timelines fall back on the runtime's and the API's times.
 	calls, err := collector.NewCRICallSource(collector.CRICallConfig{RingBufferBytes: uint32(d.cfg.callsRing), MaxCallsInFlight: uint32(d.cfg.inFlight),
@@ -263,7 +270,8 @@ func (d *daemon) run(ctx context.Context) error {
 	sources := node.Sources()
 	d.watchSources(sources, node.Refused(time.Now().UTC()))
 	reader, err := collector.NewPodEventReader(collector.PodEventsConfig{
-		Events: func(ns string) collector.EventLister { return client.Events(ns) }}, d.logger.With("source", event.SourcePodEvents))
+		Events: func(ns string) collector.EventLister { return client.Events(ns) }, Argv: d.cfg.process.cfg.Argv},
+		d.logger.With("source", event.SourcePodEvents))
 	if err != nil {
 		return err
 	}
@@ -387,6 +395,9 @@ func (d *daemon) correlate(ctx context.Context) {
 	countCorrelatorDrops(d.metrics, last, last, true) // the series exist from the start
 	handle := func(ev event.Event) {
 		d.watchdog.Beat()
+		if d.secrets != nil {
+			d.secrets.Scrub(ev) // before anything keeps or sends it
+		}
 		if d.rec != nil {
 			if err := d.rec.Write(ev); err != nil {
 				d.logger.Error("recording stopped", "error", err)
@@ -448,8 +459,13 @@ func (d *daemon) correlate(ctx context.Context) {
 				}
 			}
 			st := c.Stats()
+			var sec secrets.Stats
+			if d.secrets != nil {
+				sec = d.secrets.Stats()
+			}
 			d.logger.Info("stopping", "pod_starts_in_progress", st.Tracked, "timelines", st.Timelines, "events", st.Events,
-				"after_start", st.AfterStart, "unknown_teardown", st.UnknownTeardown)
+				"after_start", st.AfterStart, "unknown_teardown", st.UnknownTeardown,
+				"secret_values_removed", sec.Removed, "secret_reads_failed", sec.ReadErrors, "commands_hidden", sec.Hidden)
 			// ctx is done: the flushed timelines are exported under a
 			// context that is not, within the exporters' own shutdown budget.
 			fctx := context.WithoutCancel(ctx)
