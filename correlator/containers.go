@@ -161,7 +161,7 @@ func (d *derivation) attempt(e specEntry, id string) ContainerAttempt {
 	}
 	if entry != nil {
 		a.Process = &Process{
-			PID: entry.pid, Filename: entry.filename, Argv: entry.argv,
+			PID: entry.pid, Filename: entry.filename, Argv: entry.argv, SpecArgv: specArgv(e.spec, entry.argv),
 			Exec: entry.exec, Exit: entry.exit, ExitCode: entry.exitCode, Signal: entry.signal,
 		}
 		if a.Finished.IsZero() && !entry.exit.IsZero() {

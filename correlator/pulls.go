@@ -32,9 +32,10 @@ import (
 
 // pullCall is a PullImage call of any pod on the node.
 type pullCall struct {
-	uid, image string
-	start, end time.Time
-	err        bool
+	uid, image      string
+	namespace, name string // the pod's, when known at the call
+	start, end      time.Time
+	err             bool
 }
 
 // Bounds of the node's pull calls kept: those of the last pullCallsFor,
@@ -46,8 +47,11 @@ const (
 
 // notePullCall remembers a PullImage call of any pod.
 func (c *Correlator) notePullCall(call *event.CRICall) {
-	c.pullCalls = append(c.pullCalls, pullCall{uid: c.resolve(call.PodUID), image: call.Image,
-		start: call.Time, end: call.End, err: call.Err})
+	pc := pullCall{uid: c.resolve(call.PodUID), image: call.Image, start: call.Time, end: call.End, err: call.Err}
+	if p := c.pods[pc.uid]; p != nil && p.pod != nil {
+		pc.namespace, pc.name = p.pod.Namespace, p.pod.Name
+	}
+	c.pullCalls = append(c.pullCalls, pc)
 	i := 0
 	for i < len(c.pullCalls) && (c.clock.now.Sub(c.pullCalls[i].end) > pullCallsFor || len(c.pullCalls)-i > maxPullCalls) {
 		i++
@@ -262,7 +266,8 @@ func (d *derivation) pullWait(tl *Timeline, c *event.CRICall) *PullWait {
 		if ahead == nil {
 			break
 		}
-		behind = append(behind, PullBehind{PodUID: ahead.uid, Image: ahead.image, Start: ahead.start, End: ahead.end, Err: ahead.err})
+		behind = append(behind, PullBehind{PodUID: ahead.uid, Namespace: ahead.namespace, Name: ahead.name, Image: ahead.image,
+			Start: ahead.start, End: ahead.end, Err: ahead.err})
 		if !ahead.start.After(need) {
 			break // in flight when the container needed its image
 		}
@@ -361,7 +366,6 @@ func pullInsight(tl *Timeline) (Insight, bool) {
 	}
 	failed, backOff := 0, time.Duration(0)
 	var wait time.Duration
-	var lastBehind *PullBehind
 	for _, ip := range most.pulls {
 		if ip.Call.Err {
 			failed++
@@ -369,7 +373,6 @@ func pullInsight(tl *Timeline) (Insight, bool) {
 		backOff += ip.BackOff
 		if ip.Wait != nil {
 			wait += ip.Wait.Duration()
-			lastBehind = &ip.Wait.Behind[len(ip.Wait.Behind)-1]
 		}
 	}
 	if final.Call.Err {
@@ -391,7 +394,9 @@ func pullInsight(tl *Timeline) (Insight, bool) {
 		fmt.Fprintf(&b, "; %s of it back-off (ImagePullBackOff)", fmtDur(backOff))
 	}
 	if wait > 0 {
-		fmt.Fprintf(&b, "; %s waiting in the kubelet's serialized puller behind other pods' pulls (last %s)", fmtDur(wait), lastBehind.Image)
+		// Not which: the other pods' images are for who may get them
+		// (Behind, which exporter.ReaderView hides from the others).
+		fmt.Fprintf(&b, "; %s waiting in the kubelet's serialized puller behind other pods' pulls", fmtDur(wait))
 	}
 	return Insight{Kind: InsightImagePull, Container: final.Container, Duration: total, Message: b.String()}, true
 }

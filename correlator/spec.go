@@ -107,6 +107,28 @@ func hookCommand(c *corev1.Container) []string {
 	return redact.Argv(c.Lifecycle.PostStart.Exec.Command)
 }
 
+// specArgv is the spec's view of the command line a container's first
+// process ran with argv (as the kernel saw it): its command and args as
+// the pod's spec writes them, a $(VAR) the kubelet expanded left as it is
+// there, redacted; with no command in the spec, the program argv names
+// (the image's entrypoint) and the spec's args. What the image adds is
+// replaced by redact.Marker. nil when there is no spec or no argv.
+func specArgv(c *corev1.Container, argv []string) []string {
+	if c == nil || len(argv) == 0 {
+		return nil
+	}
+	var view []string
+	if len(c.Command) > 0 {
+		view = append(append(view, c.Command...), c.Args...)
+	} else {
+		view = append([]string{argv[0]}, c.Args...)
+		if len(c.Args) == 0 && len(argv) > 1 {
+			view = append(view, redact.Marker) // the image's own arguments
+		}
+	}
+	return redact.Argv(view)
+}
+
 // commandMatches reports whether a process's argv, as the kernel reported
 // it (bounded, secrets redacted), is cmd, a probe's or hook's command
 // redacted the same way.

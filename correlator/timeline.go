@@ -449,11 +449,17 @@ func (w PullWait) Duration() time.Duration { return span(w.Start, w.End) }
 type PullBehind struct {
 	// PodUID is the other pod's UID (its trace id), "" when the call
 	// named none.
-	PodUID string    `json:"pod_uid,omitempty"`
-	Image  string    `json:"image"`
-	Start  time.Time `json:"start"`
-	End    time.Time `json:"end"`
-	Err    bool      `json:"err,omitempty"`
+	PodUID string `json:"pod_uid,omitempty"`
+	// Namespace and Name are the other pod's, when it was known: a reader
+	// who may not get it sees none of PodUID, Image and these, only
+	// Hidden (exporter.ReaderView).
+	Namespace string    `json:"namespace,omitempty"`
+	Name      string    `json:"name,omitempty"`
+	Image     string    `json:"image,omitempty"`
+	Start     time.Time `json:"start"`
+	End       time.Time `json:"end"`
+	Err       bool      `json:"err,omitempty"`
+	Hidden    bool      `json:"hidden,omitempty"`
 }
 
 // ContainerKind is what role a container plays in the start.
@@ -571,9 +577,15 @@ type ContainerAttempt struct {
 
 // Process is a process as the kernel saw it (exec -> exit).
 type Process struct {
-	PID      uint32    `json:"pid"`
-	Filename string    `json:"filename,omitempty"`
-	Argv     []string  `json:"argv,omitempty"`
+	PID      uint32   `json:"pid"`
+	Filename string   `json:"filename,omitempty"`
+	Argv     []string `json:"argv,omitempty"`
+	// SpecArgv is the pod spec's view of a container's first process's
+	// command line (its command and args as written there, before the
+	// kubelet expanded a $(VAR), and not what the image adds): what a
+	// reader who may get the pod but not exec into it sees instead of
+	// Argv (exporter.ReaderView). Empty for other processes.
+	SpecArgv []string  `json:"spec_argv,omitempty"`
 	Exec     time.Time `json:"exec"`
 	Exit     time.Time `json:"exit,omitzero"`
 	ExitCode *int      `json:"exit_code,omitempty"`

@@ -25,12 +25,18 @@ type PodReader interface {
 	// not known (the API server did not answer), and the caller refuses
 	// too.
 	MayRead(namespace, name string) error
+	// MayExec returns nil when the user may exec into pod namespace/name
+	// (create pods/exec): who may read the argv the kernel saw of its
+	// processes (ReaderView), which they could read by exec anyway. Errors
+	// as MayRead's.
+	MayExec(namespace, name string) error
 }
 
 // everyPod is the PodReader of EveryPod.
 type everyPod struct{}
 
 func (everyPod) MayRead(string, string) error { return nil }
+func (everyPod) MayExec(string, string) error { return nil }
 
 // EveryPod may read every start: what the local API serves to root on the
 // node, who can read the node's memory anyway.
@@ -58,6 +64,7 @@ var errNoReader = fmt.Errorf("%w: the API was served without an access check (no
 type noReader struct{}
 
 func (noReader) MayRead(string, string) error { return errNoReader }
+func (noReader) MayExec(string, string) error { return errNoReader }
 
 // podReaderOf returns the PodReader of r's user, or one that refuses
 // everything.

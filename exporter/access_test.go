@@ -23,6 +23,7 @@ import (
 type fakeReader struct {
 	may    []string
 	broken []string
+	exec   []string // pods (namespace/name) or namespaces it may exec into
 
 	mu    sync.Mutex
 	asked []string
@@ -43,6 +44,13 @@ func (f *fakeReader) MayRead(namespace, name string) error {
 		return nil
 	}
 	return fmt.Errorf("%w: may not get pod %s", apiclient.ErrForbidden, key)
+}
+
+func (f *fakeReader) MayExec(namespace, name string) error {
+	if slices.Contains(f.exec, namespace+"/"+name) || slices.Contains(f.exec, namespace) {
+		return nil
+	}
+	return fmt.Errorf("%w: may not exec into pod %s/%s", apiclient.ErrForbidden, namespace, name)
 }
 
 // startOf is a start of pod namespace/name.

@@ -307,7 +307,7 @@ func pullsBreakdown(tl *correlator.Timeline, start, end time.Time) string {
 		im.backOff += ip.BackOff
 		if ip.Wait != nil {
 			im.wait += ip.Wait.Duration()
-			im.behind = ip.Wait.Behind[len(ip.Wait.Behind)-1].Image
+			im.behind = behindName(ip.Wait.Behind[len(ip.Wait.Behind)-1])
 		}
 		im.lastOK, im.size = !ip.Call.Err, ip.Size
 	}

@@ -310,7 +310,7 @@ func (s *Store) Handler(logger *slog.Logger) http.Handler {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
-		writeJSON(w, logger, tl)
+		writeJSON(w, logger, ReaderView(podReaderOf(r), tl))
 	})
 	return mux
 }

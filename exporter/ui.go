@@ -63,7 +63,7 @@ func (s *Store) UIHandler(logger *slog.Logger) http.Handler {
 			return
 		}
 		api := "../../../api/v1/timelines/" + url.PathEscape(ns) + "/" + url.PathEscape(name)
-		v := newPodView(tl, "../../", api)
+		v := newPodView(ReaderView(podReaderOf(r), tl), "../../", api)
 		writePage(w, logger, http.StatusOK, "pod", func(p *htmlWriter) { writePodPage(p, &v) })
 	})
 	mux.HandleFunc("GET /ui/uid/{uid}", func(w http.ResponseWriter, r *http.Request) {
@@ -79,7 +79,7 @@ func (s *Store) UIHandler(logger *slog.Logger) http.Handler {
 			writePage(w, logger, http.StatusNotFound, "not found", func(p *htmlWriter) { writeNotFoundPage(p, &v) })
 			return
 		}
-		v := newPodView(tl, "../", "")
+		v := newPodView(ReaderView(podReaderOf(r), tl), "../", "")
 		writePage(w, logger, http.StatusOK, "pod", func(p *htmlWriter) { writePodPage(p, &v) })
 	})
 	return mux

@@ -304,7 +304,7 @@ func (wc *waterfallChart) pause() {
 		owner := cmp.Or(ip.Container, ip.Volume, ip.Image)
 		if w := ip.Wait; w != nil {
 			// The serialized puller's queue: the pull it began right after.
-			behind := w.Behind[len(w.Behind)-1].Image
+			behind := behindName(w.Behind[len(w.Behind)-1])
 			wc.emit(wrow{kind: rowPullWait, label: "image.pull.wait behind " + behind, name: "image.pull.wait/" + owner,
 				start: w.Start, end: w.End, took: fmtSeconds(w.Duration()), style: styleBackOff, detail: w.NeedEvent})
 		}

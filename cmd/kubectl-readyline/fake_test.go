@@ -86,6 +86,9 @@ func (r namespaceReader) MayRead(namespace, name string) error {
 	return fmt.Errorf("%w: User \"someone\" may not get pods in namespace %s", apiclient.ErrForbidden, namespace)
 }
 
+// MayExec: as an edit-bound user, exec where it may read.
+func (r namespaceReader) MayExec(namespace, name string) error { return r.MayRead(namespace, name) }
+
 // daemonAPI is a readyline's secure API, as apiauth serves it: the starts
 // of starts, to whom sends userToken (401 for others), each the starts of
 // the namespaces it may read.

@@ -77,16 +77,30 @@ func (a *Authorizer) MayGetPod(ctx context.Context, u *User, namespace, name str
 
 // mayGetPod is MayGetPod, and whether the answer was kept (no review).
 func (a *Authorizer) mayGetPod(ctx context.Context, u *User, namespace, name string) (kept bool, err error) {
-	key := reviewKey(u, namespace, name)
+	return a.may(ctx, u, authorizationv1.ResourceAttributes{Namespace: namespace, Verb: "get", Resource: "pods", Name: name},
+		"get "+podsWhat(namespace, name))
+}
+
+// MayExecPod returns nil when u may exec into pod namespace/name (create
+// pods/exec), as a SubjectAccessReview answers: who may read the argv the
+// kernel saw of the pod's processes, which they could read by exec. A
+// refusal wraps apiclient.ErrForbidden. Answers are kept for the TTL.
+func (a *Authorizer) MayExecPod(ctx context.Context, u *User, namespace, name string) error {
+	_, err := a.may(ctx, u, authorizationv1.ResourceAttributes{Namespace: namespace, Verb: "create", Resource: "pods",
+		Subresource: "exec", Name: name}, "exec into "+podsWhat(namespace, name))
+	return err
+}
+
+// may asks whether u may do what attrs say (what, for messages), and says
+// whether the answer was kept (no review).
+func (a *Authorizer) may(ctx context.Context, u *User, attrs authorizationv1.ResourceAttributes, what string) (kept bool, err error) {
+	key := reviewKey(u, attrs)
 	if err, ok := a.answers.get(key); ok {
 		return true, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
 	defer cancel()
-	spec := authorizationv1.SubjectAccessReviewSpec{
-		User: u.Name, UID: u.UID, Groups: u.Groups,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: "get", Resource: "pods", Name: name},
-	}
+	spec := authorizationv1.SubjectAccessReviewSpec{User: u.Name, UID: u.UID, Groups: u.Groups, ResourceAttributes: &attrs}
 	if len(u.Extra) > 0 {
 		spec.Extra = make(map[string]authorizationv1.ExtraValue, len(u.Extra))
 		for k, v := range u.Extra {
@@ -95,11 +109,11 @@ func (a *Authorizer) mayGetPod(ctx context.Context, u *User, namespace, name str
 	}
 	review, err := a.cfg.Access.Create(ctx, &authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
 	if err != nil {
-		return false, fmt.Errorf("asking the API server whether %q may get %s (SubjectAccessReview): %w", u.Name, podsWhat(namespace, name), err)
+		return false, fmt.Errorf("asking the API server whether %q may %s (SubjectAccessReview): %w", u.Name, what, err)
 	}
 	var answer error
 	if !review.Status.Allowed || review.Status.Denied {
-		answer = fmt.Errorf("%w: User %q may not get %s", apiclient.ErrForbidden, u.Name, podsWhat(namespace, name))
+		answer = fmt.Errorf("%w: User %q may not %s", apiclient.ErrForbidden, u.Name, what)
 	}
 	a.answers.put(key, answer)
 	return false, answer
@@ -117,8 +131,8 @@ func podsWhat(namespace, name string) string {
 }
 
 // reviewKey identifies a review: the user, all of it (two users of one
-// name with other groups are asked apart), and the pod.
-func reviewKey(u *User, namespace, name string) [sha256.Size]byte {
+// name with other groups are asked apart), and what it asks about.
+func reviewKey(u *User, attrs authorizationv1.ResourceAttributes) [sha256.Size]byte {
 	h := sha256.New()
 	field := func(s string) { // length-prefixed: no two lists write the same bytes
 		var n [binary.MaxVarintLen64]byte
@@ -139,8 +153,11 @@ func reviewKey(u *User, namespace, name string) [sha256.Size]byte {
 	for _, k := range keys {
 		list(u.Extra[k])
 	}
-	field(namespace)
-	field(name)
+	field(attrs.Namespace)
+	field(attrs.Name)
+	field(attrs.Verb)
+	field(attrs.Resource)
+	field(attrs.Subresource)
 	var key [sha256.Size]byte
 	h.Sum(key[:0])
 	return key
@@ -168,7 +185,7 @@ var errTooManyPods = errors.New("too many pods to ask about one by one in one re
 func (r *reader) MayRead(namespace, name string) error {
 	if name != "" && r.podReviews <= 0 {
 		// The answer may still be kept.
-		if err, ok := r.authz.answers.get(reviewKey(r.user, namespace, name)); ok {
+		if err, ok := r.authz.answers.get(reviewKey(r.user, authorizationv1.ResourceAttributes{Namespace: namespace, Verb: "get", Resource: "pods", Name: name})); ok {
 			return err
 		}
 		return fmt.Errorf("%w: pod %s/%s: %w", apiclient.ErrForbidden, namespace, name, errTooManyPods)
@@ -178,4 +195,9 @@ func (r *reader) MayRead(namespace, name string) error {
 		r.podReviews--
 	}
 	return err
+}
+
+// MayExec returns nil when the user may exec into pod namespace/name.
+func (r *reader) MayExec(namespace, name string) error {
+	return r.authz.MayExecPod(r.ctx, r.user, namespace, name)
 }
