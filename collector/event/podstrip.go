@@ -1,6 +1,7 @@
 package event
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -66,9 +67,19 @@ const (
 	MaxConditions = 32
 )
 
+// MaxStrippedBytes bounds a stripped pod, as its protobuf encoding counts
+// it: within the lists' bounds a pod can still hold 64 containers of a
+// kilobyte of commands each. A pod over it loses, until it fits, the names
+// of its variables that are not a Secret's, then its command lines past
+// 128 bytes, then its ports past 8 a container, then its containers past 8
+// of each list, then its volumes past 8 (each counted in CutAnnotation).
+// A stripped pod of a Deployment takes about 1.4 KiB.
+const MaxStrippedBytes = 32 << 10
+
 // CutAnnotation is set on a stripped pod that had more of a kind than it
-// keeps: "containers=N,ports=N,env=N,volumes=N,conditions=N", each the
-// number left out (only those not zero).
+// keeps: "containers=N,ports=N,env=N,volumes=N,conditions=N,commands=N",
+// each the number left out (only those not zero; commands: the command
+// lines cut short to fit MaxStrippedBytes).
 const CutAnnotation = "readyline.dev/cut"
 
 // StripPod returns a copy of pod holding only what readyline reads of it,
@@ -133,6 +144,7 @@ func StripPod(pod *corev1.Pod) *corev1.Pod {
 			out.Spec.Volumes = append(out.Spec.Volumes, *v)
 		}
 	}
+	fit(out, &cuts)
 	if n := cutsOf(pod); n.any() {
 		// A stripped pod again: its own count, not one of nothing.
 		cuts = n
@@ -146,8 +158,86 @@ func StripPod(pod *corev1.Pod) *corev1.Pod {
 	return out
 }
 
+// fit makes a stripped pod fit MaxStrippedBytes (see there).
+func fit(pod *corev1.Pod, cuts *cutCounts) {
+	steps := []func(c *corev1.Container){
+		func(c *corev1.Container) { // the names that only tell which are not a Secret's
+			kept := c.Env[:0]
+			for _, e := range c.Env {
+				if e.ValueFrom != nil {
+					kept = append(kept, e)
+				} else {
+					cuts.env++
+				}
+			}
+			c.Env = slices.Clip(kept)
+		},
+		func(c *corev1.Container) {
+			short := func(cmd []string) []string {
+				out := cutCommandTo(cmd, 128)
+				if len(out) != len(cmd) || (len(out) > 0 && out[len(out)-1] != cmd[len(out)-1]) {
+					cuts.commands++
+				}
+				return out
+			}
+			c.Command, c.Args = short(c.Command), short(c.Args)
+			for _, p := range []*corev1.Probe{c.StartupProbe, c.ReadinessProbe, c.LivenessProbe} {
+				if p != nil && p.Exec != nil {
+					p.Exec.Command = short(p.Exec.Command)
+				}
+			}
+			if c.Lifecycle != nil && c.Lifecycle.PostStart != nil && c.Lifecycle.PostStart.Exec != nil {
+				c.Lifecycle.PostStart.Exec.Command = short(c.Lifecycle.PostStart.Exec.Command)
+			}
+		},
+		func(c *corev1.Container) {
+			if len(c.Ports) > 8 {
+				cuts.ports += len(c.Ports) - 8
+				c.Ports = slices.Clone(c.Ports[:8]) // not the array of all
+			}
+		},
+	}
+	for _, step := range steps {
+		if pod.Size() <= MaxStrippedBytes {
+			return
+		}
+		for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+			for i := range list {
+				step(&list[i])
+			}
+		}
+	}
+	for _, list := range []*[]corev1.Container{&pod.Spec.InitContainers, &pod.Spec.Containers} {
+		if pod.Size() > MaxStrippedBytes && len(*list) > 8 {
+			cuts.containers += len(*list) - 8
+			*list = slices.Clone((*list)[:8])
+		}
+	}
+	if pod.Size() > MaxStrippedBytes && len(pod.Spec.Volumes) > 8 {
+		cuts.volumes += len(pod.Spec.Volumes) - 8
+		pod.Spec.Volumes = slices.Clone(pod.Spec.Volumes[:8])
+	}
+}
+
+// cutCommandTo returns cmd cut as cutCommand cuts it, at max bytes.
+func cutCommandTo(cmd []string, max int) []string {
+	if cmd == nil {
+		return nil
+	}
+	out := make([]string, 0, len(cmd))
+	n := 0
+	for _, arg := range cmd {
+		if n >= max {
+			break
+		}
+		out = append(out, cut(arg, max-n))
+		n += len(arg) + 1
+	}
+	return out
+}
+
 // cutCounts counts what StripPod left out, by kind.
-type cutCounts struct{ containers, ports, env, volumes, conditions int }
+type cutCounts struct{ containers, ports, env, volumes, conditions, commands int }
 
 func (c cutCounts) any() bool { return c != cutCounts{} }
 
@@ -156,7 +246,7 @@ func (c cutCounts) String() string {
 	for _, f := range []struct {
 		name string
 		n    int
-	}{{"containers", c.containers}, {"ports", c.ports}, {"env", c.env}, {"volumes", c.volumes}, {"conditions", c.conditions}} {
+	}{{"containers", c.containers}, {"ports", c.ports}, {"env", c.env}, {"volumes", c.volumes}, {"conditions", c.conditions}, {"commands", c.commands}} {
 		if f.n == 0 {
 			continue
 		}
@@ -190,6 +280,8 @@ func cutsOf(pod *corev1.Pod) cutCounts {
 			c.volumes = n
 		case "conditions":
 			c.conditions = n
+		case "commands":
+			c.commands = n
 		}
 	}
 	return c
@@ -483,21 +575,7 @@ func stripState(s *corev1.ContainerState) corev1.ContainerState {
 // cutCommand returns the arguments of cmd that begin within its first
 // MaxCommandBytes (each argument counted with its NUL, as argv is laid
 // out), the last one cut at that bound; cmd itself when it is shorter.
-func cutCommand(cmd []string) []string {
-	if cmd == nil {
-		return nil
-	}
-	out := make([]string, 0, len(cmd))
-	n := 0
-	for _, arg := range cmd {
-		if n >= MaxCommandBytes {
-			break
-		}
-		out = append(out, cut(arg, MaxCommandBytes-n))
-		n += len(arg) + 1
-	}
-	return out
-}
+func cutCommand(cmd []string) []string { return cutCommandTo(cmd, MaxCommandBytes) }
 
 // cutCommandLine bounds a container's command and args as cutCommand
 // bounds one command line: together, command first.

@@ -339,3 +339,47 @@ func TestStripPodBoundsLists(t *testing.T) {
 }
 
 func strconvItoa(i int) string { return fmt.Sprint(i) }
+
+// TestStripPodFitsMaxStrippedBytes: within the lists' bounds a pod can
+// still be large; it loses detail, in the documented order, until it fits.
+func TestStripPodFitsMaxStrippedBytes(t *testing.T) {
+	pod := deploymentPod(t)
+	long := strings.Repeat("c", 1000)
+	cmd := []string{"sh", "-c", long}
+	var containers []corev1.Container
+	for i := range MaxContainers {
+		c := corev1.Container{Name: fmt.Sprintf("c%d", i), Image: "busybox", Command: cmd, Args: cmd,
+			EnvFrom:        []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}}}},
+			StartupProbe:   &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: cmd}}},
+			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: cmd}}},
+			Lifecycle:      &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: cmd}}}}
+		for j := range MaxPorts {
+			c.Ports = append(c.Ports, corev1.ContainerPort{Name: strings.Repeat("p", 200), ContainerPort: int32(j + 1)})
+		}
+		for j := range 20 {
+			c.Env = append(c.Env, corev1.EnvVar{Name: fmt.Sprintf("%s%d", strings.Repeat("E", 100), j)})
+		}
+		c.Env = append(c.Env, corev1.EnvVar{Name: "DB_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{Key: "k"}}})
+		containers = append(containers, c)
+	}
+	pod.Spec.Containers = containers
+	s := StripPod(pod)
+	if n := s.Size(); n > MaxStrippedBytes {
+		t.Errorf("stripped to %d bytes, want at most %d", n, MaxStrippedBytes)
+	}
+	cut := CutOf(s)
+	for _, kind := range []string{"env=", "commands=", "ports=", "containers="} {
+		if !strings.Contains(cut, kind) {
+			t.Errorf("CutOf = %q: no %s", cut, kind)
+		}
+	}
+	// The Secret references stay while containers do.
+	for _, c := range s.Spec.Containers {
+		if len(c.Env) != 1 || c.Env[0].Name != "DB_PASSWORD" || len(c.EnvFrom) != 1 {
+			t.Errorf("container %s lost its Secret references: %+v %+v", c.Name, c.Env, c.EnvFrom)
+		}
+	}
+	if got := CutOf(StripPod(s)); got != cut {
+		t.Errorf("stripped twice: %q, want %q", got, cut)
+	}
+}
