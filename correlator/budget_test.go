@@ -67,7 +67,7 @@ func floodStartEvery(c *Correlator, i, procs, argvBytes int, start time.Time, st
 // processes of 512 bytes of argv, hold at most the budget; each keeps its
 // entrypoint, and its timeline says what went.
 func TestFactBudgetFlood(t *testing.T) {
-	const budget = 4 << 20
+	const budget = 1 << 20
 	c := New(Config{MaxFactBytes: budget})
 	var uids []string
 	for i := range 8 {
@@ -438,4 +438,60 @@ func heapInUse() uint64 {
 	runtime.GC()
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
+}
+
+// hostilePod is a tenant's pod made as large as the API server takes (1.5
+// MiB): 128 containers of long commands, probes and ports, bound to the
+// node by spec.nodeName, as the pod watch strips it.
+func hostilePod(i int) *corev1.Pod {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("hostile-%d", i), Namespace: "tenant",
+		UID: types.UID(fmt.Sprintf("00000000-0000-4000-a000-%012x", i)), CreationTimestamp: metav1.NewTime(t0)}}
+	pod.Spec.NodeName = "vm"
+	cmd := []string{"sh", "-c", strings.Repeat("c", 1000)}
+	for j := range 64 {
+		c := corev1.Container{Name: fmt.Sprint("c", j), Image: strings.Repeat("i", 500), Command: cmd, Args: cmd,
+			StartupProbe:   &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: cmd}}},
+			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: cmd}}}}
+		for k := range 100 {
+			c.Ports = append(c.Ports, corev1.ContainerPort{Name: "p", ContainerPort: int32(k + 1)})
+		}
+		pod.Spec.Containers = append(pod.Spec.Containers, c)
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, c)
+	}
+	return event.StripPod(pod)
+}
+
+// TestPodObjectsBudget: the pods of the starts in progress are held within
+// a budget of their own (MaxFactBytes): hostile pods past it are counted,
+// not tracked, and the heap they leave stays within it.
+func TestPodObjectsBudget(t *testing.T) {
+	const budget = 1 << 20
+	c := New(Config{MaxFactBytes: budget})
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	const pods = 100
+	for i := range pods {
+		c.Handle(&event.PodUpdate{Time: t0.Add(time.Duration(i) * time.Millisecond), Action: event.PodAdded, Pod: hostilePod(i)})
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	st := c.Stats()
+	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("%d hostile pods: %d tracked, %d not; pod objects %d bytes counted, heap grew %d", pods, st.Tracked, st.Overflow, st.PodBytes, grew)
+	if st.PodBytes > budget || st.Overflow == 0 || st.Tracked+int(st.Overflow) != pods {
+		t.Errorf("stats %+v", st)
+	}
+	if grew > 2*budget {
+		t.Errorf("the heap grew by %d bytes with %d pods tracked, over twice the budget (%d)", grew, st.Tracked, budget)
+	}
+	// Their counted bytes go back when the starts end.
+	for i := range pods {
+		c.Handle(&event.PodUpdate{Time: t0.Add(time.Minute), Action: event.PodDeleted, Pod: hostilePod(i)})
+	}
+	c.Flush()
+	if st := c.Stats(); st.PodBytes != 0 || st.Tracked != 0 {
+		t.Errorf("after the deletions: %+v", st)
+	}
+	runtime.KeepAlive(c)
 }

@@ -44,7 +44,9 @@ type Config struct {
 	// of the node's events (processes and their argv, CRI calls, TCP
 	// connections) and the events kept for pods not seen yet, by their
 	// approximate size in memory: past it the oldest detail goes, counted
-	// and marked (budget.go). Default 32 MiB.
+	// and marked (budget.go). Default 32 MiB. The pod objects of the
+	// starts in progress (stripped) are held apart, within as much more:
+	// a new pod past that is not tracked (Stats.Overflow).
 	MaxFactBytes int
 }
 
@@ -102,6 +104,9 @@ type Stats struct {
 	// FactBytes is what the starts in progress hold of it (budget.go).
 	Trimmed, ArgvTrimmed uint64
 	FactBytes            int
+	// PodBytes is what the starts in progress hold of pod objects
+	// (stripped), within as much as MaxFactBytes.
+	PodBytes int
 	// Held is the number of events kept for pods not seen in the API yet
 	// (or ids no pod is known for), HeldBytes their approximate size.
 	Held, HeldBytes int
@@ -153,8 +158,10 @@ type Correlator struct {
 	// pod watch's outages (outage.go).
 	held  heldTotal
 	watch podWatch
-	// budget: what the starts hold of MaxFactBytes (budget.go).
-	budget factBudget
+	// budget: what the starts hold of MaxFactBytes (budget.go); podBytes:
+	// their pod objects, within as much.
+	budget   factBudget
+	podBytes int
 	// blind: each source's recent blind windows, oldest first (gaps.go).
 	blind map[string][]BlindWindow
 	// drained: how far each kernel source has said it read (drained.go).
@@ -460,7 +467,10 @@ func (c *Correlator) handlePod(e *event.PodUpdate) {
 		}
 		return
 	}
-	if len(c.pods) >= c.cfg.MaxPods {
+	if len(c.pods) >= c.cfg.MaxPods || !c.podsFit(podBytes(e.Pod)) {
+		// Past MaxPods, or past the pods' budget (budget.go takePods:
+		// event.StripPod bounds one pod, so this takes hundreds of large
+		// pods in progress at once).
 		c.stats.Overflow++
 		return
 	}
@@ -480,6 +490,7 @@ func (c *Correlator) handlePod(e *event.PodUpdate) {
 // the correlator's clock (its grace period runs from that stamp).
 func (c *Correlator) observe(p *podState, e *event.PodUpdate) {
 	p.observe(e)
+	c.takePods(p)
 	if p.outcome != "" && p.doneStamp.IsZero() {
 		p.doneStamp = c.clock.stamp(p.doneAt)
 		p.doneSeen = e.Time
