@@ -122,7 +122,11 @@ type PodWatch struct {
 	argv   redact.Policy
 
 	updates, skipped atomic.Uint64
-	synced           atomic.Bool
+	// forgotten counts the pods dropped from the cache when they ended
+	// (podHandler.forget); cached, once Run runs, says how many it holds.
+	forgotten atomic.Uint64
+	cached    atomic.Pointer[func() int]
+	synced    atomic.Bool
 
 	// now is time.Now; tests replace it.
 	now func() time.Time
@@ -140,6 +144,10 @@ type PodWatchStats struct {
 	Updates uint64 // PodUpdates emitted
 	Skipped uint64 // relisted pods with an unchanged resourceVersion, or other nodes' pods
 	Synced  bool   // the initial list was delivered
+	// Forgotten counts the pods dropped from the watch's cache when they
+	// ended (Succeeded or Failed); Cached is how many it holds now.
+	Forgotten uint64
+	Cached    int
 }
 
 // NewPodWatch checks cfg and prepares the watch; it does not contact the API
@@ -172,7 +180,11 @@ func NewPodWatch(cfg PodWatchConfig, logger *slog.Logger) (*PodWatch, error) {
 
 // Stats returns the counters so far.
 func (w *PodWatch) Stats() PodWatchStats {
-	return PodWatchStats{Updates: w.updates.Load(), Skipped: w.skipped.Load(), Synced: w.synced.Load()}
+	st := PodWatchStats{Updates: w.updates.Load(), Skipped: w.skipped.Load(), Synced: w.synced.Load(), Forgotten: w.forgotten.Load()}
+	if f := w.cached.Load(); f != nil {
+		st.Cached = (*f)()
+	}
+	return st
 }
 
 // NodeSelector is the field selector that restricts a watch to the pods
@@ -210,7 +222,15 @@ func (w *PodWatch) Run(ctx context.Context, emit func(event.Event)) error {
 		return fmt.Errorf("setting watch error handler: %w", err)
 	}
 	h := &podHandler{node: w.node, now: w.now, logger: w.logger, skipped: &w.skipped,
-		out: func(u *event.PodUpdate) { w.send(ctx, u) }}
+		out: func(u *event.PodUpdate) { w.send(ctx, u) }, forget: func(pod *corev1.Pod) {
+			// The update is on its way (the event holds it): the cache
+			// need not.
+			if err := informer.GetIndexer().Delete(pod); err == nil {
+				w.forgotten.Add(1)
+			}
+		}}
+	cached := func() int { return len(informer.GetStore().ListKeys()) }
+	w.cached.Store(&cached)
 	reg, err := informer.AddEventHandler(h)
 	if err != nil {
 		return fmt.Errorf("adding pod event handler: %w", err)
@@ -384,11 +404,26 @@ type podHandler struct {
 	logger  *slog.Logger
 	skipped *atomic.Uint64
 	out     func(*event.PodUpdate)
+	// forget drops a pod from the informer's cache (nil: none is dropped).
+	forget func(*corev1.Pod)
 }
 
 func (h *podHandler) OnAdd(obj any, _ bool) {
 	if pod := h.pod(obj); pod != nil {
 		h.out(&event.PodUpdate{Time: h.now(), Action: event.PodAdded, Pod: pod})
+		h.ended(pod)
+	}
+}
+
+// ended drops a pod that ended (Succeeded or Failed) from the informer's
+// cache once its update is out: the correlator holds what it reads of it
+// (within its budget), and nothing reads the cache but the informer, so a
+// tenant's thousands of failed pods bound to the node are not held until
+// they are deleted. An update of it after this comes as an add (a relist
+// too), which the correlator takes for a pod it knows.
+func (h *podHandler) ended(pod *corev1.Pod) {
+	if h.forget != nil && (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed) {
+		h.forget(pod)
 	}
 }
 
@@ -402,6 +437,7 @@ func (h *podHandler) OnUpdate(oldObj, newObj any) {
 		return
 	}
 	h.out(&event.PodUpdate{Time: h.now(), Action: event.PodUpdated, Pod: pod})
+	h.ended(pod)
 }
 
 func (h *podHandler) OnDelete(obj any) {

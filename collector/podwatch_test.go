@@ -673,3 +673,42 @@ func TestPodWatchArgvNone(t *testing.T) {
 		})
 	}
 }
+
+// TestPodWatchForgetsEndedPods: a pod that ended leaves the watch's cache
+// once its update is out (a tenant's thousands of failed pods are not held
+// until deleted); its later updates and deletion still come.
+func TestPodWatchForgetsEndedPods(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset()
+	w, err := NewPodWatch(PodWatchConfig{NodeName: "node1", Pods: client.CoreV1().Pods("")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := runPodWatch(t, w)
+	waitFor(t, 5*time.Second, "sync", func() bool { return w.Stats().Synced })
+	pods := client.CoreV1().Pods("default")
+	for i, name := range []string{"running", "failed"} {
+		p := testPod(name, "node1")
+		p.ResourceVersion = fmt.Sprint(i + 1)
+		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		next(t, out)
+	}
+	failed := testPod("failed", "node1")
+	failed.ResourceVersion, failed.Status.Phase, failed.Status.Reason = "3", corev1.PodFailed, "NodeAffinity"
+	if _, err := pods.UpdateStatus(ctx, failed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if u := next(t, out); u.Action != event.PodUpdated || u.Pod.Status.Phase != corev1.PodFailed || u.Pod.Status.Reason != "NodeAffinity" {
+		t.Fatalf("the failed pod's update: %s %+v", u.Action, u.Pod.Status)
+	}
+	waitFor(t, 5*time.Second, "the failed pod leaving the cache", func() bool { st := w.Stats(); return st.Forgotten == 1 && st.Cached == 1 })
+	// Its deletion is still told.
+	if err := pods.Delete(ctx, "failed", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if u := next(t, out); u.Action != event.PodDeleted || u.Pod.Name != "failed" {
+		t.Fatalf("after the deletion: %s %s", u.Action, u.Pod.Name)
+	}
+}
