@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // defaultRecordDir is where `readyline run --record NAME` writes NAME: a
@@ -36,16 +37,47 @@ func validateRecordName(name, dir string, stderr io.Writer) error {
 // openRecording creates (or truncates) the recording name in dir. It is
 // opened through an os.Root of dir, so that neither "..", nor an absolute
 // symlink, nor a symlink that leads out of dir can make the daemon create
-// or truncate a file anywhere else on the node.
+// or truncate a file anywhere else on the node. What is there already must
+// be a regular file: a FIFO put there would hold the daemon's start until a
+// reader came (it is opened without waiting, and refused), a device would
+// take the events.
 func openRecording(dir, name string) (*os.File, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("opening the recording directory (--record-dir, a volume in a pod): %w", err)
 	}
 	defer root.Close()
-	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|syscall.O_NONBLOCK, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("creating the recording %s in %s: %w", name, dir, err)
 	}
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+		f.Close()
+		return nil, fmt.Errorf("creating the recording %s in %s: %w", name, dir, err)
+	case !st.Mode().IsRegular():
+		f.Close()
+		return nil, fmt.Errorf("creating the recording %s in %s: it is a %s, not a regular file", name, dir, fileKind(st.Mode()))
+	}
+	if err := f.Truncate(0); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("truncating the recording %s in %s: %w", name, dir, err)
+	}
 	return f, nil
+}
+
+// fileKind names the kind of file mode is, for messages.
+func fileKind(mode os.FileMode) string {
+	switch {
+	case mode&os.ModeNamedPipe != 0:
+		return "named pipe (FIFO)"
+	case mode&os.ModeSocket != 0:
+		return "socket"
+	case mode&os.ModeDevice != 0:
+		return "device"
+	case mode.IsDir():
+		return "directory"
+	}
+	return "special file"
 }

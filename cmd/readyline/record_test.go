@@ -5,7 +5,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestRecordIsAFileName: --record names a file in --record-dir; a path, in
@@ -90,5 +93,42 @@ func TestOpenRecordingStaysInItsDirectory(t *testing.T) {
 
 	if _, err := openRecording(filepath.Join(top, "missing"), "events.jsonl"); err == nil {
 		t.Error("a recording directory that does not exist was created")
+	}
+}
+
+// TestOpenRecordingRefusesAFIFO: a FIFO at the recording's name is refused
+// at once, not waited on (the daemon's start would hang until a reader
+// came); a file there is truncated.
+func TestOpenRecordingRefusesAFIFO(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "events.jsonl"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		f, err := openRecording(dir, "events.jsonl")
+		if f != nil {
+			f.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "events.jsonl") {
+			t.Errorf("openRecording of a FIFO: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("openRecording of a FIFO did not return within 10 s")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "old.jsonl"), []byte("old events\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := openRecording(dir, "old.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if b, _ := os.ReadFile(filepath.Join(dir, "old.jsonl")); len(b) != 0 {
+		t.Errorf("the recording was not truncated: %q", b)
 	}
 }
