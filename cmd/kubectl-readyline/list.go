@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -255,8 +254,4 @@ func printStarts(stdout, stderr io.Writer, starts []startSummary, namespace stri
 }
 
 // writeJSON writes v indented, as the daemon's API does.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
+func writeJSON(w io.Writer, v any) error { return termtext.WriteJSON(w, v, "  ") }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -158,11 +157,7 @@ func localAPIClient(addr string) *apiclient.Client {
 }
 
 // writeIndentedJSON writes v as the daemon's API does.
-func writeIndentedJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
+func writeIndentedJSON(w io.Writer, v any) error { return termtext.WriteJSON(w, v, "  ") }
 
 // secondsDuration converts seconds to a Duration, saturating where the
 // conversion would overflow (a float64 out of int64's range converts to

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/readyline/readyline/collector/event"
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter/termtext"
 )
 
 // replayConfig is the validated configuration of `readyline replay`.
@@ -84,12 +84,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return stopped()
 		}
 		if cfg.json {
-			b, err := json.Marshal(tl)
-			if err != nil {
-				return err
-			}
-			_, err = stdout.Write(append(b, '\n'))
-			return err
+			return termtext.WriteJSON(stdout, tl, "")
 		}
 		return printWaterfall(stdout, tl, int(cfg.width))
 	}

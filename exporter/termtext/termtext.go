@@ -12,16 +12,25 @@
 package termtext
 
 import (
+	"encoding/json"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
 // Escape returns s with every character a terminal could act on written
 // as visible text, the way Go quotes strings: the C0 controls
 // U+0000-U+001F (newline and tab included) and DEL as \xNN, or \a \b \f
-// \n \r \t \v; the C1 controls U+0080-U+009F as \u00NN; and each byte that
+// \n \r \t \v; the C1 controls U+0080-U+009F as \u00NN; the characters
+// that change what is shown without being shown, as \uNNNN (\UNNNNNNNN
+// past U+FFFF): bidirectional controls (a right-to-left override makes
+// "exe.txt" of "txt.exe"), zero-width and other invisible format characters
+// (Unicode's Cf: a soft hyphen, a byte order mark, tag characters) and the
+// line and paragraph separators; and each byte that
 // is not part of valid UTF-8 as \xNN. Everything else,
 // backslashes included, is kept as it is, so the result is for reading,
 // not for parsing back. Escape(Escape(s)) == Escape(s), and s is returned
@@ -46,6 +55,9 @@ func Escape(s string) string {
 		case r >= 0x80 && r <= 0x9f:
 			b.WriteString(`\u00`)
 			writeHex(&b, byte(r))
+		case invisible(r):
+			q := strconv.QuoteRuneToASCII(r) // '\u202e'
+			b.WriteString(q[1 : len(q)-1])
 		default:
 			b.WriteString(s[i : i+size])
 		}
@@ -64,12 +76,63 @@ func firstUnsafe(s string) int {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || (r == utf8.RuneError && size == 1) {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || (r == utf8.RuneError && size == 1) || invisible(r) {
 			return i
 		}
 		i += size
 	}
 	return len(s)
+}
+
+// invisible says whether r changes how text is shown without being shown:
+// a format character (Cf: bidirectional controls and marks, zero-width
+// characters, the byte order mark, tags) or a line or paragraph separator.
+func invisible(r rune) bool {
+	return r >= 0xa0 && (unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029')
+}
+
+// WriteJSON writes v as JSON (one line, or indented by indent when it is
+// not empty) and a newline, made safe for a terminal (JSON): what
+// `-o json` prints.
+func WriteJSON(w io.Writer, v any, indent string) error {
+	var b []byte
+	var err error
+	if indent == "" {
+		b, err = json.Marshal(v)
+	} else {
+		b, err = json.MarshalIndent(v, "", indent)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(JSON(b), '\n'))
+	return err
+}
+
+// JSON returns the JSON text b with every character Escape would escape
+// that encoding/json writes as it is (the C1 controls, the invisible
+// characters) written as a JSON \u escape: the same JSON, which a terminal
+// it is printed on cannot act on. Outside strings JSON has none of them.
+func JSON(b []byte) []byte {
+	if firstUnsafe(string(b)) == len(b) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+16)
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if (r >= 0x80 && r <= 0x9f) || invisible(r) {
+			if r > 0xffff {
+				r1, r2 := utf16.EncodeRune(r)
+				out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
+			} else {
+				out = fmt.Appendf(out, `\u%04x`, r)
+			}
+		} else {
+			out = append(out, b[i:i+size]...)
+		}
+		i += size
+	}
+	return out
 }
 
 // shortEscapes are the C0 controls Go's string literals name with a letter.

@@ -2,6 +2,7 @@ package termtext
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -112,5 +113,52 @@ func TestWriterFlushesUnfinishedRune(t *testing.T) {
 	w.Flush()
 	if got, want := out.String(), `end \xe2\x96`; got != want {
 		t.Errorf("after Flush: %q, want %q", got, want)
+	}
+}
+
+// TestEscapeInvisible: bidirectional controls, zero-width and other format
+// characters, and the line separators are shown, not acted on; other
+// non-ASCII text stays as it is.
+func TestEscapeInvisible(t *testing.T) {
+	cases := map[string]string{
+		"evil\u202egnp.exe":     `evil\u202egnp.exe`,
+		"a\u2066b\u2069c":       `a\u2066b\u2069c`,
+		"zero\u200bwidth\ufeff": `zero\u200bwidth\ufeff`,
+		"soft\u00adhyphen":      `soft\u00adhyphen`,
+		"tag\U000E0041":         `tag\U000e0041`,
+		"line\u2028para\u2029":  `line\u2028para\u2029`,
+		"日本語 ünïcödé ✓":         "日本語 ünïcödé ✓",
+		"rtl text: שלום مرحبا":  "rtl text: שלום مرحبا",
+	}
+	for in, want := range cases {
+		if got := Escape(in); got != want {
+			t.Errorf("Escape(%q) = %q, want %q", in, got, want)
+		}
+		if Escape(Escape(in)) != Escape(in) {
+			t.Errorf("Escape is not idempotent on %q", in)
+		}
+	}
+}
+
+// TestWriteJSON: -o json is the same JSON, with the C1 controls and the
+// invisible characters that encoding/json writes raw escaped.
+func TestWriteJSON(t *testing.T) {
+	v := map[string]string{"msg": "csi\u009b31m red \u202eevil\U000E0041 ok ✓\x1b"}
+	var b strings.Builder
+	if err := WriteJSON(&b, v, "  "); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, r := range []string{"\u009b", "\u202e", "\U000E0041", "\x1b"} {
+		if strings.Contains(out, r) {
+			t.Errorf("%q left raw in %q", r, out)
+		}
+	}
+	var back map[string]string
+	if err := json.Unmarshal([]byte(out), &back); err != nil || back["msg"] != v["msg"] {
+		t.Errorf("not the same JSON: %v, %q", err, back["msg"])
+	}
+	if !strings.Contains(out, "✓") {
+		t.Errorf("printable text escaped: %q", out)
 	}
 }
