@@ -2,6 +2,7 @@ package chart_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -401,4 +402,38 @@ func nsOf(kind, ns string) string {
 		return ""
 	}
 	return ns
+}
+
+// TestSecureAPITurnsOff: secureAPI.enabled false turns the daemon's secure
+// API off and leaves out the grants only it needs (the reviews, the
+// client CA): a daemon that serves no user asks nothing about users.
+func TestSecureAPITurnsOff(t *testing.T) {
+	on := mustRender(t, nil)
+	off := mustRender(t, map[string]any{"secureAPI": map[string]any{"enabled": false}})
+	rules := func(r *release) string {
+		return fmt.Sprint(dig(r.objects["ClusterRole /readyline"], "rules"))
+	}
+	for _, grant := range []string{"tokenreviews", "subjectaccessreviews"} {
+		if !strings.Contains(rules(on), grant) {
+			t.Errorf("the default ClusterRole lacks %s: %s", grant, rules(on))
+		}
+		if strings.Contains(rules(off), grant) {
+			t.Errorf("with the secure API off the ClusterRole still grants %s", grant)
+		}
+	}
+	if _, ok := off.objects["RoleBinding kube-system/readyline-client-ca"]; ok {
+		t.Errorf("with the secure API off the client CA's RoleBinding stays")
+	}
+	if _, ok := on.objects["RoleBinding kube-system/readyline-client-ca"]; !ok {
+		t.Errorf("the default has no client CA RoleBinding: %v", on.order)
+	}
+	var cm map[string]any
+	for k, o := range off.objects {
+		if strings.HasPrefix(k, "ConfigMap ") {
+			cm, _ = o["data"].(map[string]any)
+		}
+	}
+	if v, ok := cm["READYLINE_SECURE_API_ADDR"]; !ok || v != "" {
+		t.Errorf("the ConfigMap's READYLINE_SECURE_API_ADDR is %v (set: %v), want empty", v, ok)
+	}
 }

@@ -93,6 +93,14 @@ configMapGenerator:
 func TestPluginRBACIsDeployPluginRBAC(t *testing.T) {
 	got := added(t, mustRender(t, map[string]any{"pluginRBAC": map[string]any{"enabled": true}}), mustRender(t, nil))
 	checkEquivalent(t, got, kustomize(t, filepath.Join(deployDir, "plugin-rbac")), "readyline")
+	// Neither gives the plugin's users get pods in every namespace: they
+	// read the starts of the namespaces they may view, or where they are
+	// bound per namespace.
+	for k, o := range got {
+		if o["kind"] == "ClusterRoleBinding" {
+			t.Errorf("pluginRBAC's defaults bind %s cluster-wide", k)
+		}
+	}
 }
 
 // TestMonitoringIsDeployAlerts: prometheusRule.enabled and podMonitor.enabled

@@ -100,6 +100,9 @@ then config.env over them.
 {{- if $c.criEndpoint }}
 {{- $_ := set $data "READYLINE_CRI_ENDPOINT" ($c.criEndpoint | toString) }}
 {{- end }}
+{{- if not .Values.secureAPI.enabled }}
+{{- $_ := set $data "READYLINE_SECURE_API_ADDR" "" }}
+{{- end }}
 {{- range $k, $v := $c.env }}
 {{- $_ := set $data $k ($v | toString) }}
 {{- end }}
