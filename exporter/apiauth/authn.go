@@ -80,8 +80,9 @@ type AuthenticatorConfig struct {
 	TTL       time.Duration
 	MaxTokens int
 	// ClientCAInterval is how often the client CA is read again
-	// (DefaultClientCAInterval when 0); after a failure, not before
-	// TTL.
+	// (DefaultClientCAInterval when 0): a CA removed from the ConfigMap is
+	// accepted at most that long. After a failure it is not read again
+	// before TTL, and no CA is accepted until it is.
 	ClientCAInterval time.Duration
 	// Timeout bounds one call to the API server (DefaultTimeout when 0).
 	Timeout time.Duration
@@ -93,7 +94,7 @@ type AuthenticatorConfig struct {
 const (
 	DefaultTTL              = 10 * time.Second
 	DefaultMaxAnswers       = 1024
-	DefaultClientCAInterval = 5 * time.Minute
+	DefaultClientCAInterval = time.Minute
 	DefaultTimeout          = 5 * time.Second
 )
 
@@ -215,8 +216,9 @@ func withAuthenticated(u *User) *User {
 }
 
 // clientCA returns the cluster's client CA: as last read, when it was
-// read within ClientCAInterval (within TTL after a failure); else read
-// again, keeping the last one read when that fails.
+// read within ClientCAInterval; else read again (from the API server's
+// cache: resourceVersion 0). When that fails, none: a CA that cannot be
+// read again may have been removed (it is tried again after TTL).
 func (a *Authenticator) clientCA(ctx context.Context) (*x509.CertPool, error) {
 	a.caMu.Lock()
 	defer a.caMu.Unlock()
@@ -241,9 +243,7 @@ func (a *Authenticator) clientCA(ctx context.Context) (*x509.CertPool, error) {
 		a.logger.Info("the cluster's client CA is read again: client certificates are verified", "configmap", ClientCANamespace+"/"+ClientCAConfigMap)
 	}
 	a.caFailed = err != nil
-	if err == nil {
-		a.ca = pool
-	}
+	a.ca = pool // nil after a failure
 	if a.ca == nil {
 		return nil, fmt.Errorf("client certificates cannot be verified: %w", err)
 	}
@@ -253,7 +253,7 @@ func (a *Authenticator) clientCA(ctx context.Context) (*x509.CertPool, error) {
 func (a *Authenticator) readClientCA(ctx context.Context) (*x509.CertPool, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
 	defer cancel()
-	cm, err := a.cfg.ClientCA.Get(ctx, ClientCAConfigMap, metav1.GetOptions{})
+	cm, err := a.cfg.ClientCA.Get(ctx, ClientCAConfigMap, metav1.GetOptions{ResourceVersion: "0"})
 	if err != nil {
 		return nil, fmt.Errorf("reading %s/%s: %w", ClientCANamespace, ClientCAConfigMap, err)
 	}

@@ -157,6 +157,16 @@ func (f *fakeCluster) setDown(down bool) {
 	f.down = down
 }
 
+// setClientCA puts ca's certificate in the client CA ConfigMap.
+func (f *fakeCluster) setClientCA(t *testing.T, ca *authority) {
+	t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ClientCANamespace, Name: ClientCAConfigMap},
+		Data: map[string]string{clientCAKey: ca.pem()}}
+	if _, err := f.client.CoreV1().ConfigMaps(ClientCANamespace).Update(t.Context(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (f *fakeCluster) authenticator(c *clock) *Authenticator {
 	return NewAuthenticator(AuthenticatorConfig{
 		Tokens: f.client.AuthenticationV1().TokenReviews(), ClientCA: f.client.CoreV1().ConfigMaps(ClientCANamespace), Now: c.Now,
@@ -220,16 +230,35 @@ func TestAuthenticateClientCertificate(t *testing.T) {
 	}
 
 	// Past the interval it is read again; when that fails, the CA read
-	// before still verifies.
+	// before verifies nothing more (it may have been removed): no
+	// certificate is verified until it is read again, TTL later.
 	c.Add(DefaultClientCAInterval)
 	f.setDown(true)
-	if u, err := authn.Authenticate(request(f.ca.issue(t, "dave", nil, x509.ExtKeyUsageClientAuth), "")); err != nil || u.Name != "dave" {
-		t.Errorf("with the API server down: %+v, %v, want dave by the CA read before", u, err)
+	dave := f.ca.issue(t, "dave", nil, x509.ExtKeyUsageClientAuth)
+	if _, err := authn.Authenticate(request(dave, "")); err == nil || !strings.Contains(err.Error(), "cannot be verified") {
+		t.Errorf("with the API server down: %v, want no certificate verified", err)
 	}
 	if n := f.count("configmaps"); n != 2 {
 		t.Errorf("the client CA was read %d times, want twice (once more past the interval)", n)
 	}
 	f.setDown(false)
+	c.Add(DefaultTTL)
+	if u, err := authn.Authenticate(request(dave, "")); err != nil || u.Name != "dave" {
+		t.Errorf("TTL after the failure: %+v, %v, want dave", u, err)
+	}
+
+	// A CA removed from the ConfigMap is refused from its next read on,
+	// at most DefaultClientCAInterval later.
+	f.setClientCA(t, newAuthority(t, "rotated"))
+	if u, err := authn.Authenticate(request(dave, "")); err != nil || u.Name != "dave" {
+		t.Errorf("within the interval after the rotation: %+v, %v", u, err)
+	}
+	c.Add(DefaultClientCAInterval)
+	if _, err := authn.Authenticate(request(dave, "")); !errors.Is(err, ErrUnauthenticated) {
+		t.Errorf("a certificate of the removed CA, an interval after: %v, want refused", err)
+	}
+	f.setClientCA(t, f.ca)
+	c.Add(DefaultClientCAInterval)
 
 	expiring := f.ca.issue(t, "carol", nil, x509.ExtKeyUsageClientAuth)
 	c.Add(2 * time.Hour)
