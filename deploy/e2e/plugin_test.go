@@ -186,6 +186,7 @@ func testKubectlPlugin(t *testing.T, pod *corev1.Pod) {
 	})
 
 	t.Run("web", func(t *testing.T) { testPluginWeb(t, ctx, plugin, user, pod) })
+	t.Run("secrets-readers", func(t *testing.T) { testSecretReaders(t, ctx, plugin, users) })
 }
 
 // listedStart is an entry of `kubectl readyline list -o json`.
