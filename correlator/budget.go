@@ -150,8 +150,8 @@ func (c *Correlator) take(p *podState, n int) {
 
 // takePods accounts the pod objects p holds (its first and its latest,
 // stripped: event.StripPod bounds each). A tenant's pods are held like
-// facts, but never trimmed: they have a budget of their own, as large as
-// Config.MaxFactBytes, which a new pod must fit (podsFit) to be tracked.
+// facts, but never trimmed: they have a budget of their own,
+// Config.MaxPodBytes, which a new pod must fit (podsFit) to be tracked.
 func (c *Correlator) takePods(p *podState) {
 	n := podBytes(p.pod)
 	if p.firstPod != p.pod {
@@ -171,7 +171,7 @@ func podBytes(pod *corev1.Pod) int {
 }
 
 // podsFit reports whether a new pod of size bytes fits the pods' budget.
-func (c *Correlator) podsFit(size int) bool { return c.podBytes+size <= c.cfg.MaxFactBytes }
+func (c *Correlator) podsFit(size int) bool { return c.podBytes+size <= c.cfg.MaxPodBytes }
 
 // forgetFacts gives back what p held: its start is complete.
 func (c *Correlator) forgetFacts(p *podState) {

@@ -313,7 +313,7 @@ func TestFactBudgetProbeRuns(t *testing.T) {
 // argv when that fits, and the budget holds.
 func TestFactBudgetRefuses(t *testing.T) {
 	const budget = 32 << 10
-	c := New(Config{MaxFactBytes: budget})
+	c := New(Config{MaxFactBytes: budget, MaxPodBytes: 1 << 20}) // the pods fit theirs (TestPodObjectsBudget)
 	big := strings.Repeat("x", 480)
 	proc := func(i int) event.Process {
 		return event.Process{PID: 1000, PPID: shimPID, ContainerID: fmt.Sprintf("%064x", i), PodUID: fmt.Sprintf("00000000-0000-4000-9000-%012x", i), Scope: event.ScopePod}
@@ -466,7 +466,7 @@ func hostilePod(i int) *corev1.Pod {
 // not tracked, and the heap they leave stays within it.
 func TestPodObjectsBudget(t *testing.T) {
 	const budget = 1 << 20
-	c := New(Config{MaxFactBytes: budget})
+	c := New(Config{MaxPodBytes: budget})
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)

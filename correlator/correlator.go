@@ -44,10 +44,13 @@ type Config struct {
 	// of the node's events (processes and their argv, CRI calls, TCP
 	// connections) and the events kept for pods not seen yet, by their
 	// approximate size in memory: past it the oldest detail goes, counted
-	// and marked (budget.go). Default 32 MiB. The pod objects of the
-	// starts in progress (stripped) are held apart, within as much more:
-	// a new pod past that is not tracked (Stats.Overflow).
+	// and marked (budget.go). Default 32 MiB.
 	MaxFactBytes int
+	// MaxPodBytes bounds the pod objects (stripped) that the starts in
+	// progress hold, apart from the facts: they are never trimmed, and a
+	// new pod past it is not tracked (Stats.Overflow). Default
+	// MaxFactBytes.
+	MaxPodBytes int
 }
 
 func (c Config) withDefaults() Config {
@@ -68,6 +71,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxFactBytes <= 0 {
 		c.MaxFactBytes = 32 << 20
+	}
+	if c.MaxPodBytes <= 0 {
+		c.MaxPodBytes = c.MaxFactBytes
 	}
 	switch {
 	case c.MaxOrphanBytes <= 0:
@@ -105,7 +111,7 @@ type Stats struct {
 	Trimmed, ArgvTrimmed uint64
 	FactBytes            int
 	// PodBytes is what the starts in progress hold of pod objects
-	// (stripped), within as much as MaxFactBytes.
+	// (stripped), within MaxPodBytes.
 	PodBytes int
 	// Held is the number of events kept for pods not seen in the API yet
 	// (or ids no pod is known for), HeldBytes their approximate size.
@@ -159,7 +165,7 @@ type Correlator struct {
 	held  heldTotal
 	watch podWatch
 	// budget: what the starts hold of MaxFactBytes (budget.go); podBytes:
-	// their pod objects, within as much.
+	// their pod objects, within MaxPodBytes.
 	budget   factBudget
 	podBytes int
 	// blind: each source's recent blind windows, oldest first (gaps.go).
