@@ -51,7 +51,7 @@ func boundProbeAttempts(probes []ProbeAttempt) ([]ProbeAttempt, map[ProbeKind]Om
 		}
 		o := omitted[p.Kind]
 		o.Attempts++
-		if p.Result == ProbeFailure {
+		if p.Result.Failed() {
 			o.Failed++
 		}
 		omitted[p.Kind] = o

@@ -42,6 +42,7 @@ func (d *derivation) containers(final *Sandbox) []Container {
 		for j := range v.out.Attempts {
 			a := &v.out.Attempts[j]
 			d.completeProbes(v.entry, a)
+			d.tellProbes(v.entry, a)
 			a.KilledBy = d.killedBy(v.entry, a) // its probes and hook all known now
 		}
 		backOffs(v.out.Attempts)
@@ -202,6 +203,12 @@ func (d *derivation) attempt(e specEntry, id string) ContainerAttempt {
 // Failure result, prober/worker.go, on which computePodActions kills), for
 // the hook when the hook failed before it.
 func (d *derivation) killedBy(e specEntry, a *ContainerAttempt) ProbeKind {
+	if a.Exit().IsZero() && a.Finished.IsZero() {
+		// A kill is a fact that happened: the kubelet's action and the
+		// exit after it. An attempt that still runs was not killed (its
+		// StopContainer may be in flight: it is not yet).
+		return ""
+	}
 	if k := d.p.events.killing(e.name, firstCreated([]ContainerAttempt{*a}), a.Exit()); k != "" {
 		return k // the kubelet said why
 	}
@@ -231,7 +238,7 @@ func (d *derivation) killedBy(e specEntry, a *ContainerAttempt) ProbeKind {
 		}
 		failed := true
 		for _, pa := range run[len(run)-threshold:] {
-			failed = failed && pa.Result == ProbeFailure
+			failed = failed && pa.Result.Failed()
 		}
 		if failed {
 			return ps.kind

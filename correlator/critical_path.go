@@ -330,7 +330,7 @@ func probeSpan(probes []ProbeAttempt, kind ProbeKind, from, to time.Time) (first
 		if first.IsZero() {
 			first = pa.Start
 		}
-		if pa.Result == ProbeFailure && !pa.End.IsZero() {
+		if pa.Result.Failed() && !pa.End.IsZero() {
 			lastFail = earlier(pa.End, to)
 		}
 	}

@@ -387,12 +387,15 @@ func (d *derivation) attributeConnections() {
 		default:
 			tg, kind := picks[0].t, picks[0].kind
 			pa := ProbeAttempt{Kind: kind, Handler: tg.spec(kind).handler, Start: c.Time, End: c.End, Result: ProbeUnknown, Conn: conn}
-			if !answered(c.Result) {
+			switch {
+			case c.Result == event.TCPAborted:
+				pa.Result = ProbeTimeout // the prober gave up: its timeoutSeconds
+			case !answered(c.Result):
 				pa.Result = ProbeFailure
 			}
 			if kind == ProbeStartup {
 				tg.gate.startupSeen = true
-				if pa.Result != ProbeFailure && tg.gate.maybeStarted.IsZero() {
+				if !pa.Result.Failed() && tg.gate.maybeStarted.IsZero() {
 					tg.gate.maybeStarted = c.End // the result comes with the answer
 					if c.End.IsZero() {
 						tg.gate.maybeStarted = c.Time
@@ -480,7 +483,7 @@ func (tg *netTarget) markFlips(by time.Time) {
 			if pa.Kind != flip.kind || pa.Conn == nil || pa.Start.After(flip.at) {
 				continue
 			}
-			if pa.Result == ProbeFailure {
+			if pa.Result.Failed() {
 				break
 			}
 			pa.Result = ProbeSuccess

@@ -39,6 +39,7 @@ func TestPropertyRandomStarts(t *testing.T) {
 			events = append(events, sc.events...)
 		}
 		events = jumble(r, events)
+		checkSnapshots(t, r, seed, events)
 		got := feed(New(Config{}), events, 3*time.Minute)
 		seen := map[string]int{}
 		for _, tl := range got {
@@ -72,9 +73,38 @@ func TestPropertyRandomStarts(t *testing.T) {
 	}
 }
 
+// checkSnapshots feeds events and, at a few random points on the way,
+// checks the snapshot of every start in progress as checkTimeline does:
+// what a reader asks while it starts holds the same properties.
+func checkSnapshots(t *testing.T, r *rand.Rand, seed int, events []event.Event) {
+	t.Helper()
+	c := New(Config{})
+	for i, ev := range events {
+		c.Handle(ev)
+		if r.Intn(len(events)/6+1) != 0 && i != len(events)-1 {
+			continue
+		}
+		for _, uid := range c.sortedUIDs() {
+			p := c.pods[uid]
+			tl, ok := c.Snapshot(Query{UID: uid, Namespace: p.pod.Namespace, Name: p.pod.Name})
+			if ok {
+				checkTimeline(t, fmt.Sprintf("seed %d %s at +%v", seed, tl.Pod.Name, ev.When().Sub(t0)), tl)
+			}
+		}
+	}
+}
+
 func checkTimeline(t *testing.T, what string, tl *Timeline) {
 	t.Helper()
 	checkBreakdown(t, what, tl)
+	// A kill is a fact that happened: no attempt that runs is called killed.
+	for _, c := range tl.Containers {
+		for _, a := range c.Attempts {
+			if a.KilledBy != "" && a.Exit().IsZero() && a.Finished.IsZero() {
+				t.Errorf("%s: %s attempt %d runs and is called killed by its %s", what, c.Name, a.Attempt, a.KilledBy)
+			}
+		}
+	}
 	for _, c := range tl.Conditions {
 		if !c.Cause.IsZero() && c.Cause.After(c.Observed) {
 			t.Errorf("%s: %s caused %v (%s) after its observation %v", what, c.Type, c.Cause.Sub(t0), c.CauseEvent, c.Observed.Sub(t0))
@@ -292,6 +322,33 @@ func randomStart(t *testing.T, r *rand.Rand, name string, podIdx int) *scenario 
 				if code != 0 {
 					backOff(f)
 				}
+				continue
+			}
+			if spec.InitContainers[i].StartupProbe != nil && f < fails && r.Intn(3) == 0 {
+				// The kubelet kills it for its startupProbe: three failures
+				// (failureThreshold 3), StopContainer, its exit; the
+				// Killing Event is read some time later, maybe while the
+				// next attempt runs.
+				when := up
+				for range 3 {
+					when += 0.3 + delay(0.7)
+					pp := nextPID()
+					cmd := fmt.Sprintf("started%d", i)
+					sc.call(when-0.01, when+0.03, event.CRIExecSync, func(c *event.CRICall) { c.ContainerID, c.Cmd, c.Err = id, []string{cmd}, true })
+					sc.exec(when, id, pp, shimPID, cmd)
+					sc.exit(when+0.02, id, pp, 1)
+				}
+				kill := when + delay(0.2)
+				sc.call(kill, kill+0.3, event.CRIStopContainer, func(c *event.CRICall) { c.ContainerID = id })
+				sc.kill(kill+0.2, id, p, 15)
+				sc.runIn(kill+0.25, sbID, id, cname, attemptOf[cname]-1, 0, 0, kill+0.2, 143, "Error")
+				sc.status(true, terminated(cname, id, 143, int32(attemptOf[cname]-1)))
+				sc.update(kill + 0.3)
+				sc.events = append(sc.events, &event.PodEvents{Time: at(kill + 0.5 + delay(5)), PodUID: sc.uid, Namespace: sc.pod.Namespace, Name: sc.pod.Name,
+					Events: []event.PodEvent{{Type: "Normal", Reason: reasonKilling, Message: "Container " + cname + " failed startup probe, will be restarted",
+						FieldPath: "spec.initContainers{" + cname + "}", Count: 1, First: at(kill).Truncate(time.Second), Last: at(kill).Truncate(time.Second)}}})
+				now = kill + 0.3
+				backOff(f)
 				continue
 			}
 			started := up

@@ -185,6 +185,9 @@ func (p *podState) sandboxFailures() string {
 // or hook, the kills: "app: killed 4 times after its startupProbe failed
 // 3 times in a row; CrashLoopBackOff 20s".
 func (p *podState) describeContainer(e specEntry, cs *corev1.ContainerStatus, tl *Timeline) string {
+	if s := p.describeProbeHold(e, cs, tl); s != "" {
+		return s
+	}
 	if s := describeKills(e, cs, tl); s != "" {
 		return s
 	}
@@ -359,17 +362,58 @@ func stepOf(tl *Timeline) string {
 // failed container=app pod=...").
 var backOffMessage = regexp.MustCompile(`back-off (\S+) restarting`)
 
-// describeKills describes a container the kubelet killed for its probe or
-// hook, from its attempts in tl: "app: killed 4 times after its
-// startupProbe failed 3 times in a row; CrashLoopBackOff 20s" ("" when its
-// latest ended attempt was not killed).
-func describeKills(e specEntry, cs *corev1.ContainerStatus, tl *Timeline) string {
-	var c *Container
+// describeProbeHold describes a container that runs and is not started
+// (or not ready) while its startup (or readiness) probe fails, in the
+// kubelet's words: "web: readinessProbe failing ×104: HTTP probe failed
+// with statuscode: 404", and the kills before this attempt if any ("...;
+// killed once after its startupProbe failed 100 times in a row"); "" when
+// it does not run, or its probe is not failing.
+func (p *podState) describeProbeHold(e specEntry, cs *corev1.ContainerStatus, tl *Timeline) string {
+	if cs == nil || cs.State.Running == nil || e.kind == KindInit {
+		return ""
+	}
+	kind := ProbeReadiness
+	if cs.Started == nil || !*cs.Started {
+		kind = ProbeStartup
+	}
+	c := containerIn(tl, e.name)
+	hold := p.probeFailing(e, c, kind)
+	if hold == "" {
+		return ""
+	}
+	s := containerLabel(e) + ": " + hold
+	if k := killsOf(e, c); k != "" {
+		s += "; " + k
+	}
+	return s
+}
+
+// containerIn is container name of tl, nil when it has none.
+func containerIn(tl *Timeline, name string) *Container {
 	for i := range tl.Containers {
-		if tl.Containers[i].Name == e.name {
-			c = &tl.Containers[i]
+		if tl.Containers[i].Name == name {
+			return &tl.Containers[i]
 		}
 	}
+	return nil
+}
+
+// containerLabel is how a sentence names container e: "app", "init
+// container wait", "sidecar proxy".
+func containerLabel(e specEntry) string {
+	switch e.kind {
+	case KindInit:
+		return "init container " + e.name
+	case KindSidecar:
+		return "sidecar " + e.name
+	}
+	return e.name
+}
+
+// killsOf says how the kubelet killed c's attempts for a probe or hook:
+// "killed 4 times after its startupProbe failed 3 times in a row" ("" when
+// none was). Only attempts that ended count (killedBy).
+func killsOf(e specEntry, c *Container) string {
 	if c == nil {
 		return ""
 	}
@@ -384,19 +428,23 @@ func describeKills(e specEntry, cs *corev1.ContainerStatus, tl *Timeline) string
 	if kills == 0 {
 		return ""
 	}
-	name := e.name
-	switch e.kind {
-	case KindInit:
-		name = "init container " + name
-	case KindSidecar:
-		name = "sidecar " + name
-	}
-	s := fmt.Sprintf("%s: killed %s after its ", name, times(kills))
+	s := fmt.Sprintf("killed %s after its ", times(kills))
 	if kind == KilledPostStart {
-		s += "postStart hook failed"
-	} else {
-		s += fmt.Sprintf("%sProbe failed %s in a row", kind, times(failureThreshold(e, kind)))
+		return s + "postStart hook failed"
 	}
+	return s + fmt.Sprintf("%sProbe failed %s in a row", kind, times(failureThreshold(e, kind)))
+}
+
+// describeKills describes a container the kubelet killed for its probe or
+// hook, from its attempts in tl: "app: killed 4 times after its
+// startupProbe failed 3 times in a row; CrashLoopBackOff 20s" ("" when no
+// attempt of it that ended was killed).
+func describeKills(e specEntry, cs *corev1.ContainerStatus, tl *Timeline) string {
+	k := killsOf(e, containerIn(tl, e.name))
+	if k == "" {
+		return ""
+	}
+	s := containerLabel(e) + ": " + k
 	if cs != nil && cs.State.Waiting != nil && cs.State.Waiting.Reason != "" {
 		s += "; " + cs.State.Waiting.Reason
 		if m := backOffMessage.FindStringSubmatch(cs.State.Waiting.Message); m != nil {

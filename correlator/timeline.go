@@ -632,8 +632,15 @@ type ProbeResult string
 const (
 	ProbeSuccess ProbeResult = "success"
 	ProbeFailure ProbeResult = "failure"
+	// ProbeTimeout is a failure by the probe's timeoutSeconds: an exec
+	// probe's command the runtime killed (ExecSync returned after it), or
+	// one the kubelet said timed out.
+	ProbeTimeout ProbeResult = "timeout"
 	ProbeUnknown ProbeResult = "unknown"
 )
+
+// Failed says whether r is a failure, a timeout included.
+func (r ProbeResult) Failed() bool { return r == ProbeFailure || r == ProbeTimeout }
 
 // ProbeAttempt is one run of a probe.
 type ProbeAttempt struct {
@@ -655,8 +662,14 @@ type ProbeAttempt struct {
 	// Conn is the TCP connection of an httpGet or tcpSocket probe, when
 	// seen: connect to close. Result is then failure when the connection
 	// was refused, success for the last attempt before the API's status
-	// flip, and unknown otherwise (the kernel does not see HTTP statuses).
+	// flip, failure (or timeout) when the kubelet's Unhealthy Event says
+	// so for its time, and unknown otherwise (the kernel does not see
+	// HTTP statuses).
 	Conn *Connection `json:"conn,omitempty"`
+	// Message is what the kubelet said of a failed attempt, in its own
+	// words (its Unhealthy Event: "HTTP probe failed with statuscode:
+	// 404", `command timed out: "sleep 5" timed out after 1s`).
+	Message string `json:"message,omitempty"`
 }
 
 // OmittedProbes are the probe attempts of one kind that a ContainerAttempt

@@ -44,6 +44,7 @@ const (
 	AttrProbeHandler        = attribute.Key("readyline.probe.handler")
 	AttrProbeResult         = attribute.Key("readyline.probe.result")
 	AttrProbeExitCode       = attribute.Key("readyline.probe.exit_code")
+	AttrProbeMessage        = attribute.Key("readyline.probe.message") // the kubelet's words of a failure
 	AttrInferred            = attribute.Key("readyline.inferred")
 	AttrIncomplete          = attribute.Key("readyline.incomplete")
 	// AttrClipped marks a span cut to lie inside its parent (and so inside

@@ -819,8 +819,15 @@ func (b *spanBuilder) probes(ctx context.Context, parent trace.Span, probes []co
 			pend = p.Start
 		}
 		errDesc := ""
-		if p.Result == correlator.ProbeFailure {
+		switch {
+		case p.Result == correlator.ProbeTimeout:
+			errDesc = "probe timed out"
+		case p.Result.Failed():
 			errDesc = "probe failed"
+		}
+		if p.Message != "" {
+			attrs = append(attrs, AttrProbeMessage.String(p.Message))
+			errDesc += ": " + p.Message
 		}
 		b.leaf(ctx, ProbeSpanName(p.Kind), p.Start, pend, errDesc, attrs...)
 	}

@@ -520,7 +520,7 @@ func (wc *waterfallChart) probes(depth int, owner string, probes []correlator.Pr
 				kind = markInferred
 			case p.Result == correlator.ProbeSuccess:
 				kind = markOK
-			case p.Result == correlator.ProbeFailure:
+			case p.Result.Failed():
 				kind = markFailed
 				failed++
 			}

@@ -454,7 +454,8 @@ func stripItems(items []corev1.KeyToPath) []corev1.KeyToPath {
 }
 
 // stripProbe keeps a probe's handler (what it runs or connects to) and the
-// timing the kubelet applies; not its timeout or HTTP path and headers.
+// timing the kubelet applies, its timeout included; not its HTTP path and
+// headers.
 func stripProbe(p *corev1.Probe) *corev1.Probe {
 	if p == nil {
 		return nil
@@ -467,6 +468,7 @@ func stripProbe(p *corev1.Probe) *corev1.Probe {
 			GRPC:      stripGRPC(p.GRPC),
 		},
 		InitialDelaySeconds: p.InitialDelaySeconds,
+		TimeoutSeconds:      p.TimeoutSeconds,
 		PeriodSeconds:       p.PeriodSeconds,
 		SuccessThreshold:    p.SuccessThreshold,
 		FailureThreshold:    p.FailureThreshold,

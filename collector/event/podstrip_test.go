@@ -109,7 +109,7 @@ func TestStripPodDeploymentPod(t *testing.T) {
 		env[0].ValueFrom.SecretKeyRef.Key != "api-token" {
 		t.Errorf("the Secret references of nginx: %+v", env)
 	}
-	if p := nginx.ReadinessProbe.HTTPGet; p.Path != "" || p.Scheme != "" || nginx.ReadinessProbe.TimeoutSeconds != 0 {
+	if p := nginx.ReadinessProbe.HTTPGet; p.Path != "" || p.Scheme != "" {
 		t.Errorf("probe kept %+v", nginx.ReadinessProbe)
 	}
 	if cs.Image != "" || cs.ImageID != "" || cs.Resources != nil || cs.AllocatedResources != nil || cs.VolumeMounts != nil || cs.User != nil {
