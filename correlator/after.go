@@ -56,10 +56,12 @@ type AfterContainer struct {
 type AfterEvent struct {
 	At        time.Time `json:"at"`
 	Container string    `json:"container,omitempty"`
-	// What says it: "exited 3", "killed by signal 9", "restarted",
-	// "CrashLoopBackOff", "Ready lost", "Ready again after 12.3s",
-	// "phase Failed: ...".
+	// What says it: "exited 3", "killed by signal 9", "killed by its
+	// livenessProbe (3 failures)", "restarted", "CrashLoopBackOff", "Ready
+	// lost", "Ready again after 12.3s", "phase Failed: ...".
 	What string `json:"what"`
+
+	exitOf string // the container id whose entrypoint's exit this is
 }
 
 // Recovery is a return to Ready after a loss: from the loss (the exit of
@@ -74,8 +76,11 @@ type Recovery struct {
 	End   time.Time `json:"end"`
 	Lost  time.Time `json:"lost"`
 	// Cause is what took Ready away, when known: "app exited 3", "app
-	// killed after its livenessProbe failed", "readiness probe failed".
-	Cause string `json:"cause,omitempty"`
+	// killed by its livenessProbe (3 failures), restarted", the kubelet's
+	// Unhealthy words of a readiness probe; CauseKind says which kind it
+	// is (CauseExit, CauseLivenessProbe, ...).
+	Cause     string    `json:"cause,omitempty"`
+	CauseKind CauseKind `json:"cause_kind,omitempty"`
 	// Containers are the containers that restarted on the way back.
 	Containers []string  `json:"containers,omitempty"`
 	Steps      []Step    `json:"steps,omitempty"`
@@ -86,6 +91,24 @@ type Recovery struct {
 
 // Duration is End - Start.
 func (r Recovery) Duration() time.Duration { return span(r.Start, r.End) }
+
+// CauseKind is the kind of what took Ready away, for metrics.
+type CauseKind string
+
+// Kinds of causes of a Recovery.
+const (
+	// CauseExit: a container's process ended by itself.
+	CauseExit CauseKind = "exit"
+	// CauseLivenessProbe, CauseStartupProbe, CausePostStart: the kubelet
+	// killed a container for its probe or hook.
+	CauseLivenessProbe CauseKind = "livenessProbe"
+	CauseStartupProbe  CauseKind = "startupProbe"
+	CausePostStart     CauseKind = "postStart"
+	// CauseKilled: the kubelet stopped a container for another reason.
+	CauseKilled CauseKind = "killed"
+	// CauseReadiness: no container ended; a readiness probe failed.
+	CauseReadiness CauseKind = "readiness"
+)
 
 // Bounds of what is kept of a pod after its start.
 const (
@@ -130,6 +153,9 @@ type afterContainer struct {
 	state    string
 	message  string
 	waiting  string
+	// thresholds are the failureThresholds of its liveness and startup
+	// probes (the kubelet kills after that many failures in a row).
+	thresholds map[ProbeKind]int
 }
 
 // afterProc is a container's entrypoint: the first program exec'd in it
@@ -139,6 +165,9 @@ type afterProc struct {
 	exec, exit time.Time
 	code       *int
 	signal     int
+	// stopped is when the kubelet's StopContainer call for it began, when
+	// its exit came within that call: the kubelet killed it.
+	stopped time.Time
 }
 
 // newAfter starts following p after its start, which tl tells.
@@ -147,7 +176,8 @@ func newAfter(p *podState, tl *Timeline) *afterState {
 		names: map[string]string{}, procs: map[string]*afterProc{}, kubelet: p.events, asOf: tl.End}
 	for _, e := range startOrder(p.pod) {
 		a.order = append(a.order, e.name)
-		a.containers[e.name] = &afterContainer{}
+		a.containers[e.name] = &afterContainer{thresholds: map[ProbeKind]int{
+			ProbeLiveness: failureThreshold(e, ProbeLiveness), ProbeStartup: failureThreshold(e, ProbeStartup)}}
 	}
 	for id, na := range p.names {
 		a.names[id] = na.name
@@ -168,7 +198,7 @@ func newAfter(p *podState, tl *Timeline) *afterState {
 		}
 		a.procs[id] = &afterProc{pid: entry.pid, exec: entry.exec, exit: entry.exit, code: entry.exitCode, signal: entry.signal}
 		if !entry.exit.IsZero() && entry.exit.After(tl.End) {
-			exits = append(exits, AfterEvent{At: entry.exit, Container: name.name, What: exitWords(entry.exitCode, entry.signal)})
+			exits = append(exits, AfterEvent{At: entry.exit, Container: name.name, What: exitWords(entry.exitCode, entry.signal), exitOf: id})
 		}
 	}
 	slices.SortStableFunc(exits, func(x, y AfterEvent) int { return x.At.Compare(y.At) })
@@ -176,6 +206,9 @@ func newAfter(p *podState, tl *Timeline) *afterState {
 		a.note(e.At, e.Container, e.What)
 	}
 	a.ready = tl.Outcome == OutcomeReady
+	for _, c := range p.calls {
+		a.stopped(c)
+	}
 	a.observePod(p.pod, tl.End, false)
 	return a
 }
@@ -183,12 +216,57 @@ func newAfter(p *podState, tl *Timeline) *afterState {
 // note keeps one thing that happened, within maxAfterEvents: the first
 // quarter and the latest.
 func (a *afterState) note(at time.Time, container, what string) {
+	a.noteEvent(AfterEvent{At: at, Container: container, What: what})
+}
+
+func (a *afterState) noteEvent(e AfterEvent) {
 	if len(a.events) >= maxAfterEvents {
 		keep := maxAfterEvents / 4
 		a.events = slices.Delete(a.events, keep, keep+1)
 		a.omitted++
 	}
-	a.events = append(a.events, AfterEvent{At: at, Container: container, What: what})
+	a.events = append(a.events, e)
+}
+
+// stopLag bounds how long after its StopContainer call returned an exit
+// may come and still be the call's doing (the call waits for the exit;
+// the kernel's and the uprobes' stamps differ by clockSlack).
+const stopLag = time.Second
+
+// stopped takes a StopContainer call of the kubelet: the entrypoint of its
+// container that exited within it was killed, not the pod being deleted.
+func (a *afterState) stopped(c *event.CRICall) {
+	if c.Method != event.CRIStopContainer || c.Time.IsZero() || a.deleting {
+		return
+	}
+	pr := a.procs[c.ContainerID]
+	if pr == nil || !pr.stopped.IsZero() {
+		return
+	}
+	if !pr.exit.IsZero() && (pr.exit.Before(c.Time.Add(-clockSlack)) || (!c.End.IsZero() && pr.exit.After(c.End.Add(stopLag)))) {
+		return // it ended before the call, or long after
+	}
+	pr.stopped = c.Time
+}
+
+// killWords says how the kubelet killed container name's entrypoint pr
+// (pr.stopped set): "killed by its livenessProbe (3 failures)" when its
+// Killing Event names the probe, "killed after its postStart hook failed",
+// else "killed by the kubelet"; and the kind.
+func (a *afterState) killWords(name string, pr *afterProc) (string, CauseKind) {
+	kind := a.kubelet.killing(name, pr.stopped.Add(-time.Second), latest(pr.exit, pr.stopped).Add(time.Second))
+	ac := a.containers[name]
+	switch kind {
+	case ProbeLiveness, ProbeStartup:
+		n := 3
+		if ac != nil && ac.thresholds[kind] > 0 {
+			n = ac.thresholds[kind]
+		}
+		return fmt.Sprintf("killed by its %sProbe (%d %s)", kind, n, plural(n, "failure", "failures")), CauseKind(kind + "Probe")
+	case KilledPostStart:
+		return "killed after its postStart hook failed", CausePostStart
+	}
+	return "killed by the kubelet", CauseKilled
 }
 
 // exitWords says how a process ended: "exited 3", "killed by signal 9".
@@ -306,6 +384,7 @@ func (a *afterState) record(ev event.Event) {
 		if e.ContainerID != "" && e.ContainerName != "" {
 			a.names[e.ContainerID] = e.ContainerName
 		}
+		a.stopped(e)
 		a.calls = append(a.calls, e)
 		if len(a.calls) > maxAfterCalls {
 			a.calls = slices.Delete(a.calls, 0, len(a.calls)-maxAfterCalls)
@@ -330,7 +409,7 @@ func (a *afterState) record(ev event.Event) {
 			return
 		}
 		pr.exit, pr.code, pr.signal = e.Time, exitCodeOf(e), e.Signal
-		a.note(e.Time, a.names[e.ContainerID], exitWords(pr.code, pr.signal))
+		a.noteEvent(AfterEvent{At: e.Time, Container: a.names[e.ContainerID], What: exitWords(pr.code, pr.signal), exitOf: e.ContainerID})
 	case *event.PodEvents:
 		a.kubelet.take(e)
 	}
@@ -365,7 +444,11 @@ func (a *afterState) recovery(regained time.Time) Recovery {
 		}
 		if exit.IsZero() || pr.exit.Before(exit) {
 			exit = pr.exit
-			r.Cause = name + " " + exitWords(pr.code, pr.signal)
+			r.Cause, r.CauseKind = name+" "+exitWords(pr.code, pr.signal), CauseExit
+			if !pr.stopped.IsZero() {
+				words, kind := a.killWords(name, pr)
+				r.Cause, r.CauseKind = name+" "+words+", restarted", kind
+			}
 		}
 		if !slices.Contains(r.Containers, name) {
 			r.Containers = append(r.Containers, name)
@@ -374,10 +457,8 @@ func (a *afterState) recovery(regained time.Time) Recovery {
 	if !exit.IsZero() {
 		r.Start = exit
 	}
-	if k, ok := a.kubelet.latest("*", reasonKilling); ok && r.Cause != "" && !k.Last.Add(2*time.Second).Before(r.Start) {
-		r.Cause += " (" + k.Message + ")"
-	}
 	if r.Cause == "" {
+		r.CauseKind = CauseReadiness
 		if u, ok := a.kubelet.latest("*", reasonUnhealthy); ok {
 			r.Cause = u.Message
 		} else {
@@ -450,6 +531,13 @@ func (a *afterState) after() *After {
 	}
 	out := &After{AsOf: a.asOf, Ready: a.ready, NotReadySince: a.notReady, Phase: string(a.phase), PhaseReason: reason,
 		Events: slices.Clone(a.events), EventsOmitted: a.omitted, Recoveries: slices.Clone(a.recs), RecoveriesOmitted: a.recsOmit}
+	// An exit the kubelet caused is told by its action, not by the
+	// status a graceful app exits with.
+	for i, e := range out.Events {
+		if pr := a.procs[e.exitOf]; pr != nil && !pr.stopped.IsZero() {
+			out.Events[i].What, _ = a.killWords(e.Container, pr)
+		}
+	}
 	slices.SortStableFunc(out.Events, func(x, y AfterEvent) int { return x.At.Compare(y.At) })
 	for _, name := range a.order {
 		ac := a.containers[name]

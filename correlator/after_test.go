@@ -151,3 +151,87 @@ func TestAfterReadyBounds(t *testing.T) {
 		t.Errorf("kept %d of 70 CRI calls, the first from %v: want the latest 64", len(a.calls), a.calls[0].Time.Sub(t0))
 	}
 }
+
+// livenessKillAfterReady is readyThenCrash with a liveness probe (exec,
+// failureThreshold 2) that starts failing at 6 s: the kubelet stops the
+// container (StopContainer 7.5 s) and the app, which traps SIGTERM, exits
+// 0 within the call; the API shows it not Ready at 7.9 s; the new attempt
+// is Ready at 12.6 s. The kubelet's Killing Event says why.
+func livenessKillAfterReady(t *testing.T, killingEvent bool) *scenario {
+	probe := execProbe(0, 1, "alive")
+	probe.FailureThreshold = 2
+	sc := startedApp(t, "liveness-after", corev1.PodSpec{Containers: []corev1.Container{{Name: "app", LivenessProbe: probe}}})
+	sc.call(0.9, 0.95, event.CRICreateContainer, func(c *event.CRICall) { c.PodUID, c.ContainerName, c.ContainerID = sc.uid, "app", idMain })
+	sc.call(0.96, 1.0, event.CRIStartContainer, func(c *event.CRICall) { c.ContainerID = idMain })
+	sc.status(false, running("app", idMain, 1, true, true))
+	sc.cond(corev1.ContainersReady, 1.5)
+	sc.cond(corev1.PodReady, 1.5)
+	sc.update(1.5)
+	sc.ticks(2, 5)
+	for i, s := range []float64{6, 7} {
+		pid := uint32(750 + i)
+		sc.call(s-0.01, s+0.05, event.CRIExecSync, func(c *event.CRICall) { c.ContainerID, c.Cmd, c.Err = idMain, []string{"alive"}, true })
+		sc.exec(s, idMain, pid, shimPID, "alive")
+		sc.exit(s+0.02, idMain, pid, 1)
+	}
+	sc.exit(7.8, idMain, 700, 0) // the app's own exit on SIGTERM
+	sc.call(7.5, 7.85, event.CRIStopContainer, func(c *event.CRICall) { c.ContainerID = idMain })
+	sc.notReady(corev1.ContainersReady, 7.9)
+	sc.notReady(corev1.PodReady, 7.9)
+	sc.status(false, lastExit(waiting("app", "ContainerCreating", ""), idMain, 0, 1))
+	sc.update(7.9)
+	if killingEvent {
+		sc.events = append(sc.events, &event.PodEvents{Time: at(9), PodUID: sc.uid, Namespace: "default", Name: sc.pod.Name,
+			Events: []event.PodEvent{{Type: "Normal", Reason: reasonKilling, Message: "Container app failed liveness probe, will be restarted",
+				FieldPath: "spec.containers{app}", Count: 1, First: at(7).Truncate(time.Second), Last: at(7).Truncate(time.Second)}}})
+	}
+	sc.ticks(8, 11)
+	sc.call(12.0, 12.05, event.CRICreateContainer, func(c *event.CRICall) { c.PodUID, c.ContainerName, c.ContainerID = sc.uid, "app", idMain2 })
+	sc.call(12.06, 12.1, event.CRIStartContainer, func(c *event.CRICall) { c.ContainerID = idMain2 })
+	sc.exec(12.11, idMain2, 800, shimPID, "app")
+	sc.status(false, func() corev1.ContainerStatus {
+		cs := running("app", idMain2, 12, true, true)
+		cs.RestartCount = 1
+		return cs
+	}())
+	sc.cond(corev1.ContainersReady, 12.6)
+	sc.cond(corev1.PodReady, 12.6)
+	sc.update(12.6)
+	sc.ticks(13, 18)
+	return sc
+}
+
+// TestAfterReadyLivenessKill: after Ready, a kill is told by the kubelet's
+// action (its StopContainer, and its Killing Event for why), not by the
+// exit 0 of an app that traps SIGTERM: on the after-the-start list, in its
+// summary and in the Recovery's cause.
+func TestAfterReadyLivenessKill(t *testing.T) {
+	for _, withEvent := range []bool{true, false} {
+		sc := livenessKillAfterReady(t, withEvent)
+		c := New(Config{})
+		var recs []Recovery
+		for _, ev := range sc.events {
+			c.Handle(ev)
+			recs = append(recs, c.TakeRecoveries()...)
+		}
+		words, kind := "killed by its livenessProbe (2 failures)", CauseLivenessProbe
+		if !withEvent {
+			words, kind = "killed by the kubelet", CauseKilled
+		}
+		if len(recs) != 1 || recs[0].Cause != "app "+words+", restarted" || recs[0].CauseKind != kind || !recs[0].Start.Equal(at(7.8)) {
+			t.Fatalf("with the Event %v: recoveries %+v, want one caused by %q from the exit at +7.8s", withEvent, recs, "app "+words+", restarted")
+		}
+		af, ok := c.After(sc.uid)
+		if !ok {
+			t.Fatal("no After")
+		}
+		if got := af.Summary(t0); !strings.HasPrefix(got, "then: app "+words+" at +7.8s; app restarted once; Ready again once") {
+			t.Errorf("with the Event %v: summary %q", withEvent, got)
+		}
+		for _, e := range af.Events {
+			if strings.Contains(e.What, "exited 0") {
+				t.Errorf("with the Event %v: the kill is listed as %q", withEvent, e.What)
+			}
+		}
+	}
+}

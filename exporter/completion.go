@@ -104,6 +104,9 @@ const SpanPodReadyAgain = "pod.ready_again"
 // AttrStepKind is what a step of a return to Ready was (correlator.ShareKind).
 const AttrStepKind = attribute.Key("readyline.step.kind")
 
+// AttrRecoveryCause is the kind of what took Ready away (correlator.CauseKind).
+const AttrRecoveryCause = attribute.Key("readyline.recovery.cause")
+
 // emitRecovery emits the spans of a return to Ready.
 func (b *spanBuilder) emitRecovery(ctx context.Context, r *correlator.Recovery) int {
 	b.spans = 0
@@ -115,6 +118,9 @@ func (b *spanBuilder) emitRecovery(ctx context.Context, r *correlator.Recovery) 
 	}
 	if r.Cause != "" {
 		attrs = append(attrs, AttrReason.String(r.Cause))
+	}
+	if r.CauseKind != "" {
+		attrs = append(attrs, AttrRecoveryCause.String(string(r.CauseKind)))
 	}
 	if len(r.Breakdown) > 0 {
 		kinds := make([]string, len(r.Breakdown))

@@ -45,6 +45,10 @@ const (
 	LabelSource        = "source"
 	LabelReason        = "reason"
 	LabelAlert         = "alert"
+	// LabelCause is what took Ready away before a return to it
+	// (correlator.CauseKind: exit, livenessProbe, startupProbe, postStart,
+	// killed, readiness).
+	LabelCause = "cause"
 	// LabelImageSize is the kubelet's own label name and values for an
 	// image's size (kubelet_image_pull_duration_seconds image_size_in_bytes:
 	// "0-10MB", ..., "N/A" when unknown).
@@ -148,7 +152,7 @@ func NewMetrics(logger *slog.Logger) (*Metrics, error) {
 	hist(&m.readyToStart, "readyline.pod.ready_to_start_containers",
 		"PodScheduled observed to PodReadyToStartContainers observed: the sandbox latency users alert on.")
 	hist(&m.readyAgain, "readyline.pod.ready_again.duration",
-		"A return to Ready after a pod lost it once its start was over: the exit of the container that took it away (or the loss, as the API showed it) to Ready observed again, by namespace.")
+		"A return to Ready after a pod lost it once its start was over: the exit of the container that took it away (or the loss, as the API showed it) to Ready observed again, by namespace and cause (exit, livenessProbe, startupProbe, postStart, killed, readiness).")
 	hist(&m.containerPhase, "readyline.container.phase.duration",
 		"Duration of a container's steps during a pod start (create_to_start, run, post_start, startup_probe, ready, kubelet_reaction), by container kind.")
 	if err == nil {
@@ -258,7 +262,8 @@ func (m *Metrics) WatchRings(rings func() []Ring) {
 func (m *Metrics) RecordRecovery(r *correlator.Recovery) {
 	if d, ok := between(r.Start, r.End); ok {
 		traced := oteltrace.ContextWithSpanContext(context.Background(), RootSpanContext(r.Pod.UID))
-		m.readyAgain.Record(traced, d.Seconds(), metric.WithAttributes(attribute.String(LabelNamespace, r.Pod.Namespace)))
+		m.readyAgain.Record(traced, d.Seconds(), metric.WithAttributes(attribute.String(LabelNamespace, r.Pod.Namespace),
+			attribute.String(LabelCause, string(r.CauseKind))))
 	}
 }
 
