@@ -176,7 +176,7 @@ func (p *podState) probeFailing(e specEntry, c *Container, kind ProbeKind) strin
 		}
 	}
 	if event != nil {
-		if words == "" || last == nil || last.Message == event.words {
+		if event.words != "" && (words == "" || last == nil || last.Message == event.words) {
 			words = event.words
 		}
 		count = max(count, event.count)
