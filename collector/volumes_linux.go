@@ -104,7 +104,7 @@ func findMount(mountinfo, suffix string) (string, error) {
 		if len(fields) < 6 {
 			continue
 		}
-		mp := unescapeMount(fields[4])
+		mp := unescapeMountinfo(fields[4])
 		if strings.HasSuffix(mp, suffix) {
 			return mp, nil
 		}
@@ -113,25 +113,6 @@ func findMount(mountinfo, suffix string) (string, error) {
 		return "", err
 	}
 	return "", errNoMount
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // readVolume reads the files of a volume the kubelet's atomic writer

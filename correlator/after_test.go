@@ -16,13 +16,7 @@ import (
 // CrashLoopBackOff; the kubelet creates a new attempt at 14.0 s, Ready
 // again at 14.6 s.
 func readyThenCrash(t *testing.T) *scenario {
-	sc := startedApp(t, "crash-after", corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}})
-	sc.call(0.9, 0.95, event.CRICreateContainer, func(c *event.CRICall) { c.PodUID, c.ContainerName, c.ContainerID = sc.uid, "app", idMain })
-	sc.call(0.96, 1.0, event.CRIStartContainer, func(c *event.CRICall) { c.ContainerID = idMain })
-	sc.status(false, running("app", idMain, 1, true, true))
-	sc.cond(corev1.ContainersReady, 1.5)
-	sc.cond(corev1.PodReady, 1.5)
-	sc.update(1.5)
+	sc := readyApp(t, "crash-after", corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}})
 	sc.ticks(2, 4)
 	sc.exit(4.0, idMain, 700, 3)
 	sc.notReady(corev1.ContainersReady, 4.6)
@@ -42,6 +36,19 @@ func readyThenCrash(t *testing.T) *scenario {
 	sc.cond(corev1.PodReady, 14.6)
 	sc.update(14.6)
 	sc.ticks(15, 20)
+	return sc
+}
+
+// readyApp is startedApp with the kubelet's CreateContainer and
+// StartContainer calls, Ready at 1.5 s.
+func readyApp(t *testing.T, name string, spec corev1.PodSpec) *scenario {
+	sc := startedApp(t, name, spec)
+	sc.call(0.9, 0.95, event.CRICreateContainer, func(c *event.CRICall) { c.PodUID, c.ContainerName, c.ContainerID = sc.uid, "app", idMain })
+	sc.call(0.96, 1.0, event.CRIStartContainer, func(c *event.CRICall) { c.ContainerID = idMain })
+	sc.status(false, running("app", idMain, 1, true, true))
+	sc.cond(corev1.ContainersReady, 1.5)
+	sc.cond(corev1.PodReady, 1.5)
+	sc.update(1.5)
 	return sc
 }
 
@@ -160,13 +167,7 @@ func TestAfterReadyBounds(t *testing.T) {
 func livenessKillAfterReady(t *testing.T, killingEvent bool) *scenario {
 	probe := execProbe(0, 1, "alive")
 	probe.FailureThreshold = 2
-	sc := startedApp(t, "liveness-after", corev1.PodSpec{Containers: []corev1.Container{{Name: "app", LivenessProbe: probe}}})
-	sc.call(0.9, 0.95, event.CRICreateContainer, func(c *event.CRICall) { c.PodUID, c.ContainerName, c.ContainerID = sc.uid, "app", idMain })
-	sc.call(0.96, 1.0, event.CRIStartContainer, func(c *event.CRICall) { c.ContainerID = idMain })
-	sc.status(false, running("app", idMain, 1, true, true))
-	sc.cond(corev1.ContainersReady, 1.5)
-	sc.cond(corev1.PodReady, 1.5)
-	sc.update(1.5)
+	sc := readyApp(t, "liveness-after", corev1.PodSpec{Containers: []corev1.Container{{Name: "app", LivenessProbe: probe}}})
 	sc.ticks(2, 5)
 	for i, s := range []float64{6, 7} {
 		pid := uint32(750 + i)

@@ -374,13 +374,20 @@ func ignoreNotFound(t *testing.T, err error) {
 // TokenRequest API, and podNamespace as its context's namespace.
 func pluginUser(t *testing.T, ctx context.Context, users, name, podNamespace, role string) string {
 	t.Helper()
+	return boundUser(t, ctx, users, name, podNamespace, pluginPodsClusterRole, role)
+}
+
+// boundUser is pluginUser with the ClusterRole podsRole bound in
+// podNamespace instead of readyline-plugin-pods (view, edit, admin).
+func boundUser(t *testing.T, ctx context.Context, users, name, podNamespace, podsRole, role string) string {
+	t.Helper()
 	sa, err := env.Client.CoreV1().ServiceAccounts(users).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The binding's name is unique in readyline's namespace, which
 	// outlives users.
-	bindPluginRoles(t, ctx, name+"-"+users, podNamespace, role, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: users})
+	bindRoles(t, ctx, name+"-"+users, podNamespace, podsRole, role, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: users})
 	username := fmt.Sprintf("system:serviceaccount:%s:%s", users, name)
 	waitAllowed(t, ctx, username, nil, podNamespace)
 
@@ -399,9 +406,16 @@ func pluginUser(t *testing.T, ctx context.Context, users, name, podNamespace, ro
 // namespace.
 func bindPluginRoles(t *testing.T, ctx context.Context, name, podNamespace, role string, subject rbacv1.Subject) {
 	t.Helper()
+	bindRoles(t, ctx, name, podNamespace, pluginPodsClusterRole, role, subject)
+}
+
+// bindRoles binds subject, by bindings named name, to the ClusterRole
+// podsRole in podNamespace and to role in readyline's namespace.
+func bindRoles(t *testing.T, ctx context.Context, name, podNamespace, podsRole, role string, subject rbacv1.Subject) {
+	t.Helper()
 	createRBAC(t, ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: podNamespace},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: pluginPodsClusterRole},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: podsRole},
 		Subjects:   []rbacv1.Subject{subject},
 	})
 	createRBAC(t, ctx, &rbacv1.RoleBinding{

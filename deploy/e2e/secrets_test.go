@@ -13,13 +13,10 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/readyline/readyline/collector/redact"
 	"github.com/readyline/readyline/correlator"
@@ -151,40 +148,18 @@ func TestSecretValuesNeverLeave(t *testing.T) {
 	}
 }
 
-// roleUser is pluginUser for a reader bound to the built-in ClusterRole
-// role (view, edit, admin) in podNamespace instead of
-// readyline-plugin-pods, with the readyline-plugin Role to reach the
-// daemons; it waits until RBAC lets them get pods there, and, for edit and
-// admin, exec into them.
+// roleUser is boundUser for a reader bound to the built-in ClusterRole
+// role (view, edit, admin) in podNamespace, with the readyline-plugin Role
+// to reach the daemons; for edit and admin it also waits until RBAC lets
+// them exec into the pods there (the daemon keeps its answers 10 s).
 func roleUser(t *testing.T, ctx context.Context, users, name, podNamespace, role string) string {
 	t.Helper()
-	sa, err := env.Client.CoreV1().ServiceAccounts(users).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: users}
-	createRBAC(t, ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name + "-" + users, Namespace: podNamespace},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-		Subjects:   []rbacv1.Subject{subject},
-	})
-	createRBAC(t, ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name + "-" + users, Namespace: ReadylineNamespace},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: pluginRole},
-		Subjects:   []rbacv1.Subject{subject},
-	})
-	username := fmt.Sprintf("system:serviceaccount:%s:%s", users, name)
-	waitAllowed(t, ctx, username, nil, podNamespace)
+	kubeconfig := boundUser(t, ctx, users, name, podNamespace, role, pluginRole)
 	if role != "view" {
-		waitMay(t, ctx, username, authorizationv1.ResourceAttributes{Namespace: podNamespace, Verb: "create", Resource: "pods", Subresource: "exec"})
+		waitMay(t, ctx, fmt.Sprintf("system:serviceaccount:%s:%s", users, name),
+			authorizationv1.ResourceAttributes{Namespace: podNamespace, Verb: "create", Resource: "pods", Subresource: "exec"})
 	}
-	expiration := int64(15 * 60)
-	token, err := env.Client.CoreV1().ServiceAccounts(users).CreateToken(ctx, name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiration}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("TokenRequest for %s: %v", username, err)
-	}
-	return writeKubeconfig(t, name, podNamespace, &clientcmdapi.AuthInfo{Token: token.Status.Token})
+	return kubeconfig
 }
 
 // waitMay waits until RBAC lets user do what attr says.
