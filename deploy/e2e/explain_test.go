@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter"
@@ -34,6 +36,15 @@ const explainBudget = 2 * time.Second
 // of this pod (uid), or is not a start in progress.
 func askWhileStarting(t *testing.T, ctx context.Context, d *Daemon, ns, name, uid string) (*correlator.Timeline, string) {
 	t.Helper()
+	// The test's own watch may have seen the pod before the daemon's did
+	// (two watches, each delivered when it is): wait for the daemon to
+	// know this pod, by its UID, before timing an answer.
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := apiclient.FetchTimelineUID(ctx, d.APIURL, ns, name, uid)
+		return !errors.Is(err, apiclient.ErrNotFound), nil
+	}); err != nil {
+		t.Fatalf("the daemon did not know %s/%s (uid %s) within 30 s of the test's watch: %v", ns, name, uid, err)
+	}
 	asked := time.Now()
 	tl, err := apiclient.FetchTimelineUID(ctx, d.APIURL, ns, name, uid)
 	took := time.Since(asked)
