@@ -88,26 +88,25 @@ spec:
     readinessProbe: {httpGet: {path: /ready, port: 8080}, periodSeconds: 1}
 `, func(p *corev1.Pod) bool { return ContainerRunning(p, "web") })
 	uid := string(pod.UID)
-	tl := askUntil(t, ctx, d, ns, "web404", uid, time.Minute, func(tl *correlator.Timeline) bool {
-		return strings.Contains(tl.Waiting, "web: readinessProbe failing ×") && strings.Contains(tl.Waiting, words404)
-	})
-	failed := 0
-	for _, pa := range attemptsOf(tl, "web", correlator.ProbeReadiness) {
-		if pa.Result == correlator.ProbeFailure && pa.Message == words404 {
-			failed++
+	// The attempts' connections and the Event arrive each when its source
+	// delivers: ask until both are in.
+	failed := func(tl *correlator.Timeline) int {
+		n := 0
+		for _, pa := range attemptsOf(tl, "web", correlator.ProbeReadiness) {
+			if pa.Result == correlator.ProbeFailure && pa.Message == words404 {
+				n++
+			}
 		}
+		return n
 	}
-	if failed == 0 {
-		t.Errorf("no readiness attempt failed in the kubelet's words: %+v", attemptsOf(tl, "web", correlator.ProbeReadiness))
-	}
+	tl := askUntil(t, ctx, d, ns, "web404", uid, time.Minute, func(tl *correlator.Timeline) bool {
+		return strings.Contains(tl.Waiting, "web: readinessProbe failing ×") && strings.Contains(tl.Waiting, words404) && failed(tl) >= 3
+	})
 	if !hasShare(tl, correlator.ShareProbeFailing) {
 		t.Errorf("where the time went %+v has no probe.failing", tl.Breakdown)
 	}
 	// At its deadline the start is reported in the same words.
-	end, err := d.Timeline(ctx, ns, "web404", StartTimeout+time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	end := waitForOutcome(t, d, ns, "web404", correlator.OutcomeTimeout, StartTimeout+time.Minute)
 	if !strings.Contains(end.Reason, "web: readinessProbe failing ×") || !strings.Contains(end.Reason, words404) {
 		t.Errorf("the start's reason %q: want the failing probe in the kubelet's words", end.Reason)
 	}
