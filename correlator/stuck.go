@@ -382,6 +382,9 @@ func (p *podState) describeProbeHold(e specEntry, cs *corev1.ContainerStatus, tl
 		return ""
 	}
 	s := containerLabel(e) + ": " + hold
+	if t := cs.LastTerminationState.Terminated; t != nil {
+		s += ", last exit " + exitDetail(t)
+	}
 	if k := killsOf(e, c); k != "" {
 		s += "; " + k
 	}
