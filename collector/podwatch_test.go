@@ -650,12 +650,17 @@ func TestPodWatchArgvNone(t *testing.T) {
 	pod.Spec.Containers[0].Args = []string{"mysqld --password=hunter2"}
 	pod.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
 		Exec: &corev1.ExecAction{Command: []string{"mysqladmin", "ping", "-phunter2"}}}}
+	// The kubelet's message of a failed exec hook quotes its command line twice.
+	hookFailed := `Exec lifecycle hook ([sh -c curl -u admin:hunter2 http://x/]) for Container "c" in Pod "default/db(uid-db)" failed - error: command 'sh -c curl -u admin:hunter2 http://x/' exited with 7: , message: ""`
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", State: corev1.ContainerState{
+		Waiting: &corev1.ContainerStateWaiting{Reason: "PostStartHookError", Message: hookFailed}}}}
 	for _, tc := range []struct {
-		argv  redact.Policy
-		probe []string
+		argv    redact.Policy
+		probe   []string
+		message string
 	}{
-		{redact.Redacted, []string{"mysqladmin", "ping", "-phunter2"}},
-		{redact.ProgramOnly, []string{"mysqladmin"}},
+		{redact.Redacted, []string{"mysqladmin", "ping", "-phunter2"}, "curl -u admin:<redacted>"},
+		{redact.ProgramOnly, []string{"mysqladmin"}, `hook ([sh <redacted>]) for Container "c" in Pod "default/db(uid-db)" failed - error: command 'sh <redacted>' exited with 7`},
 	} {
 		t.Run(tc.argv.String(), func(t *testing.T) {
 			client := fake.NewClientset(pod.DeepCopy())
@@ -663,7 +668,11 @@ func TestPodWatchArgvNone(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := next(t, runPodWatch(t, w)).Pod.Spec.Containers[0]
+			got := next(t, runPodWatch(t, w)).Pod
+			c := got.Spec.Containers[0]
+			if m := got.Status.ContainerStatuses[0].State.Waiting.Message; !strings.Contains(m, tc.message) || strings.Contains(m, "hunter2") {
+				t.Errorf("the waiting message %q, want it to hold %q and no secret", m, tc.message)
+			}
 			if !slices.Equal(c.ReadinessProbe.Exec.Command, tc.probe) {
 				t.Errorf("probe %q, want %q", c.ReadinessProbe.Exec.Command, tc.probe)
 			}
