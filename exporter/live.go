@@ -101,10 +101,14 @@ func (s *Store) kept(namespace, name, uid string) (*correlator.Timeline, bool) {
 	return tl, ok
 }
 
+// MaxWaitingDerived bounds the starts in progress whose waiting a list
+// derives (newest first): each is a snapshot of the daemon's loop.
+const MaxWaitingDerived = 32
+
 // inProgress lists the starts in progress as the list shows them, newest
 // first, and the UIDs it names; none when there is no LiveStarts or it did
 // not answer in time (the list then shows the stored starts alone).
-func (s *Store) inProgress(ctx context.Context) ([]apiclient.TimelineSummary, map[string]bool) {
+func (s *Store) inProgress(ctx context.Context, waiting bool) ([]apiclient.TimelineSummary, map[string]bool) {
 	l := s.liveStarts()
 	if l == nil {
 		return nil, nil
@@ -124,6 +128,11 @@ func (s *Store) inProgress(ctx context.Context) ([]apiclient.TimelineSummary, ma
 			Namespace: st.Pod.Namespace, Name: st.Pod.Name, UID: st.Pod.UID,
 			Outcome: st.Outcome, Start: st.Start, End: st.AsOf, DurationSeconds: d.Seconds(),
 		})
+		if waiting && len(out) <= MaxWaitingDerived {
+			if tl, err := l.Snapshot(lctx, correlator.Query{UID: st.Pod.UID}); err == nil {
+				out[len(out)-1].Waiting = tl.Waiting
+			}
+		}
 		uids[st.Pod.UID] = true
 	}
 	return out, uids

@@ -232,7 +232,7 @@ func (s *Store) List() []apiclient.TimelineSummary {
 		d, _ := between(tl.Start, tl.End)
 		out = append(out, apiclient.TimelineSummary{
 			Namespace: tl.Pod.Namespace, Name: tl.Pod.Name, UID: tl.Pod.UID,
-			Outcome: tl.Outcome, Reason: tl.Reason, Start: tl.Start, End: tl.End,
+			Outcome: tl.Outcome, Reason: tl.Reason, Waiting: tl.Waiting, Start: tl.Start, End: tl.End,
 			DurationSeconds: d.Seconds(),
 		})
 	}
@@ -242,8 +242,8 @@ func (s *Store) List() []apiclient.TimelineSummary {
 // listAll is List with the starts in progress first, newest first (a
 // start reported at its deadline and still in progress is listed once, as
 // in progress).
-func (s *Store) listAll(ctx context.Context) []apiclient.TimelineSummary {
-	out, live := s.inProgress(ctx)
+func (s *Store) listAll(ctx context.Context, waiting bool) []apiclient.TimelineSummary {
+	out, live := s.inProgress(ctx, waiting)
 	for _, st := range s.List() {
 		if !live[st.UID] {
 			out = append(out, st)
@@ -256,6 +256,8 @@ func (s *Store) listAll(ctx context.Context) []apiclient.TimelineSummary {
 //
 //	GET /api/v1/timelines                     {"timelines": [apiclient.TimelineSummary...]}, newest first
 //	GET /api/v1/timelines?namespace=NS        the same, of the pods of namespace NS
+//	GET /api/v1/timelines?waiting=1           with what each start in progress waits on (derived: at
+//	                                          most MaxWaitingDerived of them)
 //	GET /api/v1/timelines/{namespace}/{name}  the latest start of that pod: in progress (a snapshot as of
 //	                                          now, AsOf set), else kept (After added for a pod still
 //	                                          there), or 404; ?uid=: of the pod with that UID;
@@ -270,7 +272,7 @@ func (s *Store) Handler(logger *slog.Logger) http.Handler {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/timelines", func(w http.ResponseWriter, r *http.Request) {
-		list := s.listAll(r.Context())
+		list := s.listAll(r.Context(), r.URL.Query().Get("waiting") != "")
 		if ns := r.URL.Query().Get("namespace"); ns != "" {
 			list = slices.DeleteFunc(list, func(s apiclient.TimelineSummary) bool { return s.Namespace != ns })
 		}

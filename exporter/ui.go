@@ -138,7 +138,7 @@ type startView struct {
 // pod's page when it is the start that page shows (the latest of that
 // name), else to its UID's page.
 func (s *Store) listView(ctx context.Context, pr PodReader) (listView, error) {
-	starting, _ := s.inProgress(ctx)
+	starting, _ := s.inProgress(ctx, false)
 	starting, err := readable(pr, starting, func(st apiclient.TimelineSummary) (string, string) { return st.Namespace, st.Name })
 	if err != nil {
 		return listView{}, err

@@ -35,6 +35,7 @@ type runConfig struct {
 	apiAddr     string
 	healthAddr  string
 	secureAPI   secureAPIConfig
+	nodeAPI     nodeAPIConfig
 	record      string // a file name in recordDir
 	recordDir   string
 	keep        uint
@@ -65,6 +66,7 @@ func parseRunConfig(args []string, stderr io.Writer) (runConfig, error) {
 	registerHealthAddr(fs, &c.healthAddr)
 	fs.String(&c.apiAddr, "api-addr", defaultAPIAddr, "serve the timeline API that 'readyline explain' reads, and the waterfall pages under /ui/, here: every start, unauthenticated; unix:PATH, a socket only root may use, or a TCP host:port (empty: off)")
 	c.secureAPI.register(fs)
+	c.nodeAPI.register(fs)
 	fs.Bool(&c.pprof, "pprof", false, "also serve Go's profiles (net/http/pprof) under /debug/pprof/ on the timeline API's address, for a heap or CPU profile of the daemon")
 	registerRecordFlags(fs, &c.record, &c.recordDir)
 	fs.Uint(&c.keep, "keep", 256, "how many recent pod starts the timeline API keeps")
@@ -89,6 +91,10 @@ func parseRunConfig(args []string, stderr io.Writer) (runConfig, error) {
 	}
 	if err := validateRecordName(c.record, c.recordDir, stderr); err != nil {
 		return c, err
+	}
+	if err := c.nodeAPI.validate(); err != nil {
+		fmt.Fprintln(stderr, err)
+		return c, errUsage
 	}
 	if err := c.secureAPI.validate(); err != nil {
 		fmt.Fprintln(stderr, err)
@@ -290,6 +296,12 @@ func (d *daemon) run(ctx context.Context) error {
 			return err
 		}
 	}
+	var nodeAPI func(context.Context) error
+	if d.cfg.nodeAPI.addr != "" {
+		if nodeAPI, err = d.serveNodeAPI(rc); err != nil {
+			return err
+		}
+	}
 
 	err = d.pipeline(ctx, cancel, func(ctx context.Context, g *group) {
 		for _, s := range sources {
@@ -306,11 +318,14 @@ func (d *daemon) run(ctx context.Context) error {
 		if secureAPI != nil {
 			g.Go(ctx, "secure api server", secureAPI)
 		}
+		if nodeAPI != nil {
+			g.Go(ctx, "node api server", nodeAPI)
+		}
 		if d.cfg.healthAddr != "" {
 			g.Go(ctx, "health server", d.serve(d.cfg.healthAddr, healthHandler(d.health), healthHTTPLimits))
 		}
 		d.logger.Info("readyline running", "node", d.cfg.nodeName, "otlp", d.traces.Endpoint(),
-			"metrics", d.cfg.metricsAddr, "api", d.cfg.apiAddr, "secure_api", d.cfg.secureAPI.addr, "health", d.cfg.healthAddr,
+			"metrics", d.cfg.metricsAddr, "api", d.cfg.apiAddr, "secure_api", d.cfg.secureAPI.addr, "node_api", d.cfg.nodeAPI.addr, "health", d.cfg.healthAddr,
 			"record", d.cfg.record, "alerts", d.cfg.alerts.String())
 	})
 	if d.rec != nil {

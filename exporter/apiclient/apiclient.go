@@ -42,8 +42,12 @@ type TimelineSummary struct {
 	UID       string             `json:"uid"`
 	Outcome   correlator.Outcome `json:"outcome"`
 	Reason    string             `json:"reason,omitempty"`
-	Start     time.Time          `json:"start"`
-	End       time.Time          `json:"end"`
+	// Waiting is what the start waits on (correlator.Timeline.Waiting):
+	// for a start in progress only when the list was asked with
+	// ?waiting=1, which derives it.
+	Waiting string    `json:"waiting,omitempty"`
+	Start   time.Time `json:"start"`
+	End     time.Time `json:"end"`
 	// DurationSeconds is End - Start.
 	DurationSeconds float64 `json:"duration_seconds"`
 }

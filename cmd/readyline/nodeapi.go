@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/readyline/readyline/collector/kubeapi"
+	"github.com/readyline/readyline/exporter/apiauth"
+)
+
+// nodeAPIConfig is where readyline's aggregated API server (cmd/readyline-api)
+// reads this node's starts: mutual TLS with certificates of the chart's CA,
+// the reader named in headers, no user's credential (DESIGN.md, "Who may
+// read what").
+type nodeAPIConfig struct {
+	addr     string
+	certFile string
+	keyFile  string
+	caFile   string
+}
+
+func (c *nodeAPIConfig) register(fs *flagSet) {
+	fs.String(&c.addr, "node-api-addr", "",
+		"serve the starts to readyline's aggregated API server (kubectl get podstarts) here, over mutual TLS, and to nobody else (empty: off)")
+	fs.String(&c.certFile, "node-api-cert-file", "/etc/readyline/node-api/tls.crt",
+		"the node API's serving certificate, for the name "+apiauth.NodeServerName+", PEM")
+	fs.String(&c.keyFile, "node-api-key-file", "/etc/readyline/node-api/tls.key", "the key of --node-api-cert-file, PEM")
+	fs.String(&c.caFile, "node-api-client-ca-file", "/etc/readyline/node-api/client-ca.crt",
+		"the CA of the aggregated API server's client certificate (CN "+apiauth.AggregatorName+"), PEM")
+}
+
+func (c *nodeAPIConfig) validate() error {
+	if c.addr != "" && (c.certFile == "" || c.keyFile == "" || c.caFile == "") {
+		return errors.New("--node-api-addr needs --node-api-cert-file, --node-api-key-file and --node-api-client-ca-file")
+	}
+	return nil
+}
+
+// nodeAPIFilesPoll is how often the node API looks for its certificates
+// until they are there: a Secret mounted optional appears in the pod's
+// volume within the kubelet's sync, with no restart.
+const nodeAPIFilesPoll = 10 * time.Second
+
+// serveNodeAPI serves the store's API on --node-api-addr to the aggregated
+// API server alone (apiauth.ForwardedHandler), asking the API server of rc
+// what each reader it names may read. Until the certificates are there it
+// waits for them (logged once): a node without them is one the aggregator
+// cannot read, nothing more.
+func (d *daemon) serveNodeAPI(rc *rest.Config) (func(context.Context) error, error) {
+	c := d.cfg.nodeAPI
+	reviews := rest.CopyConfig(rc)
+	reviews.QPS, reviews.Burst = reviewQPS, reviewBurst
+	client, err := kubeapi.New(reviews)
+	if err != nil {
+		return nil, err
+	}
+	logger := d.logger.With("source", "node_api")
+	authz := apiauth.NewAuthorizer(apiauth.AuthorizerConfig{Access: client.SubjectAccessReviews()})
+	h := apiauth.ForwardedHandler(authz, d.storeHandler(), logger)
+	return func(ctx context.Context) error {
+		if !waitForFiles(ctx, logger, c.certFile, c.keyFile, c.caFile) {
+			return nil
+		}
+		cfg, err := apiauth.ForwardedServing(c.certFile, c.keyFile, c.caFile)
+		if err != nil {
+			return err
+		}
+		ln, err := net.Listen("tcp", c.addr)
+		if err != nil {
+			return err
+		}
+		logger.Info("serving the node API to the aggregated API server", "addr", c.addr)
+		srv := newHTTPServer(h, defaultHTTPLimits)
+		srv.TLSConfig = cfg
+		// A client without the aggregator's certificate fails in the
+		// handshake: no news.
+		srv.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelDebug)
+		return serveHTTP(ctx, srv, ln, defaultHTTPLimits)
+	}, nil
+}
+
+// waitForFiles returns true once every file exists, false when ctx ends
+// first.
+func waitForFiles(ctx context.Context, logger *slog.Logger, files ...string) bool {
+	t := time.NewTicker(nodeAPIFilesPoll)
+	defer t.Stop()
+	for logged := false; ; {
+		missing := ""
+		for _, f := range files {
+			if _, err := os.Stat(f); err != nil {
+				missing = f
+				break
+			}
+		}
+		if missing == "" {
+			return true
+		}
+		if !logged {
+			logger.Info("the node API waits for its certificates (the readyline-node-api Secret)", "missing", missing)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+}
