@@ -27,3 +27,21 @@ func TestDaemonLinksNoTemplate(t *testing.T) {
 		}
 	}
 }
+
+// TestDaemonLinksNoAPIServer: the aggregated API server's libraries
+// (k8s.io/apiserver and what it brings: etcd's client, CEL) are
+// cmd/readyline-api's alone; the daemon on every node links none of them,
+// and its RSS and CPU goals stand.
+func TestDaemonLinksNoAPIServer(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-tags", "grpcnotrace", "-f", "{{.ImportPath}}", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		for _, banned := range []string{"k8s.io/apiserver/", "go.etcd.io/", "github.com/google/cel-go/", "github.com/readyline/readyline/exporter/podstartapi"} {
+			if strings.HasPrefix(pkg+"/", banned) {
+				t.Errorf("the daemon links %s", pkg)
+			}
+		}
+	}
+}

@@ -1,0 +1,322 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/readyline/readyline/exporter"
+	"github.com/readyline/readyline/exporter/apiauth"
+	"github.com/readyline/readyline/exporter/apiclient"
+	"github.com/readyline/readyline/exporter/podstartapi"
+)
+
+// nodeClient asks the daemons' node API (apiauth.ForwardedHandler) over
+// mutual TLS: the aggregator's client certificate, and the daemons'
+// certificate for apiauth.NodeServerName, both of the chart's CA.
+type nodeClient struct {
+	http *http.Client
+	port int
+}
+
+// maxTimelineBytes bounds a timeline read from a node, maxListBytes a
+// node's list of summaries: a node answers what it holds, within its own
+// budget, and a fallen one does not grow the aggregator without bound.
+const (
+	maxTimelineBytes = 16 << 20
+	maxListBytes     = 32 << 20
+)
+
+func newNodeClient(caFile, certFile, keyFile string, port int, timeout time.Duration) (*nodeClient, error) {
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("the nodes' CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("the nodes' CA %s: no PEM certificate in it", caFile)
+	}
+	// The key is read again when it changes (a rotated Secret).
+	getCert := func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		c, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("the aggregator's client certificate: %w", err)
+		}
+		return &c, nil
+	}
+	if _, err := getCert(nil); err != nil {
+		return nil, err
+	}
+	tr := &http.Transport{
+		TLSClientConfig: &tls.Config{
+			MinVersion: tls.VersionTLS13, RootCAs: pool, ServerName: apiauth.NodeServerName,
+			GetClientCertificate: getCert,
+		},
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+		TLSHandshakeTimeout: 5 * time.Second,
+		MaxIdleConnsPerHost: 2,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	return &nodeClient{http: &http.Client{Transport: tr, Timeout: timeout}, port: port}, nil
+}
+
+func (c *nodeClient) url(ip, path string, q url.Values) string {
+	u := url.URL{Scheme: "https", Host: net.JoinHostPort(ip, strconv.Itoa(c.port)), Path: path, RawQuery: q.Encode()}
+	return u.String()
+}
+
+// get asks the daemon at ip; reader, when not nil, is the user the API
+// server authenticated, whom the daemon asks about as that user.
+func (c *nodeClient) get(ctx context.Context, ip, path string, q url.Values, reader *apiauth.User, limit int64) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url(ip, path, q), nil)
+	if err != nil {
+		return nil, err
+	}
+	if reader != nil {
+		apiauth.SetForwardedUser(req.Header, reader)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(body)) > limit {
+		return nil, fmt.Errorf("the node's answer is over %d MiB", limit>>20)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, &apiclient.Error{Status: resp.StatusCode, Message: firstLine(body)}
+	}
+	return body, nil
+}
+
+func firstLine(b []byte) string {
+	for i, c := range b {
+		if c == '\n' {
+			b = b[:i]
+			break
+		}
+	}
+	if len(b) > 512 {
+		b = b[:512]
+	}
+	return string(b)
+}
+
+// List asks the daemon at ip for its starts' summaries, with what each in
+// progress waits on.
+func (c *nodeClient) List(ctx context.Context, ip string) ([]apiclient.TimelineSummary, error) {
+	body, err := c.get(ctx, ip, "/api/v1/timelines", url.Values{"waiting": {"1"}}, nil, maxListBytes)
+	if err != nil {
+		return nil, err
+	}
+	var list apiclient.TimelineList
+	if err := json.Unmarshal(body, &list); err != nil {
+		return nil, fmt.Errorf("the node's list: %w", err)
+	}
+	return list.Timelines, nil
+}
+
+// Timeline asks the daemon at ip for the timeline of pod
+// namespace/name (of that UID), as reader may read it.
+func (c *nodeClient) Timeline(ctx context.Context, ip, namespace, name, uid string, reader *apiauth.User) ([]byte, error) {
+	q := url.Values{}
+	if uid != "" {
+		q.Set("uid", uid)
+	}
+	return c.get(ctx, ip, "/api/v1/timelines/"+url.PathEscape(namespace)+"/"+url.PathEscape(name), q, reader, maxTimelineBytes)
+}
+
+// podStartOf is the PodStart of a node's summary.
+func podStartOf(node string, s apiclient.TimelineSummary) *podstartapi.PodStart {
+	return &podstartapi.PodStart{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: s.Namespace, Name: s.Name, UID: types.UID(s.UID),
+			CreationTimestamp: metav1.NewTime(s.Start.Truncate(time.Second)),
+		},
+		Spec: podstartapi.PodStartSpec{NodeName: node, PodUID: s.UID},
+		Status: podstartapi.PodStartStatus{
+			Outcome:   string(s.Outcome),
+			StartTime: metav1.NewTime(s.Start), EndTime: metav1.NewTime(s.End),
+			DurationSeconds: math.Round(s.DurationSeconds*1000) / 1000,
+			WaitingOn:       s.Waiting, Reason: s.Reason,
+			TraceID: exporter.TraceIDForPod(s.UID).String(),
+		},
+	}
+}
+
+// daemonPod is where a node's daemon answers.
+type daemonPod struct {
+	uid  types.UID
+	node string
+	ip   string
+}
+
+// poller asks every node's daemon for its summaries, every interval, and
+// keeps them in store: a daemon that does not answer keeps what it said
+// last (counted and logged), a daemon gone is forgotten after grace (a
+// rollout's new pod on the node takes over before).
+type poller struct {
+	client   *nodeClient
+	store    *summaries
+	interval time.Duration
+	grace    time.Duration
+	logger   *slog.Logger
+
+	mu      sync.Mutex
+	running map[string]*nodePoll // by node
+}
+
+type nodePoll struct {
+	pod    daemonPod
+	cancel context.CancelFunc
+}
+
+// sync starts, moves or stops node's poll for the daemon pod p (nil: none).
+func (p *poller) sync(ctx context.Context, node string, pod *daemonPod) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cur, ok := p.running[node]
+	if ok && pod != nil && cur.pod == *pod {
+		return
+	}
+	if ok {
+		cur.cancel()
+		delete(p.running, node)
+	}
+	if pod == nil {
+		go p.forgetLater(ctx, node)
+		return
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	p.running[node] = &nodePoll{pod: *pod, cancel: cancel}
+	go p.poll(pctx, *pod)
+}
+
+// forgetLater forgets node's starts after the grace, unless a daemon of
+// the node answers for it again by then.
+func (p *poller) forgetLater(ctx context.Context, node string) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(p.grace):
+	}
+	p.mu.Lock()
+	_, back := p.running[node]
+	p.mu.Unlock()
+	if !back {
+		p.store.ReplaceNode(node, nil)
+		p.logger.Info("forgot a node's pod starts: no daemon answers for it", "node", node)
+	}
+}
+
+// poll asks pod's daemon until ctx ends.
+func (p *poller) poll(ctx context.Context, pod daemonPod) {
+	t := time.NewTicker(p.interval)
+	defer t.Stop()
+	failing := false
+	for {
+		list, err := p.client.List(ctx, pod.ip)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			pollErrors.Add(1)
+			if !failing {
+				p.logger.Warn("a node's daemon does not answer: its starts are as it said last", "node", pod.node, "ip", pod.ip, "error", err)
+			}
+			failing = true
+		default:
+			if failing {
+				p.logger.Info("a node's daemon answers again", "node", pod.node)
+			}
+			failing = false
+			starts := make([]*podstartapi.PodStart, 0, len(list))
+			for _, s := range list {
+				starts = append(starts, podStartOf(pod.node, s))
+			}
+			p.store.ReplaceNode(pod.node, starts)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// daemonPodOf is where pod answers, when it runs and has an IP.
+func daemonPodOf(pod *corev1.Pod) (*daemonPod, bool) {
+	if pod.Spec.NodeName == "" || pod.Status.PodIP == "" || pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
+		return nil, false
+	}
+	return &daemonPod{uid: pod.UID, node: pod.Spec.NodeName, ip: pod.Status.PodIP}, true
+}
+
+// Run follows the daemon pods of informer until ctx ends, polling each.
+func (p *poller) Run(ctx context.Context, informer cache.SharedIndexInformer) error {
+	p.running = map[string]*nodePoll{}
+	onPod := func(obj any) {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		if d, ok := daemonPodOf(pod); ok {
+			p.sync(ctx, d.node, d)
+			return
+		}
+		p.mu.Lock()
+		cur, ok := p.running[pod.Spec.NodeName]
+		p.mu.Unlock()
+		if ok && cur.pod.uid == pod.UID {
+			p.sync(ctx, pod.Spec.NodeName, nil)
+		}
+	}
+	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    onPod,
+		UpdateFunc: func(_, obj any) { onPod(obj) },
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				p.mu.Lock()
+				cur, ok := p.running[pod.Spec.NodeName]
+				p.mu.Unlock()
+				if ok && cur.pod.uid == pod.UID {
+					p.sync(ctx, pod.Spec.NodeName, nil)
+				}
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	go informer.Run(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		return errors.New("the daemon pods' informer did not sync")
+	}
+	<-ctx.Done()
+	return nil
+}

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/readyline/readyline/exporter/apiauth"
+	"github.com/readyline/readyline/exporter/apiclient"
+	"github.com/readyline/readyline/exporter/podstartapi"
+)
+
+// testPKI is a CA and the certificates of the node API: the daemons'
+// serving one and the aggregator's client one, as pki.sh makes them.
+type testPKI struct {
+	dir             string
+	ca              *x509.Certificate
+	caKey           *ecdsa.PrivateKey
+	caFile          string
+	node            tls.Certificate
+	clientCert, key string
+}
+
+func newTestPKI(t *testing.T) *testPKI {
+	t.Helper()
+	p := &testPKI{dir: t.TempDir()}
+	var err error
+	if p.caKey, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader); err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &p.caKey.PublicKey, p.caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.ca, _ = x509.ParseCertificate(der)
+	p.caFile = p.write(t, "ca.crt", "CERTIFICATE", der)
+	p.node = p.issue(t, apiauth.NodeServerName, []string{apiauth.NodeServerName}, x509.ExtKeyUsageServerAuth)
+	client := p.issue(t, apiauth.AggregatorName, nil, x509.ExtKeyUsageClientAuth)
+	p.clientCert = p.write(t, "client.crt", "CERTIFICATE", client.Certificate[0])
+	keyDER, _ := x509.MarshalPKCS8PrivateKey(client.PrivateKey)
+	p.key = p.write(t, "client.key", "PRIVATE KEY", keyDER)
+	return p
+}
+
+func (p *testPKI) write(t *testing.T, name, typ string, der []byte) string {
+	t.Helper()
+	f := filepath.Join(p.dir, name)
+	if err := os.WriteFile(f, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (p *testPKI) issue(t *testing.T, cn string, dns []string, usage x509.ExtKeyUsage) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn}, DNSNames: dns,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// fakeDaemon is a node API that keeps what it was sent.
+type fakeDaemon struct {
+	srv  *httptest.Server
+	mu   sync.Mutex
+	reqs []*http.Request
+	cns  []string
+}
+
+func startFakeDaemon(t *testing.T, p *testPKI, h http.HandlerFunc) *fakeDaemon {
+	t.Helper()
+	d := &fakeDaemon{}
+	pool := x509.NewCertPool()
+	pool.AddCert(p.ca)
+	d.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d.mu.Lock()
+		d.reqs = append(d.reqs, r.Clone(context.Background()))
+		d.cns = append(d.cns, r.TLS.VerifiedChains[0][0].Subject.CommonName)
+		d.mu.Unlock()
+		h(w, r)
+	}))
+	d.srv.TLS = &tls.Config{Certificates: []tls.Certificate{p.node}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
+	d.srv.StartTLS()
+	t.Cleanup(d.srv.Close)
+	return d
+}
+
+func (d *fakeDaemon) addr(t *testing.T) (string, int) {
+	host, port, err := net.SplitHostPort(d.srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.Atoi(port)
+	return host, n
+}
+
+// TestGetSendsTheNodeNoCredential: a get of one pod start reads the
+// timeline from the pod's node over mutual TLS (the aggregator's client
+// certificate, the node's for readyline-node), naming the API server's
+// user in X-Remote-* headers and sending no credential; the node's 403 is
+// the user's 403, and a node that does not answer leaves the summary with
+// why.
+func TestGetSendsTheNodeNoCredential(t *testing.T) {
+	p := newTestPKI(t)
+	d := startFakeDaemon(t, p, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/v1/timelines/team/web":
+			w.Write([]byte(`{"pod":{"namespace":"team","name":"web","uid":"u1"},"outcome":"ready"}`))
+		default:
+			http.Error(w, "forbidden: User may not get pod", http.StatusForbidden)
+		}
+	})
+	ip, port := d.addr(t)
+	nodes, err := newNodeClient(p.caFile, p.clientCert, p.key, port, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := newSummaries(10, nil)
+	t0 := time.Now()
+	store.ReplaceNode("n1", []*podstartapi.PodStart{start("team", "web", "u1", "n1", "ready", t0), start("other", "db", "u2", "n1", "ready", t0),
+		start("gone", "x", "u3", "n2", "ready", t0)})
+	ps := &podStarts{store: store, nodes: nodes, logger: discard(), ips: func(node string) (string, bool) { return ip, node == "n1" }}
+
+	alice := &user.DefaultInfo{Name: "alice", UID: "uid-a", Groups: []string{"team", "system:authenticated"},
+		Extra: map[string][]string{"authentication.kubernetes.io/credential-id": {"JTI=9"}}}
+	ctx := func(ns string) context.Context {
+		return genericapirequest.WithUser(genericapirequest.WithNamespace(context.Background(), ns), alice)
+	}
+	obj, err := ps.Get(ctx("team"), "web", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := obj.(*podstartapi.PodStart)
+	if got.Status.Timeline == nil || !strings.Contains(string(got.Status.Timeline.Raw), `"outcome":"ready"`) {
+		t.Fatalf("get team/web: %+v, want the node's timeline", got)
+	}
+	if _, err := ps.Get(ctx("other"), "db", nil); !apierrors.IsForbidden(err) {
+		t.Errorf("get other/db, which the node refused: %v, want 403", err)
+	}
+	if _, err := ps.Get(ctx("team"), "nothere", nil); !apierrors.IsNotFound(err) {
+		t.Errorf("get of no start: %v, want 404", err)
+	}
+	obj, err = ps.Get(ctx("gone"), "x", nil)
+	if err != nil || obj.(*podstartapi.PodStart).Annotations["readyline.dev/timeline"] == "" {
+		t.Errorf("get of a start whose node does not answer: %+v (%v), want the summary and why", obj, err)
+	}
+
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.reqs) != 2 {
+		t.Fatalf("the node got %d requests, want 2", len(d.reqs))
+	}
+	for i, r := range d.reqs {
+		if d.cns[i] != apiauth.AggregatorName {
+			t.Errorf("request %d came with client certificate %q", i, d.cns[i])
+		}
+		for k := range r.Header {
+			if k == "Authorization" || strings.HasPrefix(k, "Impersonate-") || strings.Contains(strings.ToLower(k), "token") {
+				t.Errorf("the node got header %s: a credential", k)
+			}
+		}
+		if r.Header.Get(apiauth.HeaderUser) != "alice" || r.Header.Get(apiauth.HeaderUID) != "uid-a" || len(r.Header.Values(apiauth.HeaderGroup)) != 2 ||
+			r.Header.Get(apiauth.HeaderExtraPrefix+"authentication.kubernetes.io%2Fcredential-id") != "JTI=9" {
+			t.Errorf("request %d names the reader as %v", i, r.Header)
+		}
+		if r.URL.Query().Get("uid") == "" {
+			t.Errorf("request %d asks for no UID: %s", i, r.URL)
+		}
+	}
+}
+
+// TestPollerKeepsWhatNodesSaid: the poller lists a node's starts into the
+// store (with what each waits on), keeps them while the node does not
+// answer, and the list and field selectors serve them.
+func TestPollerKeepsWhatNodesSaid(t *testing.T) {
+	p := newTestPKI(t)
+	var mu sync.Mutex
+	down := false
+	d := startFakeDaemon(t, p, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if down {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		if r.URL.Query().Get("waiting") != "1" {
+			http.Error(w, "want waiting=1", http.StatusBadRequest)
+			return
+		}
+		now := time.Now()
+		writeJSONList(w, []apiclient.TimelineSummary{
+			{Namespace: "team", Name: "web", UID: "0f8fad5b-d9cb-469f-a165-70867728950e", Outcome: "starting", Waiting: "web: readinessProbe failing ×3", Start: now.Add(-time.Minute), End: now},
+			{Namespace: "team", Name: "db", UID: "u2", Outcome: "ready", Start: now.Add(-time.Hour), End: now.Add(-59 * time.Minute), DurationSeconds: 60},
+		})
+	})
+	ip, port := d.addr(t)
+	nodes, err := newNodeClient(p.caFile, p.clientCert, p.key, port, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := newSummaries(100, nil)
+	pl := &poller{client: nodes, store: store, interval: 50 * time.Millisecond, grace: time.Hour, logger: discard(), running: map[string]*nodePoll{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pl.sync(ctx, "n1", &daemonPod{uid: "d1", node: "n1", ip: ip})
+	waitFor(t, func() bool { l, _ := store.List(all); return len(l) == 2 })
+	mu.Lock()
+	down = true
+	mu.Unlock()
+	time.Sleep(200 * time.Millisecond)
+	rest := &podStarts{store: store}
+	sel := fields.OneTermEqualSelector("status.outcome", "starting")
+	obj, err := rest.List(genericapirequest.WithNamespace(context.Background(), "team"), &metainternalversion.ListOptions{FieldSelector: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := obj.(*podstartapi.PodStartList).Items
+	if len(items) != 1 || items[0].Name != "web" || items[0].Status.WaitingOn != "web: readinessProbe failing ×3" ||
+		items[0].Spec.NodeName != "n1" || items[0].Status.TraceID != "0f8fad5bd9cb469fa16570867728950e" {
+		t.Fatalf("starting starts of team while the node is down: %+v", items)
+	}
+	table, err := rest.ConvertToTable(context.Background(), obj, nil)
+	if err != nil || len(table.Rows) != 1 || table.Rows[0].Cells[4] != "web: readinessProbe failing ×3" {
+		t.Fatalf("table %+v (%v)", table, err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("not within 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func writeJSONList(w http.ResponseWriter, list []apiclient.TimelineSummary) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(apiclient.TimelineList{Timelines: list})
+}
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }

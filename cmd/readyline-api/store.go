@@ -1,0 +1,296 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/readyline/readyline/exporter/podstartapi"
+)
+
+// podKey is a pod start's name: its pod's namespace and name.
+type podKey struct{ namespace, name string }
+
+func keyOf(ps *podstartapi.PodStart) podKey { return podKey{ps.Namespace, ps.Name} }
+
+// summaries holds the pod starts' summaries every node reported last
+// (without timelines), merged into one per pod: the newest start of its
+// name, when two nodes report one (a pod deleted and made again elsewhere).
+// It serves the list and the watch of podstarts. Its resource versions are
+// the microseconds of the wall clock (or one more than the last, when the
+// clock is behind): a watch that comes back to the other replica with a
+// version of this one still resumes about where it left. It is safe for
+// concurrent use.
+type summaries struct {
+	now        func() time.Time
+	maxHistory int
+
+	mu       sync.Mutex
+	rv       uint64
+	reported map[string]map[podKey]*podstartapi.PodStart // by node
+	merged   map[podKey]*podstartapi.PodStart
+	history  []change // oldest first, at most maxHistory
+	expired  uint64   // the newest version no longer in history
+	watchers map[*watcher]struct{}
+}
+
+// formatRV and parseRV write and read a resource version.
+func formatRV(rv uint64) string { return strconv.FormatUint(rv, 10) }
+
+func parseRV(s string) (uint64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	rv, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, apierrors.NewBadRequest(fmt.Sprintf("resourceVersion %q: not a pod starts' version", s))
+	}
+	return rv, nil
+}
+
+// change is one watch event, at its resource version.
+type change struct {
+	typ watch.EventType
+	obj *podstartapi.PodStart
+	rv  uint64
+}
+
+// watchBuffer is how many events a watcher may fall behind before it is
+// closed (its client lists again).
+const watchBuffer = 1024
+
+func newSummaries(maxHistory int, now func() time.Time) *summaries {
+	if now == nil {
+		now = time.Now
+	}
+	return &summaries{
+		now: now, maxHistory: maxHistory,
+		reported: map[string]map[podKey]*podstartapi.PodStart{},
+		merged:   map[podKey]*podstartapi.PodStart{},
+		watchers: map[*watcher]struct{}{},
+	}
+}
+
+// nextRV is the next resource version; s.mu is held.
+func (s *summaries) nextRV() uint64 {
+	s.rv = max(s.rv+1, uint64(s.now().UnixMicro()))
+	return s.rv
+}
+
+// ReplaceNode makes starts what node reports (nil: forget the node), and
+// tells the watchers what that changed.
+func (s *summaries) ReplaceNode(node string, starts []*podstartapi.PodStart) {
+	next := make(map[podKey]*podstartapi.PodStart, len(starts))
+	for _, ps := range starts {
+		k := keyOf(ps)
+		if old, ok := next[k]; !ok || ps.Status.StartTime.After(old.Status.StartTime.Time) {
+			next[k] = ps
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prev := s.reported[node]
+	if starts == nil {
+		delete(s.reported, node)
+	} else {
+		s.reported[node] = next
+	}
+	touched := make(map[podKey]struct{}, len(prev)+len(next))
+	for k := range prev {
+		touched[k] = struct{}{}
+	}
+	for k := range next {
+		touched[k] = struct{}{}
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(touched), func(a, b podKey) int {
+		if a.namespace != b.namespace {
+			return compareStrings(a.namespace, b.namespace)
+		}
+		return compareStrings(a.name, b.name)
+	}) {
+		s.remerge(k)
+	}
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Nodes lists the nodes that reported.
+func (s *summaries) Nodes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.reported))
+}
+
+// remerge picks the newest start of k among the nodes' and records the
+// change; s.mu is held.
+func (s *summaries) remerge(k podKey) {
+	var win *podstartapi.PodStart
+	for _, node := range slices.Sorted(maps.Keys(s.reported)) {
+		ps, ok := s.reported[node][k]
+		if ok && (win == nil || ps.Status.StartTime.After(win.Status.StartTime.Time)) {
+			win = ps
+		}
+	}
+	cur, had := s.merged[k]
+	switch {
+	case win == nil && !had:
+		return
+	case win == nil:
+		delete(s.merged, k)
+		gone := cur.DeepCopy()
+		gone.ResourceVersion = formatRV(s.nextRV())
+		s.record(watch.Deleted, gone)
+		return
+	case had && sameStart(cur, win):
+		return
+	}
+	obj := win.DeepCopy()
+	obj.ResourceVersion = formatRV(s.nextRV())
+	s.merged[k] = obj
+	typ := watch.Added
+	if had {
+		typ = watch.Modified
+	}
+	s.record(typ, obj)
+}
+
+// sameStart says whether a and b say the same (their versions aside).
+func sameStart(a, b *podstartapi.PodStart) bool {
+	return a.UID == b.UID && reflect.DeepEqual(a.Spec, b.Spec) && reflect.DeepEqual(a.Status, b.Status)
+}
+
+// record keeps a change in the history and sends it to the watchers; s.mu
+// is held.
+func (s *summaries) record(typ watch.EventType, obj *podstartapi.PodStart) {
+	c := change{typ: typ, obj: obj, rv: s.rv}
+	s.history = append(s.history, c)
+	if over := len(s.history) - s.maxHistory; over > 0 {
+		s.expired = s.history[over-1].rv
+		s.history = slices.Delete(s.history, 0, over)
+	}
+	for w := range s.watchers {
+		if !w.send(c) {
+			delete(s.watchers, w)
+		}
+	}
+}
+
+// List returns the merged starts that match, by namespace and name, and
+// the version they are as of.
+func (s *summaries) List(match func(*podstartapi.PodStart) bool) ([]podstartapi.PodStart, uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]podstartapi.PodStart, 0, len(s.merged))
+	for _, ps := range s.merged {
+		if match(ps) {
+			out = append(out, *ps.DeepCopy())
+		}
+	}
+	slices.SortFunc(out, func(a, b podstartapi.PodStart) int {
+		if a.Namespace != b.Namespace {
+			return compareStrings(a.Namespace, b.Namespace)
+		}
+		return compareStrings(a.Name, b.Name)
+	})
+	return out, s.rv
+}
+
+// Get returns the merged start of namespace/name.
+func (s *summaries) Get(namespace, name string) (*podstartapi.PodStart, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ps, ok := s.merged[podKey{namespace, name}]
+	if !ok {
+		return nil, false
+	}
+	return ps.DeepCopy(), true
+}
+
+// Watch streams the changes that match after version from; from 0 starts
+// with every matching start as added. A version older than the history
+// kept is refused as expired (410: the client lists again).
+func (s *summaries) Watch(ctx context.Context, from uint64, match func(*podstartapi.PodStart) bool) (watch.Interface, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := &watcher{match: match, ch: make(chan watch.Event, watchBuffer), done: make(chan struct{})}
+	if from == 0 {
+		for _, ps := range s.merged {
+			w.send(change{typ: watch.Added, obj: ps})
+		}
+	} else {
+		if from < s.expired {
+			return nil, apierrors.NewResourceExpired("too old resource version: the pod starts' history begins later; list again")
+		}
+		for _, c := range s.history {
+			if c.rv > from {
+				w.send(c)
+			}
+		}
+	}
+	s.watchers[w] = struct{}{}
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-w.done:
+		}
+		w.stop()
+		s.mu.Lock()
+		delete(s.watchers, w)
+		if !w.closed {
+			w.closed = true
+			close(w.ch)
+		}
+		s.mu.Unlock()
+	}()
+	return w, nil
+}
+
+// watcher is one watch of Watch.
+type watcher struct {
+	match    func(*podstartapi.PodStart) bool
+	ch       chan watch.Event
+	done     chan struct{}
+	stopOnce sync.Once
+	closed   bool // ch closed; under summaries.mu
+}
+
+// send queues c when it matches; false when the watcher is too far behind
+// (it is then stopped) or stopped. summaries.mu is held.
+func (w *watcher) send(c change) bool {
+	if w.closed {
+		return false
+	}
+	if !w.match(c.obj) {
+		return true
+	}
+	select {
+	case w.ch <- watch.Event{Type: c.typ, Object: c.obj.DeepCopy()}:
+		return true
+	default:
+		w.closed = true
+		close(w.ch)
+		w.stop()
+		return false
+	}
+}
+
+func (w *watcher) stop() { w.stopOnce.Do(func() { close(w.done) }) }
+
+func (w *watcher) Stop()                          { w.stop() }
+func (w *watcher) ResultChan() <-chan watch.Event { return w.ch }

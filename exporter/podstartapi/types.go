@@ -1,0 +1,73 @@
+// Package podstartapi is the readyline.dev API: PodStart, one per pod, its
+// latest start as the node that ran it tells it. The aggregated API server
+// (cmd/readyline-api) serves it through the API server, so that users read
+// pod starts with their own kubeconfig and RBAC (`kubectl get podstarts
+// -A`), and no user's credential reaches a node (DESIGN.md, "Who may read
+// what").
+//
+// +k8s:openapi-gen=true
+// +groupName=readyline.dev
+package podstartapi
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// PodStart is the latest start of a pod: its name and namespace are the
+// pod's, its UID the pod's UID, its creation the start's.
+//
+// +k8s:openapi-gen=true
+type PodStart struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   PodStartSpec   `json:"spec"`
+	Status PodStartStatus `json:"status"`
+}
+
+// PodStartSpec says which pod started where.
+//
+// +k8s:openapi-gen=true
+type PodStartSpec struct {
+	// NodeName is the node the pod started on.
+	NodeName string `json:"nodeName"`
+	// PodUID is the pod's UID.
+	PodUID string `json:"podUID"`
+}
+
+// PodStartStatus is how the start went.
+//
+// +k8s:openapi-gen=true
+type PodStartStatus struct {
+	// Outcome is starting, ready, failed, deleted or timeout.
+	Outcome string `json:"outcome"`
+	// StartTime is the pod's creation; EndTime its outcome, or the
+	// node's clock for a start in progress.
+	StartTime metav1.Time `json:"startTime"`
+	EndTime   metav1.Time `json:"endTime"`
+	// DurationSeconds is EndTime - StartTime, to the millisecond.
+	DurationSeconds float64 `json:"durationSeconds"`
+	// WaitingOn says, in the kubelet's words, what a start in progress
+	// waits on now, and for a start that failed, what it waited on last.
+	WaitingOn string `json:"waitingOn,omitempty"`
+	// Reason is why a start failed or timed out.
+	Reason string `json:"reason,omitempty"`
+	// TraceID is the start's OpenTelemetry trace.
+	TraceID string `json:"traceID,omitempty"`
+	// Timeline is the start's whole timeline, as `readyline explain -o
+	// json` prints it: only on a get of one pod start.
+	//
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Timeline *runtime.RawExtension `json:"timeline,omitempty"`
+}
+
+// PodStartList is a list of pod starts.
+//
+// +k8s:openapi-gen=true
+type PodStartList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []PodStart `json:"items"`
+}
