@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -46,13 +44,9 @@ const (
 )
 
 func newNodeClient(caFile, certFile, keyFile string, port int, timeout time.Duration) (*nodeClient, error) {
-	pem, err := os.ReadFile(caFile)
+	pool, err := apiauth.CAPool(caFile)
 	if err != nil {
 		return nil, fmt.Errorf("the nodes' CA: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("the nodes' CA %s: no PEM certificate in it", caFile)
 	}
 	// The key is read again when it changes (a rotated Secret).
 	getCert := func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {

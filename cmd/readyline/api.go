@@ -125,9 +125,7 @@ func (d *daemon) serveSecureAPI(rc *rest.Config) (func(context.Context) error, e
 		return nil, err
 	}
 	cfg.NextProtos = []string{"http/1.1"} // the limits of serve.go are HTTP/1's
-	reviews := rest.CopyConfig(rc)
-	reviews.QPS, reviews.Burst = reviewQPS, reviewBurst
-	client, err := kubeapi.New(reviews)
+	client, err := reviewClient(rc)
 	if err != nil {
 		return nil, err
 	}
@@ -149,6 +147,14 @@ func (d *daemon) serveSecureAPI(rc *rest.Config) (func(context.Context) error, e
 		srv.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelDebug)
 		return serveHTTP(ctx, srv, ln, defaultHTTPLimits) // TLS from srv.TLSConfig
 	}, nil
+}
+
+// reviewClient is a client of rc's API server for the reviews of an API's
+// readers, with its own rate limits.
+func reviewClient(rc *rest.Config) (*kubeapi.Client, error) {
+	reviews := rest.CopyConfig(rc)
+	reviews.QPS, reviews.Burst = reviewQPS, reviewBurst
+	return kubeapi.New(reviews)
 }
 
 // storeHandler is the store's API and pages, for the request's reader.

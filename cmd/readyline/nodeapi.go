@@ -10,7 +10,6 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/readyline/readyline/collector/kubeapi"
 	"github.com/readyline/readyline/exporter/apiauth"
 )
 
@@ -54,9 +53,7 @@ const nodeAPIFilesPoll = 10 * time.Second
 // cannot read, nothing more.
 func (d *daemon) serveNodeAPI(rc *rest.Config) (func(context.Context) error, error) {
 	c := d.cfg.nodeAPI
-	reviews := rest.CopyConfig(rc)
-	reviews.QPS, reviews.Burst = reviewQPS, reviewBurst
-	client, err := kubeapi.New(reviews)
+	client, err := reviewClient(rc)
 	if err != nil {
 		return nil, err
 	}
@@ -77,6 +74,7 @@ func (d *daemon) serveNodeAPI(rc *rest.Config) (func(context.Context) error, err
 		}
 		logger.Info("serving the node API to the aggregated API server", "addr", c.addr)
 		srv := newHTTPServer(h, defaultHTTPLimits)
+		cfg.NextProtos = []string{"http/1.1"} // the limits of serve.go are HTTP/1's
 		srv.TLSConfig = cfg
 		// A client without the aggregator's certificate fails in the
 		// handshake: no news.

@@ -48,13 +48,9 @@ func ForwardedServing(certFile, keyFile, caFile string) (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the node API's serving certificate: %w", err)
 	}
-	pem, err := os.ReadFile(caFile)
+	pool, err := CAPool(caFile)
 	if err != nil {
 		return nil, fmt.Errorf("the aggregator's CA: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("the aggregator's CA %s: no PEM certificate in it", caFile)
 	}
 	return &tls.Config{
 		MinVersion:   tls.VersionTLS13,
@@ -62,6 +58,19 @@ func ForwardedServing(certFile, keyFile, caFile string) (*tls.Config, error) {
 		ClientAuth:   tls.RequireAndVerifyClientCert,
 		ClientCAs:    pool,
 	}, nil
+}
+
+// CAPool is the pool of the PEM certificates of file.
+func CAPool(file string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s: no PEM certificate in it", file)
+	}
+	return pool, nil
 }
 
 // ForwardedHandler serves h (the store's API) to the aggregated API server
