@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter"
 	"github.com/readyline/readyline/exporter/apiauth"
 	"github.com/readyline/readyline/exporter/apiclient"
@@ -142,8 +143,13 @@ func (c *nodeClient) Timeline(ctx context.Context, ip, namespace, name, uid stri
 	return c.get(ctx, ip, "/api/v1/timelines/"+url.PathEscape(namespace)+"/"+url.PathEscape(name), q, reader, maxTimelineBytes)
 }
 
-// podStartOf is the PodStart of a node's summary.
+// podStartOf is the PodStart of a node's summary. A start in progress has
+// no end and no duration (the table counts it from its start): a poll
+// that finds it waiting on the same is no change, and no watch event.
 func podStartOf(node string, s apiclient.TimelineSummary) *podstartapi.PodStart {
+	if s.Outcome == correlator.OutcomeStarting {
+		s.End, s.DurationSeconds = time.Time{}, 0
+	}
 	return &podstartapi.PodStart{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: s.Namespace, Name: s.Name, UID: types.UID(s.UID),
@@ -152,12 +158,20 @@ func podStartOf(node string, s apiclient.TimelineSummary) *podstartapi.PodStart 
 		Spec: podstartapi.PodStartSpec{NodeName: node, PodUID: s.UID},
 		Status: podstartapi.PodStartStatus{
 			Outcome:   string(s.Outcome),
-			StartTime: metav1.NewTime(s.Start), EndTime: metav1.NewTime(s.End),
+			StartTime: metav1.NewTime(s.Start), EndTime: endTime(s.End),
 			DurationSeconds: math.Round(s.DurationSeconds*1000) / 1000,
 			WaitingOn:       s.Waiting, Reason: s.Reason,
 			TraceID: exporter.TraceIDForPod(s.UID).String(),
 		},
 	}
+}
+
+func endTime(t time.Time) *metav1.Time {
+	if t.IsZero() {
+		return nil
+	}
+	mt := metav1.NewTime(t)
+	return &mt
 }
 
 // daemonPod is where a node's daemon answers.

@@ -211,6 +211,7 @@ func TestPollerKeepsWhatNodesSaid(t *testing.T) {
 	p := newTestPKI(t)
 	var mu sync.Mutex
 	down := false
+	kept := time.Now().Add(-time.Hour) // a kept start's times stay
 	d := startFakeDaemon(t, p, func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -222,10 +223,9 @@ func TestPollerKeepsWhatNodesSaid(t *testing.T) {
 			http.Error(w, "want waiting=1", http.StatusBadRequest)
 			return
 		}
-		now := time.Now()
 		writeJSONList(w, []apiclient.TimelineSummary{
-			{Namespace: "team", Name: "web", UID: "0f8fad5b-d9cb-469f-a165-70867728950e", Outcome: "starting", Waiting: "web: readinessProbe failing ×3", Start: now.Add(-time.Minute), End: now},
-			{Namespace: "team", Name: "db", UID: "u2", Outcome: "ready", Start: now.Add(-time.Hour), End: now.Add(-59 * time.Minute), DurationSeconds: 60},
+			{Namespace: "team", Name: "web", UID: "0f8fad5b-d9cb-469f-a165-70867728950e", Outcome: "starting", Waiting: "web: readinessProbe failing ×3", Start: kept.Add(59 * time.Minute), End: time.Now()},
+			{Namespace: "team", Name: "db", UID: "u2", Outcome: "ready", Start: kept, End: kept.Add(time.Minute), DurationSeconds: 60},
 		})
 	})
 	ip, port := d.addr(t)
@@ -239,6 +239,20 @@ func TestPollerKeepsWhatNodesSaid(t *testing.T) {
 	defer cancel()
 	pl.sync(ctx, "n1", &daemonPod{uid: "d1", node: "n1", ip: ip})
 	waitFor(t, func() bool { l, _ := store.List(all); return len(l) == 2 })
+	// A start in progress whose node says the same again (its clock aside)
+	// is no change: no watch event per poll.
+	_, rv := store.List(all)
+	w, err := store.Watch(ctx, rv, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // 6 polls
+	select {
+	case ev := <-w.ResultChan():
+		t.Errorf("polls that found nothing new made a watch event: %v %+v", ev.Type, ev.Object)
+	default:
+	}
+	w.Stop()
 	mu.Lock()
 	down = true
 	mu.Unlock()

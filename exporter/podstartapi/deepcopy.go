@@ -8,7 +8,9 @@ func (s *PodStart) DeepCopyInto(out *PodStart) {
 	out.TypeMeta = s.TypeMeta
 	s.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	s.Status.StartTime.DeepCopyInto(&out.Status.StartTime)
-	s.Status.EndTime.DeepCopyInto(&out.Status.EndTime)
+	if s.Status.EndTime != nil {
+		out.Status.EndTime = s.Status.EndTime.DeepCopy()
+	}
 	if s.Status.Timeline != nil {
 		out.Status.Timeline = s.Status.Timeline.DeepCopy()
 	}

@@ -42,12 +42,13 @@ type PodStartSpec struct {
 type PodStartStatus struct {
 	// Outcome is starting, ready, failed, deleted or timeout.
 	Outcome string `json:"outcome"`
-	// StartTime is the pod's creation; EndTime its outcome, or the
-	// node's clock for a start in progress.
-	StartTime metav1.Time `json:"startTime"`
-	EndTime   metav1.Time `json:"endTime"`
-	// DurationSeconds is EndTime - StartTime, to the millisecond.
-	DurationSeconds float64 `json:"durationSeconds"`
+	// StartTime is the pod's creation; EndTime its outcome (none while
+	// the start is in progress).
+	StartTime metav1.Time  `json:"startTime"`
+	EndTime   *metav1.Time `json:"endTime,omitempty"`
+	// DurationSeconds is EndTime - StartTime, to the millisecond (0 while
+	// the start is in progress).
+	DurationSeconds float64 `json:"durationSeconds,omitempty"`
 	// WaitingOn says, in the kubelet's words, what a start in progress
 	// waits on now, and for a start that failed, what it waited on last.
 	WaitingOn string `json:"waitingOn,omitempty"`

@@ -42,7 +42,7 @@ func TestDeepCopy(t *testing.T) {
 	orig := &podstartapi.PodStartList{Items: []podstartapi.PodStart{{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Annotations: map[string]string{"a": "b"}},
 		Spec:       podstartapi.PodStartSpec{NodeName: "n1"},
-		Status: podstartapi.PodStartStatus{Outcome: "ready", StartTime: metav1.NewTime(time.Unix(1, 0)),
+		Status: podstartapi.PodStartStatus{Outcome: "ready", StartTime: metav1.NewTime(time.Unix(1, 0)), EndTime: &metav1.Time{Time: time.Unix(2, 0)},
 			Timeline: &runtime.RawExtension{Raw: []byte(`{"x":1}`)}},
 	}}}
 	cp := orig.DeepCopyObject().(*podstartapi.PodStartList)
@@ -52,7 +52,9 @@ func TestDeepCopy(t *testing.T) {
 	cp.Items[0].Annotations["a"] = "changed"
 	cp.Items[0].Status.Timeline.Raw[2] = 'y'
 	cp.Items[0].Status.Outcome = "failed"
-	if orig.Items[0].Annotations["a"] != "b" || string(orig.Items[0].Status.Timeline.Raw) != `{"x":1}` || orig.Items[0].Status.Outcome != "ready" {
+	cp.Items[0].Status.EndTime.Time = time.Unix(3, 0)
+	if orig.Items[0].Annotations["a"] != "b" || string(orig.Items[0].Status.Timeline.Raw) != `{"x":1}` || orig.Items[0].Status.Outcome != "ready" ||
+		orig.Items[0].Status.EndTime.Unix() != 2 {
 		t.Fatalf("changing the copy changed the original: %+v", orig.Items[0])
 	}
 }

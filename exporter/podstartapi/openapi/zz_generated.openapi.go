@@ -219,7 +219,7 @@ func schema_readyline_readyline_exporter_podstartapi_PodStartStatus(ref common.R
 					},
 					"startTime": {
 						SchemaProps: spec.SchemaProps{
-							Description: "StartTime is the pod's creation; EndTime its outcome, or the node's clock for a start in progress.",
+							Description: "StartTime is the pod's creation; EndTime its outcome (none while the start is in progress).",
 							Ref:         ref(v1.Time{}.OpenAPIModelName()),
 						},
 					},
@@ -230,8 +230,7 @@ func schema_readyline_readyline_exporter_podstartapi_PodStartStatus(ref common.R
 					},
 					"durationSeconds": {
 						SchemaProps: spec.SchemaProps{
-							Description: "DurationSeconds is EndTime - StartTime, to the millisecond.",
-							Default:     0,
+							Description: "DurationSeconds is EndTime - StartTime, to the millisecond (0 while the start is in progress).",
 							Type:        []string{"number"},
 							Format:      "double",
 						},
@@ -264,7 +263,7 @@ func schema_readyline_readyline_exporter_podstartapi_PodStartStatus(ref common.R
 						},
 					},
 				},
-				Required: []string{"outcome", "startTime", "endTime", "durationSeconds"},
+				Required: []string{"outcome", "startTime"},
 			},
 		},
 		Dependencies: []string{
