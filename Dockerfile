@@ -17,7 +17,8 @@ ARG VERSION=dev
 # committed and embedded, so the build needs no clang.
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=linux GOARCH=amd64 \
-    go build -trimpath -tags grpcnotrace -ldflags "-s -w -X main.version=${VERSION}" -o /out/readyline ./cmd/readyline
+    go build -trimpath -tags grpcnotrace -ldflags "-s -w -X main.version=${VERSION}" -o /out/readyline ./cmd/readyline && \
+    go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/readyline-api ./cmd/readyline-api
 
 # distroless/static: CA certificates (OTLP over TLS), /tmp, tzdata, no shell.
 FROM gcr.io/distroless/static-debian12
@@ -27,6 +28,8 @@ LABEL org.opencontainers.image.title="readyline" \
       org.opencontainers.image.licenses="Apache-2.0" \
       org.opencontainers.image.version="${VERSION}"
 COPY --from=build /out/readyline /readyline
+# The aggregated API server (kubectl get podstarts): deploy/aggregated's Deployment.
+COPY --from=build /out/readyline-api /readyline-api
 # Root, on purpose. readyline loads eBPF programs, attaches uprobes to the
 # kubelet and reads other processes' /proc/<pid>/exe: that takes CAP_BPF,
 # CAP_PERFMON, CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH in the initial user

@@ -56,8 +56,9 @@ plugin-release: ## release archives of kubectl-readyline for PLUGIN_PLATFORMS in
 	done
 	cd $(RELEASE_DIR) && sha256sum *.tar.gz > sha256sums.txt && cat sha256sums.txt
 
-generate: ## regenerate bpf/vmlinux.h and the bpf2go output with Debian's clang 14
+generate: ## regenerate bpf/vmlinux.h and the bpf2go output with Debian's clang 14, and readyline.dev's OpenAPI definitions
 	./bpf/generate.sh
+	cd exporter/podstartapi && $(GO) generate .
 
 verify-generate: ## fail when the committed bpf2go objects are stale
 	./bpf/generate.sh --verify
@@ -248,6 +249,8 @@ image-archive: ## the same image without Docker (deploy/node/mkimage): $(IMAGE_D
 	rm -rf $(IMAGE_DIR) && mkdir -p $(IMAGE_DIR)/rootfs/tmp $(IMAGE_DIR)/rootfs/etc/ssl/certs
 	chmod 1777 $(IMAGE_DIR)/rootfs/tmp
 	CGO_ENABLED=0 $(GO) build -trimpath -tags "$(DAEMON_TAGS)" -ldflags "$(IMAGE_LDFLAGS)" -o $(IMAGE_DIR)/rootfs/readyline ./cmd/readyline
+	# The aggregated API server (kubectl get podstarts), a Deployment of the same image.
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(IMAGE_LDFLAGS)" -o $(IMAGE_DIR)/rootfs/readyline-api ./cmd/readyline-api
 	# CA certificates for OTLP over TLS, when the host has them.
 	[ ! -f /etc/ssl/certs/ca-certificates.crt ] || cp /etc/ssl/certs/ca-certificates.crt $(IMAGE_DIR)/rootfs/etc/ssl/certs/
 	CGO_ENABLED=0 $(GO) build -o $(IMAGE_DIR)/mkimage ./deploy/node/mkimage

@@ -42,7 +42,8 @@ var daemonSourcesUp = []string{"process tracer attached", "pod watch synced", "p
 // `readyline run` is left. The daemon in the pod is such a process too
 // (hostPID), so StartDaemon refuses while the DaemonSet runs. With
 // deploy/local, kubectl-readyline then explains the lifecycle-demo as a
-// user with only deploy/plugin-rbac's roles.
+// user with only deploy/plugin-rbac's roles. With deploy/aggregated too,
+// users read pod starts with `kubectl get podstarts` (testPodStarts).
 func TestDaemonSet(t *testing.T) {
 	withoutSharedDaemon(t)
 	ctx := testContext(t, 15*time.Minute)
@@ -71,6 +72,7 @@ func TestDaemonSet(t *testing.T) {
 			}
 		})
 	}
+	t.Run("aggregated", testPodStarts)
 	t.Run("kind-jaeger", testKindJaeger)
 }
 

@@ -1,0 +1,214 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// testPodStarts deploys deploy/local-aggregated: deploy/local and
+// deploy/aggregated (readyline-api, its APIService, the daemon's node
+// API), with pki.sh's certificates, and reads pod starts as users do:
+// `kubectl get podstarts`, no plugin. A view-bound user of one namespace
+// lists its starts and is refused elsewhere; a watch sees a start go from
+// starting to ready; `-o yaml` carries the timeline; the node API turns
+// away a user's token (its TLS handshake wants the aggregator's
+// certificate).
+func testPodStarts(t *testing.T) {
+	ctx := testContext(t, 12*time.Minute)
+	pki := func(what string) {
+		t.Helper()
+		kubectl, err := Tool("kubectl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.CommandContext(ctx, filepath.Join(env.RepoRoot, "deploy/aggregated/pki.sh"), what)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Kubeconfig, "KUBECTL="+kubectl)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("pki.sh %s: %v\n%s", what, err, out)
+		}
+	}
+	pki("secrets")
+	d := deployReadyline(t, "deploy/local-aggregated")
+	pki("apiservice")
+	if _, err := env.Kubectl(ctx, nil, "-n", ReadylineNamespace, "rollout", "status", "deployment/readyline-api", "--timeout=180s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Kubectl(ctx, nil, "wait", "--for=condition=Available", "apiservice/v1alpha1.readyline.dev", "--timeout=120s"); err != nil {
+		out, _ := env.Kubectl(ctx, nil, "get", "apiservice/v1alpha1.readyline.dev", "-o", "yaml")
+		logs, _ := env.Kubectl(ctx, nil, "-n", ReadylineNamespace, "logs", "deployment/readyline-api", "--tail=50")
+		t.Fatalf("%v\n%s\n%s", err, out, logs)
+	}
+
+	mine, other := newNamespace(t), newNamespace(t)
+	viewer := viewUser(t, ctx, mine, "podstarts-viewer")
+	kubectlAs := func(ctx context.Context, kubeconfig string, args ...string) (string, error) {
+		kubectl, err := Tool("kubectl")
+		if err != nil {
+			return "", err
+		}
+		cmd := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	// The watch first, then the pod: it is seen starting, then ready.
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	kubectl, err := Tool("kubectl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	watchCmd := exec.CommandContext(wctx, kubectl, "--kubeconfig", viewer, "get", "podstarts", "-n", mine, "-w", "--no-headers")
+	stdout, err := watchCmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	watchCmd.Stderr = os.Stderr
+	if err := watchCmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer watchCmd.Wait()
+	lines := make(chan string, 64)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+
+	slow := createPod(t, ctx, mine, "slow-ready", func(p *corev1.Pod) {
+		p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{
+			ProbeHandler:        corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}},
+			InitialDelaySeconds: 12, PeriodSeconds: 1,
+		}
+	})
+	createPod(t, ctx, other, "elsewhere", func(*corev1.Pod) {})
+	var sawStarting, sawReady bool
+	deadline := time.After(3 * time.Minute)
+	for !sawReady {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("the watch ended (starting seen: %v)", sawStarting)
+			}
+			t.Logf("watch: %s", l)
+			f := strings.Fields(l)
+			if len(f) < 3 || f[0] != slow.Name {
+				continue
+			}
+			switch f[2] {
+			case "starting":
+				sawStarting = true
+			case "ready":
+				sawReady = true
+			}
+		case <-deadline:
+			t.Fatalf("the watch did not see %s ready in 3 minutes (starting seen: %v)", slow.Name, sawStarting)
+		}
+	}
+	if !sawStarting {
+		t.Errorf("the watch saw %s ready but never starting (12 s before its readiness probe's first try)", slow.Name)
+	}
+	stopWatch()
+
+	// The viewer: its namespace, and nothing else.
+	out, err := kubectlAs(ctx, viewer, "get", "podstarts", "-n", mine)
+	if err != nil || !strings.Contains(out, slow.Name) || !strings.Contains(out, "WAITING ON") || !strings.Contains(out, env.NodeName) {
+		t.Errorf("the viewer's get podstarts -n %s: %v\n%s", mine, err, out)
+	}
+	for _, args := range [][]string{{"get", "podstarts", "-n", other}, {"get", "podstarts", "-A"}, {"get", "podstarts", "-n", other, "elsewhere"}} {
+		out, err := kubectlAs(ctx, viewer, args...)
+		if err == nil || !strings.Contains(out, "Forbidden") || strings.Contains(out, "elsewhere ") {
+			t.Errorf("the viewer's %s: %v, want Forbidden\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	// The admin: every namespace, by field.
+	all, err := env.Kubectl(ctx, nil, "get", "podstarts", "-A", "--field-selector", "spec.nodeName="+env.NodeName)
+	if err != nil || !strings.Contains(string(all), "elsewhere") || !strings.Contains(string(all), slow.Name) {
+		t.Errorf("the admin's get podstarts -A: %v\n%s", err, all)
+	}
+	ready, err := env.Kubectl(ctx, nil, "get", "podstarts", "-n", mine, "--field-selector", "status.outcome=ready", "-o", "name")
+	if err != nil || !strings.Contains(string(ready), slow.Name) {
+		t.Errorf("podstarts -n %s with status.outcome=ready: %v\n%s", mine, err, ready)
+	}
+	// One start whole, read from the node for the viewer.
+	yaml, err := kubectlAs(ctx, viewer, "get", "podstarts", "-n", mine, slow.Name, "-o", "yaml")
+	if err != nil || !strings.Contains(yaml, "timeline:") || !strings.Contains(yaml, string(slow.UID)) || !strings.Contains(yaml, "outcome: ready") {
+		t.Errorf("the viewer's -o yaml has no timeline: %v\n%.3000s", err, yaml)
+	}
+	if t.Failed() {
+		logs, _ := env.Kubectl(ctx, nil, "-n", ReadylineNamespace, "logs", "deployment/readyline-api", "--tail=50")
+		t.Logf("readyline-api's log:\n%s", logs)
+		dl, _ := d.Logs(ctx)
+		t.Logf("the daemon's log (last 3000 bytes):\n%s", tail(dl, 3000))
+	}
+
+	// The node API: a user's token gets no TLS connection (the daemon
+	// runs on the host's network: its node IP).
+	token := tokenOf(t, viewer)
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+net.JoinHostPort(d.Pod.Status.PodIP, "9468")+"/api/v1/timelines", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	if resp, err := client.Do(req); err == nil {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Errorf("the node API answered a user's token without the aggregator's certificate: %d %.300s", resp.StatusCode, b)
+	} else if !strings.Contains(err.Error(), "certificate") && !strings.Contains(err.Error(), "tls") {
+		t.Errorf("the node API with a user's token: %v, want a TLS handshake refused for want of a certificate", err)
+	}
+}
+
+// tail is the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// viewUser returns a kubeconfig of a ServiceAccount of namespace bound to
+// the cluster's view role there and nowhere else, once RBAC lets it list
+// podstarts there (the aggregated ClusterRole reaches view).
+func viewUser(t *testing.T, ctx context.Context, namespace, name string) string {
+	t.Helper()
+	sa, err := env.Client.CoreV1().ServiceAccounts(namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	createRBAC(t, ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: namespace}},
+	})
+	waitMay(t, ctx, fmt.Sprintf("system:serviceaccount:%s:%s", namespace, name),
+		authorizationv1.ResourceAttributes{Namespace: namespace, Verb: "watch", Group: "readyline.dev", Resource: "podstarts"})
+	expiration := int64(15 * 60)
+	token, err := env.Client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiration},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeKubeconfig(t, name, namespace, &clientcmdapi.AuthInfo{Token: token.Status.Token})
+}
