@@ -572,14 +572,17 @@ func TestIntegrationTCPDropsCounted(t *testing.T) {
 		t.Errorf("stats %+v: want the %d records of %d connections read or counted as dropped", st, 5*n, n)
 	}
 	// The loss happened before Run: its first statuses say so, from when
-	// the tracer was attached.
-	if len(statuses) != 2 {
+	// the tracer was attached. A record of this process's sockets lost
+	// during Run (a connection's late state change) is in Stats but may
+	// wait for the next read of the counter, a second later: the first
+	// Down tells at most all of them.
+	if len(statuses) < 2 {
 		t.Fatalf("statuses %+v, want a ring_full Down and an Up", statuses)
 	}
 	down, up := statuses[0], statuses[1]
-	if down.Up || down.Source != event.SourceTCP || down.Reason != event.ReasonRingFull || down.Lost != st.KernelDrops ||
+	if down.Up || down.Source != event.SourceTCP || down.Reason != event.ReasonRingFull || down.Lost == 0 || down.Lost > st.KernelDrops ||
 		down.Since.IsZero() || !down.Since.Before(down.Time) || !up.Up || !up.Time.Equal(down.Time) {
-		t.Errorf("statuses %+v %+v, want Down ring_full since the attach, %d lost, then Up", *down, *up, st.KernelDrops)
+		t.Errorf("statuses %+v %+v, want Down ring_full since the attach, 1 to %d lost, then Up", *down, *up, st.KernelDrops)
 	}
 	t.Logf("%d records read, %d dropped, %d connections emitted", st.Records, st.KernelDrops, st.Connections)
 }
