@@ -92,7 +92,8 @@ func matcher(ctx context.Context, options *metainternalversion.ListOptions) func
 }
 
 func (p *podStarts) List(ctx context.Context, options *metainternalversion.ListOptions) (runtime.Object, error) {
-	items, rv := p.store.List(matcher(ctx, options))
+	ns, _ := genericapirequest.NamespaceFrom(ctx)
+	items, rv := p.store.List(ns, matcher(ctx, options))
 	list := &podstartapi.PodStartList{Items: items}
 	list.ResourceVersion = formatRV(rv)
 	return list, nil

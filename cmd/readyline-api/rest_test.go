@@ -238,10 +238,10 @@ func TestPollerKeepsWhatNodesSaid(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pl.sync(ctx, "n1", &daemonPod{uid: "d1", node: "n1", ip: ip})
-	waitFor(t, func() bool { l, _ := store.List(all); return len(l) == 2 })
+	waitFor(t, func() bool { l, _ := store.List("", all); return len(l) == 2 })
 	// A start in progress whose node says the same again (its clock aside)
 	// is no change: no watch event per poll.
-	_, rv := store.List(all)
+	_, rv := store.List("", all)
 	w, err := store.Watch(ctx, rv, all)
 	if err != nil {
 		t.Fatal(err)

@@ -36,7 +36,9 @@ type summaries struct {
 	mu       sync.Mutex
 	rv       uint64
 	reported map[string]map[podKey]*podstartapi.PodStart // by node
-	merged   map[podKey]*podstartapi.PodStart
+	owners   map[podKey]map[string]struct{}               // the nodes that report each
+	merged   map[podKey]*podstartapi.PodStart              // never changed once in: replaced
+	byNS     map[string]map[podKey]struct{}                // merged's keys by namespace
 	history  []change // oldest first, at most maxHistory
 	expired  uint64   // the newest version no longer in history
 	watchers map[*watcher]struct{}
@@ -74,7 +76,9 @@ func newSummaries(maxHistory int, now func() time.Time) *summaries {
 	return &summaries{
 		now: now, maxHistory: maxHistory,
 		reported: map[string]map[podKey]*podstartapi.PodStart{},
+		owners:   map[podKey]map[string]struct{}{},
 		merged:   map[podKey]*podstartapi.PodStart{},
+		byNS:     map[string]map[podKey]struct{}{},
 		watchers: map[*watcher]struct{}{},
 	}
 }
@@ -106,9 +110,19 @@ func (s *summaries) ReplaceNode(node string, starts []*podstartapi.PodStart) {
 	touched := make(map[podKey]struct{}, len(prev)+len(next))
 	for k := range prev {
 		touched[k] = struct{}{}
+		if _, still := next[k]; !still {
+			delete(s.owners[k], node)
+			if len(s.owners[k]) == 0 {
+				delete(s.owners, k)
+			}
+		}
 	}
 	for k := range next {
 		touched[k] = struct{}{}
+		if s.owners[k] == nil {
+			s.owners[k] = map[string]struct{}{}
+		}
+		s.owners[k][node] = struct{}{}
 	}
 	for _, k := range slices.SortedFunc(maps.Keys(touched), func(a, b podKey) int {
 		if a.namespace != b.namespace {
@@ -141,9 +155,9 @@ func (s *summaries) Nodes() []string {
 // change; s.mu is held.
 func (s *summaries) remerge(k podKey) {
 	var win *podstartapi.PodStart
-	for _, node := range slices.Sorted(maps.Keys(s.reported)) {
-		ps, ok := s.reported[node][k]
-		if ok && (win == nil || ps.Status.StartTime.After(win.Status.StartTime.Time)) {
+	for _, node := range slices.Sorted(maps.Keys(s.owners[k])) {
+		ps := s.reported[node][k]
+		if win == nil || ps.Status.StartTime.After(win.Status.StartTime.Time) {
 			win = ps
 		}
 	}
@@ -153,6 +167,10 @@ func (s *summaries) remerge(k podKey) {
 		return
 	case win == nil:
 		delete(s.merged, k)
+		delete(s.byNS[k.namespace], k)
+		if len(s.byNS[k.namespace]) == 0 {
+			delete(s.byNS, k.namespace)
+		}
 		gone := cur.DeepCopy()
 		gone.ResourceVersion = formatRV(s.nextRV())
 		s.record(watch.Deleted, gone)
@@ -163,6 +181,10 @@ func (s *summaries) remerge(k podKey) {
 	obj := win.DeepCopy()
 	obj.ResourceVersion = formatRV(s.nextRV())
 	s.merged[k] = obj
+	if s.byNS[k.namespace] == nil {
+		s.byNS[k.namespace] = map[podKey]struct{}{}
+	}
+	s.byNS[k.namespace][k] = struct{}{}
 	typ := watch.Added
 	if had {
 		typ = watch.Modified
@@ -191,15 +213,27 @@ func (s *summaries) record(typ watch.EventType, obj *podstartapi.PodStart) {
 	}
 }
 
-// List returns the merged starts that match, by namespace and name, and
-// the version they are as of.
-func (s *summaries) List(match func(*podstartapi.PodStart) bool) ([]podstartapi.PodStart, uint64) {
+// List returns the merged starts of namespace (every namespace's when
+// "") that match, by namespace and name, and the version they are as of.
+// The items share their maps and timeline with the store: the store never
+// changes a start once it holds it, and the caller must not either.
+func (s *summaries) List(namespace string, match func(*podstartapi.PodStart) bool) ([]podstartapi.PodStart, uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]podstartapi.PodStart, 0, len(s.merged))
-	for _, ps := range s.merged {
+	var out []podstartapi.PodStart
+	add := func(ps *podstartapi.PodStart) {
 		if match(ps) {
-			out = append(out, *ps.DeepCopy())
+			out = append(out, *ps)
+		}
+	}
+	if namespace != "" {
+		for k := range s.byNS[namespace] {
+			add(s.merged[k])
+		}
+	} else {
+		out = make([]podstartapi.PodStart, 0, len(s.merged))
+		for _, ps := range s.merged {
+			add(ps)
 		}
 	}
 	slices.SortFunc(out, func(a, b podstartapi.PodStart) int {

@@ -67,13 +67,22 @@ func TestSummariesReplaceNodeTellsChanges(t *testing.T) {
 	if ev := next(t, w); ev.Type != watch.Modified || ev.Object.(*podstartapi.PodStart).Spec.NodeName != "n2" {
 		t.Fatalf("third event %v %+v, want MODIFIED on n2", ev.Type, ev.Object)
 	}
+	if got, _ := s.List("a", all); len(got) != 1 || got[0].Spec.NodeName != "n2" {
+		t.Fatalf("namespace a: %+v, want web on n2", got)
+	}
+	if got, _ := s.List("b", all); len(got) != 0 {
+		t.Fatalf("namespace b: %+v, want none", got)
+	}
 	s.ReplaceNode("n1", []*podstartapi.PodStart{})
 	s.ReplaceNode("n2", nil)
 	if ev := next(t, w); ev.Type != watch.Deleted {
 		t.Fatalf("fourth event %v, want DELETED once no node has the pod (n1's forgetting was no event)", ev.Type)
 	}
-	if got, _ := s.List(all); len(got) != 0 {
+	if got, _ := s.List("", all); len(got) != 0 {
 		t.Fatalf("list after every node forgot: %d starts", len(got))
+	}
+	if got, _ := s.List("a", all); len(got) != 0 || len(s.byNS) != 0 || len(s.owners) != 0 {
+		t.Fatalf("after every node forgot: namespace a %d starts, %d namespaces and %d keys indexed", len(got), len(s.byNS), len(s.owners))
 	}
 	if nodes := s.Nodes(); len(nodes) != 1 || nodes[0] != "n1" {
 		t.Fatalf("nodes %v, want [n1] (n2 forgotten, n1 reported none)", nodes)
@@ -90,7 +99,7 @@ func TestSummariesWatchResumesAndExpires(t *testing.T) {
 			starts = append(starts, start("ns", n, "u-"+n, "n1", "starting", t0))
 		}
 		s.ReplaceNode("n1", starts)
-		_, rv := s.List(all)
+		_, rv := s.List("", all)
 		rvs = append(rvs, rv)
 		_ = name
 	}
