@@ -36,7 +36,7 @@ type summaries struct {
 	mu       sync.Mutex
 	rv       uint64
 	reported map[string]map[podKey]*podstartapi.PodStart // by node
-	owners   map[podKey]map[string]struct{}               // the nodes that report each
+	owners   map[podKey][]string                          // the nodes that report each, sorted
 	merged   map[podKey]*podstartapi.PodStart              // never changed once in: replaced
 	byNS     map[string]map[podKey]struct{}                // merged's keys by namespace
 	history  []change // oldest first, at most maxHistory
@@ -76,7 +76,7 @@ func newSummaries(maxHistory int, now func() time.Time) *summaries {
 	return &summaries{
 		now: now, maxHistory: maxHistory,
 		reported: map[string]map[podKey]*podstartapi.PodStart{},
-		owners:   map[podKey]map[string]struct{}{},
+		owners:   map[podKey][]string{},
 		merged:   map[podKey]*podstartapi.PodStart{},
 		byNS:     map[string]map[podKey]struct{}{},
 		watchers: map[*watcher]struct{}{},
@@ -111,7 +111,9 @@ func (s *summaries) ReplaceNode(node string, starts []*podstartapi.PodStart) {
 	for k := range prev {
 		touched[k] = struct{}{}
 		if _, still := next[k]; !still {
-			delete(s.owners[k], node)
+			if i, ok := slices.BinarySearch(s.owners[k], node); ok {
+				s.owners[k] = slices.Delete(s.owners[k], i, i+1)
+			}
 			if len(s.owners[k]) == 0 {
 				delete(s.owners, k)
 			}
@@ -119,10 +121,9 @@ func (s *summaries) ReplaceNode(node string, starts []*podstartapi.PodStart) {
 	}
 	for k := range next {
 		touched[k] = struct{}{}
-		if s.owners[k] == nil {
-			s.owners[k] = map[string]struct{}{}
+		if i, ok := slices.BinarySearch(s.owners[k], node); !ok {
+			s.owners[k] = slices.Insert(s.owners[k], i, node)
 		}
-		s.owners[k][node] = struct{}{}
 	}
 	for _, k := range slices.SortedFunc(maps.Keys(touched), func(a, b podKey) int {
 		if a.namespace != b.namespace {
@@ -155,10 +156,11 @@ func (s *summaries) Nodes() []string {
 // change; s.mu is held.
 func (s *summaries) remerge(k podKey) {
 	var win *podstartapi.PodStart
-	for _, node := range slices.Sorted(maps.Keys(s.owners[k])) {
+	winNode := ""
+	for _, node := range s.owners[k] {
 		ps := s.reported[node][k]
 		if win == nil || ps.Status.StartTime.After(win.Status.StartTime.Time) {
-			win = ps
+			win, winNode = ps, node
 		}
 	}
 	cur, had := s.merged[k]
@@ -176,9 +178,16 @@ func (s *summaries) remerge(k podKey) {
 		s.record(watch.Deleted, gone)
 		return
 	case had && sameStart(cur, win):
+		s.reported[winNode][k] = cur // one copy of what the node says again
 		return
 	}
-	obj := win.DeepCopy()
+	// A node's report is kept once: the merged start is the report itself,
+	// given its version before anyone sees it (an earlier report that wins
+	// again has been seen: a copy then).
+	obj := win
+	if obj.ResourceVersion != "" {
+		obj = win.DeepCopy()
+	}
 	obj.ResourceVersion = formatRV(s.nextRV())
 	s.merged[k] = obj
 	if s.byNS[k.namespace] == nil {
@@ -219,30 +228,35 @@ func (s *summaries) record(typ watch.EventType, obj *podstartapi.PodStart) {
 // changes a start once it holds it, and the caller must not either.
 func (s *summaries) List(namespace string, match func(*podstartapi.PodStart) bool) ([]podstartapi.PodStart, uint64) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []podstartapi.PodStart
-	add := func(ps *podstartapi.PodStart) {
-		if match(ps) {
-			out = append(out, *ps)
-		}
-	}
+	var found []*podstartapi.PodStart
 	if namespace != "" {
 		for k := range s.byNS[namespace] {
-			add(s.merged[k])
+			if ps := s.merged[k]; match(ps) {
+				found = append(found, ps)
+			}
 		}
 	} else {
-		out = make([]podstartapi.PodStart, 0, len(s.merged))
+		found = make([]*podstartapi.PodStart, 0, len(s.merged))
 		for _, ps := range s.merged {
-			add(ps)
+			if match(ps) {
+				found = append(found, ps)
+			}
 		}
 	}
-	slices.SortFunc(out, func(a, b podstartapi.PodStart) int {
+	rv := s.rv
+	s.mu.Unlock()
+	// Sorted outside the lock, by pointer: the starts do not change.
+	slices.SortFunc(found, func(a, b *podstartapi.PodStart) int {
 		if a.Namespace != b.Namespace {
 			return compareStrings(a.Namespace, b.Namespace)
 		}
 		return compareStrings(a.Name, b.Name)
 	})
-	return out, s.rv
+	out := make([]podstartapi.PodStart, len(found))
+	for i, ps := range found {
+		out[i] = *ps
+	}
+	return out, rv
 }
 
 // Get returns the merged start of namespace/name.
