@@ -48,6 +48,9 @@ type daemonSet struct {
 	// daemonTransport).
 	apiPort   uint16
 	transport http.RoundTripper
+	// api, when not nil, is the API server's readyline.dev, which explain
+	// and list read instead of the nodes (--via).
+	api *podStartsAPI
 }
 
 // where says how the DaemonSet's pods are looked for, for messages.

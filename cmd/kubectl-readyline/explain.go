@@ -17,9 +17,11 @@ import (
 const explainHelp = `usage: kubectl readyline explain [-n NAMESPACE] POD [--width N] [-o text|json] [--watch]
        kubectl readyline explain --web [-n NAMESPACE] POD [--address A] [--port P]
 
-Prints the waterfall of the latest start of POD, from the readyline on the
-node it runs on: its secure API, through a port-forward (pods/portforward),
-as the kubeconfig's user, who must be allowed to get POD; -o json prints
+Prints the waterfall of the latest start of POD: from the API server's
+readyline.dev (kubectl get podstarts; deploy/aggregated) when it serves it,
+else from the readyline on the node it runs on, its secure API through a
+port-forward (pods/portforward) (--via says which), as the kubeconfig's
+user, who must be allowed to get POD; -o json prints
 its timeline as the daemon's API serves it. A start in progress is drawn
 as of now, with what it waits on; --watch draws it again each time it
 takes a new fact, until it ends. --web serves that readyline's
@@ -103,12 +105,16 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		_, err := fmt.Fprintln(stdout)
 		return err
 	}
+	fetch := ds.explain
+	if ds.api != nil {
+		fetch = ds.api.explain
+	}
 	if o.watch {
 		return exporter.Watch(ctx, func(ctx context.Context) (*correlator.Timeline, error) {
-			return ds.explain(ctx, namespace, o.pod)
+			return fetch(ctx, namespace, o.pod)
 		}, draw)
 	}
-	tl, err := ds.explain(ctx, namespace, o.pod)
+	tl, err := fetch(ctx, namespace, o.pod)
 	if err != nil {
 		return err
 	}

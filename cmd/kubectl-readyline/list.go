@@ -26,7 +26,9 @@ const listHelp = `usage: kubectl readyline list [-n NAMESPACE | -A] [-o text|jso
 Lists the pod starts that the readyline of every node keeps, newest first,
 in the namespace of the kubeconfig's context (-n another, -A all): those of
 the pods the kubeconfig's user may get, which each readyline asks the API
-server. A node whose readyline does not answer is reported on stderr, the
+server. When the API server serves readyline.dev (kubectl get podstarts),
+one request to it; else one port-forward to each node's readyline (--via
+says which). A node whose readyline does not answer is reported on stderr, the
 others are listed, and the exit status is 1, as kubectl get does with the
 objects it could not get.`
 
@@ -67,6 +69,9 @@ func runList(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if o.allNamespaces {
 		namespace = ""
+	}
+	if ds.api != nil {
+		return ds.api.printList(ctx, namespace, o.output, stdout, stderr, time.Now())
 	}
 	return ds.list(ctx, namespace, o.output, stdout, stderr, time.Now())
 }

@@ -32,6 +32,7 @@ type commonOptions struct {
 	readylineSelector  string
 	apiPort            uint16
 	output             string
+	via                string
 }
 
 // flagSet returns the flag set of a command: the common flags and those
@@ -44,6 +45,8 @@ func (o *commonOptions) flagSet(name, help string, stderr io.Writer, addOwn func
 	own.StringVar(&o.readylineSelector, "readyline-selector", defaultReadylineSelector, "the label selector of readyline's pods")
 	own.Uint16Var(&o.apiPort, "api-port", defaultAPIPort, "the port of readyline's secure API in its pods (readyline run --secure-api-addr)")
 	own.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	own.StringVar(&o.via, "via", viaAuto, "where to read the starts: api (the API server's readyline.dev, as kubectl get podstarts; no port-forward), "+
+		"nodes (each node's readyline through a port-forward), auto (api when the API server serves it)")
 
 	kube := pflag.NewFlagSet("kubectl", pflag.ContinueOnError)
 	o.kube = genericclioptions.NewConfigFlags(true)
@@ -87,6 +90,11 @@ func (o *commonOptions) validate() error {
 	if o.apiPort == 0 {
 		return errors.New("--api-port must be > 0")
 	}
+	switch o.via {
+	case viaAuto, viaAPI, viaNodes:
+	default:
+		return fmt.Errorf("--via %q: want api, nodes or auto", o.via)
+	}
 	return nil
 }
 
@@ -124,6 +132,15 @@ func (o *commonOptions) connect(stderr io.Writer) (*daemonSet, string, error) {
 		conn:      &apiConn{config: cfg, client: client, stderr: stderr},
 		apiPort:   o.apiPort,
 		transport: transport,
+	}
+	if o.via != viaNodes {
+		api, err := findPodStartsAPI(client.Discovery(), client.Discovery().RESTClient())
+		switch {
+		case err == nil:
+			ds.api = api
+		case o.via == viaAPI:
+			return nil, "", fmt.Errorf("--via api: the API server does not serve %s podstarts (deploy/aggregated): %w", podStartsGroupVersion, err)
+		}
 	}
 	return ds, namespace, nil
 }

@@ -157,6 +157,23 @@ func testPodStarts(t *testing.T) {
 	if err != nil || !strings.Contains(yaml, "timeline:") || !strings.Contains(yaml, string(slow.UID)) || !strings.Contains(yaml, "outcome: ready") {
 		t.Errorf("the viewer's -o yaml has no timeline: %v\n%.3000s", err, yaml)
 	}
+	// The plugin reads the same API for the viewer, who may not
+	// port-forward to readyline: its list and waterfall come through the
+	// API server.
+	plugin := buildPlugin(t, ctx)
+	r := runPlugin(t, ctx, plugin, viewer, "list", "-n", mine, "--via", "api")
+	r.wantOK(t)
+	if !strings.Contains(r.stdout, slow.Name) || !strings.Contains(r.stdout, env.NodeName) {
+		t.Errorf("the viewer's kubectl readyline list --via api:\n%s", r.stdout)
+	}
+	r = runPlugin(t, ctx, plugin, viewer, "explain", "-n", mine, slow.Name)
+	r.wantOK(t)
+	if !strings.Contains(r.stdout, slow.Name) || !strings.Contains(r.stdout, "ready") {
+		t.Errorf("the viewer's kubectl readyline explain (auto: the API):\n%s", r.stdout)
+	}
+	if r := runPlugin(t, ctx, plugin, viewer, "explain", "-n", other, "elsewhere"); r.code == 0 || !strings.Contains(r.stderr, "orbidden") {
+		t.Errorf("the viewer's explain of another namespace's pod: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	if t.Failed() {
 		logs, _ := env.Kubectl(ctx, nil, "-n", ReadylineNamespace, "logs", "deployment/readyline-api", "--tail=50")
 		t.Logf("readyline-api's log:\n%s", logs)
