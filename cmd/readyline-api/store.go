@@ -36,11 +36,11 @@ type summaries struct {
 	mu       sync.Mutex
 	rv       uint64
 	reported map[string]map[podKey]*podstartapi.PodStart // by node
-	owners   map[podKey][]string                          // the nodes that report each, sorted
-	merged   map[podKey]*podstartapi.PodStart              // never changed once in: replaced
-	byNS     map[string]map[podKey]struct{}                // merged's keys by namespace
-	history  []change // oldest first, at most maxHistory
-	expired  uint64   // the newest version no longer in history
+	owners   map[podKey][]string                         // the nodes that report each, sorted
+	merged   map[podKey]*podstartapi.PodStart            // never changed once in: replaced
+	byNS     map[string]map[podKey]struct{}              // merged's keys by namespace
+	history  []change                                    // oldest first, at most maxHistory
+	expired  uint64                                      // the newest version no longer in history
 	watchers map[*watcher]struct{}
 }
 
