@@ -291,3 +291,32 @@ func writeJSONList(w http.ResponseWriter, list []apiclient.TimelineSummary) {
 }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestPollerForgetsANodeGoneAfterGrace: a node whose daemon pod is gone
+// keeps its starts for the grace (a rollout's new pod takes over), then
+// they go; a daemon back within the grace keeps them.
+func TestPollerForgetsANodeGoneAfterGrace(t *testing.T) {
+	store := newSummaries(100, nil)
+	pl := &poller{store: store, grace: 100 * time.Millisecond, logger: discard(), running: map[string]*nodePoll{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	t0 := time.Now()
+	store.ReplaceNode("n1", []*podstartapi.PodStart{start("team", "web", "u1", "n1", "ready", t0)})
+	store.ReplaceNode("n2", []*podstartapi.PodStart{start("team", "db", "u2", "n2", "ready", t0)})
+	pl.running["n1"] = &nodePoll{pod: daemonPod{uid: "d1", node: "n1"}, cancel: func() {}}
+	pl.running["n2"] = &nodePoll{pod: daemonPod{uid: "d2", node: "n2"}, cancel: func() {}}
+
+	pl.sync(ctx, "n1", nil) // gone for good
+	pl.sync(ctx, "n2", nil) // gone, and back before the grace ends
+	pl.mu.Lock()
+	pl.running["n2"] = &nodePoll{pod: daemonPod{uid: "d3", node: "n2"}, cancel: func() {}}
+	pl.mu.Unlock()
+	if l, _ := store.List("", all); len(l) != 2 {
+		t.Fatalf("right after the daemons went: %d starts, want both kept for the grace", len(l))
+	}
+	waitFor(t, func() bool { l, _ := store.List("", all); return len(l) == 1 })
+	time.Sleep(200 * time.Millisecond)
+	if l, _ := store.List("", all); len(l) != 1 || l[0].Spec.NodeName != "n2" {
+		t.Fatalf("after the grace: %+v, want n2's start only", l)
+	}
+}
