@@ -13,13 +13,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -27,6 +27,7 @@ import (
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/healthz"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -178,12 +179,14 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 	if err := server.InstallAPIGroup(&group); err != nil {
 		return err
 	}
+	if err := server.AddReadyzChecks(healthz.NamedCheck("daemons-asked", func(*http.Request) error { return poll.Ready() })); err != nil {
+		return err
+	}
 	go func() {
 		if err := poll.Run(ctx, daemons.Informer()); err != nil {
 			logger.Error("following the daemon pods", "error", err)
 		}
 	}()
-	_ = corev1.PodRunning
 	return server.PrepareRun().RunWithContext(ctx)
 }
 

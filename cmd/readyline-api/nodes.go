@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -192,6 +193,8 @@ type poller struct {
 	grace    time.Duration
 	logger   *slog.Logger
 
+	synced atomic.Bool // the daemon pods are known
+
 	mu      sync.Mutex
 	running map[string]*nodePoll // by node
 }
@@ -199,6 +202,7 @@ type poller struct {
 type nodePoll struct {
 	pod    daemonPod
 	cancel context.CancelFunc
+	asked  chan struct{} // closed once the daemon was asked (answered or not)
 }
 
 // sync starts, moves or stops node's poll for the daemon pod p (nil: none).
@@ -218,8 +222,9 @@ func (p *poller) sync(ctx context.Context, node string, pod *daemonPod) {
 		return
 	}
 	pctx, cancel := context.WithCancel(ctx)
-	p.running[node] = &nodePoll{pod: *pod, cancel: cancel}
-	go p.poll(pctx, *pod)
+	np := &nodePoll{pod: *pod, cancel: cancel, asked: make(chan struct{})}
+	p.running[node] = np
+	go p.poll(pctx, np)
 }
 
 // forgetLater forgets node's starts after the grace, unless a daemon of
@@ -240,11 +245,12 @@ func (p *poller) forgetLater(ctx context.Context, node string) {
 }
 
 // poll asks pod's daemon until ctx ends.
-func (p *poller) poll(ctx context.Context, pod daemonPod) {
+func (p *poller) poll(ctx context.Context, np *nodePoll) {
+	pod := np.pod
 	t := time.NewTicker(p.interval)
 	defer t.Stop()
 	failing := false
-	for {
+	for first := true; ; first = false {
 		list, err := p.client.List(ctx, pod.ip)
 		switch {
 		case ctx.Err() != nil:
@@ -266,12 +272,39 @@ func (p *poller) poll(ctx context.Context, pod daemonPod) {
 			}
 			p.store.ReplaceNode(pod.node, starts)
 		}
+		if first {
+			close(np.asked)
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 	}
+}
+
+// errNotPolled keeps a replica out of the Service until it has asked every
+// daemon once: a replica that just started would answer lists with none
+// of the cluster's starts.
+var errNotPolled = errors.New("not every node's daemon asked yet")
+
+// Ready returns nil once the daemon pods are known and each was asked once
+// (answered or not): readyz's check, so that the Service sends a list to a
+// replica that has them.
+func (p *poller) Ready() error {
+	if !p.synced.Load() {
+		return errNotPolled
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for node, np := range p.running {
+		select {
+		case <-np.asked:
+		default:
+			return fmt.Errorf("%w: node %s", errNotPolled, node)
+		}
+	}
+	return nil
 }
 
 // daemonPodOf is where pod answers, when it runs and has an IP.
@@ -325,6 +358,7 @@ func (p *poller) Run(ctx context.Context, informer cache.SharedIndexInformer) er
 	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
 		return errors.New("the daemon pods' informer did not sync")
 	}
+	p.synced.Store(true)
 	<-ctx.Done()
 	return nil
 }

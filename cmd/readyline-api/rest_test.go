@@ -320,3 +320,34 @@ func TestPollerForgetsANodeGoneAfterGrace(t *testing.T) {
 		t.Fatalf("after the grace: %+v, want n2's start only", l)
 	}
 }
+
+// TestPollerReadyOnceEveryDaemonWasAsked: a replica is ready (readyz, so
+// the Service sends it lists) once it knows the daemon pods and has asked
+// each one, answered or not: not with an empty store just after it started.
+func TestPollerReadyOnceEveryDaemonWasAsked(t *testing.T) {
+	p := newTestPKI(t)
+	release := make(chan struct{})
+	d := startFakeDaemon(t, p, func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		http.Error(w, "busy", http.StatusServiceUnavailable) // asked, and no answer: ready too
+	})
+	ip, port := d.addr(t)
+	nodes, err := newNodeClient(p.caFile, p.clientCert, p.key, port, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := &poller{client: nodes, store: newSummaries(10, nil), interval: time.Hour, grace: time.Hour, logger: discard(), running: map[string]*nodePoll{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := pl.Ready(); err == nil {
+		t.Fatal("ready before the daemon pods were known")
+	}
+	pl.synced.Store(true)
+	pl.sync(ctx, "n1", &daemonPod{uid: "d1", node: "n1", ip: ip})
+	time.Sleep(100 * time.Millisecond)
+	if err := pl.Ready(); err == nil || !strings.Contains(err.Error(), "n1") {
+		t.Fatalf("ready while n1's daemon was being asked: %v", err)
+	}
+	close(release)
+	waitFor(t, func() bool { return pl.Ready() == nil })
+}
