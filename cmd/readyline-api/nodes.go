@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,7 @@ import (
 	"github.com/readyline/readyline/exporter/apiauth"
 	"github.com/readyline/readyline/exporter/apiclient"
 	"github.com/readyline/readyline/exporter/podstartapi"
+	"github.com/readyline/readyline/exporter/termtext"
 )
 
 // nodeClient asks the daemons' node API (apiauth.ForwardedHandler) over
@@ -102,22 +104,11 @@ func (c *nodeClient) get(ctx context.Context, ip, path string, q url.Values, rea
 		return nil, fmt.Errorf("the node's answer is over %d MiB", limit>>20)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, &apiclient.Error{Status: resp.StatusCode, Message: firstLine(body)}
+		// Its first line, as apiclient keeps it: it reaches users' terminals.
+		line, _, _ := strings.Cut(strings.TrimSpace(string(body[:min(len(body), 512)])), "\n")
+		return nil, &apiclient.Error{Status: resp.StatusCode, Message: termtext.Escape(line)}
 	}
 	return body, nil
-}
-
-func firstLine(b []byte) string {
-	for i, c := range b {
-		if c == '\n' {
-			b = b[:i]
-			break
-		}
-	}
-	if len(b) > 512 {
-		b = b[:512]
-	}
-	return string(b)
 }
 
 // List asks the daemon at ip for its starts' summaries, with what each in
