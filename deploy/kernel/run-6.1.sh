@@ -239,6 +239,17 @@ summary() {
 	echo
 	log "results (logs in $OUT):"
 	grep -hE '^(--- |    --- )(PASS|FAIL|SKIP)' "$OUT"/*.log 2>/dev/null | sed 's/^/  /' || true
+	# What each failed test said (its lines of the -test.v log, up to 40).
+	local f
+	for f in "$OUT"/*.log; do
+		[[ -f $f ]] || continue
+		awk '/^=== (RUN|CONT) / {cur = $3; next}
+			$1 == "---" && $2 == "FAIL:" {
+				printf "  %s %s said:\n%s", FILENAME, $3, said[$3]
+				next
+			}
+			cur != "" && /^ / && n[cur]++ < 40 {said[cur] = said[cur] "    " $0 "\n"}' "$f"
+	done | sed "s|$OUT/||"
 	# How the CRI-call probes attached, and why (collector's tests log it).
 	grep -hE 'CRI-call probes attached|the source logged' "$OUT"/collector.log 2>/dev/null |
 		sed -E 's/^ *[a-z_]+\.go:[0-9]+: //; s/pid=[0-9]+|[0-9]+\/exe/N/g' | sort | uniq -c || true
