@@ -79,8 +79,8 @@ func TestEverythingRenders(t *testing.T) {
 			t.Errorf("no %s rendered: %v", want, r.order)
 		}
 	}
-	if unknown := slices.Sorted(slices.Values(strictAll(t, r))); !slices.Equal(unknown, []string{"PodMonitor", "PrometheusRule", "ServiceMonitor"}) {
-		t.Errorf("kinds client-go does not know: %v, want the Prometheus Operator's three", unknown)
+	if unknown := slices.Sorted(slices.Values(strictAll(t, r))); !slices.Equal(unknown, []string{"APIService", "PodMonitor", "PrometheusRule", "ServiceMonitor"}) {
+		t.Errorf("kinds client-go does not know: %v, want the Prometheus Operator's three and the aggregator's APIService", unknown)
 	}
 	var ds appsv1.DaemonSet
 	strict(t, r.objects["DaemonSet readyline/readyline"], &ds)
@@ -134,11 +134,16 @@ func TestReleaseNameAndNamespace(t *testing.T) {
 		o := r.objects[k]
 		name, _ := dig(o, "metadata", "name").(string)
 		ns, _ := dig(o, "metadata", "namespace").(string)
-		if !strings.HasPrefix(name, full) {
+		// The APIService's name is the group's: one per cluster.
+		if !strings.HasPrefix(name, full) && k != "APIService /v1alpha1.readyline.dev" {
 			t.Errorf("%s: not named after the release (%s)", k, full)
 		}
 		switch {
-		case k == "RoleBinding kube-system/"+full+"-client-ca":
+		case k == "RoleBinding kube-system/"+full+"-client-ca", k == "RoleBinding kube-system/"+full+"-api-auth-reader":
+		case o["kind"] == "APIService":
+			if ref := dig(o, "spec", "service"); dig(ref, "name") != full+"-api" || dig(ref, "namespace") != "observability" {
+				t.Errorf("%s routes to Service %v, want observability/%s-api", k, ref, full)
+			}
 		case o["kind"] == "ClusterRole" || o["kind"] == "ClusterRoleBinding":
 			if ns != "" {
 				t.Errorf("%s: a cluster-scoped object with a namespace", k)
@@ -150,11 +155,17 @@ func TestReleaseNameAndNamespace(t *testing.T) {
 			t.Errorf("%s: no app.kubernetes.io/instance=tracer", k)
 		}
 		if subjects, ok := dig(o, "subjects").([]any); ok && !strings.Contains(k, "plugin") {
-			if len(subjects) != 1 || dig(subjects, 0, "name") != full || dig(subjects, 0, "namespace") != "observability" {
-				t.Errorf("%s binds %v, want ServiceAccount observability/%s", k, subjects, full)
+			sa := full // the daemon's, or readyline-api's for its bindings
+			if strings.Contains(k, full+"-api") {
+				sa = full + "-api"
+			}
+			if len(subjects) != 1 || dig(subjects, 0, "name") != sa || dig(subjects, 0, "namespace") != "observability" {
+				t.Errorf("%s binds %v, want ServiceAccount observability/%s", k, subjects, sa)
 			}
 		}
-		if ref, ok := dig(o, "roleRef", "name").(string); ok && ref != "extension-apiserver-authentication-reader" {
+		// Two roles the cluster has: the client CA's reader, and the
+		// reviews of system:auth-delegator.
+		if ref, ok := dig(o, "roleRef", "name").(string); ok && ref != "extension-apiserver-authentication-reader" && ref != "system:auth-delegator" {
 			if _, found := r.objects[dig(o, "roleRef", "kind").(string)+" "+nsOf(dig(o, "roleRef", "kind").(string), ns)+"/"+ref]; !found {
 				t.Errorf("%s refers to %s %s, which the chart does not render", k, dig(o, "roleRef", "kind"), ref)
 			}
@@ -170,9 +181,39 @@ func TestReleaseNameAndNamespace(t *testing.T) {
 	if err != nil || !sel.Matches(labels.Set(ds.Spec.Template.Labels)) {
 		t.Errorf("the DaemonSet's selector %v does not select its pods %v (%v)", sel, ds.Spec.Template.Labels, err)
 	}
-	np := r.objects["NetworkPolicy observability/"+full+"-metrics"]
-	if sel := labels.SelectorFromSet(toLabels(dig(np, "spec", "podSelector", "matchLabels"))); !sel.Matches(labels.Set(ds.Spec.Template.Labels)) {
-		t.Errorf("the NetworkPolicy selects %v, not the pods", sel)
+	for _, name := range []string{full + "-metrics", full + "-node-api"} {
+		np := r.objects["NetworkPolicy observability/"+name]
+		if sel := labels.SelectorFromSet(toLabels(dig(np, "spec", "podSelector", "matchLabels"))); !sel.Matches(labels.Set(ds.Spec.Template.Labels)) {
+			t.Errorf("NetworkPolicy %s selects %v, not the pods", name, sel)
+		}
+	}
+	// readyline-api: its pods run as its ServiceAccount, read its Secret,
+	// are its Service's and the node API's NetworkPolicy's peers, and find
+	// the daemons by the DaemonSet's pod labels.
+	var api appsv1.Deployment
+	strict(t, r.objects["Deployment observability/"+full+"-api"], &api)
+	apiPod := labels.Set(api.Spec.Template.Labels)
+	if spec := api.Spec.Template.Spec; spec.ServiceAccountName != full+"-api" || spec.Volumes[0].Secret.SecretName != full+"-api-certs" {
+		t.Errorf("readyline-api's pods run as %q and read Secret %v", spec.ServiceAccountName, spec.Volumes[0].Secret)
+	}
+	if sel := labels.SelectorFromSet(toLabels(dig(r.objects["Service observability/"+full+"-api"], "spec", "selector"))); !sel.Matches(apiPod) {
+		t.Errorf("readyline-api's Service selects %v, not its pods %v", sel, apiPod)
+	}
+	if sel := labels.SelectorFromSet(toLabels(dig(r.objects["NetworkPolicy observability/"+full+"-node-api"], "spec", "ingress", 0, "from", 0, "podSelector", "matchLabels"))); !sel.Matches(apiPod) {
+		t.Errorf("the node API's NetworkPolicy admits %v, not readyline-api's pods %v", sel, apiPod)
+	}
+	daemons := ""
+	for _, a := range api.Spec.Template.Spec.Containers[0].Args {
+		daemons, _ = strings.CutPrefix(a, "--daemon-selector=")
+		if daemons != a {
+			break
+		}
+	}
+	if sel, err := labels.Parse(daemons); err != nil || !sel.Matches(labels.Set(ds.Spec.Template.Labels)) {
+		t.Errorf("readyline-api looks for daemons by %q, not the DaemonSet's pods %v (%v)", daemons, ds.Spec.Template.Labels, err)
+	}
+	if v := ds.Spec.Template.Spec.Volumes[0]; v.Secret == nil || v.Secret.SecretName != full+"-node-api" {
+		t.Errorf("the daemons' node-api volume %+v, want Secret %s-node-api", v, full)
 	}
 	for _, want := range []string{"rollout status daemonset/" + full, "--readyline-namespace observability", full + "-plugin-pods"} {
 		if !strings.Contains(r.notes, want) {
@@ -231,6 +272,7 @@ func TestValuesReachTheObjects(t *testing.T) {
 		"READYLINE_LOG_LEVEL":    "warn", // config.env wins
 		"READYLINE_ALERT":        "PodReadyToStartContainers=off,Ready=30s",
 		"READYLINE_CRI_ENDPOINT": "unix:///run/containerd/containerd.sock", "READYLINE_KEEP_BYTES": "64Mi",
+		"READYLINE_NODE_API_ADDR": ":9468",
 	}
 	if !equalJSON(cm["data"], want) {
 		t.Errorf("ConfigMap data %v, want %v", cm["data"], want)
@@ -260,6 +302,7 @@ func TestPartsTurnOff(t *testing.T) {
 		"rbac":           map[string]any{"create": false},
 		"serviceAccount": map[string]any{"create": false, "name": "mine"},
 		"networkPolicy":  map[string]any{"enabled": false},
+		"aggregatedAPI":  map[string]any{"enabled": false},
 	})
 	var kinds []string
 	for _, k := range r.order {
@@ -270,6 +313,17 @@ func TestPartsTurnOff(t *testing.T) {
 	}
 	if sa := dig(r.objects["DaemonSet readyline/readyline"], "spec", "template", "spec", "serviceAccountName"); sa != "mine" {
 		t.Errorf("serviceAccountName %v, want mine", sa)
+	}
+	// The aggregated API without rbac.create: its ServiceAccount, but no
+	// grant.
+	r = mustRender(t, map[string]any{"rbac": map[string]any{"create": false}})
+	for _, k := range r.order {
+		if kind := strings.Fields(k)[0]; strings.HasPrefix(kind, "Role") || strings.HasPrefix(kind, "ClusterRole") {
+			t.Errorf("rbac.create false renders %s", k)
+		}
+	}
+	if _, ok := r.objects["ServiceAccount readyline/readyline-api"]; !ok {
+		t.Errorf("rbac.create false: no ServiceAccount for readyline-api: %v", r.order)
 	}
 	if _, err := render(t, "readyline", "readyline", map[string]any{"serviceAccount": map[string]any{"create": false}}); err == nil ||
 		!strings.Contains(err.Error(), "serviceAccount.name") {

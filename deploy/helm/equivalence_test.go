@@ -24,16 +24,80 @@ import (
 // Everything else is equal, field by field: the ConfigMap's name too, which
 // the chart hashes as kustomize's configMapGenerator does.
 
-// TestDefaultsAreDeployBase: `helm template readyline readyline/ -n
-// readyline` renders what `kubectl kustomize deploy/base` builds.
-func TestDefaultsAreDeployBase(t *testing.T) {
-	checkEquivalent(t, mustRender(t, nil).objects, kustomize(t, filepath.Join(deployDir, "base")), "readyline")
+// TestDefaultsAreDeployBaseAndAggregated: `helm template readyline
+// readyline/ -n readyline` renders what deploy/base with the deploy/aggregated
+// component builds, and the two Secrets of certificates that
+// deploy/aggregated/pki.sh makes for kustomize (the APIService's caBundle
+// too, which pki.sh patches in): TestAggregatedAPICertificates checks those.
+func TestDefaultsAreDeployBaseAndAggregated(t *testing.T) {
+	got := mustRender(t, nil).objects
+	for _, k := range []string{"Secret readyline/readyline-node-api", "Secret readyline/readyline-api-certs"} {
+		if _, ok := got[k]; !ok {
+			t.Errorf("the chart does not render %s", k)
+		}
+		delete(got, k)
+	}
+	api := deepCopy(got["APIService /v1alpha1.readyline.dev"])
+	if spec, ok := api["spec"].(map[string]any); ok {
+		delete(spec, "caBundle")
+	}
+	got["APIService /v1alpha1.readyline.dev"] = api
+	checkEquivalent(t, got, kustomize(t, overlay(t, "", "base", "aggregated")), "readyline")
+}
+
+// TestWithoutAggregatedAPIIsDeployBase: aggregatedAPI.enabled false renders
+// what `kubectl kustomize deploy/base` builds.
+func TestWithoutAggregatedAPIIsDeployBase(t *testing.T) {
+	checkEquivalent(t, mustRender(t, baseOnly(nil)).objects, kustomize(t, filepath.Join(deployDir, "base")), "readyline")
+}
+
+// baseOnly is values with aggregatedAPI.enabled false: what the
+// kustomizations over deploy/base alone render. (Each render of the
+// aggregated API makes new certificates.)
+func baseOnly(values map[string]any) map[string]any {
+	out := maps.Clone(values)
+	if out == nil {
+		out = map[string]any{}
+	}
+	out["aggregatedAPI"] = map[string]any{"enabled": false}
+	return out
+}
+
+// overlay writes a kustomization in a temporary directory: resource (a
+// directory of deploy/) with the components of deploy/ named, and extra
+// YAML after them; it returns the directory.
+func overlay(t *testing.T, extra, resource string, components ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	// kustomize takes a base and components by a relative path only.
+	rel := func(name string) string {
+		abs, err := filepath.Abs(filepath.Join(deployDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := filepath.Rel(dir, abs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - " + rel(resource) + "\n"
+	if len(components) > 0 {
+		k += "components:\n"
+		for _, c := range components {
+			k += "  - " + rel(c) + "\n"
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k+extra), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // TestCapabilitiesAreDeployCapabilities: capabilities=true renders what
 // deploy/capabilities builds (no privileged, four capabilities).
 func TestCapabilitiesAreDeployCapabilities(t *testing.T) {
-	got := mustRender(t, map[string]any{"capabilities": true}).objects
+	got := mustRender(t, baseOnly(map[string]any{"capabilities": true})).objects
 	checkEquivalent(t, got, kustomize(t, filepath.Join(deployDir, "capabilities")), "readyline")
 	sc := dig(got["DaemonSet readyline/readyline"], "spec", "template", "spec", "containers", 0, "securityContext")
 	if dig(sc, "privileged") != false || !slices.Equal(toStrings(dig(sc, "capabilities", "add")), []string{"BPF", "PERFMON", "DAC_READ_SEARCH", "SYS_PTRACE"}) {
@@ -47,21 +111,7 @@ func TestCapabilitiesAreDeployCapabilities(t *testing.T) {
 // the same hashed name, which the DaemonSet's pods read, so that a changed
 // setting rolls them as it does with kustomize.
 func TestConfigIsConfigMapGeneratorMerge(t *testing.T) {
-	overlay := t.TempDir()
-	// kustomize takes a base by a relative path only.
-	abs, err := filepath.Abs(filepath.Join(deployDir, "base"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, err := filepath.Rel(overlay, abs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kustomization := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-  - %s
-configMapGenerator:
+	dir := overlay(t, `configMapGenerator:
   - name: readyline
     behavior: merge
     literals:
@@ -70,10 +120,7 @@ configMapGenerator:
       - READYLINE_LOG_LEVEL=debug
       - READYLINE_ALERT=PodReadyToStartContainers=3s,pod.sandbox=2s
       - READYLINE_RECORD=events.jsonl
-`, base)
-	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`, "base")
 	values := map[string]any{"config": map[string]any{
 		"otlpEndpoint": "jaeger.readyline.svc:4317",
 		"otlpInsecure": false,
@@ -81,9 +128,9 @@ configMapGenerator:
 		"alerts":       map[string]any{"PodReadyToStartContainers": "3s", "pod.sandbox": "2s"},
 		"env":          map[string]any{"READYLINE_RECORD": "events.jsonl"},
 	}}
-	got := mustRender(t, values).objects
-	checkEquivalent(t, got, kustomize(t, overlay), "readyline")
-	if a, b := configMapName(t, got), configMapName(t, mustRender(t, nil).objects); a == b {
+	got := mustRender(t, baseOnly(values)).objects
+	checkEquivalent(t, got, kustomize(t, dir), "readyline")
+	if a, b := configMapName(t, got), configMapName(t, mustRender(t, baseOnly(nil)).objects); a == b {
 		t.Errorf("other settings, the same ConfigMap %s: the DaemonSet would not roll", a)
 	}
 }
@@ -91,7 +138,7 @@ configMapGenerator:
 // TestPluginRBACIsDeployPluginRBAC: pluginRBAC.enabled adds what
 // deploy/plugin-rbac builds, and changes nothing else.
 func TestPluginRBACIsDeployPluginRBAC(t *testing.T) {
-	got := added(t, mustRender(t, map[string]any{"pluginRBAC": map[string]any{"enabled": true}}), mustRender(t, nil))
+	got := added(t, mustRender(t, baseOnly(map[string]any{"pluginRBAC": map[string]any{"enabled": true}})), mustRender(t, baseOnly(nil)))
 	checkEquivalent(t, got, kustomize(t, filepath.Join(deployDir, "plugin-rbac")), "readyline")
 	// Neither gives the plugin's users get pods in every namespace: they
 	// read the starts of the namespaces they may view, or where they are
@@ -108,7 +155,7 @@ func TestPluginRBACIsDeployPluginRBAC(t *testing.T) {
 // rules.yaml), and change nothing else.
 func TestMonitoringIsDeployAlerts(t *testing.T) {
 	values := map[string]any{"prometheusRule": map[string]any{"enabled": true}, "podMonitor": map[string]any{"enabled": true}}
-	got := added(t, mustRender(t, values), mustRender(t, nil))
+	got := added(t, mustRender(t, baseOnly(values)), mustRender(t, baseOnly(nil)))
 	checkEquivalent(t, got, kustomize(t, filepath.Join(deployDir, "alerts")), "readyline")
 }
 

@@ -185,6 +185,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	for _, p := range before {
 		checkDaemon(t, ctx, c, p.name, "PodReadyToStartContainers=5s")
 	}
+	checkPodStarts(t, ctx, c, nodes.Items)
 
 	// helm upgrade --wait with another threshold: a new ConfigMap name in the
 	// pod template, so every pod is replaced.

@@ -103,6 +103,9 @@ then config.env over them.
 {{- if not .Values.secureAPI.enabled }}
 {{- $_ := set $data "READYLINE_SECURE_API_ADDR" "" }}
 {{- end }}
+{{- if .Values.aggregatedAPI.enabled }}
+{{- $_ := set $data "READYLINE_NODE_API_ADDR" ":9468" }}
+{{- end }}
 {{- range $k, $v := $c.env }}
 {{- $_ := set $data $k ($v | toString) }}
 {{- end }}
@@ -123,4 +126,34 @@ as a field called "metadata/name", which no ConfigMap has.
 {{- $data := include "readyline.configData" . | fromJson }}
 {{- $hash := dict "kind" "ConfigMap" "name" "" "data" $data | toJson | sha256sum | trunc 10 }}
 {{- printf "%s-%s" $name ($hash | replace "0" "g" | replace "1" "h" | replace "3" "k" | replace "a" "m" | replace "e" "t") }}
+{{- end }}
+
+{{/*
+readyline.apiName names readyline-api's objects (the aggregated API server of
+readyline.dev): "readyline-api" for release readyline, as deploy/aggregated.
+*/}}
+{{- define "readyline.apiName" -}}
+{{- printf "%s-api" (include "readyline.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+readyline.apiLabels: deploy/aggregated's labels of readyline-api's objects
+and Helm's own.
+*/}}
+{{- define "readyline.apiLabels" -}}
+app.kubernetes.io/name: {{ include "readyline.apiName" . }}
+app.kubernetes.io/part-of: readyline
+{{ include "readyline.helmLabels" . }}
+{{- end }}
+
+{{/*
+readyline.nodeAPISecret is the daemons' Secret of the node API (serving
+certificate, the CA of readyline-api's client one); readyline.apiSecret
+readyline-api's (serving and client certificates, the nodes' CA).
+*/}}
+{{- define "readyline.nodeAPISecret" -}}
+{{- printf "%s-node-api" (include "readyline.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- define "readyline.apiSecret" -}}
+{{- printf "%s-api-certs" (include "readyline.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
