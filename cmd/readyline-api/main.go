@@ -153,6 +153,9 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 		return err
 	}
 	store := newSummaries(o.history, nil)
+	// The other replica may have learned a change up to a poll (and a
+	// node's answer) later or earlier than this one.
+	store.resumeSkew = 2 * o.pollInterval
 	poll := &poller{client: nodes, store: store, interval: o.pollInterval, grace: o.nodeGrace, logger: logger}
 
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 10*time.Minute, informers.WithNamespace(o.daemonNamespace),

@@ -29,9 +29,18 @@ func keyOf(ps *podstartapi.PodStart) podKey { return podKey{ps.Namespace, ps.Nam
 // clock is behind): a watch that comes back to the other replica with a
 // version of this one still resumes about where it left. It is safe for
 // concurrent use.
+//
+// A replica learns of a change up to a poll after the other one: a watch
+// resumed here with the other's version replays the changes of resumeSkew
+// before it (seen twice at worst, which a watch's client takes as the
+// updates they are), and is refused as expired (the client lists again)
+// where this replica's history does not reach that far back: before it
+// started, or before its oldest change kept.
 type summaries struct {
 	now        func() time.Time
 	maxHistory int
+	resumeSkew time.Duration // set before use; 0 in tests of one replica
+	since      uint64        // the version of the store's creation
 
 	mu       sync.Mutex
 	rv       uint64
@@ -74,7 +83,7 @@ func newSummaries(maxHistory int, now func() time.Time) *summaries {
 		now = time.Now
 	}
 	return &summaries{
-		now: now, maxHistory: maxHistory,
+		now: now, maxHistory: maxHistory, since: uint64(now().UnixMicro()),
 		reported: map[string]map[podKey]*podstartapi.PodStart{},
 		owners:   map[podKey][]string{},
 		merged:   map[podKey]*podstartapi.PodStart{},
@@ -282,11 +291,12 @@ func (s *summaries) Watch(ctx context.Context, from uint64, match func(*podstart
 			w.send(change{typ: watch.Added, obj: ps})
 		}
 	} else {
-		if from < s.expired {
+		back := from - min(from, uint64(s.resumeSkew.Microseconds()))
+		if back < s.expired || back < s.since {
 			return nil, apierrors.NewResourceExpired("too old resource version: the pod starts' history begins later; list again")
 		}
 		for _, c := range s.history {
-			if c.rv > from {
+			if c.rv > back {
 				w.send(c)
 			}
 		}

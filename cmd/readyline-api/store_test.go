@@ -167,3 +167,53 @@ func TestSummariesSlowWatcherIsClosed(t *testing.T) {
 		t.Fatalf("a watcher that never read got %d events before it was closed, want %d (its buffer)", n, watchBuffer)
 	}
 }
+
+// TestSummariesWatchResumesOnTheOtherReplica: a watch that ends with one
+// replica and resumes on the other with the first one's version gets what
+// the second learned before that version and the first after it (a poll
+// apart), and is sent to list again when the second's history does not
+// reach back far enough (it started later).
+func TestSummariesWatchResumesOnTheOtherReplica(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	now := t0
+	clock := func() time.Time { return now }
+	a, b := newSummaries(100, clock), newSummaries(100, clock)
+	a.resumeSkew, b.resumeSkew = 10*time.Second, 10*time.Second
+	y := start("ns", "y", "u-y", "n1", "starting", t0)
+	z := start("ns", "z", "u-z", "n2", "starting", t0)
+
+	now = t0.Add(20 * time.Second)
+	b.ReplaceNode("n1", []*podstartapi.PodStart{y}) // b polls n1 first
+	now = t0.Add(21 * time.Second)
+	a.ReplaceNode("n2", []*podstartapi.PodStart{z})
+	b.ReplaceNode("n2", []*podstartapi.PodStart{z})
+	_, seen := a.List("", all) // the client's version, from a: z, not y
+	now = t0.Add(24 * time.Second)
+	a.ReplaceNode("n1", []*podstartapi.PodStart{y}) // a's poll of n1, after the client left
+
+	w, err := b.Watch(context.Background(), seen, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	got := map[string]bool{}
+	for quiet := false; !quiet; {
+		select {
+		case ev := <-w.ResultChan():
+			got[ev.Object.(*podstartapi.PodStart).Name] = true
+		case <-time.After(200 * time.Millisecond):
+			quiet = true
+		}
+	}
+	if !got["y"] {
+		t.Errorf("resumed on the other replica from version %d: got %v, want y, which it learned a second before", seen, got)
+	}
+
+	// A replica started after the version (less its skew): expired.
+	now = t0.Add(25 * time.Second)
+	late := newSummaries(100, clock)
+	late.resumeSkew = 10 * time.Second
+	if _, err := late.Watch(context.Background(), seen, all); !apierrors.IsResourceExpired(err) {
+		t.Errorf("a watch from before the replica started: %v, want 410 Expired", err)
+	}
+}
