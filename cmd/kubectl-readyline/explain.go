@@ -24,9 +24,11 @@ port-forward (pods/portforward) (--via says which), as the kubeconfig's
 user, who must be allowed to get POD; -o json prints
 its timeline as the daemon's API serves it. A start in progress is drawn
 as of now, with what it waits on; --watch draws it again each time it
-takes a new fact, until it ends. --web serves that readyline's
-pages on a local port, as you, prints the URL of the pod's page and serves
-until Ctrl-C.`
+takes a new fact, until it ends. --web serves the start's pages on a
+local port, as you, prints the URL of the pod's page and serves until
+Ctrl-C: through the API server (podstarts/POD/web, which kubectl proxy
+reaches too) when it serves readyline.dev, else from the node's readyline
+through a port-forward.`
 
 // explainOptions are the flags and argument of explain.
 type explainOptions struct {
@@ -45,7 +47,7 @@ func parseExplain(args []string, stderr io.Writer) (explainOptions, error) {
 	fs := o.flagSet("kubectl readyline explain", explainHelp, stderr, func(fs *pflag.FlagSet) {
 		fs.UintVar(&o.width, "width", 100, "width of the waterfall in columns")
 		fs.BoolVar(&o.watch, "watch", false, "draw a start in progress again each time it takes a new fact, until it ends")
-		fs.BoolVar(&o.web, "web", false, "serve the daemon's pages on a local port, as you, and print the URL of the pod's page, until Ctrl-C")
+		fs.BoolVar(&o.web, "web", false, "serve the start's pages on a local port, as you (through the API server, or the node's readyline per --via), and print the URL of the pod's page, until Ctrl-C")
 		fs.StringVar(&o.address, "address", "127.0.0.1", "with --web: the local address to listen on")
 		fs.Uint16Var(&o.port, "port", 0, "with --web: the local port to listen on (0: a free one)")
 	})
@@ -88,6 +90,9 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if o.web {
+		if ds.api != nil {
+			return ds.api.web(ctx, namespace, o.pod, o.address, o.port, stdout, stderr)
+		}
 		return ds.web(ctx, namespace, o.pod, o.address, o.port, stdout, stderr)
 	}
 	draw := func(tl *correlator.Timeline, again bool) error {

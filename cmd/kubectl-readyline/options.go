@@ -137,6 +137,9 @@ func (o *commonOptions) connect(stderr io.Writer) (*daemonSet, string, error) {
 		api, err := findPodStartsAPI(client.Discovery(), client.Discovery().RESTClient())
 		switch {
 		case err == nil:
+			if err := api.reach(cfg); err != nil {
+				return nil, "", err
+			}
 			ds.api = api
 		case o.via == viaAPI:
 			return nil, "", fmt.Errorf("--via api: the API server does not serve %s podstarts (deploy/aggregated): %w", podStartsGroupVersion, err)

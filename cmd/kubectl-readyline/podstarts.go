@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,6 +33,10 @@ const podStartsGroupVersion = "readyline.dev/v1alpha1"
 // API server only.
 type podStartsAPI struct {
 	rest rest.Interface
+	// host and transport reach the API server with the kubeconfig's
+	// credentials, for the pages (web); nil where only rest is needed.
+	host      *url.URL
+	transport http.RoundTripper
 }
 
 // findPodStartsAPI returns the readyline.dev client when the API server
@@ -48,6 +54,19 @@ func findPodStartsAPI(disco interface {
 		}
 	}
 	return nil, fmt.Errorf("%s serves no podstarts", podStartsGroupVersion)
+}
+
+// reach sets how a's pages reach the API server of cfg: its URL, and a
+// transport with the kubeconfig's credentials.
+func (a *podStartsAPI) reach(cfg *rest.Config) error {
+	var err error
+	if a.transport, err = rest.TransportFor(cfg); err != nil {
+		return fmt.Errorf("the API server's transport: %w", err)
+	}
+	if a.host, _, err = rest.DefaultServerUrlFor(cfg); err != nil {
+		return fmt.Errorf("the API server's URL: %w", err)
+	}
+	return nil
 }
 
 // wirePodStart is what of a PodStart the plugin reads.

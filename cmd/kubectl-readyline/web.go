@@ -35,52 +35,86 @@ func (ds *daemonSet) web(ctx context.Context, namespace, name, address string, l
 	}
 	why := "reaching the API of the readyline on node " + daemon.Spec.NodeName
 	return ds.withAPI(ctx, daemon, why, func(ctx context.Context, api *apiclient.Client) error {
-		ln, err := net.Listen("tcp", net.JoinHostPort(address, strconv.Itoa(int(localPort))))
-		if err != nil {
-			return fmt.Errorf("listening for the browser: %w", err)
-		}
-		secret := "/" + rand.Text()
 		target, err := url.Parse(api.BaseURL)
 		if err != nil {
 			return err
 		}
-		srv := &http.Server{
-			Handler:           pageProxy(secret, target, ds.transport, daemon, stderr),
-			ReadHeaderTimeout: 10 * time.Second,
-		}
-		done := make(chan error, 1)
-		go func() { done <- srv.Serve(ln) }()
-
-		port := ln.Addr().(*net.TCPAddr).Port
-		base := "http://" + net.JoinHostPort(urlHost(address), strconv.Itoa(port)) + secret
-		fmt.Fprintln(stdout, pageURL(base, namespace, name))
-		fmt.Fprintf(stderr, "Serving the pages of the readyline on node %s (pod %s/%s) as you on %s; Ctrl-C ends it\n",
-			daemon.Spec.NodeName, daemon.Namespace, daemon.Name, net.JoinHostPort(address, strconv.Itoa(port)))
-		if err := checkTimeline(ctx, api, pod); err != nil {
-			fmt.Fprintf(stderr, "warning: %v\n", err)
-		}
-		select {
-		case <-ctx.Done(): // Ctrl-C, or the forward ended
-		case err := <-done:
-			return fmt.Errorf("serving the browser: %w", err)
-		}
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer cancel()
-		if srv.Shutdown(sctx) != nil {
-			srv.Close()
-		}
-		return nil
+		what := fmt.Sprintf("the readyline on node %s (pod %s/%s)", daemon.Spec.NodeName, daemon.Namespace, daemon.Name)
+		return servePages(ctx, target, ds.transport, what, namespace, name, address, localPort, stdout, stderr, func(ctx context.Context) error {
+			return checkTimeline(ctx, api, pod)
+		})
 	})
 }
 
-// pageProxy forwards the requests under prefix to the daemon's secure API
-// at target, without the prefix, with the credentials transport adds, and
-// answers any other with 404.
-func pageProxy(prefix string, target *url.URL, transport http.RoundTripper, daemon *corev1.Pod, stderr io.Writer) http.Handler {
+// web serves the pages of the start of pod namespace/name as web does,
+// through the API server: readyline.dev's podstarts/NAME/web, which
+// readyline-api reads on the pod's node for the user. The kubeconfig's
+// credential goes to the API server alone.
+func (a *podStartsAPI) web(ctx context.Context, namespace, name, address string, localPort uint16, stdout, stderr io.Writer) error {
+	if a.host == nil {
+		return errors.New("no API server to reach readyline.dev's pages through")
+	}
+	// The start must be there, and the user may read it: else the page
+	// would say so, after the URL.
+	if _, err := a.rest.Get().AbsPath("/apis", podStartsGroupVersion, "namespaces", namespace, "podstarts", name).DoRaw(ctx); err != nil {
+		return apiError(err, "pod "+namespace+"/"+name)
+	}
+	target := *a.host
+	target.Path = strings.TrimSuffix(target.Path, "/") + "/apis/" + podStartsGroupVersion + "/namespaces/" + url.PathEscape(namespace) +
+		"/podstarts/" + url.PathEscape(name) + "/web"
+	target.RawPath = ""
+	return servePages(ctx, &target, a.transport, "readyline.dev (the API server)", namespace, name, address, localPort, stdout, stderr, nil)
+}
+
+// servePages serves target's pages on address:localPort under a random
+// path, with transport's credentials, printing the URL of pod
+// namespace/name's page, until ctx ends. check, when not nil, tells
+// whether the page will show the start (a warning when not).
+func servePages(ctx context.Context, target *url.URL, transport http.RoundTripper, what, namespace, name, address string, localPort uint16,
+	stdout, stderr io.Writer, check func(context.Context) error) error {
+	ln, err := net.Listen("tcp", net.JoinHostPort(address, strconv.Itoa(int(localPort))))
+	if err != nil {
+		return fmt.Errorf("listening for the browser: %w", err)
+	}
+	secret := "/" + rand.Text()
+	srv := &http.Server{
+		Handler:           pageProxy(secret, target, transport, what, stderr),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+
+	port := ln.Addr().(*net.TCPAddr).Port
+	base := "http://" + net.JoinHostPort(urlHost(address), strconv.Itoa(port)) + secret
+	fmt.Fprintln(stdout, pageURL(base, namespace, name))
+	fmt.Fprintf(stderr, "Serving the pages of %s as you on %s; Ctrl-C ends it\n", what, net.JoinHostPort(address, strconv.Itoa(port)))
+	if check != nil {
+		if err := check(ctx); err != nil {
+			fmt.Fprintf(stderr, "warning: %v\n", err)
+		}
+	}
+	select {
+	case <-ctx.Done(): // Ctrl-C, or the forward ended
+	case err := <-done:
+		return fmt.Errorf("serving the browser: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if srv.Shutdown(sctx) != nil {
+		srv.Close()
+	}
+	return nil
+}
+
+// pageProxy forwards the requests under prefix to target (the daemon's
+// secure API, or the web subresource of readyline.dev), the prefix
+// replaced by target's path, with the credentials transport adds, and
+// answers any other with 404. what names target in messages.
+func pageProxy(prefix string, target *url.URL, transport http.RoundTripper, what string, stderr io.Writer) http.Handler {
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(target)
-			r.Out.URL.Path = strings.TrimPrefix(r.In.URL.Path, prefix)
+			r.Out.URL.Path = strings.TrimSuffix(target.Path, "/") + strings.TrimPrefix(r.In.URL.Path, prefix)
 			r.Out.URL.RawPath = ""
 			// Whatever a browser may send, the daemon gets the user's
 			// credentials only.
@@ -96,9 +130,8 @@ func pageProxy(prefix string, target *url.URL, transport http.RoundTripper, daem
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			fmt.Fprintf(stderr, "error: the readyline on node %s (pod %s/%s) did not answer %s: %v\n",
-				daemon.Spec.NodeName, daemon.Namespace, daemon.Name, strings.TrimPrefix(r.URL.Path, prefix), err)
-			http.Error(w, "the readyline on node "+daemon.Spec.NodeName+" did not answer: see kubectl readyline's messages", http.StatusBadGateway)
+			fmt.Fprintf(stderr, "error: %s did not answer %s: %v\n", what, strings.TrimPrefix(r.URL.Path, prefix), err)
+			http.Error(w, what+" did not answer: see kubectl readyline's messages", http.StatusBadGateway)
 		},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

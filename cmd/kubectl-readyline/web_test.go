@@ -6,11 +6,18 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/readyline/readyline/exporter/apiclient"
 )
 
 // runWeb runs ds.web for team/name until the test ends, and returns the
@@ -105,5 +112,82 @@ func TestURLHost(t *testing.T) {
 		if got := urlHost(addr); got != want {
 			t.Errorf("urlHost(%q) = %q, want %q", addr, got, want)
 		}
+	}
+}
+
+// TestWebThroughTheAPIServer: with readyline.dev served, --web serves the
+// start's pages from its web subresource through the API server, with the
+// kubeconfig's credential sent there alone, under a random local path.
+func TestWebThroughTheAPIServer(t *testing.T) {
+	const webPath = "/apis/readyline.dev/v1alpha1/namespaces/team/podstarts/web"
+	var mu sync.Mutex
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked = append(asked, r.URL.Path)
+		mu.Unlock()
+		if r.Header.Get("Authorization") != "Bearer tok" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		switch r.URL.Path {
+		case "/apis/readyline.dev/v1alpha1":
+			w.Write([]byte(`{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"readyline.dev/v1alpha1","resources":[{"name":"podstarts","namespaced":true,"kind":"PodStart","verbs":["get"]}]}`))
+		case webPath:
+			w.Write([]byte(`{"metadata":{"namespace":"team","name":"web"},"status":{"outcome":"ready"}}`))
+		case webPath + "/web/ui/pods/team/web":
+			w.Write([]byte(`<html>the page of team/web</html>`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	cfg := &rest.Config{Host: srv.URL, BearerToken: "tok"}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := findPodStartsAPI(client.Discovery(), client.Discovery().RESTClient())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := api.reach(cfg); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- api.web(ctx, "team", "web", "127.0.0.1", 0, outW, io.Discard); outW.Close() }()
+	line, err := bufio.NewReader(outR).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, outR)
+	page := strings.TrimSpace(line)
+	resp, err := http.Get(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "the page of team/web") {
+		t.Errorf("%s: %d %q", page, resp.StatusCode, body)
+	}
+	root := page[:strings.Index(page[len("http://"):], "/")+len("http://")]
+	if resp, err := http.Get(root + webPath + "/web/ui/pods/team/web"); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("outside the random path: %v %v, want 404", resp, err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("web after Ctrl-C: %v", err)
+	}
+	mu.Lock()
+	if !slices.Contains(asked, webPath+"/web/ui/pods/team/web") {
+		t.Errorf("the API server was asked %v, want the web subresource's page", asked)
+	}
+	mu.Unlock()
+	// --web of a start the API does not have fails before any URL.
+	if err := api.web(context.Background(), "team", "none", "127.0.0.1", 0, io.Discard, io.Discard); !errors.Is(err, apiclient.ErrNotFound) {
+		t.Errorf("web of no start: %v, want not found", err)
 	}
 }

@@ -175,9 +175,13 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	group := genericapiserver.NewDefaultAPIGroupInfo(podstartapi.GroupName, scheme, metav1.ParameterCodec, codecs)
+	// The group's own parameter codec: it reads the web subresource's
+	// options (podstartapi registers how).
+	group := genericapiserver.NewDefaultAPIGroupInfo(podstartapi.GroupName, scheme, runtime.NewParameterCodec(scheme), codecs)
+	starts := &podStarts{store: store, nodes: nodes, ips: ips, logger: logger}
 	group.VersionedResourcesStorageMap[podstartapi.Version] = map[string]rest.Storage{
-		podstartapi.Resource: &podStarts{store: store, nodes: nodes, ips: ips, logger: logger},
+		podstartapi.Resource:                         starts,
+		podstartapi.Resource + "/" + podstartapi.Web: &podStartWeb{starts: starts},
 	}
 	if err := server.InstallAPIGroup(&group); err != nil {
 		return err

@@ -73,7 +73,11 @@ func newNodeClient(caFile, certFile, keyFile string, port int, timeout time.Dura
 		MaxIdleConnsPerHost: 2,
 		IdleConnTimeout:     90 * time.Second,
 	}
-	return &nodeClient{http: &http.Client{Transport: tr, Timeout: timeout}, port: port}, nil
+	// A daemon's redirect is its answer, passed on or refused, never
+	// followed: the aggregator's certificate and a reader's name go to the
+	// node it asked, and nowhere a node points.
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &nodeClient{http: &http.Client{Transport: tr, Timeout: timeout, CheckRedirect: noRedirect}, port: port}, nil
 }
 
 func (c *nodeClient) url(ip, path string, q url.Values) string {
@@ -84,14 +88,7 @@ func (c *nodeClient) url(ip, path string, q url.Values) string {
 // get asks the daemon at ip; reader, when not nil, is the user the API
 // server authenticated, whom the daemon asks about as that user.
 func (c *nodeClient) get(ctx context.Context, ip, path string, q url.Values, reader *apiauth.User, limit int64) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url(ip, path, q), nil)
-	if err != nil {
-		return nil, err
-	}
-	if reader != nil {
-		apiauth.SetForwardedUser(req.Header, reader)
-	}
-	resp, err := c.http.Do(req)
+	resp, err := c.do(ctx, ip, path, q, reader, "")
 	if err != nil {
 		return nil, err
 	}
@@ -109,6 +106,24 @@ func (c *nodeClient) get(ctx context.Context, ip, path string, q url.Values, rea
 		return nil, &apiclient.Error{Status: resp.StatusCode, Message: termtext.Escape(line)}
 	}
 	return body, nil
+}
+
+// do sends GET path?q to the daemon at ip, for reader when not nil, with
+// accept as its Accept header when not empty: the daemon gets its
+// client certificate and the reader's name, nothing of the request that
+// asked for it.
+func (c *nodeClient) do(ctx context.Context, ip, path string, q url.Values, reader *apiauth.User, accept string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url(ip, path, q), nil)
+	if err != nil {
+		return nil, err
+	}
+	if reader != nil {
+		apiauth.SetForwardedUser(req.Header, reader)
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	return c.http.Do(req)
 }
 
 // List asks the daemon at ip for its starts' summaries, with what each in

@@ -157,6 +157,17 @@ func testPodStarts(t *testing.T) {
 	if err != nil || !strings.Contains(yaml, "timeline:") || !strings.Contains(yaml, string(slow.UID)) || !strings.Contains(yaml, "outcome: ready") {
 		t.Errorf("the viewer's -o yaml has no timeline: %v\n%.3000s", err, yaml)
 	}
+	// The start's page, through the API server (as kubectl proxy and
+	// kubectl readyline explain --web reach it), read on the node for the
+	// viewer; another namespace's is refused.
+	page := "/apis/readyline.dev/v1alpha1/namespaces/" + mine + "/podstarts/" + slow.Name + "/web/ui/pods/" + mine + "/" + slow.Name
+	html, err := kubectlAs(ctx, viewer, "get", "--raw", page)
+	if err != nil || !strings.Contains(html, "<html") || !strings.Contains(html, slow.Name) {
+		t.Errorf("the viewer's page of %s through the API server: %v\n%.1000s", slow.Name, err, html)
+	}
+	if out, err := kubectlAs(ctx, viewer, "get", "--raw", "/apis/readyline.dev/v1alpha1/namespaces/"+other+"/podstarts/elsewhere/web/ui/"); err == nil || !strings.Contains(out, "orbidden") {
+		t.Errorf("the viewer's page of another namespace's start: %v, want Forbidden\n%.500s", err, out)
+	}
 	// The plugin reads the same API for the viewer, who may not
 	// port-forward to readyline: its list and waterfall come through the
 	// API server.

@@ -53,3 +53,12 @@ func (l *PodStartList) DeepCopy() *PodStartList {
 
 // DeepCopyObject is runtime.Object's.
 func (l *PodStartList) DeepCopyObject() runtime.Object { return l.DeepCopy() }
+
+// DeepCopyObject copies o (it holds no reference).
+func (o *PodStartWebOptions) DeepCopyObject() runtime.Object {
+	if o == nil {
+		return nil
+	}
+	cp := *o
+	return &cp
+}

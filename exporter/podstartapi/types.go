@@ -72,3 +72,17 @@ type PodStartList struct {
 
 	Items []PodStart `json:"items"`
 }
+
+// PodStartWebOptions are the options of the web subresource
+// (podstarts/NAME/web/PATH): the daemon's page of the start, read from its
+// node for the request's user, as pods/proxy reads a pod's.
+//
+// +k8s:openapi-gen=true
+type PodStartWebOptions struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// Path is what follows web/ in the request's path: ui/pods/NAMESPACE/NAME
+	// (the start's page), ui/ (the node's starts the user may read), or
+	// api/v1/timelines/NAMESPACE/NAME (its timeline as JSON).
+	Path string `json:"path,omitempty"`
+}

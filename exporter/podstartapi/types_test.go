@@ -18,7 +18,7 @@ import (
 // of the types: a field added without `make generate` fails here.
 func TestOpenAPIIsCurrent(t *testing.T) {
 	defs := openapi.GetOpenAPIDefinitions(func(path string) spec.Ref { return spec.MustCreateRef(path) })
-	for _, v := range []any{podstartapi.PodStart{}, podstartapi.PodStartSpec{}, podstartapi.PodStartStatus{}, podstartapi.PodStartList{}} {
+	for _, v := range []any{podstartapi.PodStart{}, podstartapi.PodStartSpec{}, podstartapi.PodStartStatus{}, podstartapi.PodStartList{}, podstartapi.PodStartWebOptions{}} {
 		typ := reflect.TypeOf(v)
 		def, ok := defs[typ.PkgPath()+"."+typ.Name()]
 		if !ok {

@@ -136,6 +136,13 @@ func checkPodStarts(t *testing.T, ctx context.Context, c *cluster, nodes []corev
 			t.Errorf("the namespace viewer's kubectl %s: %v, want Forbidden\n%s", strings.Join(args, " "), err, out)
 		}
 	}
+	// Its page through the API server, read on its node for the viewer.
+	last := pods[len(pods)-1]
+	html, err := kubectlAs(ctx, nsViewer, "get", "--raw",
+		"/apis/readyline.dev/v1alpha1/namespaces/"+startsNamespace+"/podstarts/"+last+"/web/ui/pods/"+startsNamespace+"/"+last)
+	if err != nil || !strings.Contains(html, "<html") || !strings.Contains(html, last) {
+		t.Errorf("the namespace viewer's page of %s: %v\n%.1000s", last, err, html)
+	}
 	// One start whole: read from its node for the viewer.
 	yaml, err := kubectlAs(ctx, nsViewer, "get", "podstart", "-n", startsNamespace, pods[len(pods)-1], "-o", "yaml")
 	if err != nil || !strings.Contains(yaml, "timeline:") || !strings.Contains(yaml, "outcome: ready") {
