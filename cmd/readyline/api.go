@@ -28,11 +28,11 @@ import (
 //     process of the node, reaches its loopback.
 //   - --secure-api-addr, TLS on the pod's loopback: the starts of the pods
 //     each of the API server's users may get, to kubectl readyline through
-//     a port-forward (exporter/apiauth).
-const (
-	defaultAPIAddr       = "unix:/run/readyline/api.sock"
-	defaultSecureAPIAddr = "127.0.0.1:9467"
-)
+//     a port-forward (exporter/apiauth). Off unless set (deploy/base sets
+//     it; deploy/aggregated and the chart's default leave it off): each
+//     user's own API credential reaches the node there, which
+//     readyline.dev's node API (--node-api-addr) never needs.
+const defaultAPIAddr = "unix:/run/readyline/api.sock"
 
 // unixPrefix marks an address that is a unix socket's path.
 const unixPrefix = "unix:"
@@ -99,10 +99,11 @@ type secureAPIConfig struct {
 }
 
 func (c *secureAPIConfig) register(fs *flagSet) {
-	fs.String(&c.addr, "secure-api-addr", defaultSecureAPIAddr,
+	fs.String(&c.addr, "secure-api-addr", "",
 		"serve the timeline API and the waterfall pages here over TLS to the API server's users, each the starts of the pods they may get "+
 			"(a client certificate of the cluster's client CA or a bearer token; TokenReview and SubjectAccessReview): "+
-			"what kubectl readyline reaches through a port-forward (empty: off)")
+			"what kubectl readyline --via nodes reaches through a port-forward, e.g. 127.0.0.1:9467 (empty, the default: off; "+
+			"users' own credentials come to the node there: prefer readyline.dev, --node-api-addr)")
 	fs.String(&c.certFile, "tls-cert-file", "", "the secure API's serving certificate, PEM (default: one made at start, signed by itself)")
 	fs.String(&c.keyFile, "tls-private-key-file", "", "the key of --tls-cert-file, PEM")
 }

@@ -272,7 +272,7 @@ func TestValuesReachTheObjects(t *testing.T) {
 		"READYLINE_LOG_LEVEL":    "warn", // config.env wins
 		"READYLINE_ALERT":        "PodReadyToStartContainers=off,Ready=30s",
 		"READYLINE_CRI_ENDPOINT": "unix:///run/containerd/containerd.sock", "READYLINE_KEEP_BYTES": "64Mi",
-		"READYLINE_NODE_API_ADDR": ":9468",
+		"READYLINE_NODE_API_ADDR": ":9468", "READYLINE_SECURE_API_ADDR": "",
 	}
 	if !equalJSON(cm["data"], want) {
 		t.Errorf("ConfigMap data %v, want %v", cm["data"], want)
@@ -458,36 +458,38 @@ func nsOf(kind, ns string) string {
 	return ns
 }
 
-// TestSecureAPITurnsOff: secureAPI.enabled false turns the daemon's secure
-// API off and leaves out the grants only it needs (the reviews, the
-// client CA): a daemon that serves no user asks nothing about users.
-func TestSecureAPITurnsOff(t *testing.T) {
-	on := mustRender(t, nil)
-	off := mustRender(t, map[string]any{"secureAPI": map[string]any{"enabled": false}})
-	rules := func(r *release) string {
-		return fmt.Sprint(dig(r.objects["ClusterRole /readyline"], "rules"))
-	}
-	for _, grant := range []string{"tokenreviews", "subjectaccessreviews"} {
-		if !strings.Contains(rules(on), grant) {
-			t.Errorf("the default ClusterRole lacks %s: %s", grant, rules(on))
+// TestSecureAPIIsOffByDefault: the per-node secure API (each user's own
+// credential on the node) is off by default, and with it the grants only it
+// needs (tokenreviews, the client CA); secureAPI.enabled turns it on with
+// them. SubjectAccessReviews stay while either API serves a reader, and go
+// when neither does.
+func TestSecureAPIIsOffByDefault(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		values         map[string]any
+		addr           string
+		tokens, access bool
+	}{
+		{"default", nil, "", false, true},
+		{"secureAPI.enabled", map[string]any{"secureAPI": map[string]any{"enabled": true}}, "127.0.0.1:9467", true, true},
+		{"neither API", map[string]any{"aggregatedAPI": map[string]any{"enabled": false}}, "", false, false},
+	} {
+		r := mustRender(t, c.values)
+		rules := fmt.Sprint(dig(r.objects["ClusterRole /readyline"], "rules"))
+		if strings.Contains(rules, "tokenreviews") != c.tokens || strings.Contains(rules, "subjectaccessreviews") != c.access {
+			t.Errorf("%s: ClusterRole rules %s, want tokenreviews %v, subjectaccessreviews %v", c.name, rules, c.tokens, c.access)
 		}
-		if strings.Contains(rules(off), grant) {
-			t.Errorf("with the secure API off the ClusterRole still grants %s", grant)
+		if _, ok := r.objects["RoleBinding kube-system/readyline-client-ca"]; ok != c.tokens {
+			t.Errorf("%s: the client CA's RoleBinding rendered %v, want %v", c.name, ok, c.tokens)
 		}
-	}
-	if _, ok := off.objects["RoleBinding kube-system/readyline-client-ca"]; ok {
-		t.Errorf("with the secure API off the client CA's RoleBinding stays")
-	}
-	if _, ok := on.objects["RoleBinding kube-system/readyline-client-ca"]; !ok {
-		t.Errorf("the default has no client CA RoleBinding: %v", on.order)
-	}
-	var cm map[string]any
-	for k, o := range off.objects {
-		if strings.HasPrefix(k, "ConfigMap ") {
-			cm, _ = o["data"].(map[string]any)
+		var cm map[string]any
+		for k, o := range r.objects {
+			if strings.HasPrefix(k, "ConfigMap ") {
+				cm, _ = o["data"].(map[string]any)
+			}
 		}
-	}
-	if v, ok := cm["READYLINE_SECURE_API_ADDR"]; !ok || v != "" {
-		t.Errorf("the ConfigMap's READYLINE_SECURE_API_ADDR is %v (set: %v), want empty", v, ok)
+		if v, ok := cm["READYLINE_SECURE_API_ADDR"]; !ok || v != c.addr {
+			t.Errorf("%s: READYLINE_SECURE_API_ADDR is %v (set: %v), want %q", c.name, v, ok, c.addr)
+		}
 	}
 }

@@ -45,21 +45,23 @@ func TestDefaultsAreDeployBaseAndAggregated(t *testing.T) {
 	checkEquivalent(t, got, kustomize(t, overlay(t, "", "base", "aggregated")), "readyline")
 }
 
-// TestWithoutAggregatedAPIIsDeployBase: aggregatedAPI.enabled false renders
-// what `kubectl kustomize deploy/base` builds.
+// TestWithoutAggregatedAPIIsDeployBase: aggregatedAPI.enabled false and
+// secureAPI.enabled true render what `kubectl kustomize deploy/base` builds.
 func TestWithoutAggregatedAPIIsDeployBase(t *testing.T) {
 	checkEquivalent(t, mustRender(t, baseOnly(nil)).objects, kustomize(t, filepath.Join(deployDir, "base")), "readyline")
 }
 
-// baseOnly is values with aggregatedAPI.enabled false: what the
-// kustomizations over deploy/base alone render. (Each render of the
-// aggregated API makes new certificates.)
+// baseOnly is values with aggregatedAPI.enabled false and secureAPI.enabled
+// true: what the kustomizations over deploy/base alone render (deploy/base
+// keeps the per-node secure API; deploy/aggregated turns it off). Each
+// render of the aggregated API makes new certificates.
 func baseOnly(values map[string]any) map[string]any {
 	out := maps.Clone(values)
 	if out == nil {
 		out = map[string]any{}
 	}
 	out["aggregatedAPI"] = map[string]any{"enabled": false}
+	out["secureAPI"] = map[string]any{"enabled": true}
 	return out
 }
 

@@ -100,9 +100,7 @@ then config.env over them.
 {{- if $c.criEndpoint }}
 {{- $_ := set $data "READYLINE_CRI_ENDPOINT" ($c.criEndpoint | toString) }}
 {{- end }}
-{{- if not .Values.secureAPI.enabled }}
-{{- $_ := set $data "READYLINE_SECURE_API_ADDR" "" }}
-{{- end }}
+{{- $_ := set $data "READYLINE_SECURE_API_ADDR" (ternary "127.0.0.1:9467" "" .Values.secureAPI.enabled) }}
 {{- if .Values.aggregatedAPI.enabled }}
 {{- $_ := set $data "READYLINE_NODE_API_ADDR" ":9468" }}
 {{- end }}
