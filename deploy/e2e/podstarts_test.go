@@ -13,7 +13,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +25,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
@@ -192,6 +200,8 @@ func testPodStarts(t *testing.T) {
 		t.Logf("the daemon's log (last 3000 bytes):\n%s", tail(dl, 3000))
 	}
 
+	t.Run("restarts", func(t *testing.T) { checkPodStartsRestarts(t, ctx, d, viewer, mine, slow.Name) })
+
 	// The node API: a user's token gets no TLS connection (the daemon
 	// runs on the host's network: its node IP).
 	token := tokenOf(t, viewer)
@@ -239,4 +249,151 @@ func viewUser(t *testing.T, ctx context.Context, namespace, name string) string 
 		t.Fatal(err)
 	}
 	return writeKubeconfig(t, name, namespace, &clientcmdapi.AuthInfo{Token: token.Status.Token})
+}
+
+// checkPodStartsRestarts: readyline.dev's answers outlive what serves them.
+// The node's daemon deleted mid-list: every list before, during and after
+// its restart succeeds with the start (readyline-api keeps what a node said
+// last), and the new daemon gives its timeline again. Each readyline-api
+// replica killed in turn under a watching informer (as a controller or
+// kubectl's cache watches, re-watching and listing again when told to):
+// a pod started afterwards is seen starting and then ready.
+func checkPodStartsRestarts(t *testing.T, ctx context.Context, d *Deployment, viewer, namespace, name string) {
+	kubectlAs := func(args ...string) (string, error) {
+		kubectl, err := Tool("kubectl")
+		if err != nil {
+			return "", err
+		}
+		out, err := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", viewer}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	// The daemon, deleted mid-list.
+	daemons := metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=readyline,app.kubernetes.io/component=node-agent"}
+	// Deleted a second into the lists; its grace period (15 s) is its
+	// flush, then the DaemonSet makes the next.
+	deleted := make(chan error, 1)
+	var deletedAt atomic.Int64
+	go func() {
+		time.Sleep(time.Second)
+		err := env.Client.CoreV1().Pods(ReadylineNamespace).Delete(ctx, d.Pod.Name, metav1.DeleteOptions{})
+		deletedAt.Store(time.Now().UnixNano())
+		deleted <- err
+	}()
+	// Until the new daemon runs, nothing can have told readyline-api
+	// otherwise: every list has the start. (The new daemon did not see it
+	// start, and may then say it has no start of it: it ends there.)
+	lists, during, running := 0, 0, false
+	for deadline := time.Now().Add(90 * time.Second); !running; lists++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("no new daemon running 90 s after deleting %s (%d lists)", d.Pod.Name, lists)
+		}
+		pods, err := env.Client.CoreV1().Pods(ReadylineNamespace).List(ctx, daemons)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods.Items {
+			running = running || (p.UID != d.Pod.UID && p.Status.Phase == corev1.PodRunning)
+		}
+		out, err := kubectlAs("get", "podstarts", "-n", namespace, "-o", "name")
+		if running {
+			break // the list may have raced the new daemon's first answer
+		}
+		if err != nil || !strings.Contains(out, "/"+name+"\n") {
+			t.Fatalf("list %d, the node's daemon deleted (%v): %v\n%s", lists, deletedAt.Load() != 0, err, out)
+		}
+		if deletedAt.Load() != 0 {
+			during++
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if err := <-deleted; err != nil {
+		t.Fatal(err)
+	}
+	if during == 0 {
+		t.Errorf("no list ran after the daemon's deletion (%d lists in all)", lists)
+	}
+	t.Logf("%d lists as the node's daemon restarted (%d after its deletion, before the next ran), each with %s", lists, during, name)
+
+	// Each replica, killed under a watch.
+	gvr := schema.GroupVersionResource{Group: "readyline.dev", Version: "v1alpha1", Resource: "podstarts"}
+	informer := dynamicinformer.NewFilteredDynamicInformer(env.Dynamic, gvr, namespace, 0, cache.Indexers{}, nil).Informer()
+	var mu sync.Mutex
+	seen := map[string][]string{} // name -> outcomes, in order
+	record := func(obj any) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		outcome, _, _ := unstructured.NestedString(u.Object, "status", "outcome")
+		mu.Lock()
+		defer mu.Unlock()
+		if o := seen[u.GetName()]; len(o) == 0 || o[len(o)-1] != outcome {
+			seen[u.GetName()] = append(o, outcome)
+		}
+	}
+	informer.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: record, UpdateFunc: func(_, obj any) { record(obj) }})
+	ictx, stop := context.WithCancel(ctx)
+	defer stop()
+	go informer.RunWithContext(ictx)
+	if !cache.WaitForCacheSync(ictx.Done(), informer.HasSynced) {
+		t.Fatal("the podstarts informer did not sync")
+	}
+	replicas, err := env.Client.CoreV1().Pods(ReadylineNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=readyline-api"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := map[types.UID]bool{}
+	for _, r := range replicas.Items {
+		if err := env.Client.CoreV1().Pods(ReadylineNamespace).Delete(ctx, r.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		killed[r.UID] = true
+		// Two replicas Ready again, neither a killed one, before the next.
+		ready := 0
+		for deadline := time.Now().Add(2 * time.Minute); ready < 2; time.Sleep(time.Second) {
+			if time.Now().After(deadline) {
+				t.Fatalf("readyline-api: %d replicas Ready 2 min after killing %s", ready, r.Name)
+			}
+			pods, err := env.Client.CoreV1().Pods(ReadylineNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=readyline-api"})
+			if err != nil {
+				continue
+			}
+			ready = 0
+			for _, p := range pods.Items {
+				if !killed[p.UID] && p.DeletionTimestamp == nil && podReady(&p) {
+					ready++
+				}
+			}
+		}
+		t.Logf("killed readyline-api replica %s; two Ready again", r.Name)
+	}
+	after := createPod(t, ctx, namespace, "after-restarts", func(p *corev1.Pod) {
+		p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{
+			ProbeHandler:        corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}},
+			InitialDelaySeconds: 8, PeriodSeconds: 1,
+		}
+	})
+	var outcomes []string
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		mu.Lock()
+		outcomes = slices.Clone(seen[after.Name])
+		mu.Unlock()
+		if slices.Contains(outcomes, "ready") || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !slices.Contains(outcomes, "ready") {
+		t.Errorf("the watching informer saw %s as %v after both replicas were killed, want it ready", after.Name, outcomes)
+	} else if outcomes[0] != "starting" {
+		t.Logf("the informer saw %s as %v (its first poll found it ready)", after.Name, outcomes)
+	}
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
