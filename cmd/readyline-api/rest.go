@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -91,12 +93,67 @@ func matcher(ctx context.Context, options *metainternalversion.ListOptions) func
 	}
 }
 
+// List lists the starts that match, by namespace and name, in pages of
+// options.Limit when set (kubectl asks for 500 at a time): a page's
+// continue token is where the next begins, read from the store as it is
+// then (the store keeps no snapshots: a start added or gone between two
+// pages shows or not, as with a continue token the API server no longer
+// holds).
 func (p *podStarts) List(ctx context.Context, options *metainternalversion.ListOptions) (runtime.Object, error) {
 	ns, _ := genericapirequest.NamespaceFrom(ctx)
-	items, rv := p.store.List(ns, matcher(ctx, options))
+	match := matcher(ctx, options)
+	var limit int64
+	if options != nil {
+		limit = options.Limit
+		if options.Continue != "" {
+			after, err := decodeContinue(options.Continue)
+			if err != nil {
+				return nil, err
+			}
+			inner := match
+			match = func(ps *podstartapi.PodStart) bool {
+				return keyAfter(podKey{ps.Namespace, ps.Name}, after) && inner(ps)
+			}
+		}
+	}
+	items, rv := p.store.List(ns, match)
 	list := &podstartapi.PodStartList{Items: items}
 	list.ResourceVersion = formatRV(rv)
+	if limit > 0 && int64(len(items)) > limit {
+		last := items[limit-1]
+		list.Items = items[:limit]
+		list.Continue = encodeContinue(podKey{last.Namespace, last.Name})
+		left := int64(len(items)) - limit
+		list.RemainingItemCount = &left
+	}
 	return list, nil
+}
+
+// keyAfter: k sorts after a, by namespace then name.
+func keyAfter(k, a podKey) bool {
+	if c := compareStrings(k.namespace, a.namespace); c != 0 {
+		return c > 0
+	}
+	return compareStrings(k.name, a.name) > 0
+}
+
+// encodeContinue and decodeContinue write and read a continue token: the
+// key of the last start of a page.
+func encodeContinue(k podKey) string {
+	b, _ := json.Marshal([]string{k.namespace, k.name})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeContinue(token string) (podKey, error) {
+	var parts []string
+	b, err := base64.RawURLEncoding.DecodeString(token)
+	if err == nil {
+		err = json.Unmarshal(b, &parts)
+	}
+	if err != nil || len(parts) != 2 {
+		return podKey{}, apierrors.NewBadRequest(fmt.Sprintf("continue %q: not a pod starts' continue token", token))
+	}
+	return podKey{parts[0], parts[1]}, nil
 }
 
 func (p *podStarts) Watch(ctx context.Context, options *metainternalversion.ListOptions) (watch.Interface, error) {
@@ -189,7 +246,7 @@ func (p *podStarts) ConvertToTable(_ context.Context, obj runtime.Object, _ runt
 		t.Rows = []metav1.TableRow{row(o)}
 	case *podstartapi.PodStartList:
 		t.ResourceVersion = o.ResourceVersion
-		t.Continue = o.Continue
+		t.Continue, t.RemainingItemCount = o.Continue, o.RemainingItemCount
 		for i := range o.Items {
 			t.Rows = append(t.Rows, row(&o.Items[i]))
 		}

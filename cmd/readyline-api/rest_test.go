@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"log/slog"
 	"math/big"
 	"net"
@@ -350,4 +351,50 @@ func TestPollerReadyOnceEveryDaemonWasAsked(t *testing.T) {
 	}
 	close(release)
 	waitFor(t, func() bool { return pl.Ready() == nil })
+}
+
+// TestListPages: a list with a limit comes in pages, in order, each with
+// the count left and a token to the next; together they are the whole
+// list, once each, a start added between two pages included if it sorts
+// after the page read; a token not of this API is a 400.
+func TestListPages(t *testing.T) {
+	store := newSummaries(100, nil)
+	var starts []*podstartapi.PodStart
+	for _, ns := range []string{"a", "b"} {
+		for i := range 5 {
+			starts = append(starts, start(ns, fmt.Sprintf("p%d", i), ns+strconv.Itoa(i), "n1", "ready", time.Now()))
+		}
+	}
+	store.ReplaceNode("n1", starts)
+	rest := &podStarts{store: store, logger: discard()}
+	ctx := context.Background()
+	var got []string
+	var remaining []int64
+	token := ""
+	for page := 0; ; page++ {
+		obj, err := rest.List(ctx, &metainternalversion.ListOptions{Limit: 4, Continue: token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := obj.(*podstartapi.PodStartList)
+		for _, ps := range l.Items {
+			got = append(got, ps.Namespace+"/"+ps.Name)
+		}
+		if l.RemainingItemCount != nil {
+			remaining = append(remaining, *l.RemainingItemCount)
+		}
+		if page == 0 { // a start that sorts into a later page
+			store.ReplaceNode("n2", []*podstartapi.PodStart{start("b", "p9", "late", "n2", "starting", time.Now())})
+		}
+		if token = l.Continue; token == "" {
+			break
+		}
+	}
+	want := []string{"a/p0", "a/p1", "a/p2", "a/p3", "a/p4", "b/p0", "b/p1", "b/p2", "b/p3", "b/p4", "b/p9"}
+	if strings.Join(got, " ") != strings.Join(want, " ") || fmt.Sprint(remaining) != "[6 3]" {
+		t.Errorf("pages of 4: %v, remaining %v; want %v, [6 3]", got, remaining, want)
+	}
+	if _, err := rest.List(ctx, &metainternalversion.ListOptions{Limit: 4, Continue: "not-a-token"}); !apierrors.IsBadRequest(err) {
+		t.Errorf("a foreign continue token: %v, want 400", err)
+	}
 }
