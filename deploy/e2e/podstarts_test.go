@@ -200,21 +200,30 @@ func testPodStarts(t *testing.T) {
 		t.Logf("the daemon's log (last 3000 bytes):\n%s", tail(dl, 3000))
 	}
 
-	t.Run("restarts", func(t *testing.T) { checkPodStartsRestarts(t, ctx, d, viewer, mine, slow.Name) })
-
-	// The node API: a user's token gets no TLS connection (the daemon
-	// runs on the host's network: its node IP).
-	token := tokenOf(t, viewer)
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+net.JoinHostPort(d.Pod.Status.PodIP, "9468")+"/api/v1/timelines", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	if resp, err := client.Do(req); err == nil {
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		t.Errorf("the node API answered a user's token without the aggregator's certificate: %d %.300s", resp.StatusCode, b)
-	} else if !strings.Contains(err.Error(), "certificate") && !strings.Contains(err.Error(), "tls") {
-		t.Errorf("the node API with a user's token: %v, want a TLS handshake refused for want of a certificate", err)
+	// The node API: a user's token, or the namespace's default
+	// ServiceAccount's, gets no TLS connection (the daemon runs on the
+	// host's network: its node IP).
+	expiration := int64(10 * 60)
+	defaultToken, err := env.Client.CoreV1().ServiceAccounts(mine).CreateToken(ctx, "default",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiration}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	for who, token := range map[string]string{"a user's token": tokenOf(t, viewer), "the default ServiceAccount's token": defaultToken.Status.Token} {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+net.JoinHostPort(d.Pod.Status.PodIP, "9468")+"/api/v1/timelines", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		if resp, err := client.Do(req); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			t.Errorf("the node API answered %s without the aggregator's certificate: %d %.300s", who, resp.StatusCode, b)
+		} else if !strings.Contains(err.Error(), "certificate") && !strings.Contains(err.Error(), "tls") {
+			t.Errorf("the node API with %s: %v, want a TLS handshake refused for want of a certificate", who, err)
+		}
+	}
+
+	// Last: it restarts the daemon and readyline-api.
+	t.Run("restarts", func(t *testing.T) { checkPodStartsRestarts(t, ctx, d, viewer, mine, slow.Name) })
 }
 
 // tail is the last n bytes of s.
