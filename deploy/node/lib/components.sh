@@ -392,18 +392,23 @@ remove_pod_sandboxes() {
 
 # stop_leftover_shims ends shims that outlived the containerd that would have
 # cleaned them up. containerd 2.x keeps no shim PID file, so a shim is
-# recognized by its executable (our cached shim binary) and its command line
-# (our containerd socket and the id of a task bundle in our state dir).
+# recognized by its executable (a cached shim binary) and its command line
+# (our containerd socket, which only this node's containerd serves; the
+# teardown holds the node's lock). A shim whose task bundle is already gone
+# is one too: containerd removed the task and the shim did not exit (seen
+# once with 2.4, under the e2e tests' API server restart).
 stop_leftover_shims() {
-	local p exe cmdline id
+	local p exe cmdline id why
 	for p in /proc/[0-9]*; do
 		exe=$(readlink "$p/exe" 2>/dev/null) || continue
-		[[ $exe == "$CONTAINERD_DIR/bin/containerd-shim-runc-v2" ]] || continue
+		# Any containerd version's shim (the node may have run another).
+		[[ $exe == "$READYLINE_CACHE"/containerd-*/bin/containerd-shim-runc-v2 ]] || continue
 		cmdline=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) || continue
 		[[ $cmdline == *" -address $CONTAINERD_SOCK "* ]] || continue
 		id=$(sed -n 's/.* -id \([^ ]*\) .*/\1/p' <<<"$cmdline")
-		[[ -n $id && -d $CONTAINERD_STATE/io.containerd.runtime.v2.task/k8s.io/$id ]] || continue
-		warn "killing leftover shim ${p#/proc/} of task $id"
+		why="of task $id"
+		[[ -d $CONTAINERD_STATE/io.containerd.runtime.v2.task/k8s.io/$id ]] || why="of task $id, whose bundle is gone"
+		warn "killing leftover shim ${p#/proc/} $why"
 		kill -KILL "${p#/proc/}" 2>/dev/null || true
 	done
 }
@@ -425,7 +430,10 @@ node_teardown() {
 	for f in "$RUN_DIR"/*.pid; do [[ -e $f && $f != */jaeger.pid ]] && dirty=1; done
 	[[ -d $HOST_DIR || -n $(mounts_under "$NODE_DIR") || -d $CONTAINERD_STATE || -f $(node_dir_marker) ]] && dirty=1
 	ip link show "$BRIDGE" >/dev/null 2>&1 && dirty=1
-	((dirty)) || return 0
+	if ((!dirty)); then
+		stop_leftover_shims # one may outlive the teardown that stopped its containerd
+		return 0
+	fi
 
 	log "tearing down the node in $NODE_DIR"
 	# The node's containerd for this teardown only: up starts the one asked for.
