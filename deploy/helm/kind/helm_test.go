@@ -186,6 +186,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		checkDaemon(t, ctx, c, p.name, "PodReadyToStartContainers=5s")
 	}
 	checkPodStarts(t, ctx, c, nodes.Items)
+	caBefore := secretKey(t, ctx, c, release+"-api-certs", "ca.crt")
 
 	// helm upgrade --wait with another threshold: a new ConfigMap name in the
 	// pod template, so every pod is replaced.
@@ -203,6 +204,12 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	for _, p := range after {
 		checkDaemon(t, ctx, c, p.name, "PodReadyToStartContainers=3s")
 	}
+	// The upgrade kept the aggregated API's certificates (the chart looks
+	// its Secrets up), and the API still answers through them.
+	if caAfter := secretKey(t, ctx, c, release+"-api-certs", "ca.crt"); string(caAfter) != string(caBefore) {
+		t.Errorf("helm upgrade made a new CA for readyline.dev: the daemons' and readyline-api's would not match until restarted")
+	}
+	apiServiceAvailable(t, ctx, c)
 	oldCM, newCM := configMapOf(t, first), configMapOf(t, second)
 	if oldCM == newCM {
 		t.Fatalf("the upgrade kept ConfigMap %s: the new threshold would not roll the pods", oldCM)

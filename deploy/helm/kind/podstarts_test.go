@@ -242,3 +242,16 @@ func kubectlAs(ctx context.Context, kubeconfig string, args ...string) (string, 
 	out, err := exec.CommandContext(ctx, strings.TrimSpace(string(bin)), append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
 	return string(out), err
 }
+
+// secretKey is key of Secret name in the release's namespace.
+func secretKey(t *testing.T, ctx context.Context, c *cluster, name, key string) []byte {
+	t.Helper()
+	s, err := c.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Data[key]) == 0 {
+		t.Fatalf("Secret %s has no %s", name, key)
+	}
+	return s.Data[key]
+}
