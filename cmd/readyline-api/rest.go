@@ -164,7 +164,8 @@ func (p *podStarts) Watch(ctx context.Context, options *metainternalversion.List
 			return nil, err
 		}
 	}
-	return p.store.Watch(ctx, from, matcher(ctx, options))
+	initial := options != nil && options.SendInitialEvents != nil && *options.SendInitialEvents
+	return p.store.Watch(ctx, from, initial, matcher(ctx, options))
 }
 
 // timelineTimeout bounds a get's ask of the node.

@@ -243,7 +243,7 @@ func TestPollerKeepsWhatNodesSaid(t *testing.T) {
 	// A start in progress whose node says the same again (its clock aside)
 	// is no change: no watch event per poll.
 	_, rv := store.List("", all)
-	w, err := store.Watch(ctx, rv, all)
+	w, err := store.Watch(ctx, rv, false, all)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/readyline/readyline/exporter/podstartapi"
@@ -33,9 +34,9 @@ func keyOf(ps *podstartapi.PodStart) podKey { return podKey{ps.Namespace, ps.Nam
 // A replica learns of a change up to a poll after the other one: a watch
 // resumed here with the other's version replays the changes of resumeSkew
 // before it (seen twice at worst, which a watch's client takes as the
-// updates they are), and is refused as expired (the client lists again)
-// where this replica's history does not reach that far back: before it
-// started, or before its oldest change kept.
+// updates they are), as far as its own start; it is refused as expired
+// (the client lists again) for a version from before it started, or
+// before its oldest change kept.
 type summaries struct {
 	now        func() time.Time
 	maxHistory int
@@ -282,17 +283,34 @@ func (s *summaries) Get(namespace, name string) (*podstartapi.PodStart, bool) {
 // Watch streams the changes that match after version from; from 0 starts
 // with every matching start as added. A version older than the history
 // kept is refused as expired (410: the client lists again).
-func (s *summaries) Watch(ctx context.Context, from uint64, match func(*podstartapi.PodStart) bool) (watch.Interface, error) {
+//
+// initialEnd (a watch of sendInitialEvents, as client-go's informers ask
+// for a list by default) ends the starts sent as added with a bookmark
+// that says so, at the version they are as of.
+func (s *summaries) Watch(ctx context.Context, from uint64, initialEnd bool, match func(*podstartapi.PodStart) bool) (watch.Interface, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	w := &watcher{match: match, ch: make(chan watch.Event, watchBuffer), done: make(chan struct{})}
+	buffer := watchBuffer
+	if from == 0 || initialEnd {
+		from = 0
+		buffer += len(s.merged) // the initial events never make it too far behind
+	}
+	w := &watcher{match: match, ch: make(chan watch.Event, buffer), done: make(chan struct{})}
 	if from == 0 {
 		for _, ps := range s.merged {
 			w.send(change{typ: watch.Added, obj: ps})
 		}
+		if initialEnd {
+			w.ch <- watch.Event{Type: watch.Bookmark, Object: &podstartapi.PodStart{ObjectMeta: metav1.ObjectMeta{
+				ResourceVersion: formatRV(s.rv), Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}}
+		}
 	} else {
-		back := from - min(from, uint64(s.resumeSkew.Microseconds()))
-		if back < s.expired || back < s.since {
+		// From before this replica started, the client may hold what
+		// it never knew (a start since gone): list again. Else the
+		// replay reaches resumeSkew back, or to this replica's start,
+		// before which it knew nothing.
+		back := max(from-min(from, uint64(s.resumeSkew.Microseconds())), s.since)
+		if from < s.since || back < s.expired {
 			return nil, apierrors.NewResourceExpired("too old resource version: the pod starts' history begins later; list again")
 		}
 		for _, c := range s.history {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -44,7 +45,7 @@ func next(t *testing.T, w watch.Interface) watch.Event {
 func TestSummariesReplaceNodeTellsChanges(t *testing.T) {
 	s := newSummaries(100, fixedClock)
 	t0 := time.Unix(1000, 0)
-	w, err := s.Watch(context.Background(), 0, all)
+	w, err := s.Watch(context.Background(), 0, false, all)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestSummariesWatchResumesAndExpires(t *testing.T) {
 	}
 	// History holds the last 3 changes (c, d, e): from b's version the
 	// watch resumes with c, d and e; from a's it is expired.
-	w, err := s.Watch(context.Background(), rvs[1], all)
+	w, err := s.Watch(context.Background(), rvs[1], false, all)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestSummariesWatchResumesAndExpires(t *testing.T) {
 		}
 	}
 	w.Stop()
-	if _, err := s.Watch(context.Background(), rvs[0], all); !apierrors.IsResourceExpired(err) {
+	if _, err := s.Watch(context.Background(), rvs[0], false, all); !apierrors.IsResourceExpired(err) {
 		t.Fatalf("watch from a version before the history: %v, want 410 Expired", err)
 	}
 	// Versions rise with the clock, and by one when it stands still.
@@ -130,7 +131,7 @@ func TestSummariesWatchMatchesAndStops(t *testing.T) {
 	s := newSummaries(100, nil)
 	t0 := time.Now()
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := s.Watch(ctx, 0, func(ps *podstartapi.PodStart) bool { return ps.Namespace == "mine" })
+	w, err := s.Watch(ctx, 0, false, func(ps *podstartapi.PodStart) bool { return ps.Namespace == "mine" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestSummariesWatchMatchesAndStops(t *testing.T) {
 
 func TestSummariesSlowWatcherIsClosed(t *testing.T) {
 	s := newSummaries(10, fixedClock)
-	w, err := s.Watch(context.Background(), 0, all)
+	w, err := s.Watch(context.Background(), 0, false, all)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +192,7 @@ func TestSummariesWatchResumesOnTheOtherReplica(t *testing.T) {
 	now = t0.Add(24 * time.Second)
 	a.ReplaceNode("n1", []*podstartapi.PodStart{y}) // a's poll of n1, after the client left
 
-	w, err := b.Watch(context.Background(), seen, all)
+	w, err := b.Watch(context.Background(), seen, false, all)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,11 +210,52 @@ func TestSummariesWatchResumesOnTheOtherReplica(t *testing.T) {
 		t.Errorf("resumed on the other replica from version %d: got %v, want y, which it learned a second before", seen, got)
 	}
 
-	// A replica started after the version (less its skew): expired.
+	// A watch from a version of a replica's first seconds (a list then a
+	// watch, kubectl get -w on a replica just started): served.
+	young := newSummaries(100, clock)
+	young.resumeSkew = 10 * time.Second
+	now = now.Add(time.Second)
+	young.ReplaceNode("n1", []*podstartapi.PodStart{y})
+	_, v := young.List("", all)
+	if w, err := young.Watch(context.Background(), v, false, all); err != nil {
+		t.Errorf("a watch from a version a second into the replica's life: %v", err)
+	} else {
+		w.Stop()
+	}
+
+	// A replica started after the version: expired.
 	now = t0.Add(25 * time.Second)
 	late := newSummaries(100, clock)
 	late.resumeSkew = 10 * time.Second
-	if _, err := late.Watch(context.Background(), seen, all); !apierrors.IsResourceExpired(err) {
+	if _, err := late.Watch(context.Background(), seen, false, all); !apierrors.IsResourceExpired(err) {
 		t.Errorf("a watch from before the replica started: %v, want 410 Expired", err)
+	}
+}
+
+// TestSummariesWatchSendsInitialEvents: a watch of sendInitialEvents (an
+// informer's list) gets every start as added, however many, then a
+// bookmark marking their end at the store's version.
+func TestSummariesWatchSendsInitialEvents(t *testing.T) {
+	s := newSummaries(100, nil)
+	var starts []*podstartapi.PodStart
+	for i := range 2*watchBuffer + 5 {
+		starts = append(starts, start("ns", fmt.Sprintf("p%d", i), fmt.Sprint(i), "n1", "ready", time.Now()))
+	}
+	s.ReplaceNode("n1", starts)
+	_, rv := s.List("", all)
+	w, err := s.Watch(context.Background(), rv, true, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for i := range len(starts) {
+		if ev := next(t, w); ev.Type != watch.Added {
+			t.Fatalf("initial event %d: %s, want ADDED", i, ev.Type)
+		}
+	}
+	ev := next(t, w)
+	ps, _ := ev.Object.(*podstartapi.PodStart)
+	if ev.Type != watch.Bookmark || ps == nil || ps.Annotations[metav1.InitialEventsAnnotationKey] != "true" || ps.ResourceVersion != formatRV(rv) {
+		t.Errorf("after the %d starts: %s %+v, want a bookmark of the initial events' end at %d", len(starts), ev.Type, ev.Object, rv)
 	}
 }
