@@ -281,16 +281,7 @@ func cleanUp(t *testing.T, c *cluster, cfg *action.Configuration) {
 	if _, err := un.Run(release); err != nil {
 		t.Errorf("helm uninstall (cleanup): %v", err)
 	}
-	if err := c.client.CoreV1().Namespaces().Delete(ctx, namespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		t.Errorf("deleting namespace %s: %v", namespace, err)
-	}
-	gone(t, ctx, c, 3*time.Minute, "namespace "+namespace, func() (int, error) {
-		_, err := c.client.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return 0, nil
-		}
-		return 1, err
-	})
+	deleteNamespace(t, ctx, c, namespace, 3*time.Minute)
 	for _, args := range [][]string{
 		{"kubectl", "apply", "-k", filepath.Join(repoRoot, "deploy", "kind")},
 		{"kubectl", "-n", kindNamespace, "rollout", "status", "daemonset/readyline", "--timeout=180s"},
@@ -467,6 +458,21 @@ func nothingLeft(t *testing.T, ctx context.Context, c *cluster, revisions ...*re
 	if !t.Failed() {
 		t.Logf("helm uninstall left none of the %d objects the release rendered, nor anything they made", len(rendered))
 	}
+}
+
+// deleteNamespace deletes namespace ns and waits until it is gone.
+func deleteNamespace(t *testing.T, ctx context.Context, c *cluster, ns string, timeout time.Duration) {
+	t.Helper()
+	if err := c.client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Errorf("deleting namespace %s: %v", ns, err)
+	}
+	gone(t, ctx, c, timeout, "namespace "+ns, func() (int, error) {
+		_, err := c.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return 0, nil
+		}
+		return 1, err
+	})
 }
 
 // gone polls count until it returns 0.

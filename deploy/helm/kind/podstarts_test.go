@@ -45,16 +45,7 @@ func checkPodStarts(t *testing.T, ctx context.Context, c *cluster, nodes []corev
 		if err := crb.Delete(ctx, startsNamespace+"-viewer", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("deleting the cluster viewer's binding: %v", err)
 		}
-		if err := c.client.CoreV1().Namespaces().Delete(ctx, startsNamespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting namespace %s: %v", startsNamespace, err)
-		}
-		gone(t, ctx, c, 2*time.Minute, "namespace "+startsNamespace, func() (int, error) {
-			_, err := c.client.CoreV1().Namespaces().Get(ctx, startsNamespace, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return 0, nil
-			}
-			return 1, err
-		})
+		deleteNamespace(t, ctx, c, startsNamespace, 2*time.Minute)
 	}
 	cleanup() // what a killed run left
 	t.Cleanup(cleanup)
