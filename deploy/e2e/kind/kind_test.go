@@ -693,6 +693,20 @@ spec:
 		if t.Failed() {
 			out, err := explain(ctx, t, worker, ns+"/"+pod)
 			t.Logf("the worker's timeline of %s (%v):\n%s", pod, err, out)
+			// What the worker's daemon did about it: its alerts' counters
+			// and its log lines of the pod or of alerts.
+			metrics := kubectl(t, "get", "--raw", "/api/v1/namespaces/readyline/pods/"+readylinePod(t, worker)+":9464/proxy/metrics")
+			for _, l := range strings.Split(metrics, "\n") {
+				if strings.HasPrefix(l, "readyline_alerts") || (strings.HasPrefix(l, "readyline_dropped") && strings.Contains(l, "alert")) {
+					t.Logf("worker metric: %s", l)
+				}
+			}
+			logs, _ := kindSh(ctx, nil, "kubectl", "-n", "readyline", "logs", readylinePod(t, worker), "--tail=2000")
+			for _, l := range strings.Split(logs, "\n") {
+				if strings.Contains(l, pod) || strings.Contains(strings.ToLower(l), "alert") || strings.Contains(l, "pod watch") {
+					t.Logf("worker log: %.400s", l)
+				}
+			}
 		}
 	})
 	var msg string
