@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -71,6 +73,9 @@ type AlerterConfig struct {
 	QueueSize int
 	// Timeout bounds one create request (default 10 s).
 	Timeout time.Duration
+	// RetryBackoff is the wait before a busy API server is asked again
+	// (default 1 s; twice that before the third try).
+	RetryBackoff time.Duration
 	// Now is the clock of the token bucket and the Events' timestamps;
 	// nil is time.Now.
 	Now func() time.Time
@@ -91,6 +96,9 @@ func (c AlerterConfig) withDefaults() AlerterConfig {
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = 10 * time.Second
+	}
+	if c.RetryBackoff <= 0 {
+		c.RetryBackoff = time.Second
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -305,12 +313,37 @@ func (a *Alerter) Run(ctx context.Context) error {
 	}
 }
 
-// create sends one Event; a failure is counted, and logged when it is the
-// first since the API server last accepted one.
+// createTries is how many times an Event is sent when the API server
+// answers as a busy one does (a timeout, 429, 500, 503), while it is not
+// known to be down: a node's alert is not lost to one slow moment.
+const createTries = 3
+
+// transientAPIError: an answer worth another try, unlike a refusal.
+func transientAPIError(err error) bool {
+	var netErr net.Error
+	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr)
+}
+
+// create sends one Event, again after RetryBackoff (then twice that) when
+// the API server answered as a busy one; a failure is counted, and logged
+// when it is the first since the API server last accepted one. During an
+// outage so logged, one try each.
 func (a *Alerter) create(ctx context.Context, ev *corev1.Event) {
-	cctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
-	defer cancel()
-	_, err := a.cfg.Events(ev.Namespace).Create(cctx, ev, metav1.CreateOptions{})
+	var err error
+	for try := 1; ; try++ {
+		cctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
+		_, err = a.cfg.Events(ev.Namespace).Create(cctx, ev, metav1.CreateOptions{})
+		cancel()
+		if err == nil || a.down || try == createTries || ctx.Err() != nil || !transientAPIError(err) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(a.cfg.RetryBackoff << (try - 1)):
+		}
+	}
 	if err == nil {
 		// Logged before it is counted: whoever sees the count (Stats)
 		// sees the log line too.
@@ -323,7 +356,7 @@ func (a *Alerter) create(ctx context.Context, ev *corev1.Event) {
 		a.events.Add(1)
 		return
 	}
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+	if ctx.Err() != nil {
 		a.drop(DropReasonClosed, nil)
 		return
 	}

@@ -13,6 +13,7 @@ import (
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -576,5 +577,43 @@ func TestTraceMarksAlerts(t *testing.T) {
 	one := rootAlertAttrs(alerts[:1])
 	if len(one) != 2 || one[1].Value.AsInt64() != 5000 {
 		t.Errorf("root attributes of one alert: %v", one)
+	}
+}
+
+// TestAlerterRetriesABusyAPIServer: an Event the API server answers with
+// a timeout or 503 is sent again (twice at most) and created; a refusal is
+// not retried.
+func TestAlerterRetriesABusyAPIServer(t *testing.T) {
+	client := fake.NewClientset()
+	var mu sync.Mutex
+	tries := map[string]int{}
+	client.PrependReactor("create", "events", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		ev := action.(k8stesting.CreateAction).GetObject().(*corev1.Event)
+		mu.Lock()
+		defer mu.Unlock()
+		tries[ev.InvolvedObject.Name]++
+		switch {
+		case ev.InvolvedObject.Name == "busy" && tries["busy"] == 1:
+			return true, nil, apierrors.NewServerTimeout(corev1.Resource("events"), "create", 1)
+		case ev.InvolvedObject.Name == "busy" && tries["busy"] == 2:
+			return true, nil, apierrors.NewServiceUnavailable("etcd is slow")
+		case ev.InvolvedObject.Name == "refused":
+			return true, nil, apierrors.NewForbidden(corev1.Resource("events"), "x", errors.New("no"))
+		}
+		return false, nil, nil
+	})
+	a, err := NewAlerter(AlerterConfig{Rules: sandboxRule, Events: fakeEvents(client), Burst: 100, RetryBackoff: 10 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runAlerter(t, a)
+	a.Observe(withUID(slowSandbox(), "u-busy", "busy"))
+	waitFor(t, "the busy pod's Event", func() bool { return a.Stats().Events == 1 })
+	a.Observe(withUID(slowSandbox(), "u-refused", "refused"))
+	waitFor(t, "the refusal counted", func() bool { return a.Stats().Failed == 1 })
+	mu.Lock()
+	defer mu.Unlock()
+	if tries["busy"] != 3 || tries["refused"] != 1 {
+		t.Errorf("tries %v, want busy 3 (two busy answers, then created), refused 1", tries)
 	}
 }
