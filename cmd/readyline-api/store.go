@@ -290,14 +290,21 @@ func (s *summaries) Get(namespace, name string) (*podstartapi.PodStart, bool) {
 func (s *summaries) Watch(ctx context.Context, from uint64, initialEnd bool, match func(*podstartapi.PodStart) bool) (watch.Interface, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	buffer := watchBuffer
+	var initial []*podstartapi.PodStart
 	if from == 0 || initialEnd {
 		from = 0
-		buffer += len(s.merged) // the initial events never make it too far behind
-	}
-	w := &watcher{match: match, ch: make(chan watch.Event, buffer), done: make(chan struct{})}
-	if from == 0 {
 		for _, ps := range s.merged {
+			if match(ps) {
+				initial = append(initial, ps)
+			}
+		}
+	}
+	// Room for the initial events (and their bookmark) besides the
+	// buffer: they never make a watcher too far behind, and a namespace's
+	// watch holds that namespace's, not the cluster's.
+	w := &watcher{match: match, ch: make(chan watch.Event, len(initial)+watchBuffer), done: make(chan struct{})}
+	if from == 0 {
+		for _, ps := range initial {
 			w.send(change{typ: watch.Added, obj: ps})
 		}
 		if initialEnd {

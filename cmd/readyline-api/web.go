@@ -35,7 +35,7 @@ func (*podStartWeb) NewConnectOptions() (runtime.Object, bool, string) {
 	return &podstartapi.PodStartWebOptions{}, true, "path"
 }
 
-// webPaths are the daemon's paths the web subresource reaches: its pages
+// webPath: a path of the daemon's that the web subresource reaches: its pages
 // and its timelines' JSON, which the pages link to. Nothing else of it.
 func webPath(p string) bool {
 	return p == "/ui" || strings.HasPrefix(p, "/ui/") || p == "/api/v1/timelines" || strings.HasPrefix(p, "/api/v1/timelines/")
