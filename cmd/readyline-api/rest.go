@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -93,6 +94,12 @@ func matcher(ctx context.Context, options *metainternalversion.ListOptions) func
 	}
 }
 
+// selects says whether options select by label or field.
+func selects(options *metainternalversion.ListOptions) bool {
+	return options != nil && ((options.LabelSelector != nil && !options.LabelSelector.Empty()) ||
+		(options.FieldSelector != nil && !options.FieldSelector.Empty()))
+}
+
 // List lists the starts that match, by namespace and name, in pages of
 // options.Limit when set (kubectl asks for 500 at a time): a page's
 // continue token is where the next begins, read from the store as it is
@@ -103,38 +110,28 @@ func (p *podStarts) List(ctx context.Context, options *metainternalversion.ListO
 	ns, _ := genericapirequest.NamespaceFrom(ctx)
 	match := matcher(ctx, options)
 	var limit int64
+	var after *podKey
 	if options != nil {
 		limit = options.Limit
 		if options.Continue != "" {
-			after, err := decodeContinue(options.Continue)
+			k, err := decodeContinue(options.Continue)
 			if err != nil {
 				return nil, err
 			}
-			inner := match
-			match = func(ps *podstartapi.PodStart) bool {
-				return keyAfter(podKey{ps.Namespace, ps.Name}, after) && inner(ps)
-			}
+			after = &k
 		}
 	}
-	items, rv := p.store.List(ns, match)
-	list := &podstartapi.PodStartList{Items: items}
-	list.ResourceVersion = formatRV(rv)
-	if limit > 0 && int64(len(items)) > limit {
-		last := items[limit-1]
-		list.Items = items[:limit]
+	pg := p.store.Page(ns, after, int(min(limit, math.MaxInt32)), match, !selects(options))
+	list := &podstartapi.PodStartList{Items: pg.Items}
+	list.ResourceVersion = formatRV(pg.RV)
+	if pg.More {
+		last := pg.Items[len(pg.Items)-1]
 		list.Continue = encodeContinue(podKey{last.Namespace, last.Name})
-		left := int64(len(items)) - limit
-		list.RemainingItemCount = &left
+		if pg.Remaining >= 0 {
+			list.RemainingItemCount = &pg.Remaining
+		}
 	}
 	return list, nil
-}
-
-// keyAfter: k sorts after a, by namespace then name.
-func keyAfter(k, a podKey) bool {
-	if c := compareStrings(k.namespace, a.namespace); c != 0 {
-		return c > 0
-	}
-	return compareStrings(k.name, a.name) > 0
 }
 
 // encodeContinue and decodeContinue write and read a continue token: the

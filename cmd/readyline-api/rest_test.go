@@ -394,6 +394,15 @@ func TestListPages(t *testing.T) {
 	if strings.Join(got, " ") != strings.Join(want, " ") || fmt.Sprint(remaining) != "[6 3]" {
 		t.Errorf("pages of 4: %v, remaining %v; want %v, [6 3]", got, remaining, want)
 	}
+	// With a selector, a page has the token and no count, as the API
+	// server's.
+	obj, err := rest.List(ctx, &metainternalversion.ListOptions{Limit: 4, FieldSelector: fields.OneTermEqualSelector("spec.nodeName", "n1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := obj.(*podstartapi.PodStartList); len(l.Items) != 4 || l.Continue == "" || l.RemainingItemCount != nil {
+		t.Errorf("a page of 4 of node n1's: %d starts, continue %q, remaining %v; want 4, a token, none", len(l.Items), l.Continue, l.RemainingItemCount)
+	}
 	if _, err := rest.List(ctx, &metainternalversion.ListOptions{Limit: 4, Continue: "not-a-token"}); !apierrors.IsBadRequest(err) {
 		t.Errorf("a foreign continue token: %v, want 400", err)
 	}

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/google/btree"
+
 	"github.com/readyline/readyline/exporter/podstartapi"
 )
 
@@ -21,6 +23,22 @@ import (
 type podKey struct{ namespace, name string }
 
 func keyOf(ps *podstartapi.PodStart) podKey { return podKey{ps.Namespace, ps.Name} }
+
+// compareKeys orders keys by namespace, then name: a list's order.
+func compareKeys(a, b podKey) int {
+	if c := compareStrings(a.namespace, b.namespace); c != 0 {
+		return c
+	}
+	return compareStrings(a.name, b.name)
+}
+
+// entry is a merged start in the index.
+type entry struct {
+	key podKey
+	ps  *podstartapi.PodStart
+}
+
+func lessEntries(a, b entry) bool { return compareKeys(a.key, b.key) < 0 }
 
 // summaries holds the pod starts' summaries every node reported last
 // (without timelines), merged into one per pod: the newest start of its
@@ -48,7 +66,8 @@ type summaries struct {
 	reported map[string]map[podKey]*podstartapi.PodStart // by node
 	owners   map[podKey][]string                         // the nodes that report each, sorted
 	merged   map[podKey]*podstartapi.PodStart            // never changed once in: replaced
-	byNS     map[string]map[podKey]struct{}              // merged's keys by namespace
+	sorted   *btree.BTreeG[entry]                        // merged, in a list's order
+	perNS    map[string]int                              // merged's starts by namespace
 	history  []change                                    // oldest first, at most maxHistory
 	expired  uint64                                      // the newest version no longer in history
 	watchers map[*watcher]struct{}
@@ -88,7 +107,8 @@ func newSummaries(maxHistory int, now func() time.Time) *summaries {
 		reported: map[string]map[podKey]*podstartapi.PodStart{},
 		owners:   map[podKey][]string{},
 		merged:   map[podKey]*podstartapi.PodStart{},
-		byNS:     map[string]map[podKey]struct{}{},
+		sorted:   btree.NewG(32, lessEntries),
+		perNS:    map[string]int{},
 		watchers: map[*watcher]struct{}{},
 	}
 }
@@ -135,12 +155,7 @@ func (s *summaries) ReplaceNode(node string, starts []*podstartapi.PodStart) {
 			s.owners[k] = slices.Insert(s.owners[k], i, node)
 		}
 	}
-	for _, k := range slices.SortedFunc(maps.Keys(touched), func(a, b podKey) int {
-		if a.namespace != b.namespace {
-			return compareStrings(a.namespace, b.namespace)
-		}
-		return compareStrings(a.name, b.name)
-	}) {
+	for _, k := range slices.SortedFunc(maps.Keys(touched), compareKeys) {
 		s.remerge(k)
 	}
 }
@@ -179,9 +194,9 @@ func (s *summaries) remerge(k podKey) {
 		return
 	case win == nil:
 		delete(s.merged, k)
-		delete(s.byNS[k.namespace], k)
-		if len(s.byNS[k.namespace]) == 0 {
-			delete(s.byNS, k.namespace)
+		s.sorted.Delete(entry{key: k})
+		if s.perNS[k.namespace]--; s.perNS[k.namespace] == 0 {
+			delete(s.perNS, k.namespace)
 		}
 		gone := cur.DeepCopy()
 		gone.ResourceVersion = formatRV(s.nextRV())
@@ -200,10 +215,10 @@ func (s *summaries) remerge(k podKey) {
 	}
 	obj.ResourceVersion = formatRV(s.nextRV())
 	s.merged[k] = obj
-	if s.byNS[k.namespace] == nil {
-		s.byNS[k.namespace] = map[podKey]struct{}{}
+	s.sorted.ReplaceOrInsert(entry{k, obj})
+	if !had {
+		s.perNS[k.namespace]++
 	}
-	s.byNS[k.namespace][k] = struct{}{}
 	typ := watch.Added
 	if had {
 		typ = watch.Modified
@@ -237,36 +252,87 @@ func (s *summaries) record(typ watch.EventType, obj *podstartapi.PodStart) {
 // The items share their maps and timeline with the store: the store never
 // changes a start once it holds it, and the caller must not either.
 func (s *summaries) List(namespace string, match func(*podstartapi.PodStart) bool) ([]podstartapi.PodStart, uint64) {
+	p := s.Page(namespace, nil, 0, match, false)
+	return p.Items, p.RV
+}
+
+// page is one page of a list.
+type page struct {
+	Items []podstartapi.PodStart
+	RV    uint64
+	// More is set when a start that matches follows the page; Remaining
+	// counts those that follow it (-1: not counted).
+	More      bool
+	Remaining int64
+}
+
+// Page is List's page of at most limit starts (0: every one) after the
+// key after when not nil. The index is in a list's order: a page costs its
+// own starts (and, with a selector, the starts it skips), not a sort of
+// the cluster's. With every start matching (countRest), Remaining counts
+// what follows from the starts of each namespace; otherwise it is -1, as
+// the API server leaves it unset for a list with a selector.
+func (s *summaries) Page(namespace string, after *podKey, limit int, match func(*podstartapi.PodStart) bool, countRest bool) page {
+	from := entry{key: podKey{namespace: namespace}}
+	if after != nil && compareKeys(*after, from.key) >= 0 {
+		from.key = *after
+	}
+	p := page{Remaining: -1}
 	s.mu.Lock()
-	var found []*podstartapi.PodStart
+	defer s.mu.Unlock()
+	p.RV = s.rv
+	size := len(s.merged)
 	if namespace != "" {
-		for k := range s.byNS[namespace] {
-			if ps := s.merged[k]; match(ps) {
-				found = append(found, ps)
-			}
-		}
-	} else {
-		found = make([]*podstartapi.PodStart, 0, len(s.merged))
-		for _, ps := range s.merged {
-			if match(ps) {
-				found = append(found, ps)
-			}
-		}
+		size = s.perNS[namespace]
 	}
-	rv := s.rv
-	s.mu.Unlock()
-	// Sorted outside the lock, by pointer: the starts do not change.
-	slices.SortFunc(found, func(a, b *podstartapi.PodStart) int {
-		if a.Namespace != b.Namespace {
-			return compareStrings(a.Namespace, b.Namespace)
+	if limit > 0 {
+		size = min(size, limit)
+	}
+	p.Items = make([]podstartapi.PodStart, 0, size)
+	var last podKey
+	s.sorted.AscendGreaterOrEqual(from, func(e entry) bool {
+		switch {
+		case namespace != "" && e.key.namespace != namespace:
+			return false
+		case after != nil && e.key == *after:
+			return true
+		case !match(e.ps):
+			return true
+		case limit > 0 && len(p.Items) == limit:
+			p.More = true
+			return false
 		}
-		return compareStrings(a.Name, b.Name)
+		p.Items = append(p.Items, *e.ps)
+		last = e.key
+		return true
 	})
-	out := make([]podstartapi.PodStart, len(found))
-	for i, ps := range found {
-		out[i] = *ps
+	if p.More && countRest {
+		p.Remaining = s.countAfter(namespace, last)
 	}
-	return out, rv
+	return p
+}
+
+// countAfter counts the starts of namespace ("": every one) after k; s.mu
+// is held. It reads k's own namespace's starts and every other's count.
+func (s *summaries) countAfter(namespace string, k podKey) int64 {
+	var n int64
+	s.sorted.AscendGreaterOrEqual(entry{key: k}, func(e entry) bool {
+		if e.key.namespace != k.namespace {
+			return false
+		}
+		if e.key != k {
+			n++
+		}
+		return true
+	})
+	if namespace == "" {
+		for ns, c := range s.perNS {
+			if ns > k.namespace {
+				n += int64(c)
+			}
+		}
+	}
+	return n
 }
 
 // Get returns the merged start of namespace/name.

@@ -82,8 +82,8 @@ func TestSummariesReplaceNodeTellsChanges(t *testing.T) {
 	if got, _ := s.List("", all); len(got) != 0 {
 		t.Fatalf("list after every node forgot: %d starts", len(got))
 	}
-	if got, _ := s.List("a", all); len(got) != 0 || len(s.byNS) != 0 || len(s.owners) != 0 {
-		t.Fatalf("after every node forgot: namespace a %d starts, %d namespaces and %d keys indexed", len(got), len(s.byNS), len(s.owners))
+	if got, _ := s.List("a", all); len(got) != 0 || s.sorted.Len() != 0 || len(s.owners) != 0 {
+		t.Fatalf("after every node forgot: namespace a %d starts, %d keys sorted and %d indexed", len(got), s.sorted.Len(), len(s.owners))
 	}
 	if nodes := s.Nodes(); len(nodes) != 1 || nodes[0] != "n1" {
 		t.Fatalf("nodes %v, want [n1] (n2 forgotten, n1 reported none)", nodes)
