@@ -41,12 +41,25 @@ type PodEventsConfig struct {
 
 // PodEventReader reads the Events of one pod at a time from the API server
 // (a list with a field selector on the pod's UID or name), bounded in reads
-// per second. It is safe for concurrent use.
+// per second. Reads of its own (Background) and reads a reader asked for
+// have a limit each: the cluster's share of a node (SetShare) bounds the
+// first. It is safe for concurrent use.
 type PodEventReader struct {
-	cfg    PodEventsConfig
-	limit  *rate.Limiter
-	logger *slog.Logger
+	cfg        PodEventsConfig
+	asked      *rate.Limiter
+	background *rate.Limiter
+	logger     *slog.Logger
 }
+
+// Why a read is made.
+const (
+	// Background: a start in progress, or one that ended other than
+	// Ready, needs the kubelet's words.
+	Background = false
+	// Asked: someone asked about the pod (readyline explain, a timeline
+	// read through readyline.dev).
+	Asked = true
+)
 
 // NewPodEventReader returns a PodEventReader.
 func NewPodEventReader(cfg PodEventsConfig, logger *slog.Logger) (*PodEventReader, error) {
@@ -65,8 +78,30 @@ func NewPodEventReader(cfg PodEventsConfig, logger *slog.Logger) (*PodEventReade
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Second
 	}
-	return &PodEventReader{cfg: cfg, limit: rate.NewLimiter(rate.Limit(cfg.QPS), cfg.Burst), logger: logger}, nil
+	return &PodEventReader{cfg: cfg, logger: logger,
+		asked:      rate.NewLimiter(rate.Limit(cfg.QPS), cfg.Burst),
+		background: rate.NewLimiter(rate.Limit(cfg.QPS), cfg.Burst)}, nil
 }
+
+// SetShare bounds the background reads at qps, this node's share of the
+// cluster's budget (readyline-api sends it with each poll: the budget
+// divided among the nodes with starts in progress), when under the
+// node's own QPS; qps <= 0 gives the node's own back. A share under the
+// own QPS reads one at a time (burst 1): a thousand nodes that each
+// saved a burst would spend it together when an incident starts.
+func (r *PodEventReader) SetShare(qps float64) {
+	limit, burst := rate.Limit(r.cfg.QPS), r.cfg.Burst
+	if qps > 0 && qps < r.cfg.QPS {
+		limit, burst = rate.Limit(qps), 1
+	}
+	if r.background.Limit() != limit {
+		r.background.SetLimit(limit)
+		r.background.SetBurst(burst)
+	}
+}
+
+// Share is the background reads' rate now.
+func (r *PodEventReader) Share() float64 { return float64(r.background.Limit()) }
 
 // maxEventsListed bounds one read: a pod with more Events (a crash loop
 // of hours has few, the API server de-duplicates them by count) is cut,
@@ -75,11 +110,15 @@ const maxEventsListed = 500
 
 // Read reads the Events of the pod namespace/name with uid, or, with uid
 // empty, of every pod of that name (one PodEvents per pod UID). It waits
-// for the rate limit within ctx. A read the API server refuses is a
+// for the rate limit of why (Background or Asked) within ctx. A read the API server refuses is a
 // PodEvents with Err (forbidden: the daemon may not list Events), and the
 // error; the caller reports it.
-func (r *PodEventReader) Read(ctx context.Context, namespace, name, uid string) ([]*event.PodEvents, error) {
-	if err := r.limit.Wait(ctx); err != nil {
+func (r *PodEventReader) Read(ctx context.Context, namespace, name, uid string, why bool) ([]*event.PodEvents, error) {
+	limit := r.background
+	if why == Asked {
+		limit = r.asked
+	}
+	if err := limit.Wait(ctx); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)

@@ -58,7 +58,7 @@ func TestPodEventReaderRate(t *testing.T) {
 	read := func(wait time.Duration) error {
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
-		_, err := r.Read(ctx, "default", "p", "u")
+		_, err := r.Read(ctx, "default", "p", "u", Background)
 		return err
 	}
 	begin := time.Now()
@@ -77,5 +77,43 @@ func TestPodEventReaderRate(t *testing.T) {
 	}
 	if took := time.Since(begin); took < 400*time.Millisecond {
 		t.Errorf("six reads took %v: want the sixth half a second after the burst", took)
+	}
+}
+
+// TestPodEventReaderShare: a share under the node's own rate bounds the
+// background reads, one at a time; a reader's question keeps the node's
+// own limit; a share over the own rate, or none, gives the own back.
+func TestPodEventReaderShare(t *testing.T) {
+	lister := &eventList{}
+	r, err := NewPodEventReader(PodEventsConfig{Events: func(string) EventLister { return lister }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(why bool, wait time.Duration) error {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		_, err := r.Read(ctx, "default", "p", "u", why)
+		return err
+	}
+	r.SetShare(0.1) // one read in 10 s
+	if got := r.Share(); got != 0.1 {
+		t.Fatalf("share %v after SetShare(0.1)", got)
+	}
+	if err := read(Background, 50*time.Millisecond); err != nil {
+		t.Fatalf("the first background read under a share: %v", err)
+	}
+	if err := read(Background, time.Second); err == nil {
+		t.Errorf("a second background read within a second went through: the share of 0.1/s is not kept")
+	}
+	for i := range 5 {
+		if err := read(Asked, 50*time.Millisecond); err != nil {
+			t.Fatalf("asked read %d of 5 at once, under a background share: %v", i+1, err)
+		}
+	}
+	for _, share := range []float64{10, 0} {
+		r.SetShare(share)
+		if got := r.Share(); got != 2 {
+			t.Errorf("SetShare(%v): rate %v, want the node's own 2", share, got)
+		}
 	}
 }

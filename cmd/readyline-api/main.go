@@ -54,6 +54,7 @@ type options struct {
 	pollInterval    time.Duration
 	nodeGrace       time.Duration
 	history         int
+	eventsBudget    float64
 }
 
 func newOptions() *options {
@@ -82,6 +83,8 @@ func (o *options) flags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.pollInterval, "poll-interval", 5*time.Second, "how often each node's daemon is asked for its starts")
 	fs.DurationVar(&o.nodeGrace, "node-grace", 2*time.Minute, "how long a node's starts stay after its daemon is gone")
 	fs.IntVar(&o.history, "watch-history", 10000, "how many changes a watch may resume from")
+	fs.Float64Var(&o.eventsBudget, "events-reads-per-second", 10,
+		"the Events reads a second of every node's daemon together, shared among the nodes with starts in progress (0: each node's own limit alone)")
 }
 
 func main() {
@@ -156,7 +159,7 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 	// The other replica may have learned a change up to a poll (and a
 	// node's answer) later or earlier than this one.
 	store.resumeSkew = 2 * o.pollInterval
-	poll := &poller{client: nodes, store: store, interval: o.pollInterval, grace: o.nodeGrace, logger: logger}
+	poll := &poller{client: nodes, store: store, interval: o.pollInterval, grace: o.nodeGrace, eventsBudget: o.eventsBudget, logger: logger}
 
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 10*time.Minute, informers.WithNamespace(o.daemonNamespace),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = o.daemonSelector }))

@@ -127,9 +127,14 @@ func (c *nodeClient) do(ctx context.Context, ip, path string, q url.Values, read
 }
 
 // List asks the daemon at ip for its starts' summaries, with what each in
-// progress waits on.
-func (c *nodeClient) List(ctx context.Context, ip string) ([]apiclient.TimelineSummary, error) {
-	body, err := c.get(ctx, ip, "/api/v1/timelines", url.Values{"waiting": {"1"}}, nil, maxListBytes)
+// progress waits on; eventsShare, when over 0, is the node's share of the
+// cluster's Events reads (reads a second).
+func (c *nodeClient) List(ctx context.Context, ip string, eventsShare float64) ([]apiclient.TimelineSummary, error) {
+	q := url.Values{"waiting": {"1"}}
+	if eventsShare > 0 {
+		q.Set(apiclient.EventsShareParam, strconv.FormatFloat(eventsShare, 'g', 4, 64))
+	}
+	body, err := c.get(ctx, ip, "/api/v1/timelines", q, nil, maxListBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -192,17 +197,50 @@ type daemonPod struct {
 // keeps them in store: a daemon that does not answer keeps what it said
 // last (counted and logged), a daemon gone is forgotten after grace (a
 // rollout's new pod on the node takes over before).
+//
+// With each ask goes the node's share of eventsBudget, the Events reads a
+// second of every daemon together (0: no bound but each node's own): the
+// budget divided among the nodes that had a start in progress at their
+// last answer, the ones that read Events. Each node keeps to its share
+// (collector.PodEventReader.SetShare): the cluster's reads stay within
+// the budget, give or take a poll's worth of nodes turning busy.
 type poller struct {
-	client   *nodeClient
-	store    *summaries
-	interval time.Duration
-	grace    time.Duration
-	logger   *slog.Logger
+	client       *nodeClient
+	store        *summaries
+	interval     time.Duration
+	grace        time.Duration
+	eventsBudget float64
+	logger       *slog.Logger
 
 	synced atomic.Bool // the daemon pods are known
 
 	mu      sync.Mutex
 	running map[string]*nodePoll // by node
+	busy    map[string]bool      // the nodes with a start in progress
+}
+
+// eventsShare is a node's share of the Events budget now (0: no budget).
+func (p *poller) eventsShare() float64 {
+	if p.eventsBudget <= 0 {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.eventsBudget / float64(max(1, len(p.busy)))
+}
+
+// setBusy records whether node has a start in progress.
+func (p *poller) setBusy(node string, busy bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if busy {
+		if p.busy == nil {
+			p.busy = map[string]bool{}
+		}
+		p.busy[node] = true
+	} else {
+		delete(p.busy, node)
+	}
 }
 
 type nodePoll struct {
@@ -245,6 +283,7 @@ func (p *poller) forgetLater(ctx context.Context, node string) {
 	_, back := p.running[node]
 	p.mu.Unlock()
 	if !back {
+		p.setBusy(node, false)
 		p.store.ReplaceNode(node, nil)
 		p.logger.Info("forgot a node's pod starts: no daemon answers for it", "node", node)
 	}
@@ -257,7 +296,7 @@ func (p *poller) poll(ctx context.Context, np *nodePoll) {
 	defer t.Stop()
 	failing := false
 	for first := true; ; first = false {
-		list, err := p.client.List(ctx, pod.ip)
+		list, err := p.client.List(ctx, pod.ip, p.eventsShare())
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -273,9 +312,12 @@ func (p *poller) poll(ctx context.Context, np *nodePoll) {
 			}
 			failing = false
 			starts := make([]*podstartapi.PodStart, 0, len(list))
+			busy := false
 			for _, s := range list {
 				starts = append(starts, podStartOf(pod.node, s))
+				busy = busy || s.Outcome == correlator.OutcomeStarting
 			}
+			p.setBusy(pod.node, busy)
 			p.store.ReplaceNode(pod.node, starts)
 		}
 		if first {
@@ -323,7 +365,7 @@ func daemonPodOf(pod *corev1.Pod) (*daemonPod, bool) {
 
 // Run follows the daemon pods of informer until ctx ends, polling each.
 func (p *poller) Run(ctx context.Context, informer cache.SharedIndexInformer) error {
-	p.running = map[string]*nodePoll{}
+	p.running, p.busy = map[string]*nodePoll{}, map[string]bool{}
 	onPod := func(obj any) {
 		pod, ok := obj.(*corev1.Pod)
 		if !ok {

@@ -212,10 +212,12 @@ func TestPollerKeepsWhatNodesSaid(t *testing.T) {
 	p := newTestPKI(t)
 	var mu sync.Mutex
 	down := false
+	var shares []string
 	kept := time.Now().Add(-time.Hour) // a kept start's times stay
 	d := startFakeDaemon(t, p, func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
+		shares = append(shares, r.URL.Query().Get(apiclient.EventsShareParam))
 		if down {
 			http.Error(w, "busy", http.StatusServiceUnavailable)
 			return
@@ -235,7 +237,8 @@ func TestPollerKeepsWhatNodesSaid(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := newSummaries(100, nil)
-	pl := &poller{client: nodes, store: store, interval: 50 * time.Millisecond, grace: time.Hour, logger: discard(), running: map[string]*nodePoll{}}
+	pl := &poller{client: nodes, store: store, interval: 50 * time.Millisecond, grace: time.Hour, eventsBudget: 10, logger: discard(), running: map[string]*nodePoll{}}
+	pl.setBusy("n2", true) // another node with a start in progress
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pl.sync(ctx, "n1", &daemonPod{uid: "d1", node: "n1", ip: ip})
@@ -256,6 +259,11 @@ func TestPollerKeepsWhatNodesSaid(t *testing.T) {
 	w.Stop()
 	mu.Lock()
 	down = true
+	// The Events budget of 10 a second: shared with n2 from the first
+	// answer on, when n1 too had a start in progress.
+	if len(shares) < 2 || shares[0] != "10" || shares[1] != "5" {
+		t.Errorf("the node's shares of an Events budget of 10 with n2 busy: %q, want 10 then 5", shares)
+	}
 	mu.Unlock()
 	time.Sleep(200 * time.Millisecond)
 	rest := &podStarts{store: store}

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"net"
+	"net/http"
 	"os"
+	"strconv"
 	"time"
 
 	"k8s.io/client-go/rest"
 
 	"github.com/readyline/readyline/exporter/apiauth"
+	"github.com/readyline/readyline/exporter/apiclient"
 )
 
 // nodeAPIConfig is where readyline's aggregated API server (cmd/readyline-api)
@@ -59,7 +63,7 @@ func (d *daemon) serveNodeAPI(rc *rest.Config) (func(context.Context) error, err
 	}
 	logger := d.logger.With("source", "node_api")
 	authz := apiauth.NewAuthorizer(apiauth.AuthorizerConfig{Access: client.SubjectAccessReviews()})
-	h := apiauth.ForwardedHandler(authz, d.storeHandler(), logger)
+	h := apiauth.ForwardedHandler(authz, d.withEventsShare(d.storeHandler()), logger)
 	return func(ctx context.Context) error {
 		if !waitForFiles(ctx, logger, c.certFile, c.keyFile, c.caFile) {
 			return nil
@@ -81,6 +85,23 @@ func (d *daemon) serveNodeAPI(rc *rest.Config) (func(context.Context) error, err
 		srv.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelDebug)
 		return serveHTTP(ctx, srv, ln, defaultHTTPLimits)
 	}, nil
+}
+
+// withEventsShare takes the share of the cluster's Events reads the
+// aggregator sends with its list (apiclient.EventsShareParam): the
+// background reads of this node's Events keep to it. It is only heard
+// here, from the aggregator's certificate, and it can only lower the
+// node's own rate. The last share stays while the aggregator is away: an
+// aggregator down in an incident does not lift the bound.
+func (d *daemon) withEventsShare(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := r.URL.Query().Get(apiclient.EventsShareParam); v != "" && r.URL.Path == "/api/v1/timelines" && d.reads != nil {
+			if qps, err := strconv.ParseFloat(v, 64); err == nil && qps > 0 && !math.IsInf(qps, 0) {
+				d.reads.reader.SetShare(qps)
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // waitForFiles returns true once every file exists, false when ctx ends

@@ -91,7 +91,7 @@ func (r *eventReads) Run(ctx context.Context, emit func(event.Event)) error {
 		case <-ctx.Done():
 			return nil
 		case w := <-r.wants:
-			for _, ev := range r.read(ctx, w.Query, emit) {
+			for _, ev := range r.read(ctx, w.Query, collector.Background, emit) {
 				emit(ev)
 			}
 		}
@@ -100,8 +100,8 @@ func (r *eventReads) Run(ctx context.Context, emit func(event.Event)) error {
 
 // read reads the Events of the pod q names and says, with emit, when the
 // source goes down or comes back.
-func (r *eventReads) read(ctx context.Context, q correlator.Query, emit func(event.Event)) []*event.PodEvents {
-	evs, err := r.reader.Read(ctx, q.Namespace, q.Name, q.UID)
+func (r *eventReads) read(ctx context.Context, q correlator.Query, why bool, emit func(event.Event)) []*event.PodEvents {
+	evs, err := r.reader.Read(ctx, q.Namespace, q.Name, q.UID, why)
 	if err != nil && ctx.Err() != nil {
 		return nil
 	}
@@ -156,5 +156,5 @@ func (r *eventReads) readForQuestion(ctx context.Context, q correlator.Query, em
 	}
 	ctx, cancel := context.WithTimeout(ctx, eventsQuestionWait)
 	defer cancel()
-	return r.read(ctx, q, emit)
+	return r.read(ctx, q, collector.Asked, emit)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -80,5 +82,33 @@ func TestEventReadsForQuestions(t *testing.T) {
 	r.readForQuestion(context.Background(), q, emit)
 	if lists != 2 {
 		t.Errorf("a question 5 s after a read listed the Events %d times in all, want 2", lists)
+	}
+}
+
+// TestNodeAPIEventsShare: the share the aggregator sends with its list
+// bounds the node's background Events reads; a malformed or infinite one,
+// or one on another path, changes nothing.
+func TestNodeAPIEventsShare(t *testing.T) {
+	reader, err := collector.NewPodEventReader(collector.PodEventsConfig{
+		Events: func(string) collector.EventLister { return nil }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &daemon{reads: newEventReads(reader, slog.New(slog.DiscardHandler))}
+	h := d.withEventsShare(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	for _, c := range []struct {
+		target string
+		want   float64
+	}{
+		{"/api/v1/timelines?waiting=1&eventsShare=Inf", 2},
+		{"/api/v1/timelines?eventsShare=-1", 2},
+		{"/api/v1/timelines?eventsShare=x", 2},
+		{"/api/v1/timelines/default/p?eventsShare=0.01", 2},
+		{"/api/v1/timelines?waiting=1&eventsShare=0.01", 0.01},
+	} {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, c.target, nil))
+		if got := reader.Share(); got != c.want {
+			t.Errorf("after %s: the background reads' rate is %v, want %v", c.target, got, c.want)
+		}
 	}
 }

@@ -52,6 +52,12 @@ type TimelineSummary struct {
 	DurationSeconds float64 `json:"duration_seconds"`
 }
 
+// EventsShareParam is the query parameter of GET /api/v1/timelines with
+// which readyline-api, on the node API, gives a daemon its share of the
+// cluster's Events reads (reads a second): the budget divided among the
+// nodes with starts in progress.
+const EventsShareParam = "eventsShare"
+
 // TimelineList is the body of GET /api/v1/timelines.
 type TimelineList struct {
 	Timelines []TimelineSummary `json:"timelines"`
