@@ -2,22 +2,14 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +23,7 @@ import (
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/readyline/readyline/exporter/apiauth"
+	"github.com/readyline/readyline/exporter/apiauth/pkitest"
 	"github.com/readyline/readyline/exporter/apiclient"
 	"github.com/readyline/readyline/exporter/podstartapi"
 )
@@ -38,9 +31,7 @@ import (
 // testPKI is a CA and the certificates of the node API: the daemons'
 // serving one and the aggregator's client one, as pki.sh makes them.
 type testPKI struct {
-	dir             string
-	ca              *x509.Certificate
-	caKey           *ecdsa.PrivateKey
+	ca              *pkitest.CA
 	caFile          string
 	node            tls.Certificate
 	clientCert, key string
@@ -48,51 +39,11 @@ type testPKI struct {
 
 func newTestPKI(t *testing.T) *testPKI {
 	t.Helper()
-	p := &testPKI{dir: t.TempDir()}
-	var err error
-	if p.caKey, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader); err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &p.caKey.PublicKey, p.caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.ca, _ = x509.ParseCertificate(der)
-	p.caFile = p.write(t, "ca.crt", "CERTIFICATE", der)
-	p.node = p.issue(t, apiauth.NodeServerName, []string{apiauth.NodeServerName}, x509.ExtKeyUsageServerAuth)
-	client := p.issue(t, apiauth.AggregatorName, nil, x509.ExtKeyUsageClientAuth)
-	p.clientCert = p.write(t, "client.crt", "CERTIFICATE", client.Certificate[0])
-	keyDER, _ := x509.MarshalPKCS8PrivateKey(client.PrivateKey)
-	p.key = p.write(t, "client.key", "PRIVATE KEY", keyDER)
-	return p
-}
-
-func (p *testPKI) write(t *testing.T, name, typ string, der []byte) string {
-	t.Helper()
-	f := filepath.Join(p.dir, name)
-	if err := os.WriteFile(f, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
-
-func (p *testPKI) issue(t *testing.T, cn string, dns []string, usage x509.ExtKeyUsage) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn}, DNSNames: dns,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	dir := t.TempDir()
+	ca := pkitest.NewCA(t, dir, "test")
+	node := ca.Issue(t, dir, "node", pkitest.Spec{CommonName: apiauth.NodeServerName, DNSNames: []string{apiauth.NodeServerName}, Usage: x509.ExtKeyUsageServerAuth})
+	client := ca.Issue(t, dir, "client", pkitest.Spec{CommonName: apiauth.AggregatorName, Usage: x509.ExtKeyUsageClientAuth})
+	return &testPKI{ca: ca, caFile: ca.File, node: node.Certificate, clientCert: client.CertFile, key: client.KeyFile}
 }
 
 // fakeDaemon is a node API that keeps what it was sent.
@@ -106,8 +57,7 @@ type fakeDaemon struct {
 func startFakeDaemon(t *testing.T, p *testPKI, h http.HandlerFunc) *fakeDaemon {
 	t.Helper()
 	d := &fakeDaemon{}
-	pool := x509.NewCertPool()
-	pool.AddCert(p.ca)
+	pool := p.ca.Pool()
 	d.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d.mu.Lock()
 		d.reqs = append(d.reqs, r.Clone(context.Background()))
