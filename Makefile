@@ -67,6 +67,7 @@ lint: ## gofmt + go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./deploy/e2e/... ./deploy/node/check/ ./collector/...
+	$(GO) vet -tags sim ./deploy/sim/
 	cd deploy/helm && $(GO) vet ./... && $(GO) vet -tags e2e ./...
 
 ## ---- test
@@ -200,6 +201,13 @@ bench-node: ## what readyline costs on the local node, beside the kubelet and co
 		-bench BenchmarkNodePodStarts -benchtime $${BENCH_ROUNDS:-10}x ./deploy/e2e/ || failed="$$failed churn"; set +x; fi; \
 	if [ -n "$$failed" ]; then echo "bench-node: goals missed in:$$failed (see above and deploy/e2e/artifacts/bench-*.txt)" >&2; exit 1; fi
 
+bench-cluster: ## readyline.dev at 100, 1000 and 5000 simulated nodes x 110 pods against a real kube-apiserver: list latency, readyline-api's memory and CPU, the API server's requests, an incident's Events reads
+	$(GO) build -o bin/readyline-api ./cmd/readyline-api
+	READYLINE_SIM_ETCD=$$(./deploy/node/node.sh tool etcd) \
+	READYLINE_SIM_KUBE_APISERVER=$$(./deploy/node/node.sh tool kube-apiserver) \
+	READYLINE_SIM_API=$(CURDIR)/bin/readyline-api \
+		$(GO) test -count=1 -tags sim -timeout 40m -run '^$$' -bench BenchmarkClusterSim -benchtime 1x -v ./deploy/sim/
+
 bench-overhead: build ## exec overhead of the process collector (ratio with/without)
 	./collector/bench-overhead.sh
 
@@ -292,4 +300,4 @@ test-kind: ## end-to-end tests on a two-node kind cluster (brings it up, deletes
 
 .PHONY: image image-archive node-image kind-up kind-demo jaeger-ui kind-down test-kind
 
-.PHONY: help build plugin plugin-release generate verify-generate lint test test-compat test-compat-all test-kubelets test-deps test-unit test-tools test-helm test-kernel-6.1 test-alerts bench bench-node bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down
+.PHONY: help build plugin plugin-release generate verify-generate lint test test-compat test-compat-all test-kubelets test-deps test-unit test-tools test-helm test-kernel-6.1 test-alerts bench bench-node bench-cluster bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down

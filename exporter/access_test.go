@@ -281,3 +281,31 @@ func TestBusyLoopAnswers503(t *testing.T) {
 		t.Errorf("answered after %v, want 1.5 s", took)
 	}
 }
+
+// TestListNotModified: the list carries an ETag; asked again with it, an
+// unchanged list is 304 with no body; a new start changes it.
+func TestListNotModified(t *testing.T) {
+	s := accessStore()
+	api := withReader(s.Handler(nil), EveryPod)
+	get := func(tag string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodGet, "/api/v1/timelines?waiting=1", nil)
+		if tag != "" {
+			req.Header.Set("If-None-Match", tag)
+		}
+		rec := httptest.NewRecorder()
+		api.ServeHTTP(rec, req)
+		return rec
+	}
+	first := get("")
+	tag := first.Header().Get("ETag")
+	if first.Code != http.StatusOK || tag == "" || !strings.Contains(first.Body.String(), `"name": "web"`) {
+		t.Fatalf("the list: %d, ETag %q:\n%s", first.Code, tag, first.Body)
+	}
+	if again := get(tag); again.Code != http.StatusNotModified || again.Body.Len() != 0 {
+		t.Errorf("the list asked again with its ETag: %d, %d bytes; want 304 and none", again.Code, again.Body.Len())
+	}
+	s.Add(startOf("team", "new"))
+	if changed := get(tag); changed.Code != http.StatusOK || changed.Header().Get("ETag") == tag || !strings.Contains(changed.Body.String(), `"name": "new"`) {
+		t.Errorf("the list after a new start, asked with the old ETag: %d, ETag %q", changed.Code, changed.Header().Get("ETag"))
+	}
+}

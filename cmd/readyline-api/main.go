@@ -159,7 +159,8 @@ func run(ctx context.Context, o *options, logger *slog.Logger) error {
 	// The other replica may have learned a change up to a poll (and a
 	// node's answer) later or earlier than this one.
 	store.resumeSkew = 2 * o.pollInterval
-	poll := &poller{client: nodes, store: store, interval: o.pollInterval, grace: o.nodeGrace, eventsBudget: o.eventsBudget, logger: logger}
+	poll := &poller{client: nodes, store: store, interval: o.pollInterval, spread: o.pollInterval, grace: o.nodeGrace,
+		eventsBudget: o.eventsBudget, logger: logger}
 
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 10*time.Minute, informers.WithNamespace(o.daemonNamespace),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = o.daemonSelector }))

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -88,11 +89,17 @@ func (c *nodeClient) url(ip, path string, q url.Values) string {
 // get asks the daemon at ip; reader, when not nil, is the user the API
 // server authenticated, whom the daemon asks about as that user.
 func (c *nodeClient) get(ctx context.Context, ip, path string, q url.Values, reader *apiauth.User, limit int64) ([]byte, error) {
-	resp, err := c.do(ctx, ip, path, q, reader, "")
+	resp, err := c.do(ctx, ip, path, q, reader, "", "")
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
+	return readAnswer(resp, limit)
+}
+
+// readAnswer reads a node's answer, at most limit bytes: its body when
+// 200, else an apiclient.Error.
+func readAnswer(resp *http.Response, limit int64) ([]byte, error) {
 	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return nil, err
@@ -109,10 +116,10 @@ func (c *nodeClient) get(ctx context.Context, ip, path string, q url.Values, rea
 }
 
 // do sends GET path?q to the daemon at ip, for reader when not nil, with
-// accept as its Accept header when not empty: the daemon gets its
-// client certificate and the reader's name, nothing of the request that
-// asked for it.
-func (c *nodeClient) do(ctx context.Context, ip, path string, q url.Values, reader *apiauth.User, accept string) (*http.Response, error) {
+// accept as its Accept header and etag as its If-None-Match when not
+// empty: the daemon gets its client certificate and the reader's name,
+// nothing of the request that asked for it.
+func (c *nodeClient) do(ctx context.Context, ip, path string, q url.Values, reader *apiauth.User, accept, etag string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url(ip, path, q), nil)
 	if err != nil {
 		return nil, err
@@ -123,26 +130,51 @@ func (c *nodeClient) do(ctx context.Context, ip, path string, q url.Values, read
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}
+	if etag != "" {
+		req.Header.Set("If-None-Match", etag)
+	}
 	return c.http.Do(req)
 }
 
+// errNotModified: the node's starts are as its answer tagged etag said.
+var errNotModified = errors.New("not modified")
+
 // List asks the daemon at ip for its starts' summaries, with what each in
-// progress waits on; eventsShare, when over 0, is the node's share of the
-// cluster's Events reads (reads a second).
-func (c *nodeClient) List(ctx context.Context, ip string, eventsShare float64) ([]apiclient.TimelineSummary, error) {
+// progress waits on, and returns them with their ETag; with etag (the
+// last answer's), a node whose starts did not change answers
+// errNotModified, and nothing to decode. eventsShare, when over 0, is the
+// node's share of the cluster's Events reads (reads a second).
+func (c *nodeClient) List(ctx context.Context, ip, etag string, eventsShare float64) ([]apiclient.TimelineSummary, string, error) {
 	q := url.Values{"waiting": {"1"}}
 	if eventsShare > 0 {
 		q.Set(apiclient.EventsShareParam, strconv.FormatFloat(eventsShare, 'g', 4, 64))
 	}
-	body, err := c.get(ctx, ip, "/api/v1/timelines", q, nil, maxListBytes)
+	resp, err := c.do(ctx, ip, "/api/v1/timelines", q, nil, "", etag)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotModified && etag != "" {
+		return nil, etag, errNotModified
+	}
+	if resp.StatusCode != http.StatusOK {
+		_, err := readAnswer(resp, maxListBytes)
+		return nil, "", err
+	}
+	// Decoded as it comes: thousands of nodes' lists are not each read
+	// whole into a buffer first.
 	var list apiclient.TimelineList
-	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, fmt.Errorf("the node's list: %w", err)
+	body := &io.LimitedReader{R: resp.Body, N: maxListBytes + 1}
+	if err := json.NewDecoder(body).Decode(&list); err != nil {
+		if body.N <= 0 {
+			return nil, "", fmt.Errorf("the node's answer is over %d MiB", maxListBytes>>20)
+		}
+		return nil, "", fmt.Errorf("the node's list: %w", err)
 	}
-	return list.Timelines, nil
+	// What follows the list (its newline) is read: the connection is
+	// kept for the next poll.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	return list.Timelines, resp.Header.Get("ETag"), nil
 }
 
 // Timeline asks the daemon at ip for the timeline of pod
@@ -208,6 +240,7 @@ type poller struct {
 	client       *nodeClient
 	store        *summaries
 	interval     time.Duration
+	spread       time.Duration // the first asks', over which they are spread
 	grace        time.Duration
 	eventsBudget float64
 	logger       *slog.Logger
@@ -289,28 +322,41 @@ func (p *poller) forgetLater(ctx context.Context, node string) {
 	}
 }
 
-// poll asks pod's daemon until ctx ends.
+// poll asks pod's daemon until ctx ends, first at a random time within
+// spread: a replica that starts, or learns of every daemon at once,
+// spreads its asks (and TLS handshakes) over the interval rather than
+// asking thousands of nodes in the same instant, every interval.
 func (p *poller) poll(ctx context.Context, np *nodePoll) {
 	pod := np.pod
+	if p.spread > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(rand.N(p.spread)):
+		}
+	}
 	t := time.NewTicker(p.interval)
 	defer t.Stop()
 	failing := false
+	etag := ""
 	for first := true; ; first = false {
-		list, err := p.client.List(ctx, pod.ip, p.eventsShare())
+		list, tag, err := p.client.List(ctx, pod.ip, etag, p.eventsShare())
 		switch {
 		case ctx.Err() != nil:
 			return
+		case errors.Is(err, errNotModified):
+			notModified.Add(1)
 		case err != nil:
 			pollErrors.Add(1)
 			if !failing {
 				p.logger.Warn("a node's daemon does not answer: its starts are as it said last", "node", pod.node, "ip", pod.ip, "error", err)
 			}
-			failing = true
+			failing, etag = true, ""
 		default:
 			if failing {
 				p.logger.Info("a node's daemon answers again", "node", pod.node)
 			}
-			failing = false
+			failing, etag = false, tag
 			starts := make([]*podstartapi.PodStart, 0, len(list))
 			busy := false
 			for _, s := range list {

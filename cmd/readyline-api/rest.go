@@ -27,8 +27,9 @@ import (
 	"github.com/readyline/readyline/exporter/podstartapi"
 )
 
-// pollErrors counts the polls of a node's daemon that failed.
-var pollErrors atomic.Int64
+// pollErrors counts the polls of a node's daemon that failed,
+// notModified those that found its starts as it said last.
+var pollErrors, notModified atomic.Int64
 
 // podStarts is the podstarts resource: list and watch from the summaries
 // the nodes reported, get from the node that has the pod (its timeline,

@@ -163,6 +163,7 @@ func TestPollerKeepsWhatNodesSaid(t *testing.T) {
 	var mu sync.Mutex
 	down := false
 	var shares []string
+	notModifiedAnswers := 0
 	kept := time.Now().Add(-time.Hour) // a kept start's times stay
 	d := startFakeDaemon(t, p, func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
@@ -172,6 +173,12 @@ func TestPollerKeepsWhatNodesSaid(t *testing.T) {
 			http.Error(w, "busy", http.StatusServiceUnavailable)
 			return
 		}
+		if r.Header.Get("If-None-Match") == `"v1"` {
+			notModifiedAnswers++
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		w.Header().Set("ETag", `"v1"`)
 		if r.URL.Query().Get("waiting") != "1" {
 			http.Error(w, "want waiting=1", http.StatusBadRequest)
 			return
@@ -208,6 +215,11 @@ func TestPollerKeepsWhatNodesSaid(t *testing.T) {
 	}
 	w.Stop()
 	mu.Lock()
+	// Asked again with the answer's ETag: not modified, no body, and the
+	// starts kept.
+	if notModifiedAnswers < 3 {
+		t.Errorf("%d polls asked with the last answer's ETag, want every one after the first", notModifiedAnswers)
+	}
 	down = true
 	// The Events budget of 10 a second: shared with n2 from the first
 	// answer on, when n1 too had a start in progress.

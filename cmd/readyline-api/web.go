@@ -85,7 +85,7 @@ func (w *podStartWeb) Connect(ctx context.Context, name string, opts runtime.Obj
 		q.Del("path")
 		tctx, cancel := context.WithTimeout(r.Context(), timelineTimeout)
 		defer cancel()
-		resp, err := w.starts.nodes.do(tctx, ip, path, q, reader, r.Header.Get("Accept"))
+		resp, err := w.starts.nodes.do(tctx, ip, path, q, reader, r.Header.Get("Accept"), "")
 		if err != nil {
 			w.starts.logger.Debug("a node did not give a page", "node", ps.Spec.NodeName, "path", path, "error", err)
 			http.Error(rw, "the readyline on node "+ps.Spec.NodeName+" did not answer", http.StatusBadGateway)
