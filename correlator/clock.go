@@ -264,6 +264,12 @@ func (k *clock) normalize(ev event.Event) event.Event {
 		c := *e
 		d := k.deltaOf(latest(e.Time, e.End), true)
 		c.Time, c.End = shiftNonZero(e.Time, -d), shiftNonZero(e.End, -d)
+		if p := e.Progress; p != nil {
+			// Read from the wall clock as the call's start was.
+			moved := *p
+			moved.AsOf, moved.LastByte = shiftNonZero(p.AsOf, -d), shiftNonZero(p.LastByte, -d)
+			c.Progress = &moved
+		}
 		return &c
 	case *event.TCPConnection:
 		c := *e

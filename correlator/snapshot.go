@@ -85,7 +85,7 @@ func (c *Correlator) inFlightOf(p *podState, calls []*event.CRICall) []InFlightC
 		if c.resolve(uid) != p.uid {
 			continue
 		}
-		f := InFlightCall{Method: call.Method, Start: call.Time, Container: call.ContainerName, Image: call.Image}
+		f := InFlightCall{Method: call.Method, Start: call.Time, Container: call.ContainerName, Image: call.Image, Progress: call.Progress}
 		if f.Container == "" && call.ContainerID != "" {
 			f.Container = p.names[call.ContainerID].name
 		}

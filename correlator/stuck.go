@@ -3,6 +3,7 @@ package correlator
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -304,7 +305,7 @@ func (p *podState) waitingOn(tl *Timeline) string {
 	var parts []string
 	for _, f := range tl.InFlight {
 		if ran := tl.AsOf.Sub(f.Start); ran >= inFlightWorth {
-			parts = append(parts, f.describe(ran))
+			parts = append(parts, f.describe(ran, tl.AsOf))
 		}
 	}
 	if s := p.stuckDetail(tl); s != "" {
@@ -316,8 +317,10 @@ func (p *podState) waitingOn(tl *Timeline) string {
 	return strings.Join(parts, "; ")
 }
 
-// describe is "PullImage nginx:1.27 for app: running for 4.2s".
-func (f InFlightCall) describe(ran time.Duration) string {
+// describe is "PullImage nginx:1.27 for app: running for 4.2s, not
+// returned yet", and for a pull how far it came as of asOf:
+// "112/270 MB, 4 of 7 layers, 18 MB/s", or "no bytes for 45s".
+func (f InFlightCall) describe(ran time.Duration, asOf time.Time) string {
 	s := f.Method.Short()
 	if f.Image != "" {
 		s += " " + f.Image
@@ -325,7 +328,80 @@ func (f InFlightCall) describe(ran time.Duration) string {
 	if f.Container != "" {
 		s += " for " + f.Container
 	}
-	return s + ": running for " + fmtDur(ran) + ", not returned yet"
+	s += ": running for " + fmtDur(ran) + ", not returned yet"
+	if p := f.ProgressText(asOf); p != "" {
+		s += ", " + p
+	}
+	return s
+}
+
+// ProgressText says how far a pull in flight has come as of asOf
+// ("112/270 MB, 4 of 7 layers, 18 MB/s", "no bytes for 45s"), "" when
+// unknown.
+func (f InFlightCall) ProgressText(asOf time.Time) string {
+	return pullProgress(f.Progress, f.Start, asOf)
+}
+
+// stalledPull is how long a pull may go without a byte before it is said
+// to have none.
+const stalledPull = 10 * time.Second
+
+// pullProgress says how far a pull begun at start has come, as of asOf.
+func pullProgress(p *event.PullProgress, start, asOf time.Time) string {
+	if p == nil {
+		return ""
+	}
+	last := p.LastByte
+	if last.IsZero() {
+		last = start
+	}
+	if idle := asOf.Sub(last); idle >= stalledPull {
+		if p.LastByte.IsZero() {
+			return "no bytes for " + fmtDur(idle)
+		}
+		return fmtBytes(p.Bytes) + " so far, no bytes for " + fmtDur(idle)
+	}
+	var parts []string
+	switch {
+	case p.Total > 0:
+		parts = append(parts, fmtBytesOf(p.Bytes, p.Total))
+	case p.Bytes > 0:
+		parts = append(parts, fmtBytes(p.Bytes))
+	}
+	if p.Layers > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d layers", p.LayersDone, p.Layers))
+	} else if p.InProgress > 0 {
+		parts = append(parts, fmt.Sprintf("%d layers in progress", p.InProgress))
+	}
+	if secs := asOf.Sub(start).Seconds(); secs > 0 && p.Bytes > 0 {
+		parts = append(parts, fmtBytes(int64(float64(p.Bytes)/secs))+"/s")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fmtBytes is n in the unit a pull's size reads best in: kB, MB or GB
+// (decimal, as registries and crictl print them).
+func fmtBytes(n int64) string {
+	v, unit := inUnit(n, n)
+	return v + " " + unit
+}
+
+// fmtBytesOf is "112/270 MB": n of total, in total's unit.
+func fmtBytesOf(n, total int64) string {
+	v, unit := inUnit(n, total)
+	t, _ := inUnit(total, total)
+	return v + "/" + t + " " + unit
+}
+
+// inUnit is n in the unit that suits scale.
+func inUnit(n, scale int64) (string, string) {
+	switch {
+	case scale < 1e6:
+		return strconv.FormatInt(n/1000, 10), "kB"
+	case scale < 1e9:
+		return strconv.FormatInt(n/1e6, 10), "MB"
+	}
+	return strconv.FormatFloat(float64(n)/1e9, 'f', 1, 64), "GB"
 }
 
 // stepOf names the step a start in progress is at, from its timeline,

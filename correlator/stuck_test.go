@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/readyline/readyline/collector/event"
 )
 
 // stuckPod is a one-container pod whose sandbox is up at 0.3 s.
@@ -298,5 +300,34 @@ func TestKubeletFailsThePod(t *testing.T) {
 				t.Errorf("%s %q, want %s %q", tl.Outcome, tl.Reason, wantOutcome, tc.want)
 			}
 		})
+	}
+}
+
+// TestPullProgressSaid: a pull in flight says how far it came, from the
+// content store's answer: bytes of the total, layers, the rate since the
+// call began; without its manifest, the layers in progress; a pull with no
+// byte for 10 s says so, with or without bytes before.
+func TestPullProgressSaid(t *testing.T) {
+	start := time.Unix(1000, 0)
+	asOf := start.Add(10 * time.Second)
+	pull := InFlightCall{Method: event.CRIPullImage, Start: start, Image: "registry/x:1", Container: "app"}
+	for _, c := range []struct {
+		p    *event.PullProgress
+		want string
+	}{
+		{nil, "PullImage registry/x:1 for app: running for 10.0s, not returned yet"},
+		{&event.PullProgress{Bytes: 112e6, Total: 270e6, Layers: 7, LayersDone: 4, InProgress: 2, LastByte: asOf.Add(-time.Second)},
+			"PullImage registry/x:1 for app: running for 10.0s, not returned yet, 112/270 MB, 4 of 7 layers, 11 MB/s"},
+		{&event.PullProgress{Bytes: 5e5, InProgress: 2, LastByte: asOf},
+			"PullImage registry/x:1 for app: running for 10.0s, not returned yet, 500 kB, 2 layers in progress, 50 kB/s"},
+		{&event.PullProgress{},
+			"PullImage registry/x:1 for app: running for 10.0s, not returned yet, no bytes for 10.0s"},
+		{&event.PullProgress{Bytes: 3e9, Total: 4e9, Layers: 3, LastByte: asOf.Add(-45 * time.Second)},
+			"PullImage registry/x:1 for app: running for 10.0s, not returned yet, 3.0 GB so far, no bytes for 45.0s"},
+	} {
+		pull.Progress = c.p
+		if got := pull.describe(asOf.Sub(start), asOf); got != c.want {
+			t.Errorf("progress %+v:\n got %q\nwant %q", c.p, got, c.want)
+		}
 	}
 }

@@ -315,6 +315,9 @@ type InFlightCall struct {
 	// name, or through its id); Image the image a PullImage pulls.
 	Container string `json:"container,omitempty"`
 	Image     string `json:"image,omitempty"`
+	// Progress is a PullImage's, from the runtime's content store, when
+	// the question was asked (nil: unknown).
+	Progress *event.PullProgress `json:"progress,omitempty"`
 }
 
 // CRICall is one call of the kubelet's CRI client, timed in the kernel.

@@ -228,3 +228,19 @@ func TestPullsAfterTheDeadline(t *testing.T) {
 		}
 	}
 }
+
+// TestWaterfallPullInFlightBytes: a pull in flight is drawn open, with how
+// far the runtime has come.
+func TestWaterfallPullInFlightBytes(t *testing.T) {
+	tl := pullsTimeline()
+	tl.Outcome, tl.AsOf = correlator.OutcomeStarting, at(30000)
+	tl.InFlight = []correlator.InFlightCall{{Method: cri.CRIPullImage, Start: at(20000), Image: "registry/big:1", Container: "app",
+		Progress: &cri.PullProgress{Bytes: 112e6, Total: 270e6, Layers: 7, LayersDone: 4, LastByte: at(29500)}}}
+	var buf bytes.Buffer
+	if err := RenderWaterfall(&buf, tl, 200); err != nil {
+		t.Fatal(err)
+	}
+	if want := "PullImage registry/big:1 (in flight: 112/270 MB, 4 of 7 layers"; !strings.Contains(buf.String(), want) {
+		t.Errorf("waterfall has no %q:\n%s", want, buf.String())
+	}
+}

@@ -451,6 +451,9 @@ func (wc *waterfallChart) inFlight() {
 		switch {
 		case f.Image != "":
 			label, detail = method+" "+f.Image+" (in flight)", detail+" "+f.Image
+			if p := f.ProgressText(tl.AsOf); p != "" {
+				label, detail = method+" "+f.Image+" (in flight: "+p+")", detail+": "+p
+			}
 		case f.Container != "":
 			label, detail = method+" "+f.Container+" (in flight)", detail+" for "+f.Container
 		}

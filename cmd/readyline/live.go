@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"time"
 
 	"golang.org/x/time/rate"
 
@@ -27,6 +28,8 @@ type liveStarts struct {
 	// goroutine, not the loop's.
 	inFlight func() ([]*event.CRICall, error)
 	events   func(context.Context, correlator.Query) []*event.PodEvents
+	// pulls reads how far a PullImage in flight has come (nil: unknown).
+	pulls func(ctx context.Context, image string, since time.Time) (*event.PullProgress, error)
 }
 
 // liveRate bounds the questions per second the loop answers, with a burst
@@ -66,6 +69,7 @@ func (l *liveStarts) Snapshot(ctx context.Context, q correlator.Query) (*correla
 	req := liveRequest{q: q}
 	if l.inFlight != nil {
 		req.inFlight, _ = l.inFlight() // a map read failing leaves none: the rest still stands
+		req.inFlight = withProgress(ctx, req.inFlight, l.pulls)
 	}
 	r, err := l.ask(ctx, req)
 	if err != nil {

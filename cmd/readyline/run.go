@@ -289,6 +289,7 @@ func (d *daemon) run(ctx context.Context) error {
 	d.live = newLiveStarts(inFlight, func(ctx context.Context, q correlator.Query) []*event.PodEvents {
 		return d.reads.readForQuestion(ctx, q, d.emitter(ctx))
 	})
+	d.live.pulls = (&pullProgress{endpoint: cri.Endpoint}).Progress
 	d.store.SetLive(d.live)
 	var secureAPI func(context.Context) error
 	if d.cfg.secureAPI.addr != "" {

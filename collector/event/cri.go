@@ -69,6 +69,31 @@ type CRICall struct {
 	// runtime the same (collector.CRISource.ImageSize) before the call
 	// goes on, and a recording carries it.
 	ImageSize uint64 `json:"image_size,omitempty"`
+	// Progress is, for a PullImage in flight, how far the runtime has
+	// come, as its content store said when a question was asked
+	// (collector.PullProgressReader); nil when unknown.
+	Progress *PullProgress `json:"progress,omitempty"`
+}
+
+// PullProgress is how far a pull in flight has come, from the runtime's
+// content store: the bytes of its layers written so far, of how many, and
+// when the last byte came.
+type PullProgress struct {
+	// AsOf is when the content store was asked.
+	AsOf time.Time `json:"as_of"`
+	// Bytes is what was written of the image's layers (whole layers
+	// done, and what the ones in progress have); Total their sizes, 0
+	// while the image's manifest is not known (Bytes and Layers are then
+	// the layers in progress only).
+	Bytes int64 `json:"bytes"`
+	Total int64 `json:"total,omitempty"`
+	// Layers and LayersDone count the image's layers and those written
+	// whole; InProgress those being written now.
+	Layers     int `json:"layers,omitempty"`
+	LayersDone int `json:"layers_done,omitempty"`
+	InProgress int `json:"in_progress,omitempty"`
+	// LastByte is when a layer last grew (zero: no byte yet).
+	LastByte time.Time `json:"last_byte,omitzero"`
 }
 
 func (*CRICall) Type() Type        { return TypeCRICall }

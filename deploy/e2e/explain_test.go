@@ -508,6 +508,15 @@ spec:
 		}
 	}
 	if pull == nil || pull.Image != image || pull.Start.After(tl.AsOf) {
-		t.Errorf("in flight %+v, want the PullImage of %s, begun before %v", tl.InFlight, image, tl.AsOf)
+		t.Fatalf("in flight %+v, want the PullImage of %s, begun before %v", tl.InFlight, image, tl.AsOf)
+	}
+	// The registry never answered: no byte came, and after 10 s the pull
+	// says so (the runtime's content store has no ingest of it).
+	for deadline := pull.Start.Add(40 * time.Second); !strings.Contains(tl.Waiting, "not returned yet, no bytes for") && time.Now().Before(deadline); {
+		time.Sleep(time.Second)
+		tl, _ = askWhileStarting(t, ctx, d, ns, "stalled", string(pod.UID))
+	}
+	if !strings.Contains(tl.Waiting, "PullImage "+image+" for app: running for") || !strings.Contains(tl.Waiting, "not returned yet, no bytes for") {
+		t.Errorf("waiting %q: want the pull in flight with no bytes", tl.Waiting)
 	}
 }

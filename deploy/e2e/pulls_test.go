@@ -5,6 +5,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -408,5 +413,94 @@ func TestPullNotNeeded(t *testing.T) {
 		if s.OperationName == pullSpan || tagString(s, "rpc.method") == pullMethod {
 			t.Errorf("span %s in the trace of a pod that pulled nothing", s.OperationName)
 		}
+	}
+}
+
+// throttledRegistry serves the local node's registry at rate bytes a
+// second (its blobs' bodies; the rest as they are), on a port of its own:
+// a pull from it takes seconds to come in, as one from a far registry.
+func throttledRegistry(t *testing.T, rate int) string {
+	t.Helper()
+	target, _ := url.Parse("http://127.0.0.1:5000")
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		if strings.Contains(resp.Request.URL.Path, "/blobs/") {
+			resp.Body = &throttled{r: resp.Body, rate: rate, start: time.Now()}
+		}
+		return nil
+	}
+	srv := httptest.NewServer(proxy)
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// throttled reads r at rate bytes a second from start.
+type throttled struct {
+	r     io.ReadCloser
+	rate  int
+	start time.Time
+	n     int
+}
+
+func (t *throttled) Read(p []byte) (int, error) {
+	if ahead := time.Duration(float64(t.n)/float64(t.rate)*float64(time.Second)) - time.Since(t.start); ahead > 0 {
+		time.Sleep(ahead)
+	}
+	n, err := t.r.Read(p[:min(len(p), 64<<10)])
+	t.n += n
+	return n, err
+}
+
+func (t *throttled) Close() error { return t.r.Close() }
+
+// TestPullBytesInFlight: a pull of the 256 MiB image from a registry that
+// sends 24 MB a second is told while it runs in the runtime's own bytes
+// (its content store): rising, of the image's total, with its layers and
+// rate, in the waiting line explain and the API print.
+func TestPullBytesInFlight(t *testing.T) {
+	lockLargeImage(t)
+	d := readyline(t)
+	ctx := testContext(t, 4*time.Minute)
+	removeImage(t, ctx, largeImage)
+	image := throttledRegistry(t, 24e6) + "/readyline/large:256mib"
+	// Removed after its pod (cleanups run last first): the large image's
+	// layers must not stay on the node under this name either.
+	t.Cleanup(func() {
+		cctx, cancel := suiteContext(3 * time.Minute)
+		defer cancel()
+		removeImage(t, cctx, image)
+	})
+	ns, pod := startedPod(t, ctx, "throttled", onePodManifest("throttled", image, corev1.PullAlways), func(p *corev1.Pod) bool {
+		return ConditionStatus(p, corev1.PodReadyToStartContainers) == corev1.ConditionTrue
+	})
+	var seen []*event.PullProgress
+	var waiting string
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+		tl, _ := askWhileStarting(t, ctx, d, ns, "throttled", string(pod.UID))
+		if tl.Outcome != correlator.OutcomeStarting {
+			break
+		}
+		for _, f := range tl.InFlight {
+			if f.Method == event.CRIPullImage && f.Progress != nil && f.Progress.Bytes > 0 {
+				seen, waiting = append(seen, f.Progress), tl.Waiting
+			}
+		}
+		if len(seen) >= 4 {
+			break
+		}
+	}
+	t.Logf("last waiting: %s", waiting)
+	if len(seen) < 2 {
+		t.Fatalf("%d answers with the pull's bytes while it ran, want 2 or more (last waiting %q)", len(seen), waiting)
+	}
+	first, last := seen[0], seen[len(seen)-1]
+	if last.Bytes <= first.Bytes {
+		t.Errorf("the pull's bytes did not rise: %d then %d", first.Bytes, last.Bytes)
+	}
+	if last.Total < 256<<20 || last.Total > 300<<20 || last.Layers < 2 || last.Bytes > last.Total {
+		t.Errorf("progress %+v: want bytes of the image's ~270 MB over its layers", last)
+	}
+	if !regexp.MustCompile(`PullImage \S+ for app: running for \S+, not returned yet, \d+/\d+ MB, \d of \d+ layers, \d+ MB/s`).MatchString(waiting) {
+		t.Errorf("waiting %q: want the pull's bytes, layers and rate", waiting)
 	}
 }
