@@ -111,6 +111,7 @@ var exemplarHistograms = []string{
 	"readyline_pod_phase_duration_seconds",
 	"readyline_container_phase_duration_seconds",
 	"readyline_image_pull_duration_seconds",
+	"readyline_image_pull_throughput_bytes_per_second",
 }
 
 // TestExemplarsNameThePodsTrace: scraped as OpenMetrics, every bucket a

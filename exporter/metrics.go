@@ -33,6 +33,16 @@ var DurationBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 2
 // pulls of layers already present, so every kubelet bound is one of them.
 var ImagePullBuckets = []float64{0.1, 0.25, 0.5, 1, 5, 10, 20, 30, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600}
 
+// PullThroughputBuckets are the bucket bounds, in bytes a second, of
+// readyline_image_pull_throughput_bytes_per_second: from a registry that
+// trickles (100 kB/s) to a local mirror (1 GB/s).
+var PullThroughputBuckets = []float64{1e5, 1e6, 5e6, 1e7, 2.5e7, 5e7, 1e8, 2.5e8, 5e8, 1e9}
+
+// minThroughputPull is the shortest pull whose throughput is recorded: a
+// shorter one found its layers present, and its size over its time would
+// say nothing of a registry.
+const minThroughputPull = time.Second
+
 // Label names. They are all bounded: a namespace, a phase, a container kind,
 // an outcome, a drop source and reason, an alert rule's name (AlertNames),
 // an image size bucket (ImageSizeBucket).
@@ -94,6 +104,7 @@ type Metrics struct {
 	readyToStart   metric.Float64Histogram
 	containerPhase metric.Float64Histogram
 	imagePull      metric.Float64Histogram
+	pullRate       metric.Float64Histogram
 	readyAgain     metric.Float64Histogram
 	starts         metric.Int64Counter
 	dropped        metric.Int64Counter
@@ -160,6 +171,12 @@ func NewMetrics(logger *slog.Logger) (*Metrics, error) {
 		m.imagePull, err = meter.Float64Histogram("readyline.image.pull.duration", metric.WithUnit("s"),
 			metric.WithDescription("Duration of each PullImage call of the kubelet during a pod start (the call alone: not its wait in the kubelet's serialized puller, which kubelet_image_pull_duration_seconds includes), by outcome (success, failure) and image_size_in_bytes (the kubelet's size buckets; N/A when the size is unknown)."),
 			metric.WithExplicitBucketBoundaries(ImagePullBuckets...))
+	}
+	if err == nil {
+		// readyline_image_pull_throughput_bytes_per_second
+		m.pullRate, err = meter.Float64Histogram("readyline.image.pull.throughput", metric.WithUnit("By/s"),
+			metric.WithDescription("The size of each image a PullImage call of the kubelet pulled during a pod start, over the call's duration: what the registry (or its mirror) gave the node, by image_size_in_bytes. Pulls shorter than a second (layers already present) and pulls of unknown size are not counted."),
+			metric.WithExplicitBucketBoundaries(PullThroughputBuckets...))
 	}
 	counter(&m.starts, "readyline.pod.starts", "Pod starts observed, by outcome.")
 	counter(&m.dropped, "readyline.events.dropped", "Events dropped before they reached a timeline or an export, by source and reason.")
@@ -308,6 +325,10 @@ func (m *Metrics) Record(tl *correlator.Timeline) {
 		if d, ok := between(ip.Call.Start, ip.Call.End); ok && now(ip.Call.End) {
 			m.imagePull.Record(traced, d.Seconds(), metric.WithAttributes(
 				attribute.String(LabelOutcome, pullOutcome(ip)), attribute.String(LabelImageSize, ImageSizeBucket(ip.Size))))
+			if !ip.Call.Err && ip.Size > 0 && d >= minThroughputPull {
+				m.pullRate.Record(traced, float64(ip.Size)/d.Seconds(), metric.WithAttributes(
+					attribute.String(LabelImageSize, ImageSizeBucket(ip.Size))))
+			}
 		}
 	}
 	for ci := range tl.Containers {

@@ -138,6 +138,12 @@ func TestImagePullMetric(t *testing.T) {
 			t.Errorf("%v: count %d sum %v, want 1 and %v", tc.labels, h.GetSampleCount(), h.GetSampleSum(), tc.sum)
 		}
 	}
+	// Throughput: the successful pull's 50 MB over 3.8 s; the failed one
+	// has none.
+	rate := series(t, mfs, "readyline_image_pull_throughput_bytes_per_second", map[string]string{LabelImageSize: "10MB-100MB"}).GetHistogram()
+	if rate.GetSampleCount() != 1 || !near(rate.GetSampleSum(), 50e6/3.8) {
+		t.Errorf("throughput: count %d sum %v, want 1 and %v", rate.GetSampleCount(), rate.GetSampleSum(), 50e6/3.8)
+	}
 	// The kubelet's bounds are all there, so the two histograms compare.
 	h := series(t, mfs, name, map[string]string{LabelOutcome: PullOutcomeSuccess, LabelImageSize: "10MB-100MB"}).GetHistogram()
 	bounds := map[float64]bool{}
