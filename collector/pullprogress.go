@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -122,8 +124,15 @@ func ingestDigest(s *contentapi.Status) string {
 }
 
 // labeled lists the committed blobs fetched from host/repo, by digest.
+// containerd's label names the registry by its host name alone, without
+// its port (docker.AppendDistributionSourceLabel: url.Hostname).
 func (r *PullProgressReader) labeled(ctx context.Context, host, repo string) (map[string]*contentapi.Info, error) {
-	filter := `labels."containerd.io/distribution.source.` + host + `"==` + strconv.Quote(repo)
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	// The label's value lists every repository the blob came from
+	// (comma-separated): a layer shared with another image has both.
+	filter := `labels."containerd.io/distribution.source.` + host + `"~=` + strconv.Quote(`(^|,)`+regexp.QuoteMeta(repo)+`(,|$)`)
 	stream, err := r.content.List(ctx, &contentapi.ListContentRequest{Filters: []string{filter}})
 	if err != nil {
 		return nil, fmt.Errorf("the runtime's content of %s/%s: %w", host, repo, err)

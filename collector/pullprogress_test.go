@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,12 +36,20 @@ func (f *fakeContent) ListStatuses(ctx context.Context, _ *contentapi.ListStatus
 
 func (f *fakeContent) List(req *contentapi.ListContentRequest, stream contentapi.Content_ListServer) error {
 	f.filters = append(f.filters, req.GetFilters()...)
-	// The one filter the reader sends: a label's value.
-	key, value, _ := strings.Cut(strings.TrimPrefix(req.GetFilters()[0], "labels."), "==")
-	key, value = strings.Trim(key, `"`), strings.Trim(value, `"`)
+	// The one filter the reader sends: a label's value, matched by a
+	// regular expression.
+	key, quoted, _ := strings.Cut(strings.TrimPrefix(req.GetFilters()[0], "labels."), "~=")
+	value, err := strconv.Unquote(quoted)
+	if err != nil {
+		return err
+	}
+	re, err := regexp.Compile(value)
+	if err != nil {
+		return err
+	}
 	var out []*contentapi.Info
 	for _, b := range f.blobs {
-		if b.GetLabels()[key] == value {
+		if v, ok := b.GetLabels()[strings.Trim(key, `"`)]; ok && re.MatchString(v) {
 			out = append(out, b)
 		}
 	}
@@ -81,12 +91,16 @@ func TestPullProgress(t *testing.T) {
 	manifest, _ := json.Marshal(map[string]any{"layers": []layer{
 		{Digest: "sha256:aaa", Size: 100e6}, {Digest: "sha256:bbb", Size: 150e6}, {Digest: "sha256:ccc", Size: 20e6}}})
 	old, _ := json.Marshal(map[string]any{"layers": []layer{{Digest: "sha256:old", Size: 5}}})
-	label := map[string]string{"containerd.io/distribution.source.127.0.0.1:5000": "app"}
+	// The registry's host without its port, as containerd labels it.
+	label := map[string]string{"containerd.io/distribution.source.127.0.0.1": "app"}
 	f := &fakeContent{
 		blobs: []*contentapi.Info{
 			{Digest: "sha256:man", Size: int64(len(manifest)), Labels: label, CreatedAt: at(time.Second), UpdatedAt: at(time.Second)},
-			{Digest: "sha256:aaa", Size: 100e6, Labels: label, CreatedAt: at(4 * time.Second), UpdatedAt: at(4 * time.Second)},
+			// A layer the node had from another image: both repositories.
+			{Digest: "sha256:aaa", Size: 100e6, Labels: map[string]string{"containerd.io/distribution.source.127.0.0.1": "base,app"},
+				CreatedAt: at(4 * time.Second), UpdatedAt: at(4 * time.Second)},
 			{Digest: "sha256:oldman", Size: int64(len(old)), Labels: label, CreatedAt: at(-time.Hour), UpdatedAt: at(-time.Hour)},
+			{Digest: "sha256:prefix", Size: 7, Labels: map[string]string{"containerd.io/distribution.source.127.0.0.1": "application"}, UpdatedAt: at(time.Second)},
 			{Digest: "sha256:other", Size: 7, Labels: map[string]string{"containerd.io/distribution.source.docker.io": "library/nginx"}, UpdatedAt: at(time.Second)},
 		},
 		bodies: map[string][]byte{"sha256:man": manifest, "sha256:oldman": old},
@@ -103,7 +117,7 @@ func TestPullProgress(t *testing.T) {
 	if p.Layers != 3 || p.LayersDone != 1 || p.InProgress != 1 || p.Bytes != 112e6 || p.Total != 270e6 || !p.LastByte.Equal(since.Add(9*time.Second)) {
 		t.Errorf("mid-pull: %+v; want 3 layers, 1 done, 1 in progress, 112/270 MB, last byte at 9 s", p)
 	}
-	if want := `labels."containerd.io/distribution.source.127.0.0.1:5000"=="app"`; len(f.filters) != 1 || f.filters[0] != want {
+	if want := `labels."containerd.io/distribution.source.127.0.0.1"~="(^|,)app(,|$)"`; len(f.filters) != 1 || f.filters[0] != want {
 		t.Errorf("filters %q, want %q", f.filters, want)
 	}
 	if len(f.ns) != 1 || f.ns[0] != "k8s.io" {

@@ -370,7 +370,9 @@ func pullProgress(p *event.PullProgress, start, asOf time.Time) string {
 	}
 	if p.Layers > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d layers", p.LayersDone, p.Layers))
-	} else if p.InProgress > 0 {
+	} else if p.InProgress == 1 {
+		parts = append(parts, "1 layer in progress")
+	} else if p.InProgress > 1 {
 		parts = append(parts, fmt.Sprintf("%d layers in progress", p.InProgress))
 	}
 	if secs := asOf.Sub(start).Seconds(); secs > 0 && p.Bytes > 0 {

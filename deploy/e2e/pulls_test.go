@@ -470,9 +470,22 @@ func TestPullBytesInFlight(t *testing.T) {
 		defer cancel()
 		removeImage(t, cctx, image)
 	})
-	ns, pod := startedPod(t, ctx, "throttled", onePodManifest("throttled", image, corev1.PullAlways), func(p *corev1.Pod) bool {
+	ns, rec := startPod(t, ctx, "throttled", onePodManifest("throttled", image, corev1.PullAlways))
+	ev, err := rec.WaitFor(ctx, func(p *corev1.Pod) bool {
 		return ConditionStatus(p, corev1.PodReadyToStartContainers) == corev1.ConditionTrue
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := ev.Pod
+	// The pull ends before the cleanups remove its image: one still in
+	// flight would land after, and keep the large layer on the node for
+	// the next test that wants it downloaded.
+	defer func() {
+		if _, err := rec.WaitFor(ctx, ConditionTrue(corev1.PodReady)); err != nil {
+			t.Errorf("the pod did not become Ready after its pull: %v", err)
+		}
+	}()
 	var seen []*event.PullProgress
 	var waiting string
 	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
