@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,8 +54,8 @@ type probeTarget struct {
 	offsets func(info *debug.BuildInfo, logger *slog.Logger) *criOffsets
 }
 
-// kubeletTarget is the kubelet's CRI client.
-var kubeletTarget = probeTarget{process: "kubelet", methods: criMethods, offsets: kubeletCRIOffsets}
+// kubeletTarget is the kubelet's CRI client, and its CSI client.
+var kubeletTarget = probeTarget{process: "kubelet", methods: slices.Concat(criMethods, kubeletCSIMethods), offsets: kubeletCRIOffsets}
 
 // kubeletCRIOffsets returns the field offsets for the kubelet's
 // k8s.io/cri-api when readyline knows its layout, nil (ids only, one Warn
@@ -134,6 +135,8 @@ type CRICallSource struct {
 	// Run's: the methods probed and the kubelet's tgid (in the initial PID
 	// namespace, as the kernel's records have it; 0 before its first call).
 	inFlight atomic.Pointer[inFlightView]
+	// csiNames joins the kubelet's CSI calls to their pod and volume.
+	csiNames csiNames
 
 	// ring reads the calls' ring buffer; the source tells its losses
 	// itself (Stats.Kernel).
@@ -272,6 +275,13 @@ func (s *CRICallSource) toEvent(r *GoCallRecord) event.Event {
 	}
 	c := &event.CRICall{Time: r.Start, End: r.End, Method: m.Method, Err: r.Err, PID: r.TGID}
 	m.fill(c, r)
+	if m.names {
+		s.csiNames.remember(r, c.PodUID, c.Volume)
+		return nil
+	}
+	if m.Method.IsCSI() {
+		s.csiNames.name(c, r)
+	}
 	if c.Cmd != nil {
 		c.Cmd = s.cfg.Argv.Argv(c.Cmd) // what the kubelet runs, and a pod spec holds: redacted here
 	}
@@ -308,8 +318,8 @@ func (s *CRICallSource) CallsInFlight() ([]*event.CRICall, error) {
 	var out []*event.CRICall
 	err := s.prog.CallsInFlight(func(key bpf.GoprobeCallKey, args []byte) {
 		m := view.methods[key.Func]
-		if m == nil || (view.tgid != 0 && key.Tgid != view.tgid) {
-			return // not probed now, or an earlier kubelet's
+		if m == nil || m.names || (view.tgid != 0 && key.Tgid != view.tgid) {
+			return // not probed now, or an earlier kubelet's; or not a call
 		}
 		r, err := DecodeGoCallEntry(key, args, clock)
 		if err != nil || r.Start.IsZero() || now.Sub(r.Start) > maxInFlightAge {
@@ -317,6 +327,9 @@ func (s *CRICallSource) CallsInFlight() ([]*event.CRICall, error) {
 		}
 		c := &event.CRICall{Time: r.Start, Method: m.Method, PID: r.TGID}
 		m.fill(c, &r)
+		if m.Method.IsCSI() {
+			s.csiNames.name(c, &r)
+		}
 		out = append(out, c)
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })

@@ -75,6 +75,9 @@ type criMethod struct {
 	spec func(o *criOffsets) bpf.GoprobeFuncSpec
 	// fill puts what was read into the event.
 	fill func(c *event.CRICall, r *GoCallRecord)
+	// names: the call is not reported; what it read names the pod and
+	// volume of the CSI calls after it on its goroutine (csiNames).
+	names bool
 }
 
 func noRegs() bpf.GoprobeFuncSpec {

@@ -80,7 +80,7 @@ func TestIntegrationKubeletVersions(t *testing.T) {
 			if e.err != nil || e.lookupErr != nil {
 				t.Fatalf("%v; lookup: %v", e.err, e.lookupErr)
 			}
-			for _, m := range criMethods {
+			for _, m := range kubeletTarget.methods {
 				if e.funcs[m.Symbol] == nil {
 					t.Errorf("%s not found", m.Symbol)
 				}

@@ -29,6 +29,18 @@ const (
 	CRIPullImage        CRIMethod = "runtime.v1.ImageService/PullImage"
 )
 
+// The kubelet's calls of a CSI node plugin (its CSI client is gRPC too,
+// probed the same way: collector/kubelet_csi.go), named like the CRI's:
+// the CSI spec's service, slash, method. They come as CRICalls with
+// Volume and Driver set.
+const (
+	CSINodeStageVolume   CRIMethod = "csi.v1.Node/NodeStageVolume"
+	CSINodePublishVolume CRIMethod = "csi.v1.Node/NodePublishVolume"
+)
+
+// IsCSI reports whether m is a call of a CSI plugin.
+func (m CRIMethod) IsCSI() bool { return strings.HasPrefix(string(m), "csi.") }
+
 // Short is the method's name without its service (RunPodSandbox), empty
 // when m names no service.
 func (m CRIMethod) Short() string {
@@ -40,8 +52,9 @@ func (m CRIMethod) Short() string {
 // copies at most 6 arguments of 63 bytes each (bpf/goprobe.bpf.c).
 const MaxExecSyncArg = 63
 
-// CRICall is one call of the kubelet's CRI client, timed in the kernel
-// (uprobes on the kubelet: entry and every return of the method).
+// CRICall is one call of the kubelet's CRI client (or of its CSI client:
+// Method.IsCSI), timed in the kernel (uprobes on the kubelet: entry and
+// every return of the method).
 type CRICall struct {
 	// Time is when the call began, End when it returned. Time is zero when
 	// the entry was not seen (the probe attached mid-call).
@@ -73,6 +86,11 @@ type CRICall struct {
 	// come, as its content store said when a question was asked
 	// (collector.PullProgressReader); nil when unknown.
 	Progress *PullProgress `json:"progress,omitempty"`
+	// Volume and Driver are, for a CSI call, the volume as the kubelet's
+	// volume spec names it (the PersistentVolume's name, for a volume
+	// from a claim) and the CSI driver's name.
+	Volume string `json:"volume,omitempty"`
+	Driver string `json:"driver,omitempty"`
 }
 
 // PullProgress is how far a pull in flight has come, from the runtime's

@@ -61,7 +61,7 @@ const (
 	// names and Secret references, never their values), and apart its
 	// envFrom sources.
 	MaxEnv = 256
-	// MaxVolumes bounds the Secret and projected volumes kept.
+	// MaxVolumes bounds the volumes kept.
 	MaxVolumes = 64
 	// MaxConditions bounds the status' conditions.
 	MaxConditions = 32
@@ -87,7 +87,8 @@ const CutAnnotation = "readyline.dev/cut"
 // creation and deletion timestamps and the annotations the correlator
 // reads (a mirror pod's, a traceparent); of the spec, the node name,
 // hostNetwork, readinessGates, the image volumes, the Secret and projected
-// volumes (what they take from where, for package secrets), and for each
+// volumes (what they take from where, for package secrets), the names of
+// claim, CSI and ephemeral volumes (with the claim, the driver), and for each
 // init and main container its name, image, command and args, restartPolicy,
 // ports, the names of its environment variables with their Secret
 // references (never a value) and its envFrom sources, and the handlers and
@@ -391,14 +392,39 @@ func stripEnv(env []corev1.EnvVar, from []corev1.EnvFromSource, cuts *cutCounts)
 	return outEnv, outFrom
 }
 
+// stripNamedVolume keeps of an image, claim, CSI or ephemeral volume what
+// names it, nil for other kinds.
+func stripNamedVolume(v *corev1.Volume) *corev1.Volume {
+	out := &corev1.Volume{Name: cut(v.Name, MaxNameBytes)}
+	src := &out.VolumeSource
+	if v.Image != nil {
+		src.Image = &corev1.ImageVolumeSource{Reference: cut(v.Image.Reference, MaxImageBytes)}
+	}
+	if v.PersistentVolumeClaim != nil {
+		src.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: cut(v.PersistentVolumeClaim.ClaimName, MaxNameBytes)}
+	}
+	if v.CSI != nil {
+		src.CSI = &corev1.CSIVolumeSource{Driver: cut(v.CSI.Driver, MaxNameBytes)}
+	}
+	if v.Ephemeral != nil {
+		src.Ephemeral = &corev1.EphemeralVolumeSource{}
+	}
+	if *src == (corev1.VolumeSource{}) {
+		return nil
+	}
+	return out
+}
+
 // stripVolume keeps a Secret volume (its Secret and the paths of its
 // items) and a projected volume (of each source, its kind and the paths it
-// writes), and nil for other kinds but image volumes (their reference).
+// writes), an image volume (its reference), a claim's (the claim's name)
+// and a CSI volume's (its driver; an ephemeral one, its name): what names
+// a volume the kubelet set up. Nil for other kinds.
 func stripVolume(v *corev1.Volume) *corev1.Volume {
+	if named := stripNamedVolume(v); named != nil {
+		return named
+	}
 	switch {
-	case v.Image != nil:
-		return &corev1.Volume{Name: cut(v.Name, MaxNameBytes),
-			VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: cut(v.Image.Reference, MaxImageBytes)}}}
 	case v.Secret != nil:
 		return &corev1.Volume{Name: cut(v.Name, MaxNameBytes), VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName: cut(v.Secret.SecretName, MaxNameBytes), Items: stripItems(v.Secret.Items)}}}

@@ -1,0 +1,150 @@
+package collector
+
+import (
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/readyline/readyline/bpf"
+	"github.com/readyline/readyline/collector/event"
+)
+
+// This file is readyline's knowledge of the kubelet's CSI client: the
+// calls its volume manager makes to a CSI node plugin while a pod waits
+// for its volumes, before the sandbox (operation_generator.go
+// GenerateMountVolumeFunc: MountDevice's NodeStageVolume, then SetUp's
+// NodePublishVolume). The same in kubelets 1.34-1.37.
+//
+// The CSI calls name a volume handle, not a pod: the pod and the volume's
+// name come from the CSI plugin's NewMounter(spec, pod), which the same
+// mount operation calls first, on the same goroutine.
+
+// csiPackage is the Go package of the kubelet's CSI volume plugin.
+const csiPackage = "k8s.io/kubernetes/pkg/volume/csi"
+
+// Offsets the CSI probes read at, in structs of the kubelet.
+var (
+	// The pod's UID in a *v1.Pod, and a PersistentVolume's name.
+	podUIDOffset = fieldOffset(corev1.Pod{}, "ObjectMeta") + fieldOffset(metav1.ObjectMeta{}, "UID")
+	pvNameOffset = fieldOffset(corev1.PersistentVolume{}, "ObjectMeta") + fieldOffset(metav1.ObjectMeta{}, "Name")
+)
+
+const (
+	// volumeSpecPV is the offset of PersistentVolume in the kubelet's
+	// volume.Spec (k8s.io/kubernetes pkg/volume/plugins.go: Volume
+	// *v1.Volume, then PersistentVolume *v1.PersistentVolume).
+	volumeSpecPV = 8
+	// csiClientDriverName is the offset of driverName (a string) in the
+	// kubelet's csiDriverClient (pkg/volume/csi/csi_client.go: the first
+	// field).
+	csiClientDriverName = 0
+)
+
+// csiCall is a method of the kubelet's csiDriverClient:
+// func (c *csiDriverClient) M(ctx, volID string, ...) error. The driver's
+// name is read through the receiver.
+func csiCall(m event.CRIMethod) criMethod {
+	return criMethod{
+		Method: m,
+		Symbol: csiPackage + ".(*csiDriverClient)." + m.Short(),
+		spec: func(*criOffsets) bpf.GoprobeFuncSpec {
+			s := noRegs()
+			s.Deref[0] = bpf.GoprobeDerefSpec{Reg: bpf.RAX, Kind: bpf.DerefString, Off1: csiClientDriverName}
+			s.RetErr = bpf.RAX // (c RAX, ctx RBX:RCX, volID RDI:RSI, ...) error RAX:RBX
+			return s
+		},
+		fill: func(c *event.CRICall, r *GoCallRecord) { c.Driver = r.Deref[0] },
+	}
+}
+
+// kubeletCSIMethods are the probed methods of the kubelet's CSI plugin,
+// after criMethods in a kubelet's table.
+var kubeletCSIMethods = []criMethod{
+	{
+		// (*csiPlugin).NewMounter(spec *volume.Spec, pod *v1.Pod) (volume.Mounter, error):
+		// not reported; it names the pod and volume of the CSI calls
+		// after it on its goroutine (csiNames).
+		Symbol: csiPackage + ".(*csiPlugin).NewMounter",
+		names:  true,
+		spec: func(*criOffsets) bpf.GoprobeFuncSpec {
+			s := noRegs()
+			s.Deref[0] = bpf.GoprobeDerefSpec{Reg: bpf.RCX, Kind: bpf.DerefString, Off1: uint32(podUIDOffset)}
+			s.Deref[1] = bpf.GoprobeDerefSpec{Reg: bpf.RBX, Kind: bpf.DerefPtrString, Off1: volumeSpecPV, Off2: uint32(pvNameOffset)}
+			return s
+		},
+		fill: func(c *event.CRICall, r *GoCallRecord) { c.PodUID, c.Volume = r.Deref[0], r.Deref[1] },
+	},
+	csiCall(event.CSINodeStageVolume),
+	csiCall(event.CSINodePublishVolume),
+}
+
+// csiNamesAge bounds how long after NewMounter a CSI call on its goroutine
+// is taken for that mount's: the operation waits for the volume's attach
+// (WaitForAttach, minutes) between them. A goroutine the Go runtime reused
+// for another mount names it again.
+const csiNamesAge = 30 * time.Minute
+
+// maxCSINames bounds the goroutines remembered.
+const maxCSINames = 4096
+
+// csiNames remembers, per goroutine of the kubelet, the pod and volume its
+// last NewMounter named. Safe for concurrent use (CallsInFlight reads it).
+type csiNames struct {
+	mu sync.Mutex
+	m  map[goroutineKey]namedMount
+}
+
+type goroutineKey struct {
+	tgid      uint32
+	goroutine uint64
+}
+
+type namedMount struct {
+	uid, volume string
+	at          time.Time
+}
+
+// remember keeps what a NewMounter call named.
+func (n *csiNames) remember(r *GoCallRecord, uid, volume string) {
+	if uid == "" {
+		return
+	}
+	at := r.Start
+	if at.IsZero() {
+		at = r.End
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.m == nil {
+		n.m = make(map[goroutineKey]namedMount)
+	}
+	if len(n.m) >= maxCSINames {
+		for k, v := range n.m {
+			if at.Sub(v.at) > csiNamesAge {
+				delete(n.m, k)
+			}
+		}
+		if len(n.m) >= maxCSINames {
+			clear(n.m) // a burst of mounts: names are lost, not memory
+		}
+	}
+	n.m[goroutineKey{r.TGID, r.Goroutine}] = namedMount{uid: uid, volume: volume, at: at}
+}
+
+// name fills c's pod and volume from the NewMounter its goroutine made
+// before it.
+func (n *csiNames) name(c *event.CRICall, r *GoCallRecord) {
+	start := r.Start
+	if start.IsZero() {
+		start = r.End
+	}
+	n.mu.Lock()
+	nm, ok := n.m[goroutineKey{r.TGID, r.Goroutine}]
+	n.mu.Unlock()
+	if !ok || start.Before(nm.at) || start.Sub(nm.at) > csiNamesAge {
+		return
+	}
+	c.PodUID, c.Volume = nm.uid, nm.volume
+}
