@@ -44,7 +44,7 @@ func (d *derivation) criticalPath(tl *Timeline) []Step {
 			if v := d.p.events.volumeWait(); v != "" {
 				kind, what = ShareWaitVolumes, v
 			}
-			cp.add(ph.Name, kind, what, ph.Start, ph.End)
+			volumeSteps(cp, tl.Volumes, kind, what, ph.Start, ph.End)
 		case PhaseSandboxReplaced:
 			cp.add(ph.Name, ShareSandboxReplaced, "", ph.Start, ph.End)
 		}

@@ -116,6 +116,7 @@ func (p *podState) timeline(ctx *deriveContext, end ending) *Timeline {
 	}
 	tl.Containers = d.containers(tl.Sandbox)
 	tl.ImagePulls = d.imagePulls(tl) // after the containers: who needed the image, and when
+	tl.Volumes = d.volumeSetups(tl)
 	tl.AmbiguousProbes = d.ambiguous
 	tl.Conditions = d.conditions(tl)
 	if tl.Outcome == OutcomeReady {

@@ -213,6 +213,11 @@ func randomStart(t *testing.T, r *rand.Rand, name string, podIdx int) *scenario 
 	if withGate {
 		spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: gate}}
 	}
+	withVolume := r.Intn(3) == 0
+	if withVolume {
+		spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
+	}
 	sc := newScenario(t, name, spec)
 	ids := 0
 	newID := func() string {
@@ -228,6 +233,22 @@ func randomStart(t *testing.T, r *rand.Rand, name string, podIdx int) *scenario 
 	}
 	sc.update(0.05)
 	now := 0.1 + delay(1)
+	if withVolume {
+		// The volume's CSI calls before the sandbox: a stage, a publish
+		// that sometimes fails first.
+		for _, m := range []event.CRIMethod{event.CSINodeStageVolume, event.CSINodePublishVolume} {
+			fail := m == event.CSINodePublishVolume && r.Intn(2) == 0
+			for {
+				end := now + delay(2)
+				sc.call(now, end, m, func(c *event.CRICall) { c.PodUID, c.Volume, c.Driver, c.Err = sc.uid, "pv-data", "csi.test", fail })
+				now = end + delay(0.5)
+				if !fail {
+					break
+				}
+				fail = false
+			}
+		}
+	}
 
 	// Sandboxes: sometimes one that dies with a container in it.
 	sbID := newID()

@@ -321,6 +321,9 @@ func (p *podState) waitingOn(tl *Timeline) string {
 // returned yet", and for a pull how far it came as of asOf:
 // "112/270 MB, 4 of 7 layers, 18 MB/s", or "no bytes for 45s".
 func (f InFlightCall) describe(ran time.Duration, asOf time.Time) string {
+	if f.isVolumeCall() {
+		return f.describeVolumeCall(ran)
+	}
 	s := f.Method.Short()
 	if f.Image != "" {
 		s += " " + f.Image

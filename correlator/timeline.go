@@ -140,6 +140,9 @@ type Timeline struct {
 	EventsUnread string           `json:"events_unread,omitempty"`
 	// Phases are the pod-level phases in order (see the Phase* names).
 	Phases []Phase `json:"phases"`
+	// Volumes are the volumes the kubelet set up through a CSI driver
+	// before the sandbox, each with its driver's calls.
+	Volumes []VolumeSetup `json:"volumes,omitempty"`
 	// ImagePulls are the images the kubelet pulled for this pod.
 	ImagePulls []ImagePull `json:"image_pulls,omitempty"`
 	// Sandbox is the pod sandbox (pause container and network) the final
@@ -318,6 +321,10 @@ type InFlightCall struct {
 	// Progress is a PullImage's, from the runtime's content store, when
 	// the question was asked (nil: unknown).
 	Progress *event.PullProgress `json:"progress,omitempty"`
+	// Volume and Driver are a CSI call's: the pod's volume (as
+	// VolumeSetup.Name) and the CSI driver.
+	Volume string `json:"volume,omitempty"`
+	Driver string `json:"driver,omitempty"`
 }
 
 // CRICall is one call of the kubelet's CRI client, timed in the kernel.

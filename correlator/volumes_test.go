@@ -1,0 +1,132 @@
+package correlator
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/readyline/readyline/collector/event"
+)
+
+// csiPod is a pod with a claim ("data", bound to PersistentVolume pv-1 of
+// driver csi.test) and a projected volume; it is seen at +0.1s.
+func csiPod(t testing.TB, name string) *scenario {
+	sc := newScenario(t, name, corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "app", Image: "busybox"}},
+		Volumes: []corev1.Volume{
+			{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-claim"}}},
+			{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{}}},
+		},
+	})
+	sc.cond(corev1.PodScheduled, 0)
+	sc.cond(corev1.PodInitialized, 0.05)
+	sc.update(0.1)
+	return sc
+}
+
+// csiCall emits a call of the pod's volume's CSI driver.
+func (sc *scenario) csiCall(start, end float64, m event.CRIMethod, err bool) {
+	uid := sc.uid
+	sc.call(start, end, m, func(c *event.CRICall) { c.PodUID, c.Volume, c.Driver, c.Err = uid, "pv-1", "csi.test", err })
+}
+
+// TestVolumeSetupBeforeTheSandbox: a volume's CSI calls are its setup, in
+// the wait before the sandbox; the critical path and the breakdown give
+// them their time, named by the pod's volume, the step and the driver, and
+// the breakdown still sums to the start.
+func TestVolumeSetupBeforeTheSandbox(t *testing.T) {
+	sc := csiPod(t, "csi")
+	sc.csiCall(0.3, 5.3, event.CSINodeStageVolume, false)
+	sc.csiCall(5.31, 5.8, event.CSINodePublishVolume, true) // fails once
+	sc.csiCall(6.3, 7.3, event.CSINodePublishVolume, false)
+	uid, sb := sc.uid, sc.sandboxOf()
+	sc.call(7.5, 8.0, event.CRIRunPodSandbox, func(c *event.CRICall) { c.PodUID, c.PodSandboxID = uid, sb })
+	sc.runtime(8.01, sb, "", 0, 7.9, 0, 0, 0)
+	sc.cond(corev1.PodReadyToStartContainers, 8.05)
+	sc.update(8.05)
+	sc.startContainer(8.1, "app")
+	sc.ready(8.5)
+	tl := sc.run(Config{})
+
+	if len(tl.Volumes) != 1 {
+		t.Fatalf("volumes %+v, want data's", tl.Volumes)
+	}
+	v := tl.Volumes[0]
+	if v.Name != "data" || v.Source != "pv-1" || v.Driver != "csi.test" || len(v.Calls) != 3 || !v.Calls[1].Err {
+		t.Errorf("volume %+v, want data (pv-1, csi.test) with its 3 calls, the second failed", v)
+	}
+	var whats []string
+	var volumeTime time.Duration
+	for _, st := range tl.CriticalPath {
+		if st.Kind == ShareWaitVolumes {
+			whats = append(whats, st.What)
+			volumeTime += st.End.Sub(st.Start)
+			if st.Name != VolumeStepName("data") {
+				t.Errorf("step %q, want %q", st.Name, VolumeStepName("data"))
+			}
+		}
+	}
+	want := []string{
+		"volume data: NodeStageVolume 5.0s (csi.test)",
+		"volume data: NodePublishVolume 490ms failed (csi.test)",
+		"volume data: NodePublishVolume 1.0s (csi.test)",
+	}
+	if strings.Join(whats, "|") != strings.Join(want, "|") {
+		t.Errorf("volume steps %q, want %q", whats, want)
+	}
+	approx(t, "time in volume calls", volumeTime, 6490*time.Millisecond)
+	var sum time.Duration
+	for _, s := range tl.Breakdown {
+		sum += s.Duration
+		if s.Kind == ShareWaitVolumes {
+			approx(t, "breakdown's wait.volumes", s.Duration, 6490*time.Millisecond)
+		}
+	}
+	approx(t, "breakdown's sum", sum, tl.End.Sub(tl.Start))
+}
+
+// TestVolumeCallInFlight: a CSI call in flight is what the start waits on,
+// in the driver's words: the pod's volume, the step, how long so far.
+func TestVolumeCallInFlight(t *testing.T) {
+	sc := csiPod(t, "csi-in-flight")
+	sc.ticks(1, 10)
+	stage := &event.CRICall{Time: at(0.3), Method: event.CSINodeStageVolume, PodUID: sc.uid, Volume: "pv-1", Driver: "csi.test"}
+	tl := snapshotAt(t, sc, 6.5, stage)
+	want := "volume data: NodeStageVolume 5.7s so far (csi.test)" // as of the last tick, +6s
+	if !strings.HasPrefix(tl.Waiting, want) {
+		t.Errorf("waiting %q, want it to begin %q", tl.Waiting, want)
+	}
+	if len(tl.InFlight) != 1 || tl.InFlight[0].Volume != "data" || tl.InFlight[0].Driver != "csi.test" {
+		t.Errorf("in flight %+v, want the stage of data", tl.InFlight)
+	}
+}
+
+// TestPodVolumeName: the pod's name of a volume the kubelet names by its
+// PersistentVolume (one claim: that claim's volume; several: the
+// PersistentVolume's name) or inline (the CSI volume of the driver).
+func TestPodVolumeName(t *testing.T) {
+	claim := func(name string) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}}
+	}
+	inline := func(name, driver string) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: driver}}}
+	}
+	pod := func(vs ...corev1.Volume) *corev1.Pod { return &corev1.Pod{Spec: corev1.PodSpec{Volumes: vs}} }
+	for _, tc := range []struct {
+		pod            *corev1.Pod
+		source, driver string
+		want           string
+	}{
+		{pod(claim("data")), "pv-1", "d", "data"},
+		{pod(claim("a"), claim("b")), "pv-1", "d", "pv-1"},
+		{pod(inline("cache", "d"), claim("a")), "", "d", "cache"},
+		{pod(inline("x", "d"), inline("y", "d")), "", "d", ""},
+		{pod(inline("x", "other")), "", "d", ""},
+	} {
+		if got := podVolumeName(tc.pod, tc.source, tc.driver); got != tc.want {
+			t.Errorf("podVolumeName(%v, %q, %q) = %q, want %q", tc.pod.Spec.Volumes, tc.source, tc.driver, got, tc.want)
+		}
+	}
+}
