@@ -257,10 +257,14 @@ func sandboxBreakdown(tl *correlator.Timeline, start, end time.Time) string {
 	var parts []string
 	if d, ok := phaseDuration(tl, correlator.PhaseWaitSandbox); ok {
 		wait := "waiting before the sandbox " + fmtDuration(d)
+		var volumes []string // the volumes' steps, the kubelet's FailedMount
 		for _, st := range tl.CriticalPath {
-			if st.Kind == correlator.ShareWaitVolumes && st.What != "" {
-				wait += " (" + st.What + ")" // the kubelet's FailedMount
+			if st.Kind == correlator.ShareWaitVolumes && st.What != "" && !slices.Contains(volumes, st.What) {
+				volumes = append(volumes, st.What)
 			}
+		}
+		if len(volumes) > 0 {
+			wait += " (" + strings.Join(volumes, "; ") + ")"
 		}
 		parts = append(parts, wait)
 	}

@@ -190,6 +190,8 @@ func (wc *waterfallChart) collect() {
 		wc.emit(wrow{kind: rowPhase, label: p.Name, name: p.Name, start: p.Start, end: end, took: dur, open: open,
 			style: styleFull, detail: phaseSource(p.Source)})
 		switch p.Name {
+		case correlator.PhaseWaitSandbox:
+			wc.volumes()
 		case correlator.PhaseSandboxReplaced:
 			wc.earlierSandboxes()
 			earlierDone = true
@@ -334,6 +336,33 @@ func (wc *waterfallChart) pause() {
 	}
 }
 
+// volumes draws the calls of the volumes' CSI drivers, inside the wait
+// before the sandbox.
+func (wc *waterfallChart) volumes() {
+	for _, v := range wc.tl.Volumes {
+		for _, call := range v.Calls {
+			if call.Start.IsZero() || call.End.IsZero() {
+				continue
+			}
+			method := call.Method.Short()
+			label := "volume " + v.Name + " " + method
+			if call.Err {
+				label += " ✗"
+			}
+			wc.emit(wrow{kind: rowCall, depth: 1, label: label, name: correlator.VolumeStepName(v.Name), start: call.Start, end: call.End,
+				took: fmtSeconds(call.End.Sub(call.Start)), style: styleFull, failed: call.Err, detail: withDriver(string(call.Method), v.Driver)})
+		}
+	}
+}
+
+// withDriver is "csi.v1.Node/NodeStageVolume (csi.example.dev)".
+func withDriver(s, driver string) string {
+	if driver == "" {
+		return s
+	}
+	return s + " (" + driver + ")"
+}
+
 // containerStepName is how the critical path names a container's step:
 // "init/init-regular".
 func containerStepName(c *correlator.Container) string {
@@ -449,6 +478,8 @@ func (wc *waterfallChart) inFlight() {
 		label := method + " (in flight)"
 		detail := string(f.Method)
 		switch {
+		case f.Volume != "":
+			label, detail = "volume "+f.Volume+" "+method+" (in flight)", withDriver(detail, f.Driver)
 		case f.Image != "":
 			label, detail = method+" "+f.Image+" (in flight)", detail+" "+f.Image
 			if p := f.ProgressText(tl.AsOf); p != "" {
