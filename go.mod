@@ -4,6 +4,9 @@ go 1.26.0
 
 require (
 	github.com/cilium/ebpf v0.22.0
+	// deploy/csi, the tests' CSI driver: the commit kubernetes v1.37.2 pins
+	// (no tagged release of the spec is in the env's package lists).
+	github.com/container-storage-interface/spec v1.12.1-0.20260720052920-cd9e7ad1ae09
 	github.com/containerd/containerd/api v1.9.0
 	github.com/go-logr/logr v1.4.4
 	github.com/google/btree v1.1.3
@@ -36,6 +39,7 @@ require (
 	k8s.io/cri-api v0.37.2
 	k8s.io/klog/v2 v2.140.0
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad
+	k8s.io/kubelet v0.37.2
 	k8s.io/streaming v0.37.2
 	sigs.k8s.io/yaml v1.6.0
 )

@@ -1,0 +1,266 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/readyline/readyline/collector/event"
+	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/deploy/csi"
+	"github.com/readyline/readyline/exporter"
+)
+
+// csiDriverName is the test CSI driver's name (deploy/csi).
+const csiDriverName = "csi.readyline.test"
+
+// startCSIDriver serves deploy/csi's driver to the node's kubelet from
+// this process until the test's cleanups: it is registered through the
+// kubelet's plugin registration socket (it waits for the kubelet to say
+// it registered it), with a CSIDriver object that needs no attach. Cleanups
+// registered after this one run first: a test deletes its pods, which the
+// kubelet cannot finish without the driver, before the driver stops.
+func startCSIDriver(t *testing.T, ctx context.Context) *csi.Driver {
+	t.Helper()
+	attach := false
+	_, err := env.Client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{
+		ObjectMeta: metav1.ObjectMeta{Name: csiDriverName},
+		Spec:       storagev1.CSIDriverSpec{AttachRequired: &attach},
+	}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	d := &csi.Driver{Name: csiDriverName, NodeID: env.NodeName}
+	if err := d.Serve(filepath.Join(env.NodeDir, "kubelet")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Stop)
+	select {
+	case <-d.Registered():
+	case <-time.After(time.Minute):
+		t.Fatalf("the kubelet did not register %s within a minute", csiDriverName)
+	}
+	return d
+}
+
+// csiClaim creates a PersistentVolume of the test driver with attrs and a
+// claim in ns bound to it; the volume is deleted after the test's pods.
+func csiClaim(t *testing.T, ctx context.Context, ns, claim string, attrs map[string]string) string {
+	t.Helper()
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + claim},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver: csiDriverName, VolumeHandle: "vol-" + ns + "-" + claim, VolumeAttributes: attrs}}, // waitUnstaged's
+		},
+	}
+	if _, err := env.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cctx, cancel := suiteContext(time.Minute)
+		defer cancel()
+		if err := env.Client.CoreV1().PersistentVolumes().Delete(cctx, pv.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting volume %s: %v", pv.Name, err)
+		}
+	})
+	empty := ""
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: claim},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: &empty,
+			VolumeName:       pv.Name,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	if _, err := env.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return pv.Name
+}
+
+// waitUnstaged waits, in a cleanup that runs after the ones registered
+// later (the pod's deletion), for the kubelet to unstage the volume of
+// PersistentVolume pv (its handle is csiClaim's): a driver stopped before
+// leaves the kubelet retrying it.
+func waitUnstaged(t *testing.T, d *csi.Driver, pv string) {
+	t.Cleanup(func() {
+		handle := "vol-" + pv
+		deadline := time.Now().Add(time.Minute)
+		for !slices.ContainsFunc(d.Calls(), func(c csi.Call) bool { return c.Method == "NodeUnstageVolume" && c.VolumeID == handle }) {
+			if time.Now().After(deadline) {
+				t.Errorf("the kubelet did not unstage %s within a minute of its pod's deletion", handle)
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	})
+}
+
+// deletePodAndWait deletes ns/name in a cleanup, before the ones
+// registered earlier run (the CSI driver's stop), and waits for it to be
+// gone: the kubelet removes a pod only once its volumes are unpublished.
+func deletePodAndWait(t *testing.T, ns, name string) {
+	t.Cleanup(func() {
+		ctx, cancel := suiteContext(2 * time.Minute)
+		defer cancel()
+		grace := int64(0)
+		err := env.Client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		err = wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			_, err := env.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		if err != nil {
+			t.Errorf("pod %s/%s not gone within 2 minutes of its deletion: %v", ns, name, err)
+		}
+	})
+}
+
+// TestVolumeStageInFlight: a pod whose claim's CSI driver stages the
+// volume for 5 s and publishes it in 1 s is told, while it waits, by the
+// volume and the step in flight ("volume data: NodeStageVolume 2.1s so far
+// (csi.readyline.test)"), in the API and in explain; once Ready, its
+// timeline has the two calls as the kubelet made them (bounding the
+// driver's own stamps), the critical path and the breakdown give the wait
+// to them, and the trace has the volume's span with its calls.
+func TestVolumeStageInFlight(t *testing.T) {
+	t.Parallel()
+	d := readyline(t)
+	ctx := testContext(t, 4*time.Minute)
+	driver := startCSIDriver(t, ctx)
+	ns := newNamespace(t)
+	const name = "staged"
+	pvName := csiClaim(t, ctx, ns, "data-claim", map[string]string{csi.AttrStageDelay: "5s", csi.AttrPublishDelay: "1s"})
+	rec := recordPod(t, ns, name)
+	waitUnstaged(t, driver, pvName)
+	deletePodAndWait(t, ns, name)
+	if _, err := env.Apply(ctx, ns, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: %s
+    imagePullPolicy: Never
+    %s
+    volumeMounts: [{name: data, mountPath: /data}]
+  volumes:
+  - name: data
+    persistentVolumeClaim: {claimName: data-claim}
+`, name, localImage, sleepForever))); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := rec.WaitFor(ctx, func(*corev1.Pod) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := string(ev.Pod.UID)
+
+	// While the driver stages: the daemon says so.
+	inFlight := regexp.MustCompile(`volume data: NodeStageVolume \d+(\.\d+)?m?s so far \(` + regexp.QuoteMeta(csiDriverName) + `\)`)
+	var waiting, text string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+		var tl *correlator.Timeline
+		tl, text = askWhileStarting(t, ctx, d, ns, name, uid)
+		waiting = tl.Waiting
+		if inFlight.MatchString(waiting) {
+			break
+		}
+	}
+	if !inFlight.MatchString(waiting) || !inFlight.MatchString(text) {
+		t.Errorf("while the volume was staged, waiting %q and explain\n%s\nwant %q in both", waiting, text, inFlight)
+	}
+	if !strings.Contains(text, "volume data NodeStageVolume (in") { // the label may be cut
+		t.Errorf("explain's waterfall has no open bar of the stage:\n%s", text)
+	}
+
+	if _, err := rec.WaitFor(ctx, ConditionTrue(corev1.PodReady)); err != nil {
+		t.Fatal(err)
+	}
+	tl, err := d.Timeline(ctx, ns, name, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tl.Volumes) != 1 || tl.Volumes[0].Name != "data" || tl.Volumes[0].Source != pvName || tl.Volumes[0].Driver != csiDriverName {
+		t.Fatalf("volumes %+v, want data (%s, %s)", tl.Volumes, pvName, csiDriverName)
+	}
+	calls := tl.Volumes[0].Calls
+	served := driver.Calls()
+	methods := []event.CRIMethod{event.CSINodeStageVolume, event.CSINodePublishVolume}
+	if len(calls) != 2 || calls[0].Method != methods[0] || calls[1].Method != methods[1] {
+		t.Fatalf("the volume's calls %+v, want NodeStageVolume then NodePublishVolume", calls)
+	}
+	// The kubelet's call (the uprobe's stamps, at its client's entry and
+	// return) encloses the driver's handling of it (the driver's stamps).
+	const slack = 5 * time.Millisecond
+	for i, c := range calls {
+		j := slices.IndexFunc(served, func(s csi.Call) bool { return s.Method == c.Method.Short() })
+		if j < 0 {
+			t.Errorf("the driver served no %s: %+v", c.Method.Short(), served)
+			continue
+		}
+		s := served[j]
+		t.Logf("%s: readyline %v (kubelet's call), driver %v; began %v before the driver, ended %v after",
+			c.Method.Short(), c.End.Sub(c.Start).Round(time.Millisecond), s.End.Sub(s.Start).Round(time.Millisecond),
+			s.Start.Sub(c.Start).Round(10*time.Microsecond), c.End.Sub(s.End).Round(10*time.Microsecond))
+		if c.Start.After(s.Start.Add(slack)) || c.End.Before(s.End.Add(-slack)) {
+			t.Errorf("call %d %s [%v, %v] does not enclose the driver's [%v, %v]", i, c.Method, c.Start, c.End, s.Start, s.End)
+		}
+	}
+	stage := regexp.MustCompile(`^volume data: NodeStageVolume 5\.\ds \(` + regexp.QuoteMeta(csiDriverName) + `\)$`)
+	var steps []string
+	found := false
+	for _, st := range tl.CriticalPath {
+		if st.Kind == correlator.ShareWaitVolumes {
+			steps = append(steps, st.What)
+			found = found || stage.MatchString(st.What)
+		}
+	}
+	if !found {
+		t.Errorf("the critical path's volume steps %q: want one matching %s", steps, stage)
+	}
+	var volumes time.Duration
+	for _, s := range tl.Breakdown {
+		if s.Kind == correlator.ShareWaitVolumes {
+			volumes = s.Duration
+		}
+	}
+	if volumes < 6*time.Second || volumes > 7*time.Second {
+		t.Errorf("where the time went: %v waiting for volumes, want the 6 s of the two calls: %+v", volumes, tl.Breakdown)
+	}
+
+	tr, err := WaitForTrace(ctx, JaegerQueryURL, TraceIDFromPodUID(uid), 5, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, ok := tr.SpanByName(exporter.SpanVolumeSetup)
+	if !ok || tagString(vs, "k8s.volume.name") != "data" || tagString(vs, string(exporter.AttrVolumeCSIDriver)) != csiDriverName {
+		t.Errorf("trace %s: volume.setup span %v (k8s.volume.name %q, driver %q), want data's", tr.TraceID, ok,
+			tagString(vs, "k8s.volume.name"), tagString(vs, string(exporter.AttrVolumeCSIDriver)))
+	}
+	if _, ok := tr.SpanByName(string(event.CSINodeStageVolume)); !ok {
+		t.Errorf("trace %s has no %s span", tr.TraceID, event.CSINodeStageVolume)
+	}
+}
