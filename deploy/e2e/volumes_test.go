@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -155,21 +154,13 @@ func TestVolumeStageInFlight(t *testing.T) {
 	rec := recordPod(t, ns, name)
 	waitUnstaged(t, driver, pvName)
 	deletePodAndWait(t, ns, name)
-	if _, err := env.Apply(ctx, ns, []byte(fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata: {name: %s}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: app
-    image: %s
-    imagePullPolicy: Never
-    %s
-    volumeMounts: [{name: data, mountPath: /data}]
+	// onePodManifest's container, with the claim mounted.
+	manifest := onePodManifest(name, localImage, corev1.PullNever) + `    volumeMounts: [{name: data, mountPath: /data}]
   volumes:
   - name: data
     persistentVolumeClaim: {claimName: data-claim}
-`, name, localImage, sleepForever))); err != nil {
+`
+	if _, err := env.Apply(ctx, ns, []byte(manifest)); err != nil {
 		t.Fatal(err)
 	}
 	ev, err := rec.WaitFor(ctx, func(*corev1.Pod) bool { return true })
