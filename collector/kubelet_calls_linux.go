@@ -282,6 +282,9 @@ func (s *CRICallSource) toEvent(r *GoCallRecord) event.Event {
 	if m.Method.IsCSI() {
 		s.csiNames.name(c, r)
 	}
+	if m.Method.IsVolume() && c.PodUID == "" {
+		return nil // a pod's volume no one can tell (or emptyDir setting up another plugin's directory)
+	}
 	if c.Cmd != nil {
 		c.Cmd = s.cfg.Argv.Argv(c.Cmd) // what the kubelet runs, and a pod spec holds: redacted here
 	}
@@ -329,6 +332,9 @@ func (s *CRICallSource) CallsInFlight() ([]*event.CRICall, error) {
 		m.fill(c, &r)
 		if m.Method.IsCSI() {
 			s.csiNames.name(c, &r)
+		}
+		if m.Method.IsVolume() && c.PodUID == "" {
+			return
 		}
 		out = append(out, c)
 	})

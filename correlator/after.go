@@ -381,6 +381,9 @@ func (a *afterState) exitNoted(name string) bool {
 func (a *afterState) record(ev event.Event) {
 	switch e := ev.(type) {
 	case *event.CRICall:
+		if e.Method.IsVolume() {
+			return // a Secret's or configMap's volume set up again: nothing of the pod's life
+		}
 		if e.ContainerID != "" && e.ContainerName != "" {
 			a.names[e.ContainerID] = e.ContainerName
 		}

@@ -86,8 +86,11 @@ func (c *Correlator) inFlightOf(p *podState, calls []*event.CRICall) []InFlightC
 			continue
 		}
 		f := InFlightCall{Method: call.Method, Start: call.Time, Container: call.ContainerName, Image: call.Image, Progress: call.Progress}
-		if call.Method.IsCSI() {
+		switch {
+		case call.Method.IsCSI():
 			f.Volume, f.Driver = podVolumeName(p.pod, call.Volume, call.Driver), call.Driver
+		case call.Method.IsVolume():
+			f.Volume, f.Driver = call.Volume, call.Driver
 		}
 		if f.Container == "" && call.ContainerID != "" {
 			f.Container = p.names[call.ContainerID].name

@@ -1,16 +1,20 @@
 package correlator
 
 import (
+	"slices"
 	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/readyline/readyline/collector/event"
 )
 
 // VolumeSetup is what the kubelet did to set up one of the pod's volumes
 // before its sandbox, as far as readyline sees it: its calls of the
-// volume's CSI node plugin (NodeStageVolume, then NodePublishVolume),
-// failed ones and retries included. The kubelet creates the sandbox only
+// volume's CSI node plugin (NodeStageVolume, then NodePublishVolume), or
+// an in-tree plugin's SetUp (a configMap's files written), failed ones and
+// retries included. The kubelet creates the sandbox only
 // once every volume is set up (kubelet.go SyncPod: WaitForAttachAndMount),
 // so these calls are what a slow PodReadyToStartContainers waited on.
 type VolumeSetup struct {
@@ -20,19 +24,27 @@ type VolumeSetup struct {
 	// Source is the volume as the kubelet's volume spec names it: the
 	// PersistentVolume bound to the claim, empty for an inline volume.
 	Source string `json:"source,omitempty"`
-	// Driver is the CSI driver.
+	// Driver is the CSI driver, or the in-tree volume plugin
+	// (kubernetes.io/configmap).
 	Driver string    `json:"driver,omitempty"`
 	Calls  []CRICall `json:"calls"`
 }
 
-// volumeSetups are the pod's volumes that the kubelet set up through a
-// CSI driver during the start (calls that began before its End), in the
-// order of their first call.
+// volumeSetups are the pod's volumes that the kubelet set up during the
+// start, before its first sandbox (the kubelet sets a Secret's or a
+// configMap's volume up again at each sync of the pod: those are not its
+// start), in the order of their first call.
 func (d *derivation) volumeSetups(tl *Timeline) []VolumeSetup {
+	before := tl.End
+	for _, c := range d.p.calls {
+		if c.Method == event.CRIRunPodSandbox && !c.Time.IsZero() && (before.IsZero() || c.Time.Before(before)) {
+			before = c.Time
+		}
+	}
 	var out []VolumeSetup
 	index := map[[2]string]int{}
 	for _, c := range d.p.calls {
-		if !c.Method.IsCSI() || (!tl.End.IsZero() && c.Time.After(tl.End)) {
+		if !c.Method.IsVolume() || c.Time.IsZero() || (!before.IsZero() && c.Time.After(before)) {
 			continue
 		}
 		key := [2]string{c.Volume, c.Driver}
@@ -40,7 +52,11 @@ func (d *derivation) volumeSetups(tl *Timeline) []VolumeSetup {
 		if !ok {
 			i = len(out)
 			index[key] = i
-			out = append(out, VolumeSetup{Name: podVolumeName(d.p.pod, c.Volume, c.Driver), Source: c.Volume, Driver: c.Driver})
+			v := VolumeSetup{Name: c.Volume, Driver: c.Driver}
+			if c.Method.IsCSI() {
+				v.Name, v.Source = podVolumeName(d.p.pod, c.Volume, c.Driver), c.Volume
+			}
+			out = append(out, v)
 		}
 		out[i].Calls = append(out[i].Calls, *criCall(c))
 	}
@@ -74,16 +90,41 @@ func podVolumeName(pod *corev1.Pod, source, driver string) string {
 func VolumeStepName(volume string) string { return "volume/" + volume }
 
 // volumeSteps are the critical path's steps of the wait before the sandbox
-// [start, end]: each CSI call of a volume inside it (what it did, how
-// long, by which driver), and the wait around them.
+// [start, end]: the volumes' calls that held it (criticalVolumeCalls),
+// each named by what it did, how long and by which driver, and the wait
+// around them.
 func volumeSteps(cp *pathBuilder, volumes []VolumeSetup, kind ShareKind, what string, start, end time.Time) {
 	at := start
-	for _, st := range volumeCallsIn(volumes, start, end) {
+	for _, st := range criticalVolumeCalls(volumeCallsIn(volumes, start, end), end) {
 		cp.add(PhaseWaitSandbox, kind, what, at, st.call.Start)
 		cp.add(VolumeStepName(st.volume.Name), ShareWaitVolumes, st.describe(), st.call.Start, st.call.End)
-		at = latest(at, st.call.End)
+		at = st.call.End
 	}
 	cp.add(PhaseWaitSandbox, kind, what, at, end)
+}
+
+// criticalVolumeCalls is the chain of calls that held the wait ending at
+// end: the volume manager sets the pod's volumes up in parallel (an
+// operation each), and the sandbox waits for the last: the call that
+// ended last, then the one that ended last before it began, and so on.
+func criticalVolumeCalls(calls []volumeCall, end time.Time) []volumeCall {
+	var chain []volumeCall
+	limit := end
+	for {
+		best := -1
+		for i, c := range calls {
+			if !c.call.End.After(limit) && (best < 0 || c.call.End.After(calls[best].call.End)) {
+				best = i
+			}
+		}
+		if best < 0 || (len(chain) > 0 && !calls[best].call.End.Before(chain[len(chain)-1].call.End)) {
+			break
+		}
+		chain = append(chain, calls[best])
+		limit = calls[best].call.Start
+	}
+	slices.Reverse(chain)
+	return chain
 }
 
 // volumeCall is one call of a volume's setup.
@@ -130,5 +171,5 @@ func (f InFlightCall) describeVolumeCall(ran time.Duration) string {
 	return s
 }
 
-// isVolumeCall: f is a call of a volume's CSI driver.
-func (f InFlightCall) isVolumeCall() bool { return f.Method.IsCSI() }
+// isVolumeCall: f is a step of a volume's setup.
+func (f InFlightCall) isVolumeCall() bool { return f.Method.IsVolume() }

@@ -1,6 +1,7 @@
 package correlator
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -128,5 +129,57 @@ func TestPodVolumeName(t *testing.T) {
 		if got := podVolumeName(tc.pod, tc.source, tc.driver); got != tc.want {
 			t.Errorf("podVolumeName(%v, %q, %q) = %q, want %q", tc.pod.Spec.Volumes, tc.source, tc.driver, got, tc.want)
 		}
+	}
+}
+
+// TestVolumesInParallel: the volume manager sets volumes up in parallel;
+// the critical path takes the chain that held the sandbox (the setup that
+// ended last, and what ended last before it began), an in-tree volume is
+// named by its own name and plugin, and the Secret's setup again after the
+// sandbox (at each sync of the pod) is not part of the start's volumes.
+func TestVolumesInParallel(t *testing.T) {
+	sc := csiPod(t, "parallel")
+	uid := sc.uid
+	setUp := func(start, end float64, volume, plugin string) {
+		sc.call(start, end, event.VolumeSetUp, func(c *event.CRICall) { c.PodUID, c.Volume, c.Driver = uid, volume, plugin })
+	}
+	for i := range 10 {
+		setUp(0.20+0.01*float64(i), 0.25+0.01*float64(i), fmt.Sprintf("cfg-%d", i), "kubernetes.io/configmap")
+	}
+	setUp(0.2, 0.3, "kube-api-access", "kubernetes.io/projected")
+	sc.csiCall(0.3, 2.3, event.CSINodeStageVolume, false)
+	setUp(0.4, 2.0, "slow-secret", "kubernetes.io/secret") // inside the stage: not on the path
+	sc.csiCall(2.3, 2.8, event.CSINodePublishVolume, false)
+	sb := sc.sandboxOf()
+	sc.call(3.0, 3.5, event.CRIRunPodSandbox, func(c *event.CRICall) { c.PodUID, c.PodSandboxID = uid, sb })
+	sc.runtime(3.51, sb, "", 0, 3.4, 0, 0, 0)
+	sc.cond(corev1.PodReadyToStartContainers, 3.55)
+	sc.update(3.55)
+	setUp(3.6, 3.65, "slow-secret", "kubernetes.io/secret") // the next sync's
+	sc.startContainer(3.7, "app")
+	sc.ready(4.0)
+	tl := sc.run(Config{})
+
+	if len(tl.Volumes) != 13 {
+		t.Fatalf("%d volumes, want 13: %+v", len(tl.Volumes), tl.Volumes)
+	}
+	for _, v := range tl.Volumes {
+		if v.Name == "slow-secret" && (v.Driver != "kubernetes.io/secret" || len(v.Calls) != 1 || v.Source != "") {
+			t.Errorf("slow-secret %+v, want its one setup before the sandbox", v)
+		}
+	}
+	var whats []string
+	for _, st := range tl.CriticalPath {
+		if st.Kind == ShareWaitVolumes {
+			whats = append(whats, st.What)
+		}
+	}
+	want := []string{
+		"volume kube-api-access: SetUp 100ms (kubernetes.io/projected)",
+		"volume data: NodeStageVolume 2.0s (csi.test)",
+		"volume data: NodePublishVolume 500ms (csi.test)",
+	}
+	if strings.Join(whats, "|") != strings.Join(want, "|") {
+		t.Errorf("volume steps %q, want %q", whats, want)
 	}
 }

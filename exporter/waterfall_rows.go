@@ -336,12 +336,22 @@ func (wc *waterfallChart) pause() {
 	}
 }
 
-// volumes draws the calls of the volumes' CSI drivers, inside the wait
-// before the sandbox.
+// quickVolumeCall is how long a volume's setup step may take and still be
+// left out of the waterfall (counted in one row): every pod has its
+// service account token's projected volume, set up in milliseconds.
+const quickVolumeCall = 100 * time.Millisecond
+
+// volumes draws the steps of the volumes' setups, inside the wait before
+// the sandbox: those that took time or failed; the others are counted.
 func (wc *waterfallChart) volumes() {
+	quick := 0
 	for _, v := range wc.tl.Volumes {
 		for _, call := range v.Calls {
 			if call.Start.IsZero() || call.End.IsZero() {
+				continue
+			}
+			if call.End.Sub(call.Start) < quickVolumeCall && !call.Err {
+				quick++
 				continue
 			}
 			method := call.Method.Short()
@@ -352,6 +362,9 @@ func (wc *waterfallChart) volumes() {
 			wc.emit(wrow{kind: rowCall, depth: 1, label: label, name: correlator.VolumeStepName(v.Name), start: call.Start, end: call.End,
 				took: fmtSeconds(call.End.Sub(call.Start)), style: styleFull, failed: call.Err, detail: withDriver(string(call.Method), v.Driver)})
 		}
+	}
+	if quick > 0 {
+		wc.emit(wrow{kind: rowNote, depth: 1, label: fmt.Sprintf("(%d volume setup steps under %v)", quick, quickVolumeCall), name: "volumes omitted"})
 	}
 }
 

@@ -29,17 +29,25 @@ const (
 	CRIPullImage        CRIMethod = "runtime.v1.ImageService/PullImage"
 )
 
-// The kubelet's calls of a CSI node plugin (its CSI client is gRPC too,
-// probed the same way: collector/kubelet_csi.go), named like the CRI's:
-// the CSI spec's service, slash, method. They come as CRICalls with
-// Volume and Driver set.
+// The kubelet's steps of a volume's setup, before the sandbox
+// (collector/kubelet_volumes.go): the calls of a CSI node plugin (its CSI
+// client is gRPC too, probed the same way), named like the CRI's (the CSI
+// spec's service, slash, method); and an in-tree volume plugin's SetUp
+// (configMap, Secret, projected, downwardAPI, emptyDir), named after the
+// kubelet's volume.Mounter. They come as CRICalls with Volume and Driver
+// set (IsVolume).
 const (
 	CSINodeStageVolume   CRIMethod = "csi.v1.Node/NodeStageVolume"
 	CSINodePublishVolume CRIMethod = "csi.v1.Node/NodePublishVolume"
+	VolumeSetUp          CRIMethod = "kubelet.volume.Mounter/SetUp"
 )
 
 // IsCSI reports whether m is a call of a CSI plugin.
 func (m CRIMethod) IsCSI() bool { return strings.HasPrefix(string(m), "csi.") }
+
+// IsVolume reports whether m is a step of a volume's setup: a CSI call, or
+// an in-tree plugin's SetUp.
+func (m CRIMethod) IsVolume() bool { return m.IsCSI() || m == VolumeSetUp }
 
 // Short is the method's name without its service (RunPodSandbox), empty
 // when m names no service.
@@ -52,8 +60,8 @@ func (m CRIMethod) Short() string {
 // copies at most 6 arguments of 63 bytes each (bpf/goprobe.bpf.c).
 const MaxExecSyncArg = 63
 
-// CRICall is one call of the kubelet's CRI client (or of its CSI client:
-// Method.IsCSI), timed in the kernel (uprobes on the kubelet: entry and
+// CRICall is one call of the kubelet's CRI client (or a step of a volume's
+// setup: Method.IsVolume), timed in the kernel (uprobes on the kubelet: entry and
 // every return of the method).
 type CRICall struct {
 	// Time is when the call began, End when it returned. Time is zero when
@@ -86,9 +94,10 @@ type CRICall struct {
 	// come, as its content store said when a question was asked
 	// (collector.PullProgressReader); nil when unknown.
 	Progress *PullProgress `json:"progress,omitempty"`
-	// Volume and Driver are, for a CSI call, the volume as the kubelet's
-	// volume spec names it (the PersistentVolume's name, for a volume
-	// from a claim) and the CSI driver's name.
+	// Volume and Driver are, for a step of a volume's setup, the volume as
+	// the kubelet's volume spec names it (the PersistentVolume's name, for
+	// a volume from a claim; else the pod's volume) and the CSI driver (an
+	// in-tree volume's plugin: kubernetes.io/configmap).
 	Volume string `json:"volume,omitempty"`
 	Driver string `json:"driver,omitempty"`
 }

@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"strings"
 	"sync"
 	"time"
 
@@ -11,15 +12,18 @@ import (
 	"github.com/readyline/readyline/collector/event"
 )
 
-// This file is readyline's knowledge of the kubelet's CSI client: the
-// calls its volume manager makes to a CSI node plugin while a pod waits
-// for its volumes, before the sandbox (operation_generator.go
-// GenerateMountVolumeFunc: MountDevice's NodeStageVolume, then SetUp's
-// NodePublishVolume). The same in kubelets 1.34-1.37.
+// This file is readyline's knowledge of how the kubelet sets up a pod's
+// volumes while the pod waits for them, before the sandbox
+// (operation_generator.go GenerateMountVolumeFunc): for a CSI volume, the
+// calls its volume manager makes to the CSI node plugin (MountDevice's
+// NodeStageVolume, then SetUp's NodePublishVolume); for an in-tree one
+// (configMap, Secret, projected, downwardAPI, emptyDir), its plugin's
+// SetUpAt. The same in kubelets 1.34-1.37.
 //
 // The CSI calls name a volume handle, not a pod: the pod and the volume's
 // name come from the CSI plugin's NewMounter(spec, pod), which the same
-// mount operation calls first, on the same goroutine.
+// mount operation calls first, on the same goroutine. SetUpAt names the
+// volume's directory, <root>/pods/<uid>/volumes/<plugin>/<volume>.
 
 // csiPackage is the Go package of the kubelet's CSI volume plugin.
 const csiPackage = "k8s.io/kubernetes/pkg/volume/csi"
@@ -78,6 +82,49 @@ var kubeletCSIMethods = []criMethod{
 	},
 	csiCall(event.CSINodeStageVolume),
 	csiCall(event.CSINodePublishVolume),
+	setUpAt("configmap", "configMapVolumeMounter", "kubernetes.io~configmap"),
+	setUpAt("secret", "secretVolumeMounter", "kubernetes.io~secret"),
+	setUpAt("projected", "projectedVolumeMounter", "kubernetes.io~projected"),
+	setUpAt("downwardapi", "downwardAPIVolumeMounter", "kubernetes.io~downward-api"),
+	// emptyDir's SetUpAt also sets up the other four's directory (their
+	// "wrapper", same dir): only its own directories are its volumes.
+	setUpAt("emptydir", "emptyDir", "kubernetes.io~empty-dir"),
+}
+
+// setUpAt is an in-tree volume plugin's
+// func (m *T) SetUpAt(dir string, mounterArgs volume.MounterArgs) error,
+// in package k8s.io/kubernetes/pkg/volume/<pkg>, whose volumes live in
+// directories of pluginDir (the plugin's name, escaped).
+func setUpAt(pkg, typ, pluginDir string) criMethod {
+	return criMethod{
+		Method: event.VolumeSetUp,
+		Symbol: "k8s.io/kubernetes/pkg/volume/" + pkg + ".(*" + typ + ").SetUpAt",
+		spec: func(*criOffsets) bpf.GoprobeFuncSpec {
+			s := noRegs()
+			s.StrArg, s.RetErr = bpf.RBX, bpf.RAX // (m RAX, dir RBX:RCX, mounterArgs ...) error RAX:RBX
+			return s
+		},
+		fill: func(c *event.CRICall, r *GoCallRecord) {
+			if uid, plugin, volume, ok := podVolumeDir(r.Str); ok && plugin == pluginDir {
+				c.PodUID, c.Volume, c.Driver = uid, volume, strings.ReplaceAll(plugin, "~", "/")
+			}
+		},
+	}
+}
+
+// podVolumeDir splits a pod volume's directory,
+// <root>/pods/<uid>/volumes/<plugin>/<volume> (kubelet_getters.go
+// getPodVolumeDir), into its parts.
+func podVolumeDir(dir string) (uid, plugin, volume string, ok bool) {
+	i := strings.LastIndex(dir, "/pods/")
+	if i < 0 {
+		return "", "", "", false
+	}
+	parts := strings.Split(dir[i+len("/pods/"):], "/")
+	if len(parts) != 4 || parts[1] != "volumes" || parts[0] == "" || parts[2] == "" || parts[3] == "" {
+		return "", "", "", false
+	}
+	return parts[0], parts[2], parts[3], true
 }
 
 // csiNamesAge bounds how long after NewMounter a CSI call on its goroutine

@@ -54,3 +54,29 @@ func TestCSINamesBounded(t *testing.T) {
 		t.Errorf("%d goroutines remembered, bound %d", len(n.m), maxCSINames)
 	}
 }
+
+// TestSetUpAtNamesThePodsVolume: an in-tree plugin's SetUpAt names its pod,
+// volume and plugin by the directory; emptyDir setting up another plugin's
+// directory (their wrapper) and a directory not of a pod name nothing.
+func TestSetUpAtNamesThePodsVolume(t *testing.T) {
+	configMap := setUpAt("configmap", "configMapVolumeMounter", "kubernetes.io~configmap")
+	emptyDir := setUpAt("emptydir", "emptyDir", "kubernetes.io~empty-dir")
+	const dir = "/var/lib/kubelet/pods/1f0c5a4e-8d2b-4b7a-9c1e-2f3a4b5c6d7e/volumes/"
+	for _, tc := range []struct {
+		m            criMethod
+		dir          string
+		uid, vol, by string
+	}{
+		{configMap, dir + "kubernetes.io~configmap/cfg", "1f0c5a4e-8d2b-4b7a-9c1e-2f3a4b5c6d7e", "cfg", "kubernetes.io/configmap"},
+		{emptyDir, dir + "kubernetes.io~empty-dir/cache", "1f0c5a4e-8d2b-4b7a-9c1e-2f3a4b5c6d7e", "cache", "kubernetes.io/empty-dir"},
+		{emptyDir, dir + "kubernetes.io~configmap/cfg", "", "", ""},
+		{configMap, "/var/lib/kubelet/plugins/x/cfg", "", "", ""},
+		{configMap, dir + "kubernetes.io~configmap/cfg/extra", "", "", ""},
+	} {
+		c := &event.CRICall{Method: tc.m.Method}
+		tc.m.fill(c, &GoCallRecord{Str: tc.dir})
+		if c.PodUID != tc.uid || c.Volume != tc.vol || c.Driver != tc.by {
+			t.Errorf("%s on %s: pod %q volume %q plugin %q, want %q %q %q", tc.m.Symbol, tc.dir, c.PodUID, c.Volume, c.Driver, tc.uid, tc.vol, tc.by)
+		}
+	}
+}
