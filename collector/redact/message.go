@@ -28,10 +28,38 @@ func (p Policy) Message(msg string) string {
 	if msg == "" {
 		return msg
 	}
+	head, msg := volumeHead(msg)
 	if p == ProgramOnly {
 		msg = programsOnly(msg)
 	}
-	return Argv([]string{msg})[0]
+	return head + Argv([]string{msg})[0]
+}
+
+// volumeForm is how the kubelet names the volume of a failed mount
+// operation before its error (operationexecutor GenerateError:
+// `MountVolume.SetUp failed for volume "cfg" : configmap "cfg" not found`).
+const volumeForm = ` for volume "`
+
+// volumeHead splits a message of the kubelet about a volume into its head,
+// the operation and the volume's name up to the colon before the error,
+// kept as it is, and the rest. Read as a script, the head's
+// `"secret-0" : secret` would be a JSON key and its value: the kubelet's
+// own word would be redacted. Only the kubelet's form is a head: an
+// operation of letters and dots ("MountVolume.SetUp failed"), a volume's
+// name (a DNS subdomain: a Kubernetes name); any other message is all rest.
+func volumeHead(msg string) (head, rest string) {
+	i := strings.Index(msg, volumeForm)
+	if i < 0 || i > 64 || strings.TrimLeft(msg[:i], "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz. ") != "" {
+		return "", msg
+	}
+	name := i + len(volumeForm)
+	end := strings.IndexByte(msg[name:], '"')
+	if end <= 0 || end > 253 || strings.TrimLeft(msg[name:name+end], "abcdefghijklmnopqrstuvwxyz0123456789.-") != "" ||
+		!strings.HasPrefix(msg[name+end:], `" : `) {
+		return "", msg
+	}
+	cut := name + end + len(`" : `)
+	return msg[:cut], msg[cut:]
 }
 
 // programsOnly replaces each command line of msg in one of commandForms

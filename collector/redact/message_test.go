@@ -39,3 +39,20 @@ func TestMessageProgramOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestMessageKeepsTheVolume: the kubelet's words about a volume stay whole
+// (a volume named like a secret is no JSON key), what follows them is
+// redacted as ever; a message not of the kubelet's form is read whole.
+func TestMessageKeepsTheVolume(t *testing.T) {
+	for msg, want := range map[string]string{
+		`MountVolume.SetUp failed for volume "secret-0" : secret "secret-0" not found`: `MountVolume.SetUp failed for volume "secret-0" : secret "secret-0" not found`,
+		`MountVolume.SetUp failed for volume "token" : mount --password=s3cret failed`: `MountVolume.SetUp failed for volume "token" : mount --password=<redacted> failed`,
+		`MountVolume.SetUp failed for volume "x`:                                       `MountVolume.SetUp failed for volume "x`,
+		`{"password" : "s3cret"} for volume "a" : b`:                                   `{"password" : "<redacted>"} for volume "a" : b`,
+		`MountVolume failed for volume "a b" : {"token": "s3cret"}`:                    `MountVolume failed for volume "a b" : {"token": "<redacted>"}`,
+	} {
+		if got := Redacted.Message(msg); got != want || strings.Contains(got, "s3cret") {
+			t.Errorf("%q -> %q, want %q", msg, got, want)
+		}
+	}
+}

@@ -4,10 +4,13 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,32 +30,56 @@ import (
 // csiDriverName is the test CSI driver's name (deploy/csi).
 const csiDriverName = "csi.readyline.test"
 
+// The test CSI driver, shared by the tests that run at once: one socket
+// per driver name on the node.
+var (
+	csiMu    sync.Mutex
+	csiUsers int
+	csiRun   *csi.Driver
+)
+
 // startCSIDriver serves deploy/csi's driver to the node's kubelet from
-// this process until the test's cleanups: it is registered through the
-// kubelet's plugin registration socket (it waits for the kubelet to say
-// it registered it), with a CSIDriver object that needs no attach. Cleanups
-// registered after this one run first: a test deletes its pods, which the
-// kubelet cannot finish without the driver, before the driver stops.
+// this process while a test uses it (the first user starts it, the last
+// stops it): it is registered through the kubelet's plugin registration
+// socket (it waits for the kubelet to say it registered it), with a
+// CSIDriver object that needs no attach. Cleanups registered after this
+// one run first: a test deletes its pods, which the kubelet cannot finish
+// without the driver, before the driver stops.
 func startCSIDriver(t *testing.T, ctx context.Context) *csi.Driver {
 	t.Helper()
-	attach := false
-	_, err := env.Client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{
-		ObjectMeta: metav1.ObjectMeta{Name: csiDriverName},
-		Spec:       storagev1.CSIDriverSpec{AttachRequired: &attach},
-	}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
+	csiMu.Lock()
+	defer csiMu.Unlock()
+	if csiRun == nil {
+		attach := false
+		_, err := env.Client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{
+			ObjectMeta: metav1.ObjectMeta{Name: csiDriverName},
+			Spec:       storagev1.CSIDriverSpec{AttachRequired: &attach},
+		}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		d := &csi.Driver{Name: csiDriverName, NodeID: env.NodeName}
+		if err := d.Serve(filepath.Join(env.NodeDir, "kubelet")); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-d.Registered():
+		case <-time.After(time.Minute):
+			d.Stop()
+			t.Fatalf("the kubelet did not register %s within a minute", csiDriverName)
+		}
+		csiRun = d
 	}
-	d := &csi.Driver{Name: csiDriverName, NodeID: env.NodeName}
-	if err := d.Serve(filepath.Join(env.NodeDir, "kubelet")); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(d.Stop)
-	select {
-	case <-d.Registered():
-	case <-time.After(time.Minute):
-		t.Fatalf("the kubelet did not register %s within a minute", csiDriverName)
-	}
+	csiUsers++
+	d := csiRun
+	t.Cleanup(func() {
+		csiMu.Lock()
+		defer csiMu.Unlock()
+		if csiUsers--; csiUsers == 0 {
+			csiRun.Stop()
+			csiRun = nil
+		}
+	})
 	return d
 }
 
@@ -67,7 +94,7 @@ func csiClaim(t *testing.T, ctx context.Context, ns, claim string, attrs map[str
 			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
 			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-				Driver: csiDriverName, VolumeHandle: "vol-" + ns + "-" + claim, VolumeAttributes: attrs}}, // waitUnstaged's
+				Driver: csiDriverName, VolumeHandle: volumeHandle(ns + "-" + claim), VolumeAttributes: attrs}},
 		},
 	}
 	if _, err := env.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
@@ -96,13 +123,16 @@ func csiClaim(t *testing.T, ctx context.Context, ns, claim string, attrs map[str
 	return pv.Name
 }
 
+// volumeHandle is the CSI volume handle of csiClaim's PersistentVolume pv.
+func volumeHandle(pv string) string { return "vol-" + pv }
+
 // waitUnstaged waits, in a cleanup that runs after the ones registered
 // later (the pod's deletion), for the kubelet to unstage the volume of
 // PersistentVolume pv (its handle is csiClaim's): a driver stopped before
 // leaves the kubelet retrying it.
 func waitUnstaged(t *testing.T, d *csi.Driver, pv string) {
 	t.Cleanup(func() {
-		handle := "vol-" + pv
+		handle := volumeHandle(pv)
 		deadline := time.Now().Add(time.Minute)
 		for !slices.ContainsFunc(d.Calls(), func(c csi.Call) bool { return c.Method == "NodeUnstageVolume" && c.VolumeID == handle }) {
 			if time.Now().After(deadline) {
@@ -136,6 +166,28 @@ func deletePodAndWait(t *testing.T, ns, name string) {
 	})
 }
 
+// volumeNamed is the setup of tl's volume name.
+func volumeNamed(t *testing.T, tl *correlator.Timeline, name string) correlator.VolumeSetup {
+	t.Helper()
+	for _, v := range tl.Volumes {
+		if v.Name == name {
+			return v
+		}
+	}
+	t.Fatalf("no volume %s in %+v", name, tl.Volumes)
+	return correlator.VolumeSetup{}
+}
+
+// claimPodManifest is onePodManifest's pod with claim mounted as volume
+// "data".
+func claimPodManifest(name, claim string) string {
+	return onePodManifest(name, localImage, corev1.PullNever) + `    volumeMounts: [{name: data, mountPath: /data}]
+  volumes:
+  - name: data
+    persistentVolumeClaim: {claimName: ` + claim + `}
+`
+}
+
 // TestVolumeStageInFlight: a pod whose claim's CSI driver stages the
 // volume for 5 s and publishes it in 1 s is told, while it waits, by the
 // volume and the step in flight ("volume data: NodeStageVolume 2.1s so far
@@ -154,13 +206,7 @@ func TestVolumeStageInFlight(t *testing.T) {
 	rec := recordPod(t, ns, name)
 	waitUnstaged(t, driver, pvName)
 	deletePodAndWait(t, ns, name)
-	// onePodManifest's container, with the claim mounted.
-	manifest := onePodManifest(name, localImage, corev1.PullNever) + `    volumeMounts: [{name: data, mountPath: /data}]
-  volumes:
-  - name: data
-    persistentVolumeClaim: {claimName: data-claim}
-`
-	if _, err := env.Apply(ctx, ns, []byte(manifest)); err != nil {
+	if _, err := env.Apply(ctx, ns, []byte(claimPodManifest(name, "data-claim"))); err != nil {
 		t.Fatal(err)
 	}
 	ev, err := rec.WaitFor(ctx, func(*corev1.Pod) bool { return true })
@@ -194,10 +240,11 @@ func TestVolumeStageInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tl.Volumes) != 1 || tl.Volumes[0].Name != "data" || tl.Volumes[0].Source != pvName || tl.Volumes[0].Driver != csiDriverName {
-		t.Fatalf("volumes %+v, want data (%s, %s)", tl.Volumes, pvName, csiDriverName)
+	data := volumeNamed(t, tl, "data")
+	if data.Source != pvName || data.Driver != csiDriverName {
+		t.Fatalf("volume data %+v, want %s's of %s", data, pvName, csiDriverName)
 	}
-	calls := tl.Volumes[0].Calls
+	calls := data.Calls
 	served := driver.Calls()
 	methods := []event.CRIMethod{event.CSINodeStageVolume, event.CSINodePublishVolume}
 	if len(calls) != 2 || calls[0].Method != methods[0] || calls[1].Method != methods[1] {
@@ -206,8 +253,9 @@ func TestVolumeStageInFlight(t *testing.T) {
 	// The kubelet's call (the uprobe's stamps, at its client's entry and
 	// return) encloses the driver's handling of it (the driver's stamps).
 	const slack = 5 * time.Millisecond
+	handle := volumeHandle(pvName)
 	for i, c := range calls {
-		j := slices.IndexFunc(served, func(s csi.Call) bool { return s.Method == c.Method.Short() })
+		j := slices.IndexFunc(served, func(s csi.Call) bool { return s.Method == c.Method.Short() && s.VolumeID == handle })
 		if j < 0 {
 			t.Errorf("the driver served no %s: %+v", c.Method.Short(), served)
 			continue
@@ -254,4 +302,147 @@ func TestVolumeStageInFlight(t *testing.T) {
 	if _, ok := tr.SpanByName(string(event.CSINodeStageVolume)); !ok {
 		t.Errorf("trace %s has no %s span", tr.TraceID, event.CSINodeStageVolume)
 	}
+}
+
+// TestVolumePublishFailsTwice: a driver whose publish fails twice: the
+// timeline has the stage, the two failed publishes (the kubelet's retries
+// on back-off) and the one that worked; the critical path gives each its
+// time, the back-off between them to the kubelet's FailedMount words, and
+// explain draws the failed ones.
+func TestVolumePublishFailsTwice(t *testing.T) {
+	t.Parallel()
+	d := readyline(t)
+	ctx := testContext(t, 4*time.Minute)
+	driver := startCSIDriver(t, ctx)
+	ns := newNamespace(t)
+	const name = "republished"
+	pvName := csiClaim(t, ctx, ns, "data-claim", map[string]string{csi.AttrPublishDelay: "200ms", csi.AttrPublishFailures: "2"})
+	rec := recordPod(t, ns, name)
+	waitUnstaged(t, driver, pvName)
+	deletePodAndWait(t, ns, name)
+	if _, err := env.Apply(ctx, ns, []byte(claimPodManifest(name, "data-claim"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rec.WaitFor(ctx, ConditionTrue(corev1.PodReady)); err != nil {
+		t.Fatal(err)
+	}
+	tl, err := d.Timeline(ctx, ns, name, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range volumeNamed(t, tl, "data").Calls {
+		got = append(got, fmt.Sprintf("%s err=%v", c.Method.Short(), c.Err))
+	}
+	want := "NodeStageVolume err=false, NodePublishVolume err=true, NodePublishVolume err=true, NodePublishVolume err=false"
+	if strings.Join(got, ", ") != want {
+		t.Errorf("the volume's calls %q, want %q", got, want)
+	}
+	failed := regexp.MustCompile(`^volume data: NodePublishVolume \d+ms failed \(` + regexp.QuoteMeta(csiDriverName) + `\)$`)
+	n := 0
+	for _, st := range tl.CriticalPath {
+		if failed.MatchString(st.What) {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d failed publishes on the critical path, want 2: %+v", n, tl.CriticalPath)
+	}
+	out, err := exec.CommandContext(ctx, d.Bin, "explain", "--api-addr", strings.TrimPrefix(d.APIURL, "http://"), ns+"/"+name).CombinedOutput()
+	if err != nil {
+		t.Fatalf("readyline explain: %v\n%s", err, out)
+	}
+	if c := strings.Count(string(out), "volume data NodePublishVolume ✗"); c != 2 {
+		t.Errorf("explain draws %d failed publishes, want 2:\n%s", c, out)
+	}
+}
+
+// TestVolumesInTree: a pod with ten configMap, Secret and projected
+// volumes, one of whose Secrets is created only after the pod: while it
+// waits, the start says so in the kubelet's words; once Ready, each volume
+// is in its timeline by its name and plugin, the Secret's with the failed
+// setups before the one that worked.
+func TestVolumesInTree(t *testing.T) {
+	t.Parallel()
+	d := readyline(t)
+	ctx := testContext(t, 4*time.Minute)
+	ns := newNamespace(t)
+	const name = "ten-volumes"
+	var objects, mounts, volumes strings.Builder
+	for i := range 4 {
+		fmt.Fprintf(&objects, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%d}\ndata: {key: value-%d}\n", i, i)
+		fmt.Fprintf(&volumes, "  - {name: cm-%d, configMap: {name: cm-%d}}\n", i, i)
+	}
+	for i := range 3 {
+		if i > 0 { // secret-0 comes later
+			fmt.Fprintf(&objects, "---\napiVersion: v1\nkind: Secret\nmetadata: {name: secret-%d}\nstringData: {key: s3cr3t-%d}\n", i, i)
+		}
+		fmt.Fprintf(&volumes, "  - {name: secret-%d, secret: {secretName: secret-%d}}\n", i, i)
+		fmt.Fprintf(&volumes, "  - {name: proj-%d, projected: {sources: [{configMap: {name: cm-%d}}, {downwardAPI: {items: [{path: name, fieldRef: {fieldPath: metadata.name}}]}}]}}\n", i, i)
+	}
+	for i := range 4 {
+		fmt.Fprintf(&mounts, "    - {name: cm-%d, mountPath: /cm/%d}\n", i, i)
+	}
+	for i := range 3 {
+		fmt.Fprintf(&mounts, "    - {name: secret-%d, mountPath: /secret/%d}\n    - {name: proj-%d, mountPath: /proj/%d}\n", i, i, i, i)
+	}
+	rec := recordPod(t, ns, name)
+	if _, err := env.Apply(ctx, ns, []byte(objects.String())); err != nil {
+		t.Fatal(err)
+	}
+	manifest := onePodManifest(name, localImage, corev1.PullNever) + "    volumeMounts:\n" + mounts.String() + "  volumes:\n" + volumes.String()
+	if _, err := env.Apply(ctx, ns, []byte(manifest)); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := rec.WaitFor(ctx, func(*corev1.Pod) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := string(ev.Pod.UID)
+	// While secret-0 is missing, the kubelet's FailedMount says so.
+	var waiting string
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+		tl, _ := askWhileStarting(t, ctx, d, ns, name, uid)
+		if waiting = tl.Waiting; strings.Contains(waiting, `volume secret-0: secret "secret-0" not found`) {
+			break
+		}
+	}
+	if !strings.Contains(waiting, `volume secret-0: secret "secret-0" not found`) {
+		t.Errorf("while secret-0 was missing, waiting %q", waiting)
+	}
+	if _, err := env.Apply(ctx, ns, []byte("apiVersion: v1\nkind: Secret\nmetadata: {name: secret-0}\nstringData: {key: s3cr3t-0}\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rec.WaitFor(ctx, ConditionTrue(corev1.PodReady)); err != nil {
+		t.Fatal(err)
+	}
+	tl, err := d.Timeline(ctx, ns, name, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugins := map[string]string{}
+	var secret0 []correlator.CRICall
+	for _, v := range tl.Volumes {
+		plugins[v.Name] = v.Driver
+		if v.Name == "secret-0" {
+			secret0 = v.Calls
+		}
+	}
+	for i := range 4 {
+		if p := plugins[fmt.Sprintf("cm-%d", i)]; p != "kubernetes.io/configmap" {
+			t.Errorf("cm-%d: plugin %q, want kubernetes.io/configmap", i, p)
+		}
+	}
+	for i := range 3 {
+		if p := plugins[fmt.Sprintf("secret-%d", i)]; p != "kubernetes.io/secret" {
+			t.Errorf("secret-%d: plugin %q, want kubernetes.io/secret", i, p)
+		}
+		if p := plugins[fmt.Sprintf("proj-%d", i)]; p != "kubernetes.io/projected" {
+			t.Errorf("proj-%d: plugin %q, want kubernetes.io/projected", i, p)
+		}
+	}
+	if len(secret0) < 2 || !secret0[0].Err || secret0[len(secret0)-1].Err {
+		t.Errorf("secret-0's setups %+v, want failed ones, then one that worked", secret0)
+	}
+	t.Logf("%d volumes set up; secret-0 in %d steps", len(tl.Volumes), len(secret0))
 }
