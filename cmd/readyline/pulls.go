@@ -18,10 +18,38 @@ import (
 type pullProgress struct {
 	endpoint func() string
 
+	// open connects to the runtime at an endpoint: collector's
+	// PullProgressReader, but in tests.
+	open func(endpoint string) (progressReader, error)
+
 	mu     sync.Mutex
 	at     string
-	reader *collector.PullProgressReader
+	reader progressReader
+	// recent are the answers of the last second, by pull: a page, explain
+	// --watch and readyline-api's polls of several starts ask about the
+	// same pulls within it, and each answer costs the content store RPCs.
+	recent map[pullKey]recentProgress
+	now    func() time.Time // time.Now, but in tests
 }
+
+// progressReader is what pullProgress asks: a content store.
+type progressReader interface {
+	Progress(ctx context.Context, image string, since time.Time) (*event.PullProgress, error)
+	Close() error
+}
+
+type pullKey struct {
+	image string
+	since time.Time
+}
+
+type recentProgress struct {
+	p  *event.PullProgress
+	at time.Time
+}
+
+// progressFresh is how long an answer of the content store is given again.
+const progressFresh = time.Second
 
 var errNoRuntime = errors.New("no runtime answers")
 
@@ -33,12 +61,21 @@ func (p *pullProgress) Progress(ctx context.Context, image string, since time.Ti
 	if !strings.HasPrefix(ep, "unix://") {
 		return nil, errNoRuntime
 	}
+	key, now := pullKey{image, since}, p.clock()
 	p.mu.Lock()
+	if r, ok := p.recent[key]; ok && now.Sub(r.at) < progressFresh && p.at == ep {
+		p.mu.Unlock()
+		return r.p, nil
+	}
 	if p.at != ep {
 		if p.reader != nil {
 			p.reader.Close()
 		}
-		r, err := collector.NewPullProgressReader(ep)
+		open := p.open
+		if open == nil {
+			open = func(ep string) (progressReader, error) { return collector.NewPullProgressReader(ep) }
+		}
+		r, err := open(ep)
 		if err != nil {
 			p.mu.Unlock()
 			return nil, err
@@ -49,7 +86,29 @@ func (p *pullProgress) Progress(ctx context.Context, image string, since time.Ti
 	p.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, pullProgressWait)
 	defer cancel()
-	return r.Progress(ctx, image, since)
+	pp, err := r.Progress(ctx, image, since)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.recent == nil {
+		p.recent = make(map[pullKey]recentProgress)
+	}
+	for k, old := range p.recent {
+		if now.Sub(old.at) >= progressFresh {
+			delete(p.recent, k) // the pulls of a second ago: a handful
+		}
+	}
+	p.recent[key] = recentProgress{pp, now}
+	return pp, nil
+}
+
+func (p *pullProgress) clock() time.Time {
+	if p.now != nil {
+		return p.now()
+	}
+	return time.Now()
 }
 
 // withProgress returns calls with each PullImage in flight given its

@@ -40,3 +40,40 @@ func TestWithProgress(t *testing.T) {
 		t.Error("a runtime that cannot tell: the call was replaced")
 	}
 }
+
+// countingStore is a content store that counts its questions.
+type countingStore struct{ asked int }
+
+func (c *countingStore) Progress(context.Context, string, time.Time) (*event.PullProgress, error) {
+	c.asked++
+	return &event.PullProgress{Bytes: int64(c.asked)}, nil
+}
+func (c *countingStore) Close() error { return nil }
+
+// TestPullProgressFresh: a pull asked about again within a second gets the
+// same answer without a question to the content store; after it, or
+// another pull, asks again.
+func TestPullProgressFresh(t *testing.T) {
+	store := &countingStore{}
+	now := time.Unix(2000, 0)
+	p := &pullProgress{endpoint: func() string { return "unix:///run/containerd.sock" }, now: func() time.Time { return now },
+		open: func(string) (progressReader, error) { return store, nil }}
+	since := time.Unix(1990, 0)
+	ask := func(image string) int64 {
+		pp, err := p.Progress(context.Background(), image, since)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pp.Bytes
+	}
+	if a, b := ask("x:1"), ask("x:1"); a != 1 || b != 1 || store.asked != 1 {
+		t.Errorf("answers %d, %d after %d questions: want one question within the second", a, b, store.asked)
+	}
+	if ask("y:1"); store.asked != 2 {
+		t.Errorf("%d questions, want another pull asked about", store.asked)
+	}
+	now = now.Add(progressFresh)
+	if got := ask("x:1"); got != 3 || len(p.recent) != 1 {
+		t.Errorf("answer %d with %d kept, want a new question after a second and the old answers gone", got, len(p.recent))
+	}
+}
