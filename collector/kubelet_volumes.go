@@ -82,6 +82,21 @@ var kubeletCSIMethods = []criMethod{
 	},
 	csiCall(event.CSINodeStageVolume),
 	csiCall(event.CSINodePublishVolume),
+	{
+		// (*csiAttacher).WaitForAttach(spec *volume.Spec, devicePath string,
+		//     pod *v1.Pod, timeout time.Duration) (string, error)
+		Method: event.VolumeWaitForAttach,
+		Symbol: csiPackage + ".(*csiAttacher).WaitForAttach",
+		spec: func(*criOffsets) bpf.GoprobeFuncSpec {
+			s := noRegs()
+			// (c RAX, spec RBX, devicePath RCX:RDI, pod RSI, timeout R8) (string RAX:RBX, error RCX:RDI)
+			s.Deref[0] = bpf.GoprobeDerefSpec{Reg: bpf.RSI, Kind: bpf.DerefString, Off1: uint32(podUIDOffset)}
+			s.Deref[1] = bpf.GoprobeDerefSpec{Reg: bpf.RBX, Kind: bpf.DerefPtrString, Off1: volumeSpecPV, Off2: uint32(pvNameOffset)}
+			s.RetErr = bpf.RCX
+			return s
+		},
+		fill: func(c *event.CRICall, r *GoCallRecord) { c.PodUID, c.Volume = r.Deref[0], r.Deref[1] },
+	},
 	setUpAt("configmap", "configMapVolumeMounter", "kubernetes.io~configmap"),
 	setUpAt("secret", "secretVolumeMounter", "kubernetes.io~secret"),
 	setUpAt("projected", "projectedVolumeMounter", "kubernetes.io~projected"),

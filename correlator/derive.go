@@ -116,7 +116,6 @@ func (p *podState) timeline(ctx *deriveContext, end ending) *Timeline {
 	}
 	tl.Containers = d.containers(tl.Sandbox)
 	tl.ImagePulls = d.imagePulls(tl) // after the containers: who needed the image, and when
-	tl.Volumes = d.volumeSetups(tl)
 	tl.AmbiguousProbes = d.ambiguous
 	tl.Conditions = d.conditions(tl)
 	if tl.Outcome == OutcomeReady {
@@ -137,6 +136,7 @@ func (p *podState) timeline(ctx *deriveContext, end ending) *Timeline {
 		tl.ObservedSince = p.firstSight()
 		tl.Missing = d.missing(tl, tl.ObservedSince)
 	}
+	tl.Volumes = d.volumeSetups(tl) // for stuckDetail; again with the attaches after the phases
 	switch tl.Outcome {
 	case OutcomeTimeout:
 		tl.Reason = joinNonEmpty(": ", end.reason, p.stuckDetail(tl))
@@ -145,6 +145,7 @@ func (p *podState) timeline(ctx *deriveContext, end ending) *Timeline {
 	}
 	markAPILag(tl)
 	tl.Phases = d.phases(tl)
+	tl.Volumes = d.volumeSetups(tl) // after the phases: an attach waits from the pod's arrival on the node
 	tl.Insights = d.insights(tl)
 	tl.CriticalPath = d.criticalPath(tl)
 	tl.Breakdown = BreakdownOf(tl)

@@ -1,6 +1,7 @@
 package correlator
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 	"time"
@@ -28,6 +29,19 @@ type VolumeSetup struct {
 	// (kubernetes.io/configmap).
 	Driver string    `json:"driver,omitempty"`
 	Calls  []CRICall `json:"calls"`
+	// Attach is, for a volume that needs attaching to the node (its CSI
+	// driver's attachRequired), the wait for it: from the pod's arrival on
+	// the node to the kubelet's WaitForAttach (a call in Calls) returning,
+	// once the attach/detach controller had the volume attached and said
+	// so in the node's status. Nil for a volume that needs no attach.
+	Attach *Interval `json:"attach,omitempty"`
+}
+
+// Interval is a span of time, and whether what it timed failed.
+type Interval struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	Err   bool      `json:"err,omitempty"`
 }
 
 // volumeSetups are the pod's volumes that the kubelet set up during the
@@ -48,17 +62,66 @@ func (d *derivation) volumeSetups(tl *Timeline) []VolumeSetup {
 			continue
 		}
 		key := [2]string{c.Volume, c.Driver}
+		claimed := c.Method.IsCSI() || c.Method == event.VolumeWaitForAttach
+		if claimed {
+			key[1] = "" // a PersistentVolume's calls, WaitForAttach's without its driver
+		}
 		i, ok := index[key]
 		if !ok {
 			i = len(out)
 			index[key] = i
-			v := VolumeSetup{Name: c.Volume, Driver: c.Driver}
-			if c.Method.IsCSI() {
-				v.Name, v.Source = podVolumeName(d.p.pod, c.Volume, c.Driver), c.Volume
-			}
-			out = append(out, v)
+			out = append(out, VolumeSetup{Name: c.Volume, Driver: c.Driver})
 		}
-		out[i].Calls = append(out[i].Calls, *criCall(c))
+		v := &out[i]
+		if claimed {
+			v.Source = c.Volume
+			v.Driver = cmp.Or(v.Driver, c.Driver)
+		}
+		v.Calls = append(v.Calls, *criCall(c))
+	}
+	var arrived time.Time // the pod seen on the node: the wait before the sandbox began
+	if ph, ok := phaseNamed(tl, PhaseWaitSandbox); ok {
+		arrived = ph.Start
+	}
+	for i := range out {
+		v := &out[i]
+		if v.Source != "" {
+			v.Name = podVolumeName(d.p.pod, v.Source, v.Driver)
+		}
+		for _, c := range v.Calls {
+			if c.Method == event.VolumeWaitForAttach && !arrived.IsZero() && !c.End.Before(arrived) {
+				v.Attach = &Interval{Start: arrived, End: c.End, Err: c.Err}
+				break
+			}
+		}
+	}
+	return out
+}
+
+// unsetWorth is how long a claim's volume may go without a step of its
+// setup before a start waiting for its sandbox is said to wait on it.
+const unsetWorth = 5 * time.Second
+
+// unsetClaims says which of the pod's claims (persistentVolumeClaim,
+// ephemeral) a start waiting for its sandbox (tl, derived as of its End)
+// has seen no setup step of, unsetWorth after it began: the kubelet calls
+// the volume's driver as soon as the volume is attached to the node and
+// the driver registered. Said only when steps of the pod's other volumes
+// were seen (the kubelet's volume setups are traced on this node).
+func unsetClaims(pod *corev1.Pod, tl *Timeline) []string {
+	if len(tl.Volumes) == 0 || tl.End.Sub(tl.Start) < unsetWorth {
+		return nil
+	}
+	set := map[string]bool{}
+	for _, v := range tl.Volumes {
+		set[v.Name] = true
+	}
+	var out []string
+	for _, v := range pod.Spec.Volumes {
+		if (v.PersistentVolumeClaim != nil || v.Ephemeral != nil) && !set[v.Name] {
+			out = append(out, "volume "+v.Name+": not set up after "+fmtDur(tl.End.Sub(tl.Start))+
+				" (the kubelet has made no call to its driver: not attached to the node yet, or its driver not registered)")
+		}
 	}
 	return out
 }
@@ -133,9 +196,13 @@ type volumeCall struct {
 	call   CRICall
 }
 
-// describe is "volume data: NodeStageVolume 5.0s (csi.example.dev)".
+// describe is "volume data: NodeStageVolume 5.0s (csi.example.dev)", for
+// the attach "volume data: attached after 3.1s (...)".
 func (v volumeCall) describe() string {
 	s := "volume " + v.volume.Name + ": " + v.call.Method.Short() + " " + fmtDur(v.call.End.Sub(v.call.Start))
+	if v.call.Method == event.VolumeWaitForAttach {
+		s = "volume " + v.volume.Name + ": attached after " + fmtDur(v.call.End.Sub(v.call.Start))
+	}
 	if v.call.Err {
 		s += " failed"
 	}
@@ -150,8 +217,14 @@ func (v volumeCall) describe() string {
 func volumeCallsIn(volumes []VolumeSetup, start, end time.Time) []volumeCall {
 	var out []volumeCall
 	for i := range volumes {
-		for _, c := range volumes[i].Calls {
-			if c.Start.IsZero() || c.Start.Before(start) || c.End.After(end) {
+		calls := volumes[i].Calls
+		if a := volumes[i].Attach; a != nil {
+			// The wait for the attach, to WaitForAttach's return, is a step.
+			calls = append([]CRICall{{Method: event.VolumeWaitForAttach, Start: a.Start, End: a.End, Err: a.Err}}, calls...)
+		}
+		for j, c := range calls {
+			if c.Start.IsZero() || c.Start.Before(start) || c.End.After(end) ||
+				(c.Method == event.VolumeWaitForAttach && (volumes[i].Attach == nil || j > 0)) {
 				continue
 			}
 			out = append(out, volumeCall{&volumes[i], c})

@@ -27,6 +27,18 @@ func csiPod(t testing.TB, name string) *scenario {
 	return sc
 }
 
+// sandboxAndReady emits the pod's sandbox made from s to s+0.5, its
+// container started at s+0.6 and the pod Ready at s+1.
+func (sc *scenario) sandboxAndReady(s float64) {
+	uid, sb := sc.uid, sc.sandboxOf()
+	sc.call(s, s+0.5, event.CRIRunPodSandbox, func(c *event.CRICall) { c.PodUID, c.PodSandboxID = uid, sb })
+	sc.runtime(s+0.51, sb, "", 0, s+0.4, 0, 0, 0)
+	sc.cond(corev1.PodReadyToStartContainers, s+0.55)
+	sc.update(s + 0.55)
+	sc.startContainer(s+0.6, "app")
+	sc.ready(s + 1)
+}
+
 // csiCall emits a call of the pod's volume's CSI driver.
 func (sc *scenario) csiCall(start, end float64, m event.CRIMethod, err bool) {
 	uid := sc.uid
@@ -42,13 +54,7 @@ func TestVolumeSetupBeforeTheSandbox(t *testing.T) {
 	sc.csiCall(0.3, 5.3, event.CSINodeStageVolume, false)
 	sc.csiCall(5.31, 5.8, event.CSINodePublishVolume, true) // fails once
 	sc.csiCall(6.3, 7.3, event.CSINodePublishVolume, false)
-	uid, sb := sc.uid, sc.sandboxOf()
-	sc.call(7.5, 8.0, event.CRIRunPodSandbox, func(c *event.CRICall) { c.PodUID, c.PodSandboxID = uid, sb })
-	sc.runtime(8.01, sb, "", 0, 7.9, 0, 0, 0)
-	sc.cond(corev1.PodReadyToStartContainers, 8.05)
-	sc.update(8.05)
-	sc.startContainer(8.1, "app")
-	sc.ready(8.5)
+	sc.sandboxAndReady(7.5)
 	tl := sc.run(Config{})
 
 	if len(tl.Volumes) != 1 {
@@ -150,14 +156,8 @@ func TestVolumesInParallel(t *testing.T) {
 	sc.csiCall(0.3, 2.3, event.CSINodeStageVolume, false)
 	setUp(0.4, 2.0, "slow-secret", "kubernetes.io/secret") // inside the stage: not on the path
 	sc.csiCall(2.3, 2.8, event.CSINodePublishVolume, false)
-	sb := sc.sandboxOf()
-	sc.call(3.0, 3.5, event.CRIRunPodSandbox, func(c *event.CRICall) { c.PodUID, c.PodSandboxID = uid, sb })
-	sc.runtime(3.51, sb, "", 0, 3.4, 0, 0, 0)
-	sc.cond(corev1.PodReadyToStartContainers, 3.55)
-	sc.update(3.55)
-	setUp(3.6, 3.65, "slow-secret", "kubernetes.io/secret") // the next sync's
-	sc.startContainer(3.7, "app")
-	sc.ready(4.0)
+	sc.sandboxAndReady(3.0)
+	setUp(4.2, 4.25, "slow-secret", "kubernetes.io/secret") // the next sync's
 	tl := sc.run(Config{})
 
 	if len(tl.Volumes) != 13 {
@@ -181,5 +181,54 @@ func TestVolumesInParallel(t *testing.T) {
 	}
 	if strings.Join(whats, "|") != strings.Join(want, "|") {
 		t.Errorf("volume steps %q, want %q", whats, want)
+	}
+}
+
+// TestVolumeAttach: a volume that needs attaching waits from the pod's
+// arrival on the node to the kubelet's WaitForAttach: that wait is the
+// volume's attach, a step of the critical path before its stage.
+func TestVolumeAttach(t *testing.T) {
+	sc := csiPod(t, "attached")
+	uid := sc.uid
+	sc.call(3.1, 3.12, event.VolumeWaitForAttach, func(c *event.CRICall) { c.PodUID, c.Volume = uid, "pv-1" })
+	sc.csiCall(3.15, 4.15, event.CSINodeStageVolume, false)
+	sc.csiCall(4.16, 4.3, event.CSINodePublishVolume, false)
+	sc.sandboxAndReady(4.4)
+	tl := sc.run(Config{})
+	if len(tl.Volumes) != 1 {
+		t.Fatalf("volumes %+v, want data's alone (WaitForAttach's with its CSI calls)", tl.Volumes)
+	}
+	v := tl.Volumes[0]
+	wait, _ := phaseNamed(tl, PhaseWaitSandbox)
+	if v.Name != "data" || v.Driver != "csi.test" || v.Attach == nil || !v.Attach.Start.Equal(wait.Start) || !v.Attach.End.Equal(at(3.12)) {
+		t.Fatalf("volume %+v (attach %+v), want data's attach from the wait's start %v to +3.12s", v, v.Attach, wait.Start)
+	}
+	var whats []string
+	for _, st := range tl.CriticalPath {
+		if st.Kind == ShareWaitVolumes {
+			whats = append(whats, st.What)
+		}
+	}
+	if len(whats) != 3 || !strings.HasPrefix(whats[0], "volume data: attached after 3.0") || !strings.HasSuffix(whats[0], "(csi.test)") {
+		t.Errorf("volume steps %q, want the attach, the stage and the publish", whats)
+	}
+}
+
+// TestClaimNotSetUp: a start waiting for its sandbox whose claim's volume
+// has had no setup step while its other volumes had (the kubelet waits for
+// the volume's attach, or its driver) says so once 5 s have gone.
+func TestClaimNotSetUp(t *testing.T) {
+	sc := csiPod(t, "unset")
+	uid := sc.uid
+	sc.call(0.2, 0.25, event.VolumeSetUp, func(c *event.CRICall) {
+		c.PodUID, c.Volume, c.Driver = uid, "kube-api-access", "kubernetes.io/projected"
+	})
+	sc.ticks(1, 10)
+	if tl := snapshotAt(t, sc, 3); strings.Contains(tl.Waiting, "not set up") {
+		t.Errorf("at +3s waiting %q: too soon to say", tl.Waiting)
+	}
+	tl := snapshotAt(t, sc, 8)
+	if want := "volume data: not set up after 8.0s (the kubelet has made no call to its driver"; !strings.Contains(tl.Waiting, want) {
+		t.Errorf("waiting %q, want %q", tl.Waiting, want)
 	}
 }

@@ -10,10 +10,14 @@ import (
 	"github.com/readyline/readyline/correlator"
 )
 
-// SpanVolumeSetup is a volume's setup before the sandbox: its first CSI
-// call's start to its last's end, the calls its children (gRPC client
-// spans named like them: csi.v1.Node/NodeStageVolume).
-const SpanVolumeSetup = "volume.setup"
+// Span names of a volume's setup before the sandbox: volume.setup from its
+// first step's start to its last's end, its calls its children (gRPC
+// client spans named like them: csi.v1.Node/NodeStageVolume), and for a
+// volume attached to the node the wait for it, volume.attach.
+const (
+	SpanVolumeSetup  = "volume.setup"
+	SpanVolumeAttach = "volume.attach"
+)
 
 // Attribute keys of a volume.setup span (the pod's volume is semconv's
 // k8s.volume.name).
@@ -40,6 +44,9 @@ func (b *spanBuilder) volumes(ctx context.Context, volumes []correlator.VolumeSe
 		if start.IsZero() {
 			start = firstEnd
 		}
+		if a := v.Attach; a != nil && a.Start.Before(start) {
+			start = a.Start
+		}
 		attrs := []attribute.KeyValue{semconv.K8SVolumeName(v.Name)}
 		if v.Source != "" {
 			attrs = append(attrs, semconv.K8SVolumeTypePersistentVolumeClaim, AttrVolumeSource.String(v.Source))
@@ -51,8 +58,23 @@ func (b *spanBuilder) volumes(ctx context.Context, volumes []correlator.VolumeSe
 		if !ok {
 			continue
 		}
+		if a := v.Attach; a != nil {
+			errDesc := ""
+			if a.Err {
+				errDesc = "WaitForAttach failed"
+			}
+			b.leaf(vctx, SpanVolumeAttach, a.Start, a.End, errDesc)
+		}
 		for i := range v.Calls {
-			b.criCall(vctx, &v.Calls[i])
+			if c := &v.Calls[i]; c.Method.IsCSI() {
+				b.criCall(vctx, c) // a gRPC call, like the CRI's
+			} else if !c.Start.IsZero() {
+				errDesc := ""
+				if c.Err {
+					errDesc = "the kubelet's " + c.Method.Short() + " failed"
+				}
+				b.leaf(vctx, string(c.Method), c.Start, c.End, errDesc) // the kubelet's own step
+			}
 		}
 		if failed {
 			s.SetStatus(codes.Error, "the volume's last CSI call failed")

@@ -346,6 +346,14 @@ const quickVolumeCall = 100 * time.Millisecond
 func (wc *waterfallChart) volumes() {
 	quick := 0
 	for _, v := range wc.tl.Volumes {
+		if a := v.Attach; a != nil {
+			label := "volume " + v.Name + " attach"
+			if a.Err {
+				label += " ✗"
+			}
+			wc.emit(wrow{kind: rowCall, depth: 1, label: label, name: correlator.VolumeStepName(v.Name), start: a.Start, end: a.End,
+				took: fmtSeconds(a.End.Sub(a.Start)), style: styleFull, failed: a.Err, detail: withDriver("attached to the node", v.Driver)})
+		}
 		for _, call := range v.Calls {
 			if call.Start.IsZero() || call.End.IsZero() {
 				continue

@@ -40,6 +40,10 @@ const (
 	CSINodeStageVolume   CRIMethod = "csi.v1.Node/NodeStageVolume"
 	CSINodePublishVolume CRIMethod = "csi.v1.Node/NodePublishVolume"
 	VolumeSetUp          CRIMethod = "kubelet.volume.Mounter/SetUp"
+	// VolumeWaitForAttach is the kubelet's check, before it stages a CSI
+	// volume that needs attaching, that the volume's VolumeAttachment is
+	// attached: it comes once the attach/detach controller said so.
+	VolumeWaitForAttach CRIMethod = "kubelet.volume.Attacher/WaitForAttach"
 )
 
 // IsCSI reports whether m is a call of a CSI plugin.
@@ -47,7 +51,9 @@ func (m CRIMethod) IsCSI() bool { return strings.HasPrefix(string(m), "csi.") }
 
 // IsVolume reports whether m is a step of a volume's setup: a CSI call, or
 // an in-tree plugin's SetUp.
-func (m CRIMethod) IsVolume() bool { return m.IsCSI() || m == VolumeSetUp }
+func (m CRIMethod) IsVolume() bool {
+	return m.IsCSI() || m == VolumeSetUp || m == VolumeWaitForAttach
+}
 
 // Short is the method's name without its service (RunPodSandbox), empty
 // when m names no service.
