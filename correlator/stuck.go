@@ -90,6 +90,7 @@ func (p *podState) stuckDetail(tl *Timeline) string {
 		if v := p.events.volumeWait(); v != "" {
 			parts = append(parts, v)
 		}
+		parts = append(parts, unsetClaims(pod, tl)...)
 	}
 	if s := p.sandboxFailures(); s != "" {
 		parts = append(parts, joinNonEmpty(": ", s, p.events.sandboxError()))
