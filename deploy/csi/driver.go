@@ -10,6 +10,9 @@
 //	publishDelay: "1s"    NodePublishVolume takes that long
 //	publishFailures: "2"  the first two NodePublishVolume calls of the
 //	                      volume fail (codes.Unavailable)
+//	attachDelay: "3s"     Attach marks the volume's VolumeAttachment
+//	                      attached that long after it saw it ("never":
+//	                      never), for a CSIDriver with attachRequired
 //
 // Every call is logged with its start and end (Driver.Calls), the stamps
 // a test compares readyline's with.
@@ -30,6 +33,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 )
 
@@ -38,6 +43,7 @@ const (
 	AttrStageDelay      = "stageDelay"
 	AttrPublishDelay    = "publishDelay"
 	AttrPublishFailures = "publishFailures"
+	AttrAttachDelay     = "attachDelay"
 )
 
 // Call is one call the driver served, as it timed it.
@@ -126,6 +132,54 @@ func (d *Driver) Calls() []Call {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return append([]Call(nil), d.calls...)
+}
+
+// Attach is the driver's attacher, until ctx ends: as the CSI
+// external-attacher does once the driver's ControllerPublishVolume
+// returned, it marks each VolumeAttachment of the driver attached, once
+// its PersistentVolume's attachDelay has passed since it first saw it. It
+// logs a ControllerPublishVolume call for each, from then to the update.
+func (d *Driver) Attach(ctx context.Context, client kubernetes.Interface) {
+	seen := map[string]time.Time{}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		list, err := client.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			continue
+		}
+		for i := range list.Items {
+			va := &list.Items[i]
+			pvName := va.Spec.Source.PersistentVolumeName
+			if va.Spec.Attacher != d.Name || va.Status.Attached || pvName == nil {
+				continue
+			}
+			first, ok := seen[va.Name]
+			if !ok {
+				first, seen[va.Name] = time.Now(), time.Now()
+			}
+			pv, err := client.CoreV1().PersistentVolumes().Get(ctx, *pvName, metav1.GetOptions{})
+			if err != nil || pv.Spec.CSI == nil || pv.Spec.CSI.VolumeAttributes[AttrAttachDelay] == "never" {
+				continue
+			}
+			delay, err := attrDuration(pv.Spec.CSI.VolumeAttributes, AttrAttachDelay)
+			if err != nil || time.Since(first) < delay {
+				continue
+			}
+			va.Status.Attached = true
+			if _, err := client.StorageV1().VolumeAttachments().UpdateStatus(ctx, va, metav1.UpdateOptions{}); err != nil {
+				continue
+			}
+			d.mu.Lock()
+			d.calls = append(d.calls, Call{Method: "ControllerPublishVolume", VolumeID: pv.Spec.CSI.VolumeHandle, Start: first, End: time.Now()})
+			d.mu.Unlock()
+		}
+	}
 }
 
 // timed runs a call, sleeping delay first (or until ctx ends), and logs it.

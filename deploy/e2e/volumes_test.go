@@ -30,35 +30,45 @@ import (
 // csiDriverName is the test CSI driver's name (deploy/csi).
 const csiDriverName = "csi.readyline.test"
 
-// The test CSI driver, shared by the tests that run at once: one socket
-// per driver name on the node.
+// The test CSI drivers, each shared by the tests that run at once: one
+// socket per driver name on the node.
 var (
-	csiMu    sync.Mutex
-	csiUsers int
-	csiRun   *csi.Driver
+	csiMu      sync.Mutex
+	csiRunning = map[string]*sharedDriver{}
 )
 
-// startCSIDriver serves deploy/csi's driver to the node's kubelet from
+// sharedDriver is a driver served and the tests that use it.
+type sharedDriver struct {
+	d     *csi.Driver
+	users int
+	stop  context.CancelFunc // its attacher's
+}
+
+// attachDriverName is the test driver whose volumes need attaching.
+const attachDriverName = "attach.csi.readyline.test"
+
+// startDriver serves deploy/csi's driver name to the node's kubelet from
 // this process while a test uses it (the first user starts it, the last
 // stops it): it is registered through the kubelet's plugin registration
 // socket (it waits for the kubelet to say it registered it), with a
-// CSIDriver object that needs no attach. Cleanups registered after this
-// one run first: a test deletes its pods, which the kubelet cannot finish
-// without the driver, before the driver stops.
-func startCSIDriver(t *testing.T, ctx context.Context) *csi.Driver {
+// CSIDriver object that needs an attach when attach is set (the driver
+// then runs its attacher). Cleanups registered after this one run first:
+// a test deletes its pods, which the kubelet cannot finish without the
+// driver, before the driver stops.
+func startDriver(t *testing.T, ctx context.Context, name string, attach bool) *csi.Driver {
 	t.Helper()
 	csiMu.Lock()
 	defer csiMu.Unlock()
-	if csiRun == nil {
-		attach := false
+	sd := csiRunning[name]
+	if sd == nil {
 		_, err := env.Client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{
-			ObjectMeta: metav1.ObjectMeta{Name: csiDriverName},
+			ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec:       storagev1.CSIDriverSpec{AttachRequired: &attach},
 		}, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
-		d := &csi.Driver{Name: csiDriverName, NodeID: env.NodeName}
+		d := &csi.Driver{Name: name, NodeID: env.NodeName}
 		if err := d.Serve(filepath.Join(env.NodeDir, "kubelet")); err != nil {
 			t.Fatal(err)
 		}
@@ -66,26 +76,31 @@ func startCSIDriver(t *testing.T, ctx context.Context) *csi.Driver {
 		case <-d.Registered():
 		case <-time.After(time.Minute):
 			d.Stop()
-			t.Fatalf("the kubelet did not register %s within a minute", csiDriverName)
+			t.Fatalf("the kubelet did not register %s within a minute", name)
 		}
-		csiRun = d
+		actx, stop := context.WithCancel(context.Background())
+		if attach {
+			go d.Attach(actx, env.Client)
+		}
+		sd = &sharedDriver{d: d, stop: stop}
+		csiRunning[name] = sd
 	}
-	csiUsers++
-	d := csiRun
+	sd.users++
 	t.Cleanup(func() {
 		csiMu.Lock()
 		defer csiMu.Unlock()
-		if csiUsers--; csiUsers == 0 {
-			csiRun.Stop()
-			csiRun = nil
+		if sd.users--; sd.users == 0 {
+			sd.stop()
+			sd.d.Stop()
+			delete(csiRunning, name)
 		}
 	})
-	return d
+	return sd.d
 }
 
-// csiClaim creates a PersistentVolume of the test driver with attrs and a
+// claimOf creates a PersistentVolume of the test driver with attrs and a
 // claim in ns bound to it; the volume is deleted after the test's pods.
-func csiClaim(t *testing.T, ctx context.Context, ns, claim string, attrs map[string]string) string {
+func claimOf(t *testing.T, ctx context.Context, driver, ns, claim string, attrs map[string]string) string {
 	t.Helper()
 	pv := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + claim},
@@ -94,7 +109,7 @@ func csiClaim(t *testing.T, ctx context.Context, ns, claim string, attrs map[str
 			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
 			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-				Driver: csiDriverName, VolumeHandle: volumeHandle(ns + "-" + claim), VolumeAttributes: attrs}},
+				Driver: driver, VolumeHandle: volumeHandle(ns + "-" + claim), VolumeAttributes: attrs}},
 		},
 	}
 	if _, err := env.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
@@ -123,12 +138,12 @@ func csiClaim(t *testing.T, ctx context.Context, ns, claim string, attrs map[str
 	return pv.Name
 }
 
-// volumeHandle is the CSI volume handle of csiClaim's PersistentVolume pv.
+// volumeHandle is the CSI volume handle of claimOf's PersistentVolume pv.
 func volumeHandle(pv string) string { return "vol-" + pv }
 
 // waitUnstaged waits, in a cleanup that runs after the ones registered
 // later (the pod's deletion), for the kubelet to unstage the volume of
-// PersistentVolume pv (its handle is csiClaim's): a driver stopped before
+// PersistentVolume pv (its handle is claimOf's): a driver stopped before
 // leaves the kubelet retrying it.
 func waitUnstaged(t *testing.T, d *csi.Driver, pv string) {
 	t.Cleanup(func() {
@@ -188,6 +203,55 @@ func claimPodManifest(name, claim string) string {
 `
 }
 
+// claimPod is a test's pod with a claim ("data-claim", mounted as volume
+// "data") of a test driver's volume.
+type claimPod struct {
+	d        *Daemon
+	ctx      context.Context
+	driver   *csi.Driver
+	ns, name string
+	pv       string // the claim's PersistentVolume
+	rec      *PodRecorder
+}
+
+// startClaimPod serves the test driver (attach: the one whose volumes need
+// attaching), makes its volume with attrs and the claim in a new
+// namespace, and applies pod name; its cleanups delete the pod, wait for
+// the volume's unstage (unless it never attaches) and stop the driver.
+func startClaimPod(t *testing.T, timeout time.Duration, attach bool, name string, attrs map[string]string) *claimPod {
+	t.Helper()
+	c := &claimPod{d: readyline(t), ctx: testContext(t, timeout), name: name}
+	driverName := csiDriverName
+	if attach {
+		driverName = attachDriverName
+	}
+	c.driver = startDriver(t, c.ctx, driverName, attach)
+	c.ns = newNamespace(t)
+	c.pv = claimOf(t, c.ctx, driverName, c.ns, "data-claim", attrs)
+	c.rec = recordPod(t, c.ns, name)
+	if attrs[csi.AttrAttachDelay] != "never" {
+		waitUnstaged(t, c.driver, c.pv)
+	}
+	deletePodAndWait(t, c.ns, name)
+	if _, err := env.Apply(c.ctx, c.ns, []byte(claimPodManifest(name, "data-claim"))); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// readyTimeline waits for the pod to be Ready and returns its timeline.
+func (c *claimPod) readyTimeline(t *testing.T) *correlator.Timeline {
+	t.Helper()
+	if _, err := c.rec.WaitFor(c.ctx, ConditionTrue(corev1.PodReady)); err != nil {
+		t.Fatal(err)
+	}
+	tl, err := c.d.Timeline(c.ctx, c.ns, c.name, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tl
+}
+
 // TestVolumeStageInFlight: a pod whose claim's CSI driver stages the
 // volume for 5 s and publishes it in 1 s is told, while it waits, by the
 // volume and the step in flight ("volume data: NodeStageVolume 2.1s so far
@@ -197,18 +261,9 @@ func claimPodManifest(name, claim string) string {
 // to them, and the trace has the volume's span with its calls.
 func TestVolumeStageInFlight(t *testing.T) {
 	t.Parallel()
-	d := readyline(t)
-	ctx := testContext(t, 4*time.Minute)
-	driver := startCSIDriver(t, ctx)
-	ns := newNamespace(t)
 	const name = "staged"
-	pvName := csiClaim(t, ctx, ns, "data-claim", map[string]string{csi.AttrStageDelay: "5s", csi.AttrPublishDelay: "1s"})
-	rec := recordPod(t, ns, name)
-	waitUnstaged(t, driver, pvName)
-	deletePodAndWait(t, ns, name)
-	if _, err := env.Apply(ctx, ns, []byte(claimPodManifest(name, "data-claim"))); err != nil {
-		t.Fatal(err)
-	}
+	c := startClaimPod(t, 4*time.Minute, false, name, map[string]string{csi.AttrStageDelay: "5s", csi.AttrPublishDelay: "1s"})
+	d, ctx, driver, ns, pvName, rec := c.d, c.ctx, c.driver, c.ns, c.pv, c.rec
 	ev, err := rec.WaitFor(ctx, func(*corev1.Pod) bool { return true })
 	if err != nil {
 		t.Fatal(err)
@@ -233,13 +288,7 @@ func TestVolumeStageInFlight(t *testing.T) {
 		t.Errorf("explain's waterfall has no open bar of the stage:\n%s", text)
 	}
 
-	if _, err := rec.WaitFor(ctx, ConditionTrue(corev1.PodReady)); err != nil {
-		t.Fatal(err)
-	}
-	tl, err := d.Timeline(ctx, ns, name, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tl := c.readyTimeline(t)
 	data := volumeNamed(t, tl, "data")
 	if data.Source != pvName || data.Driver != csiDriverName {
 		t.Fatalf("volume data %+v, want %s's of %s", data, pvName, csiDriverName)
@@ -294,10 +343,11 @@ func TestVolumeStageInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vs, ok := tr.SpanByName(exporter.SpanVolumeSetup)
-	if !ok || tagString(vs, "k8s.volume.name") != "data" || tagString(vs, string(exporter.AttrVolumeCSIDriver)) != csiDriverName {
-		t.Errorf("trace %s: volume.setup span %v (k8s.volume.name %q, driver %q), want data's", tr.TraceID, ok,
-			tagString(vs, "k8s.volume.name"), tagString(vs, string(exporter.AttrVolumeCSIDriver)))
+	i := slices.IndexFunc(tr.Spans, func(s Span) bool {
+		return s.OperationName == exporter.SpanVolumeSetup && tagString(s, "k8s.volume.name") == "data"
+	})
+	if i < 0 || tagString(tr.Spans[i], string(exporter.AttrVolumeCSIDriver)) != csiDriverName {
+		t.Errorf("trace %s: no volume.setup span of data by %s", tr.TraceID, csiDriverName)
 	}
 	if _, ok := tr.SpanByName(string(event.CSINodeStageVolume)); !ok {
 		t.Errorf("trace %s has no %s span", tr.TraceID, event.CSINodeStageVolume)
@@ -311,25 +361,10 @@ func TestVolumeStageInFlight(t *testing.T) {
 // explain draws the failed ones.
 func TestVolumePublishFailsTwice(t *testing.T) {
 	t.Parallel()
-	d := readyline(t)
-	ctx := testContext(t, 4*time.Minute)
-	driver := startCSIDriver(t, ctx)
-	ns := newNamespace(t)
 	const name = "republished"
-	pvName := csiClaim(t, ctx, ns, "data-claim", map[string]string{csi.AttrPublishDelay: "200ms", csi.AttrPublishFailures: "2"})
-	rec := recordPod(t, ns, name)
-	waitUnstaged(t, driver, pvName)
-	deletePodAndWait(t, ns, name)
-	if _, err := env.Apply(ctx, ns, []byte(claimPodManifest(name, "data-claim"))); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rec.WaitFor(ctx, ConditionTrue(corev1.PodReady)); err != nil {
-		t.Fatal(err)
-	}
-	tl, err := d.Timeline(ctx, ns, name, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := startClaimPod(t, 4*time.Minute, false, name, map[string]string{csi.AttrPublishDelay: "200ms", csi.AttrPublishFailures: "2"})
+	d, ctx, ns := c.d, c.ctx, c.ns
+	tl := c.readyTimeline(t)
 	var got []string
 	for _, c := range volumeNamed(t, tl, "data").Calls {
 		got = append(got, fmt.Sprintf("%s err=%v", c.Method.Short(), c.Err))
@@ -445,4 +480,70 @@ func TestVolumesInTree(t *testing.T) {
 		t.Errorf("secret-0's setups %+v, want failed ones, then one that worked", secret0)
 	}
 	t.Logf("%d volumes set up; secret-0 in %d steps", len(tl.Volumes), len(secret0))
+}
+
+// TestVolumeAttach: a volume whose driver needs it attached (its attacher
+// takes 3 s): the timeline's attach runs from the pod's arrival on the
+// node to the kubelet's WaitForAttach, after the driver's attacher marked
+// the VolumeAttachment attached, and is a step of the critical path.
+func TestVolumeAttach(t *testing.T) {
+	t.Parallel()
+	c := startClaimPod(t, 4*time.Minute, true, "attached", map[string]string{csi.AttrAttachDelay: "3s", csi.AttrStageDelay: "500ms"})
+	driver, pvName := c.driver, c.pv
+	tl := c.readyTimeline(t)
+	v := volumeNamed(t, tl, "data")
+	if v.Attach == nil || v.Driver != attachDriverName {
+		t.Fatalf("volume data %+v: want its attach, of %s", v, attachDriverName)
+	}
+	handle := volumeHandle(pvName)
+	i := slices.IndexFunc(driver.Calls(), func(c csi.Call) bool { return c.Method == "ControllerPublishVolume" && c.VolumeID == handle })
+	if i < 0 {
+		t.Fatalf("the driver's attacher did not attach %s: %+v", handle, driver.Calls())
+	}
+	attached := driver.Calls()[i]
+	took := v.Attach.End.Sub(v.Attach.Start)
+	t.Logf("attach: readyline %v (the pod's arrival to WaitForAttach), the driver's attacher %v (the VolumeAttachment seen to attached); WaitForAttach returned %v after the attacher's update",
+		took.Round(time.Millisecond), attached.End.Sub(attached.Start).Round(time.Millisecond), v.Attach.End.Sub(attached.End).Round(time.Millisecond))
+	if took < 3*time.Second || v.Attach.End.Before(attached.End) {
+		t.Errorf("attach [%v, %v] (%v), want over 3 s and to end after the attacher's update at %v", v.Attach.Start, v.Attach.End, took, attached.End)
+	}
+	want := regexp.MustCompile(`^volume data: attached after \d+\.\ds \(` + regexp.QuoteMeta(attachDriverName) + `\)$`)
+	if !slices.ContainsFunc(tl.CriticalPath, func(st correlator.Step) bool { return want.MatchString(st.What) }) {
+		t.Errorf("critical path %+v: no step matching %s", tl.CriticalPath, want)
+	}
+}
+
+// TestVolumeNeverAttaches: a volume whose attacher never attaches it: the
+// pod waits before its sandbox; 5 s in, the start says the volume has not
+// been set up (no call to its driver), and once the attach/detach
+// controller gives up (2 minutes) it says so in the controller's words.
+func TestVolumeNeverAttaches(t *testing.T) {
+	t.Parallel()
+	const name = "unattached"
+	c := startClaimPod(t, 6*time.Minute, true, name, map[string]string{csi.AttrAttachDelay: "never"})
+	d, ctx, ns, rec := c.d, c.ctx, c.ns, c.rec
+	ev, err := rec.WaitFor(ctx, func(*corev1.Pod) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := string(ev.Pod.UID)
+	// The waits the start tells, in order.
+	for _, w := range []struct {
+		within time.Duration
+		says   *regexp.Regexp
+	}{
+		{30 * time.Second, regexp.MustCompile(`volume data: not set up after \S+ \(the kubelet has made no call to its driver`)},
+		{3 * time.Minute, regexp.MustCompile(`volume \S+: timed out waiting for external-attacher of ` + regexp.QuoteMeta(attachDriverName) + `|unattached volumes=\[data\]`)},
+	} {
+		var waiting string
+		for deadline := time.Now().Add(w.within); time.Now().Before(deadline) && !w.says.MatchString(waiting); time.Sleep(2 * time.Second) {
+			tl, _ := askWhileStarting(t, ctx, d, ns, name, uid)
+			if waiting = tl.Waiting; tl.Sandbox != nil {
+				t.Fatalf("a sandbox %+v for a pod whose volume never attached", tl.Sandbox)
+			}
+		}
+		if !w.says.MatchString(waiting) {
+			t.Errorf("waiting %q %v in: want %s", waiting, w.within, w.says)
+		}
+	}
 }
