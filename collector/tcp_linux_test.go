@@ -158,6 +158,9 @@ type probe struct {
 	local                       netip.AddrPort
 	start, dialed, closing, end time.Time
 	err                         error
+	// readErr is what reading until the server closed returned: nil for
+	// its FIN, ECONNRESET for a reset.
+	readErr error
 }
 
 // dialProbe connects to addr like a tcpSocket or httpGet probe: connect,
@@ -174,7 +177,7 @@ func dialProbe(network, addr string) probe {
 		return p
 	}
 	p.local = c.LocalAddr().(*net.TCPAddr).AddrPort()
-	io.Copy(io.Discard, c)
+	_, p.readErr = io.Copy(io.Discard, c)
 	p.closing = time.Now()
 	c.Close()
 	p.end = time.Now()
@@ -503,22 +506,26 @@ func TestIntegrationTCPManyConnections(t *testing.T) {
 	ln := listenHold(t, "tcp4", "127.0.0.1:0", 0)
 	const n, workers = 1000, 4
 	var wg sync.WaitGroup
-	errs := make(chan error, n)
+	probes := make(chan probe, n)
 	start := time.Now()
-	for w := range workers {
+	for range workers {
 		wg.Go(func() {
 			for range n / workers {
-				if p := dialProbe("tcp4", ln.Addr().String()); p.err != nil {
-					errs <- fmt.Errorf("worker %d: %w", w, p.err)
-				}
+				probes <- dialProbe("tcp4", ln.Addr().String())
 			}
 		})
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
+	close(probes)
+	// What each client saw, by its port: under load (the 6.1 guest under
+	// TCG) the stack may reset a connection; its report must say so.
+	reset := map[uint16]bool{}
+	for p := range probes {
+		if p.err != nil {
+			t.Fatal(p.err)
+		}
+		reset[p.local.Port()] = errors.Is(p.readErr, syscall.ECONNRESET)
 	}
 
 	port := portOf(ln.Addr())
@@ -529,9 +536,14 @@ func TestIntegrationTCPManyConnections(t *testing.T) {
 	}
 	var maxLag time.Duration
 	cookies := map[uint64]bool{}
+	resets := 0
 	for i, c := range conns {
-		if c.Result != event.TCPEstablished || c.Established.IsZero() || c.Sport == 0 {
-			t.Errorf("connection %+v, want established with its times and ports", c)
+		want := event.TCPEstablished
+		if reset[c.Sport] {
+			want, resets = event.TCPReset, resets+1
+		}
+		if c.Result != want || c.Established.IsZero() || c.Sport == 0 {
+			t.Errorf("connection %+v, want %s (as its client saw it) with its times and ports", c, want)
 		}
 		cookies[c.Cookie] = true
 		maxLag = max(maxLag, at[i].Sub(c.End))
@@ -542,8 +554,8 @@ func TestIntegrationTCPManyConnections(t *testing.T) {
 	if stats.KernelDrops != 0 || stats.DecodeErrors != 0 || stats.Evicted != 0 {
 		t.Errorf("stats %+v: want no drops, decode errors or evictions", stats)
 	}
-	t.Logf("%d connections in %v (%.0f/s), %d records; longest close->emit %v",
-		n, elapsed, float64(n)/elapsed.Seconds(), stats.Records, maxLag)
+	t.Logf("%d connections in %v (%.0f/s; %d reset by the stack), %d records; longest close->emit %v",
+		n, elapsed, float64(n)/elapsed.Seconds(), resets, stats.Records, maxLag)
 }
 
 func TestIntegrationTCPDropsCounted(t *testing.T) {
