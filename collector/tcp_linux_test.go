@@ -519,7 +519,8 @@ func TestIntegrationTCPManyConnections(t *testing.T) {
 	elapsed := time.Since(start)
 	close(probes)
 	// What each client saw, by its port: under load (the 6.1 guest under
-	// TCG) the stack may reset a connection; its report must say so.
+	// TCG, its orphan sockets bounded by its memory) the stack may reset
+	// a connection, before the client read the server's FIN or after.
 	reset := map[uint16]bool{}
 	for p := range probes {
 		if p.err != nil {
@@ -538,12 +539,17 @@ func TestIntegrationTCPManyConnections(t *testing.T) {
 	cookies := map[uint64]bool{}
 	resets := 0
 	for i, c := range conns {
-		want := event.TCPEstablished
+		// Established, or reset after its handshake (its error the
+		// kernel's); reset for sure when its client's read said so.
+		ok := c.Result == event.TCPEstablished || (c.Result == event.TCPReset && c.Error == "ECONNRESET")
 		if reset[c.Sport] {
-			want, resets = event.TCPReset, resets+1
+			ok = c.Result == event.TCPReset
 		}
-		if c.Result != want || c.Established.IsZero() || c.Sport == 0 {
-			t.Errorf("connection %+v, want %s (as its client saw it) with its times and ports", c, want)
+		if c.Result == event.TCPReset {
+			resets++
+		}
+		if !ok || c.Established.IsZero() || c.Sport == 0 {
+			t.Errorf("connection %+v (its client saw a reset: %v), want it established, or reset as the kernel said, with its times and ports", c, reset[c.Sport])
 		}
 		cookies[c.Cookie] = true
 		maxLag = max(maxLag, at[i].Sub(c.End))
