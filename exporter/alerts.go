@@ -257,9 +257,10 @@ func sandboxBreakdown(tl *correlator.Timeline, start, end time.Time) string {
 	var parts []string
 	if d, ok := phaseDuration(tl, correlator.PhaseWaitSandbox); ok {
 		wait := "waiting before the sandbox " + fmtDuration(d)
-		var volumes []string // the volumes' steps, the kubelet's FailedMount
+		var volumes []string // the volumes' steps that took time or failed, the kubelet's FailedMount
 		for _, st := range tl.CriticalPath {
-			if st.Kind == correlator.ShareWaitVolumes && st.What != "" && !slices.Contains(volumes, st.What) {
+			quick := st.Name != correlator.PhaseWaitSandbox && st.End.Sub(st.Start) < quickVolumeCall && !strings.Contains(st.What, " failed")
+			if st.Kind == correlator.ShareWaitVolumes && st.What != "" && !quick && !slices.Contains(volumes, st.What) {
 				volumes = append(volumes, st.What)
 			}
 		}
