@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -537,8 +538,26 @@ spec:
 	}); err != nil {
 		t.Fatalf("no ring_full drops counted a minute into an exec flood with a 4 KiB ring: %v", err)
 	}
+	// The flood overflows the ring now and then, when the daemon's reader
+	// falls behind: it may keep up for the victim's whole start on a quiet
+	// machine. Stopping the daemon for 300 ms once the victim exists makes
+	// the kernel drop records within its start, for sure.
 	const victim = "during-flood"
+	stalled, seen := make(chan error, 1), recordPod(t, ns, victim)
+	go func() {
+		_, err := seen.WaitFor(ctx, func(*corev1.Pod) bool { return true })
+		if err == nil {
+			if err = syscall.Kill(d.PID, syscall.SIGSTOP); err == nil {
+				time.Sleep(300 * time.Millisecond)
+				err = syscall.Kill(d.PID, syscall.SIGCONT)
+			}
+		}
+		stalled <- err
+	}()
 	tl := startFaultPod(t, ctx, d, ns, victim)
+	if err := <-stalled; err != nil {
+		t.Fatalf("stalling the daemon during the victim's start: %v", err)
+	}
 	logTimelineSummary(t, tl)
 	mfs := scrapeDaemon(t, d)
 	drops := counterValue(mfs, "readyline_events_dropped_total", ringFull)
