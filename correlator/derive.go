@@ -136,9 +136,9 @@ func (p *podState) timeline(ctx *deriveContext, end ending) *Timeline {
 		tl.ObservedSince = p.firstSight()
 		tl.Missing = d.missing(tl, tl.ObservedSince)
 	}
-	tl.Volumes = d.volumeSetups(tl) // for stuckDetail; again with the attaches after the phases
 	switch tl.Outcome {
 	case OutcomeTimeout:
+		tl.Volumes = d.volumeSetups(tl) // for stuckDetail; again with the attaches after the phases
 		tl.Reason = joinNonEmpty(": ", end.reason, p.stuckDetail(tl))
 	case OutcomeFailed:
 		tl.Reason = d.failedBecause(tl, end.reason)
