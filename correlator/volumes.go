@@ -217,17 +217,21 @@ func (v volumeCall) describe() string {
 func volumeCallsIn(volumes []VolumeSetup, start, end time.Time) []volumeCall {
 	var out []volumeCall
 	for i := range volumes {
-		calls := volumes[i].Calls
+		// The wait for the attach, to WaitForAttach's return, is a step
+		// (the call itself is a moment of it).
+		var calls []CRICall
 		if a := volumes[i].Attach; a != nil {
-			// The wait for the attach, to WaitForAttach's return, is a step.
-			calls = append([]CRICall{{Method: event.VolumeWaitForAttach, Start: a.Start, End: a.End, Err: a.Err}}, calls...)
+			calls = append(calls, CRICall{Method: event.VolumeWaitForAttach, Start: a.Start, End: a.End, Err: a.Err})
 		}
-		for j, c := range calls {
-			if c.Start.IsZero() || c.Start.Before(start) || c.End.After(end) ||
-				(c.Method == event.VolumeWaitForAttach && (volumes[i].Attach == nil || j > 0)) {
-				continue
+		for _, c := range volumes[i].Calls {
+			if c.Method != event.VolumeWaitForAttach {
+				calls = append(calls, c)
 			}
-			out = append(out, volumeCall{&volumes[i], c})
+		}
+		for _, c := range calls {
+			if !c.Start.IsZero() && !c.Start.Before(start) && !c.End.After(end) {
+				out = append(out, volumeCall{&volumes[i], c})
+			}
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].call.Start.Before(out[j].call.Start) })
