@@ -2,6 +2,7 @@ package correlator
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -132,7 +133,7 @@ func (d *derivation) imagePulls(tl *Timeline) []ImagePull {
 			ip.ErrorReason, ip.Error = d.pullError(ip.Container, ip.Call.End)
 		}
 		if retry := last[key] != nil && last[key].Call.Err; puller == PullerSerialAssumed && !retry {
-			ip.Wait = d.pullWait(tl, c)
+			ip.Wait = d.pullWait(tl, c.Time)
 		}
 		out = append(out, ip)
 		last[key] = &out[len(out)-1]
@@ -236,22 +237,22 @@ const queueHandoff = time.Second
 // maxPullsBehind bounds the pulls a wait lists.
 const maxPullsBehind = 8
 
-// pullWait is the wait of the pull c behind other pods' pulls in the
-// serialized puller, nil when it did not wait behind any (see PullWait).
-// The pulls ahead of c are found backwards from c's start: the other pod's
-// pull that returned at most queueHandoff before it, then the one before
-// that, while they were still in flight after the container needed its
-// image.
-func (d *derivation) pullWait(tl *Timeline, c *event.CRICall) *PullWait {
-	if c.Time.IsZero() {
+// pullWait is the wait of the pull called at start behind other pods'
+// pulls in the serialized puller, nil when it did not wait behind any (see
+// PullWait). The pulls ahead of it are found backwards from its start: the
+// other pod's pull that returned at most queueHandoff before it, then the
+// one before that, while they were still in flight after the container
+// needed its image.
+func (d *derivation) pullWait(tl *Timeline, start time.Time) *PullWait {
+	if start.IsZero() {
 		return nil
 	}
-	need, what := d.needed(tl, c.Time)
+	need, what := d.needed(tl, start)
 	if need.IsZero() {
 		return nil
 	}
 	var behind []PullBehind
-	cur := c.Time
+	cur := start
 	for {
 		var ahead *pullCall
 		for i := range d.ctx.pullCalls {
@@ -279,13 +280,39 @@ func (d *derivation) pullWait(tl *Timeline, c *event.CRICall) *PullWait {
 	for i, j := 0, len(behind)-1; i < j; i, j = i+1, j-1 {
 		behind[i], behind[j] = behind[j], behind[i]
 	}
-	w := &PullWait{Start: latest(need, behind[0].Start), End: c.Time, Need: need, NeedEvent: what}
+	w := &PullWait{Start: latest(need, behind[0].Start), End: start, Need: need, NeedEvent: what}
 	if n := len(behind); n > maxPullsBehind {
 		w.BehindOmitted = n - maxPullsBehind
 		behind = behind[n-maxPullsBehind:]
 	}
 	w.Behind = behind
 	return w
+}
+
+// queuedPulls sets the wait of tl's pulls in flight behind other pods'
+// pulls, as pullWait finds it for a pull that returned: a first attempt at
+// its image, in a serialized puller.
+func (d *derivation) queuedPulls(tl *Timeline) {
+	if d.puller() != PullerSerialAssumed {
+		return
+	}
+	for i := range tl.InFlight {
+		f := &tl.InFlight[i]
+		if f.Method != event.CRIPullImage || d.retried(tl, f.Image) {
+			continue
+		}
+		if w := d.pullWait(tl, f.Start); w != nil {
+			f.Queued = &PullQueued{Start: w.Start, End: w.End, Behind: len(w.Behind) + w.BehindOmitted}
+		}
+	}
+}
+
+// retried reports whether an earlier pull of image failed: a retry does
+// not queue behind others the way a first pull does (imagePulls).
+func (d *derivation) retried(tl *Timeline, image string) bool {
+	return slices.ContainsFunc(tl.ImagePulls, func(ip ImagePull) bool {
+		return ip.Call.Err && defaultTagged(ip.Image) == defaultTagged(image)
+	})
 }
 
 // needed is when the pod's worker, before, finished its previous step:

@@ -227,6 +227,49 @@ func TestSerializedPullerChain(t *testing.T) {
 	}
 }
 
+// TestSerializedPullerWaitInFlight: a pull still in flight says how long
+// it waited behind how many other pods' pulls (not which: the sentence is
+// for every reader of the pod), in its InFlightCall and the waiting line;
+// the first pod's pull in flight waited behind none.
+func TestSerializedPullerWaitInFlight(t *testing.T) {
+	a := pullPod(t, "a", 0.3, 0.8, ctr("x", "x:1"))
+	a.pull(1.0, 4.0, "x:1", false, 0)
+	b := pullPod(t, "b", 0.3, 0.9, ctr("y", "y:1"))
+	b.pull(4.05, 6.0, "y:1", false, 0)
+	c := pullPod(t, "c", 0.4, 1.5, ctr("z", "z:1"))
+	c.ticks(1, 9)
+	cor := New(Config{})
+	for _, ev := range mergeEvents(a, b, c) {
+		cor.Handle(ev)
+	}
+	pulling := &event.CRICall{Time: at(6.05), Method: event.CRIPullImage, PodUID: c.uid, Image: "z:1"}
+	tl, ok := cor.Snapshot(Query{UID: c.uid}, pulling)
+	if !ok || len(tl.InFlight) != 1 {
+		t.Fatalf("snapshot %v: in flight %+v", ok, tl)
+	}
+	q := tl.InFlight[0].Queued
+	if q == nil || q.Behind != 2 || !q.Start.Equal(at(1.5)) || !q.End.Equal(at(6.05)) {
+		t.Fatalf("queued %+v, want 1.5s..6.05s behind 2 pulls", q)
+	}
+	if want := "PullImage z:1 for z (waited 4.5s behind 2 pulls): running for 3.0s, not returned yet"; !strings.Contains(tl.Waiting, want) {
+		t.Errorf("waiting %q, want %q", tl.Waiting, want)
+	}
+	if strings.Contains(tl.Waiting, "x:1") || strings.Contains(tl.Waiting, "y:1") {
+		t.Errorf("waiting %q names the other pods' images", tl.Waiting)
+	}
+	first := &event.CRICall{Time: at(1.0), Method: event.CRIPullImage, PodUID: a.uid, Image: "x:1"}
+	cor = New(Config{})
+	for _, ev := range a.events {
+		if ev.When().After(at(2)) {
+			break
+		}
+		cor.Handle(ev)
+	}
+	if tl, _ := cor.Snapshot(Query{UID: a.uid}, first); len(tl.InFlight) != 1 || tl.InFlight[0].Queued != nil {
+		t.Errorf("the first pull in flight: %+v, want no wait", tl.InFlight)
+	}
+}
+
 // TestNoWaitWhenNothingInFlight: no wait is made up when the other pod's
 // pull ended before the container needed its image, or long before its
 // call began (not the queue's handoff).

@@ -63,6 +63,7 @@ func (c *Correlator) Snapshot(q Query, inFlight ...*event.CRICall) (tl *Timeline
 	tl.AsOf, tl.Facts = c.clock.now, p.facts
 	if tl.Outcome == OutcomeStarting {
 		tl.InFlight = c.inFlightOf(p, inFlight)
+		(&derivation{p: p, ctx: ctx}).queuedPulls(tl)
 		tl.Waiting = p.waitingOn(tl)
 	}
 	tl.Gaps = c.gaps(p, tl)

@@ -319,7 +319,8 @@ func (p *podState) waitingOn(tl *Timeline) string {
 }
 
 // describe is "PullImage nginx:1.27 for app: running for 4.2s, not
-// returned yet", and for a pull how far it came as of asOf:
+// returned yet", and for a pull its wait behind other pods' pulls
+// ("(waited 3.1s behind 2 pulls)") and how far it came as of asOf:
 // "112/270 MB, 4 of 7 layers, 18 MB/s", or "no bytes for 45s".
 func (f InFlightCall) describe(ran time.Duration, asOf time.Time) string {
 	if f.isVolumeCall() {
@@ -332,11 +333,23 @@ func (f InFlightCall) describe(ran time.Duration, asOf time.Time) string {
 	if f.Container != "" {
 		s += " for " + f.Container
 	}
+	if q := f.QueuedText(); q != "" {
+		s += " (" + q + ")"
+	}
 	s += ": running for " + fmtDur(ran) + ", not returned yet"
 	if p := f.ProgressText(asOf); p != "" {
 		s += ", " + p
 	}
 	return s
+}
+
+// QueuedText is "waited 3.1s behind 2 pulls" for a pull that waited in
+// the kubelet's serialized puller before its call, "" otherwise.
+func (f InFlightCall) QueuedText() string {
+	if f.Queued == nil {
+		return ""
+	}
+	return fmt.Sprintf("waited %s behind %d %s", fmtDur(f.Queued.Duration()), f.Queued.Behind, plural(f.Queued.Behind, "pull", "pulls"))
 }
 
 // ProgressText says how far a pull in flight has come as of asOf

@@ -321,11 +321,28 @@ type InFlightCall struct {
 	// Progress is a PullImage's, from the runtime's content store, when
 	// the question was asked (nil: unknown).
 	Progress *event.PullProgress `json:"progress,omitempty"`
+	// Queued is a PullImage's wait in the kubelet's serialized puller
+	// behind other pods' pulls before its call (nil: it waited behind
+	// none).
+	Queued *PullQueued `json:"queued,omitempty"`
 	// Volume and Driver are a CSI call's: the pod's volume (as
 	// VolumeSetup.Name) and the CSI driver.
 	Volume string `json:"volume,omitempty"`
 	Driver string `json:"driver,omitempty"`
 }
+
+// PullQueued is how long a pull in flight waited behind other pods' pulls
+// before the kubelet called the runtime (PullWait's figures, without the
+// other pods' names: a pull in flight is told to whoever may read the pod).
+type PullQueued struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// Behind counts the pulls it waited behind.
+	Behind int `json:"behind"`
+}
+
+// Duration is End - Start.
+func (q PullQueued) Duration() time.Duration { return span(q.Start, q.End) }
 
 // CRICall is one call of the kubelet's CRI client, timed in the kernel.
 type CRICall struct {

@@ -249,4 +249,13 @@ func TestWaterfallPullInFlightBytes(t *testing.T) {
 	if want := "PullImage registry/big:1 (in flight: 112/270 MB, 4 of 7 layers"; !strings.Contains(buf.String(), want) {
 		t.Errorf("waterfall has no %q:\n%s", want, buf.String())
 	}
+	// A pull that waited behind other pods' pulls says so, as a finished one.
+	tl.InFlight[0].Queued = &correlator.PullQueued{Start: at(16900), End: at(20000), Behind: 2}
+	buf.Reset()
+	if err := RenderWaterfall(&buf, tl, 200); err != nil {
+		t.Fatal(err)
+	}
+	if want := "image.pull.wait behind 2 pulls                                      16.900s   3.100s"; !strings.Contains(buf.String(), want) {
+		t.Errorf("waterfall has no %q:\n%s", want, buf.String())
+	}
 }

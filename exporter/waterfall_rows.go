@@ -506,12 +506,27 @@ func (wc *waterfallChart) inFlight() {
 			if p := f.ProgressText(tl.AsOf); p != "" {
 				label, detail = method+" "+f.Image+" (in flight: "+p+")", detail+": "+p
 			}
+			if q := f.Queued; q != nil {
+				// Its wait in the serialized puller, as a finished pull's.
+				wc.emit(wrow{kind: rowPullWait, label: behindPulls(q.Behind), name: "image.pull.wait/" + cmp.Or(f.Container, f.Image),
+					start: q.Start, end: q.End, took: fmtSeconds(q.Duration()), style: styleBackOff})
+			}
 		case f.Container != "":
 			label, detail = method+" "+f.Container+" (in flight)", detail+" for "+f.Container
 		}
 		wc.emit(wrow{kind: rowCall, label: label, name: method, start: f.Start, end: tl.AsOf,
 			took: fmtSeconds(tl.AsOf.Sub(f.Start)), open: true, style: styleFull, detail: detail})
 	}
+}
+
+// behindPulls labels the wait of a pull in flight behind other pods' pulls:
+// how many, not which (the finished pull's row names the last, for who may
+// read it; see ReaderView).
+func behindPulls(n int) string {
+	if n == 1 {
+		return "image.pull.wait behind 1 pull"
+	}
+	return fmt.Sprintf("image.pull.wait behind %d pulls", n)
 }
 
 // containerFacts draws what belongs to a container rather than to one of
