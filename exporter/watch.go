@@ -10,8 +10,8 @@ import (
 )
 
 // How a Watch asks and draws: every WatchEvery, a start in progress drawn
-// again when it took new facts (correlator.Timeline.Facts), or after
-// watchRedraw without; a daemon that does not answer is asked again for
+// again when it took new facts (correlator.Timeline.Facts) or its pulls in
+// flight new bytes, or after watchRedraw without; a daemon that does not answer is asked again for
 // at most watchPatience.
 const (
 	WatchEvery    = time.Second
@@ -51,7 +51,7 @@ func Watch(ctx context.Context, fetch func(context.Context) (*correlator.Timelin
 		default:
 			failing = time.Time{}
 			done := tl.AsOf.IsZero() // the start as it ended, not a snapshot
-			if last == nil || done || tl.Facts != last.Facts || tl.Pod.UID != last.Pod.UID || time.Since(drawn) >= watchRedraw {
+			if last == nil || done || tl.Facts != last.Facts || tl.Pod.UID != last.Pod.UID || pullBytes(tl) != pullBytes(last) || time.Since(drawn) >= watchRedraw {
 				if err := draw(tl, last != nil); err != nil {
 					return err
 				}
@@ -67,6 +67,19 @@ func Watch(ctx context.Context, fetch func(context.Context) (*correlator.Timelin
 		case <-t.C:
 		}
 	}
+}
+
+// pullBytes is what tl's pulls in flight have written so far, all
+// together: a pull's bytes rising are not facts of the start, but they are
+// what a watcher of a slow pull waits to see move.
+func pullBytes(tl *correlator.Timeline) int64 {
+	var n int64
+	for _, f := range tl.InFlight {
+		if f.Progress != nil {
+			n += f.Progress.Bytes
+		}
+	}
+	return n
 }
 
 // Redraw starts a drawing after an earlier one on w: a cleared screen on a

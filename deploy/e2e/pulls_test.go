@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -486,6 +487,7 @@ func TestPullBytesInFlight(t *testing.T) {
 			t.Errorf("the pod did not become Ready after its pull: %v", err)
 		}
 	}()
+	watched := watchExplain(t, ctx, d, ns, "throttled", string(pod.UID))
 	var seen []*event.PullProgress
 	var waiting string
 	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
@@ -515,5 +517,46 @@ func TestPullBytesInFlight(t *testing.T) {
 	}
 	if !regexp.MustCompile(`PullImage \S+ for app: running for \S+, not returned yet, \d+/\d+ MB, \d of \d+ layers, \d+ MB/s`).MatchString(waiting) {
 		t.Errorf("waiting %q: want the pull's bytes, layers and rate", waiting)
+	}
+	// readyline explain --watch drew the pull again as its bytes rose, and
+	// ended with the start (its waiting line wraps at the drawing's width).
+	out := watched()
+	var mb []int
+	for _, m := range regexp.MustCompile(`not returned\s+yet,\s+(\d+)/2[67]\d MB,\s+\d of \d+ layers`).FindAllStringSubmatch(out, -1) {
+		n, _ := strconv.Atoi(m[1])
+		mb = append(mb, n)
+	}
+	t.Logf("explain --watch drew the pull's MB: %v", mb)
+	rising := 0
+	for i := 1; i < len(mb); i++ {
+		if mb[i] < mb[i-1] {
+			t.Errorf("explain --watch drew the pull's bytes going back: %v", mb)
+		} else if mb[i] > mb[i-1] {
+			rising++
+		}
+	}
+	if rising < 2 {
+		t.Errorf("explain --watch drew the pull's bytes rising %d times (%v MB), want 2 or more:\n%s", rising, mb, out)
+	}
+	if !strings.Contains(out, "Ready in") {
+		t.Errorf("explain --watch did not draw the start as it ended:\n%s", tail(out, 3000))
+	}
+}
+
+// watchExplain runs readyline explain --watch on the pod's start until it
+// ends; wait returns what it printed (its drawings one after the other).
+func watchExplain(t *testing.T, ctx context.Context, d *Daemon, ns, name, uid string) (wait func() string) {
+	t.Helper()
+	var out strings.Builder
+	cmd := exec.CommandContext(ctx, d.Bin, "explain", "--watch", "--api-addr", strings.TrimPrefix(d.APIURL, "http://"), "--uid", uid, ns+"/"+name)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("readyline explain --watch: %v", err)
+	}
+	return func() string {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("readyline explain --watch: %v\n%s", err, tail(out.String(), 3000))
+		}
+		return out.String()
 	}
 }
