@@ -23,8 +23,8 @@ func TestWatchDrawsOnNewFacts(t *testing.T) {
 		{Outcome: correlator.OutcomeStarting, Facts: 5, AsOf: now, InFlight: pulled(0)},
 		{Outcome: correlator.OutcomeStarting, Facts: 5, AsOf: now, InFlight: pulled(0)},
 		{Outcome: correlator.OutcomeStarting, Facts: 5, AsOf: now, InFlight: pulled(12e6)}, // bytes moved
-		{Outcome: correlator.OutcomeReady}, // ended: no longer a snapshot
-		{Outcome: correlator.OutcomeReady}, // never asked
+		{Outcome: correlator.OutcomeReady},                                                 // ended: no longer a snapshot
+		{Outcome: correlator.OutcomeReady},                                                 // never asked
 	}
 	asked := 0
 	var drawn []int
