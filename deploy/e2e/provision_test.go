@@ -121,6 +121,122 @@ func describePodWait(p *corev1.Pod) string {
 	return b.String()
 }
 
+// provisionedPod is a test's pod whose claim (claimName) the test
+// driver's provisioner provisions.
+type provisionedPod struct {
+	ctx    context.Context
+	driver *csi.Driver
+	ns     string
+	claim  *corev1.PersistentVolumeClaim
+	pv     string // the claim's volume, once made
+	rec    *PodRecorder
+}
+
+// claimName is provisionedPod's claim.
+const claimName = "data-claim"
+
+// startProvisionedPod runs the test driver with its provisioner, makes a
+// class of it with params and a claim of the class in a new namespace, and
+// applies pod name with the claim mounted; it waits for the pod to be
+// Ready. Its cleanups delete the pod, wait for the volume's unstage, delete
+// the claim and wait for the volume's deletion, then the class.
+func startProvisionedPod(t *testing.T, timeout time.Duration, name string, params map[string]string) *provisionedPod {
+	t.Helper()
+	c := &provisionedPod{ctx: testContext(t, timeout)}
+	c.driver = startDriver(t, c.ctx, provisionDriverName, driverNeeds{provision: true})
+	c.ns = newNamespace(t)
+	class := provisionClass(t, c.ctx, c.ns, params)
+	c.claim = provisionedClaim(t, c.ctx, c.ns, claimName, class)
+	c.pv = csi.ProvisionedVolumeName(c.claim.UID)
+	c.rec = recordPod(t, c.ns, name)
+	waitUnstaged(t, c.driver, c.pv)
+	deletePodAndWait(t, c.ns, name)
+	if _, err := env.Apply(c.ctx, c.ns, []byte(claimPodManifest(name, claimName))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.rec.WaitFor(c.ctx, ConditionTrue(corev1.PodReady)); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range c.rec.Events() {
+		t.Logf("pod %s at %s: %s", ev.Type, ev.ObservedAt.Format("15:04:05.000"), describePodWait(ev.Pod))
+	}
+	return c
+}
+
+// createCalls are the provisioner's CreateVolume calls of the claim's
+// volume, oldest first.
+func (c *provisionedPod) createCalls() []csi.Call {
+	var calls []csi.Call
+	for _, call := range c.driver.Calls() {
+		if call.Method == csi.MethodCreateVolume && call.VolumeID == csi.ProvisionedVolumeHandle(c.pv) {
+			calls = append(calls, call)
+		}
+	}
+	return calls
+}
+
+// boundAfter checks that the pod was bound only after end: the recorder
+// saw no node before then, and the bind's PodScheduled condition (second
+// precision) is not earlier than end's second. It returns the condition.
+func (c *provisionedPod) boundAfter(t *testing.T, end time.Time) corev1.PodCondition {
+	t.Helper()
+	if ev, ok := c.rec.First(func(p *corev1.Pod) bool { return p.Spec.NodeName != "" }); !ok || ev.ObservedAt.Before(end) {
+		t.Errorf("the pod was seen bound at %v, want after the volume was made at %v", ev.ObservedAt, end)
+	}
+	scheduled, ok := c.rec.First(ConditionTrue(corev1.PodScheduled))
+	if !ok {
+		t.Fatal("the pod was never seen with PodScheduled True")
+	}
+	cond, _ := Condition(scheduled.Pod, corev1.PodScheduled)
+	if cond.LastTransitionTime.Time.Before(end.Truncate(time.Second)) {
+		t.Errorf("PodScheduled True at %v, before the volume was made at %v", cond.LastTransitionTime.Time, end)
+	}
+	return cond
+}
+
+// claimEvents waits for the claim's ProvisioningSucceeded Event (the
+// recorder sends Events after the fact) and returns the claim's Events,
+// oldest first, logging them.
+func (c *provisionedPod) claimEvents(t *testing.T) []corev1.Event {
+	t.Helper()
+	var events []corev1.Event
+	err := wait.PollUntilContextTimeout(c.ctx, 200*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		events, err = objectEvents(ctx, c.ns, "PersistentVolumeClaim", claimName)
+		return err == nil && slices.ContainsFunc(events, func(e corev1.Event) bool { return e.Reason == csi.ReasonProvisioningSucceeded }), nil
+	})
+	for _, e := range events {
+		t.Logf("claim event %s %s from %s: %q firstTimestamp=%s lastTimestamp=%s eventTime=%s count=%d", e.Type, e.Reason, e.Source.Component,
+			e.Message, e.FirstTimestamp.Format(time.RFC3339Nano), e.LastTimestamp.Format(time.RFC3339Nano), e.EventTime.Format(time.RFC3339Nano), e.Count)
+	}
+	if err != nil {
+		t.Fatalf("no %s Event on claim %s/%s within 10s: %v", csi.ReasonProvisioningSucceeded, c.ns, claimName, err)
+	}
+	return events
+}
+
+// logPodEvents logs the pod's Events.
+func (c *provisionedPod) logPodEvents(t *testing.T, name string) {
+	t.Helper()
+	events, err := objectEvents(c.ctx, c.ns, "Pod", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
+		t.Logf("pod event %s %s from %s: %q firstTimestamp=%s eventTime=%s count=%d", e.Type, e.Reason, e.Source.Component+e.ReportingController,
+			e.Message, e.FirstTimestamp.Format(time.RFC3339Nano), e.EventTime.Format(time.RFC3339Nano), e.Count)
+	}
+}
+
+// eventOf is the first of events with reason.
+func eventOf(events []corev1.Event, reason string) (corev1.Event, bool) {
+	i := slices.IndexFunc(events, func(e corev1.Event) bool { return e.Reason == reason })
+	if i < 0 {
+		return corev1.Event{}, false
+	}
+	return events[i], true
+}
+
 // TestVolumeProvisionWaits: a pod whose claim's class waits for its first
 // consumer, and whose provisioner takes 4 s: the claim's Events say
 // Provisioning then ProvisioningSucceeded about 4 s later, as the CSI
@@ -129,93 +245,38 @@ func describePodWait(p *corev1.Pod) string {
 // stamps), then becomes Ready with the volume staged and published.
 func TestVolumeProvisionWaits(t *testing.T) {
 	t.Parallel()
-	const name, claimName = "provisioned", "data-claim"
-	ctx := testContext(t, 4*time.Minute)
-	driver := startDriver(t, ctx, provisionDriverName, driverNeeds{provision: true})
-	ns := newNamespace(t)
-	class := provisionClass(t, ctx, ns, map[string]string{csi.ParamProvisionDelay: "4s", csi.AttrPublishDelay: "300ms"})
-	claim := provisionedClaim(t, ctx, ns, claimName, class)
-	pv := csi.ProvisionedVolumeName(claim.UID)
-	rec := recordPod(t, ns, name)
-	waitUnstaged(t, driver, pv)
-	deletePodAndWait(t, ns, name)
-	if _, err := env.Apply(ctx, ns, []byte(claimPodManifest(name, claimName))); err != nil {
-		t.Fatal(err)
+	const name = "provisioned"
+	c := startProvisionedPod(t, 4*time.Minute, name, map[string]string{csi.ParamProvisionDelay: "4s", csi.AttrPublishDelay: "300ms"})
+	creates := c.createCalls()
+	if len(creates) != 1 || creates[0].Err != nil {
+		t.Fatalf("the provisioner's CreateVolume calls of %s: %+v, want one that worked", c.pv, creates)
 	}
-	if _, err := rec.WaitFor(ctx, ConditionTrue(corev1.PodReady)); err != nil {
-		t.Fatal(err)
-	}
-	for _, ev := range rec.Events() {
-		t.Logf("pod %s at %s: %s", ev.Type, ev.ObservedAt.Format("15:04:05.000"), describePodWait(ev.Pod))
-	}
-
-	handle := csi.ProvisionedVolumeHandle(pv)
-	calls := driver.Calls()
-	i := slices.IndexFunc(calls, func(c csi.Call) bool {
-		return c.Method == csi.MethodCreateVolume && c.VolumeID == handle && c.Err == nil
-	})
-	if i < 0 {
-		t.Fatalf("the provisioner made no volume %s: %+v", handle, calls)
-	}
-	created := calls[i]
+	created := creates[0]
 	if took := created.End.Sub(created.Start); took < 4*time.Second {
-		t.Errorf("CreateVolume of %s took %v, want the class's 4s at least", handle, took)
+		t.Errorf("CreateVolume of %s took %v, want the class's 4s at least", c.pv, took)
 	}
-	t.Logf("CreateVolume of %s: %s to %s", handle, created.Start.Format("15:04:05.000"), created.End.Format("15:04:05.000"))
+	t.Logf("CreateVolume of %s: %s to %s", c.pv, created.Start.Format("15:04:05.000"), created.End.Format("15:04:05.000"))
 	// The volume's node stage and publish came after it was made.
+	handle := csi.ProvisionedVolumeHandle(c.pv)
+	calls := c.driver.Calls()
 	for _, m := range []string{"NodeStageVolume", "NodePublishVolume"} {
-		j := slices.IndexFunc(calls, func(c csi.Call) bool { return c.Method == m && c.VolumeID == handle })
+		j := slices.IndexFunc(calls, func(call csi.Call) bool { return call.Method == m && call.VolumeID == handle })
 		if j < 0 || calls[j].Start.Before(created.End) {
 			t.Errorf("%s of %s: want one after the volume was made at %v: %+v", m, handle, created.End, calls)
 		}
 	}
+	cond := c.boundAfter(t, created.End)
 
-	// Bound only after the provisioner made the volume: the recorder saw
-	// no node before then, and the bind's condition (second precision) is
-	// not earlier than the creation's second.
-	if ev, ok := rec.First(func(p *corev1.Pod) bool { return p.Spec.NodeName != "" }); !ok || ev.ObservedAt.Before(created.End) {
-		t.Errorf("the pod was seen bound at %v, want after the volume was made at %v", ev.ObservedAt, created.End)
-	}
-	scheduled, ok := rec.First(ConditionTrue(corev1.PodScheduled))
-	if !ok {
-		t.Fatal("the pod was never seen with PodScheduled True")
-	}
-	cond, _ := Condition(scheduled.Pod, corev1.PodScheduled)
-	if cond.LastTransitionTime.Time.Before(created.End.Truncate(time.Second)) {
-		t.Errorf("PodScheduled True at %v, before the volume was made at %v", cond.LastTransitionTime.Time, created.End)
-	}
-
-	// The claim's Events, as the external-provisioner records them. The
-	// recorder sends them after the fact: wait for them.
-	var events []corev1.Event
-	reasonAt := func(reason string) (corev1.Event, bool) {
-		k := slices.IndexFunc(events, func(e corev1.Event) bool { return e.Reason == reason })
-		if k < 0 {
-			return corev1.Event{}, false
-		}
-		return events[k], true
-	}
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		var err error
-		events, err = objectEvents(ctx, ns, "PersistentVolumeClaim", claimName)
-		_, ok := reasonAt(csi.ReasonProvisioningSucceeded)
-		return err == nil && ok, nil
-	})
-	for _, e := range events {
-		t.Logf("claim event %s %s from %s: %q firstTimestamp=%s eventTime=%s count=%d",
-			e.Type, e.Reason, e.Source.Component, e.Message, e.FirstTimestamp.Format(time.RFC3339Nano), e.EventTime.Format(time.RFC3339Nano), e.Count)
-	}
-	if err != nil {
-		t.Fatalf("no %s Event on claim %s/%s within 10s: %v", csi.ReasonProvisioningSucceeded, ns, claimName, err)
-	}
-	provisioning, ok := reasonAt(csi.ReasonProvisioning)
-	succeeded, _ := reasonAt(csi.ReasonProvisioningSucceeded)
+	// The claim's Events, as the external-provisioner records them.
+	events := c.claimEvents(t)
+	provisioning, ok := eventOf(events, csi.ReasonProvisioning)
+	succeeded, _ := eventOf(events, csi.ReasonProvisioningSucceeded)
 	source := provisionDriverName + "_" + env.NodeName
-	wantProvisioning := fmt.Sprintf("External provisioner is provisioning volume for claim %q", ns+"/"+claimName)
+	wantProvisioning := fmt.Sprintf("External provisioner is provisioning volume for claim %q", c.ns+"/"+claimName)
 	if !ok || provisioning.Message != wantProvisioning || provisioning.Source.Component != source {
 		t.Errorf("Provisioning Event %+v, want %q from %s", provisioning, wantProvisioning, source)
 	}
-	if want := "Successfully provisioned volume " + pv; succeeded.Message != want || succeeded.Source.Component != source {
+	if want := "Successfully provisioned volume " + c.pv; succeeded.Message != want || succeeded.Source.Component != source {
 		t.Errorf("ProvisioningSucceeded Event %+v, want %q from %s", succeeded, want, source)
 	}
 	// Whole seconds apart: the 4 s of the class, give or take the second
@@ -226,13 +287,35 @@ func TestVolumeProvisionWaits(t *testing.T) {
 	if cond.LastTransitionTime.Before(&succeeded.FirstTimestamp) {
 		t.Errorf("PodScheduled True at %v, before the ProvisioningSucceeded Event at %v", cond.LastTransitionTime, succeeded.FirstTimestamp)
 	}
+	c.logPodEvents(t, name)
+}
 
-	podEvents, err := objectEvents(ctx, ns, "Pod", name)
-	if err != nil {
-		t.Fatal(err)
+// TestVolumeProvisionFailsTwice: a provisioner whose first two attempts
+// fail (codes.Unavailable, which the external-provisioner retries without
+// giving the claim back to the scheduler): the claim's Events say so, two
+// ProvisioningFailed between the Provisioning ones, and the pod is bound
+// only after the third attempt made the volume.
+func TestVolumeProvisionFailsTwice(t *testing.T) {
+	t.Parallel()
+	const name = "reprovisioned"
+	c := startProvisionedPod(t, 4*time.Minute, name, map[string]string{csi.ParamProvisionDelay: "500ms", csi.ParamProvisionFailures: "2"})
+	creates := c.createCalls()
+	if len(creates) != 3 || creates[0].Err == nil || creates[1].Err == nil || creates[2].Err != nil {
+		t.Fatalf("the provisioner's CreateVolume calls of %s: %+v, want two that failed, then one that worked", c.pv, creates)
 	}
-	for _, e := range podEvents {
-		t.Logf("pod event %s %s from %s: %q firstTimestamp=%s eventTime=%s count=%d",
-			e.Type, e.Reason, e.Source.Component+e.ReportingController, e.Message, e.FirstTimestamp.Format(time.RFC3339Nano), e.EventTime.Format(time.RFC3339Nano), e.Count)
+	c.boundAfter(t, creates[2].End)
+	events := c.claimEvents(t)
+	var failed int
+	for _, e := range events {
+		if e.Reason == csi.ReasonProvisioningFailed {
+			failed += int(e.Count)
+			if e.Type != corev1.EventTypeWarning || !strings.Contains(e.Message, "code = Unavailable") {
+				t.Errorf("ProvisioningFailed Event %+v, want a Warning with the call's Unavailable", e)
+			}
+		}
 	}
+	if provisioning, _ := eventOf(events, csi.ReasonProvisioning); failed != 2 || provisioning.Count != 3 {
+		t.Errorf("%d ProvisioningFailed and %d Provisioning Events, want 2 and 3", failed, provisioning.Count)
+	}
+	c.logPodEvents(t, name)
 }
