@@ -14,6 +14,13 @@
 //	                      attached that long after it saw it ("never":
 //	                      never), for a CSIDriver with attachRequired
 //
+// Driver.Provision is its provisioner: it makes the PersistentVolume of a
+// claim of a StorageClass whose provisioner is the driver, as the CSI
+// external-provisioner would, taking the time and failing the number of
+// times the class's parameters ask for (provisionDelay,
+// provisionFailures); the class's other parameters become the volume's
+// attributes.
+//
 // Every call is logged with its start and end (Driver.Calls), the stamps
 // a test compares readyline's with.
 package csi

@@ -39,23 +39,42 @@ var (
 
 // sharedDriver is a driver served and the tests that use it.
 type sharedDriver struct {
-	d     *csi.Driver
-	users int
-	stop  context.CancelFunc // its attacher's
+	d            *csi.Driver
+	users        int
+	provisioning bool               // its provisioner runs
+	stop         context.CancelFunc // its attacher's and its provisioner's
+	ctx          context.Context    // theirs
 }
 
 // attachDriverName is the test driver whose volumes need attaching.
 const attachDriverName = "attach.csi.readyline.test"
 
+// provisionDriverName is the test driver whose provisioner the
+// provisioning tests use (a name of their own: no other test's process
+// serves it).
+const provisionDriverName = "provision.csi.readyline.test"
+
+// driverNeeds is what a test needs of a test driver besides its node
+// plugin. The tests that share a driver name agree on attach.
+type driverNeeds struct {
+	// attach: its volumes need attaching (a CSIDriver with
+	// attachRequired, and the driver's attacher).
+	attach bool
+	// provision: the driver's provisioner makes the volumes of its
+	// StorageClasses' claims.
+	provision bool
+}
+
 // startDriver serves deploy/csi's driver name to the node's kubelet from
 // this process while a test uses it (the first user starts it, the last
 // stops it): it is registered through the kubelet's plugin registration
 // socket (it waits for the kubelet to say it registered it), with a
-// CSIDriver object that needs an attach when attach is set (the driver
-// then runs its attacher). Cleanups registered after this one run first:
-// a test deletes its pods, which the kubelet cannot finish without the
+// CSIDriver object that needs an attach when needs.attach is set (the
+// driver then runs its attacher); its provisioner runs from the first
+// user that needs it. Cleanups registered after this one run first: a
+// test deletes its pods, which the kubelet cannot finish without the
 // driver, before the driver stops.
-func startDriver(t *testing.T, ctx context.Context, name string, attach bool) *csi.Driver {
+func startDriver(t *testing.T, ctx context.Context, name string, needs driverNeeds) *csi.Driver {
 	t.Helper()
 	csiMu.Lock()
 	defer csiMu.Unlock()
@@ -63,7 +82,7 @@ func startDriver(t *testing.T, ctx context.Context, name string, attach bool) *c
 	if sd == nil {
 		_, err := env.Client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec:       storagev1.CSIDriverSpec{AttachRequired: &attach},
+			Spec:       storagev1.CSIDriverSpec{AttachRequired: &needs.attach},
 		}, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
@@ -79,11 +98,15 @@ func startDriver(t *testing.T, ctx context.Context, name string, attach bool) *c
 			t.Fatalf("the kubelet did not register %s within a minute", name)
 		}
 		actx, stop := context.WithCancel(context.Background())
-		if attach {
+		if needs.attach {
 			go d.Attach(actx, env.Client)
 		}
-		sd = &sharedDriver{d: d, stop: stop}
+		sd = &sharedDriver{d: d, stop: stop, ctx: actx}
 		csiRunning[name] = sd
+	}
+	if needs.provision && !sd.provisioning {
+		sd.provisioning = true
+		go sd.d.Provision(sd.ctx, env.Client)
 	}
 	sd.users++
 	t.Cleanup(func() {
@@ -235,7 +258,7 @@ func startClaimPod(t *testing.T, timeout time.Duration, attach bool, name string
 	if attach {
 		driverName = attachDriverName
 	}
-	c.driver = startDriver(t, c.ctx, driverName, attach)
+	c.driver = startDriver(t, c.ctx, driverName, driverNeeds{attach: attach})
 	c.ns = newNamespace(t)
 	c.pv = claimOf(t, c.ctx, driverName, c.ns, "data-claim", attrs)
 	c.rec = recordPod(t, c.ns, name)

@@ -1,0 +1,321 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/readyline/readyline/deploy/csi"
+)
+
+// provisionClass creates a StorageClass of the provisioning test driver,
+// named after the test's namespace ns (classes are cluster-wide), that
+// waits for its claims' first consumer, with params; it is deleted when
+// the test ends.
+func provisionClass(t *testing.T, ctx context.Context, ns string, params map[string]string) string {
+	t.Helper()
+	waits := storagev1.VolumeBindingWaitForFirstConsumer
+	class := &storagev1.StorageClass{
+		ObjectMeta:        metav1.ObjectMeta{Name: ns},
+		Provisioner:       provisionDriverName,
+		VolumeBindingMode: &waits,
+		Parameters:        params,
+	}
+	if _, err := env.Client.StorageV1().StorageClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cctx, cancel := suiteContext(time.Minute)
+		defer cancel()
+		if err := env.Client.StorageV1().StorageClasses().Delete(cctx, class.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting StorageClass %s: %v", class.Name, err)
+		}
+	})
+	return class.Name
+}
+
+// provisionedClaim creates claim name of class in ns; once the test's
+// pods are gone (cleanups registered later run first), it deletes the
+// claim and waits for the driver's provisioner to delete its volume.
+func provisionedClaim(t *testing.T, ctx context.Context, ns, name, class string) *corev1.PersistentVolumeClaim {
+	t.Helper()
+	claim, err := env.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: &class,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv := csi.ProvisionedVolumeName(claim.UID)
+	t.Cleanup(func() {
+		cctx, cancel := suiteContext(2 * time.Minute)
+		defer cancel()
+		err := env.Client.CoreV1().PersistentVolumeClaims(ns).Delete(cctx, name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting claim %s/%s: %v", ns, name, err)
+		}
+		err = wait.PollUntilContextTimeout(cctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			_, err := env.Client.CoreV1().PersistentVolumes().Get(ctx, pv, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		if err == nil {
+			return
+		}
+		t.Errorf("the provisioner did not delete volume %s within a minute of its claim's deletion", pv)
+		if err := env.Client.CoreV1().PersistentVolumes().Delete(cctx, pv, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting volume %s: %v", pv, err)
+		}
+	})
+	return claim
+}
+
+// objectEvents lists the Events of object kind/name in ns, oldest first.
+func objectEvents(ctx context.Context, ns, kind, name string) ([]corev1.Event, error) {
+	list, err := env.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
+		"involvedObject.kind": kind, "involvedObject.name": name}.String()})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(list.Items, func(a, b corev1.Event) int { return eventTime(a).Compare(eventTime(b)) })
+	return list.Items, nil
+}
+
+// eventTime is when e was first seen: its eventTime (µs, events.k8s.io
+// recorders) or else its firstTimestamp (s, core/v1 recorders).
+func eventTime(e corev1.Event) time.Time {
+	if !e.EventTime.IsZero() {
+		return e.EventTime.Time
+	}
+	return e.FirstTimestamp.Time
+}
+
+// describePodWait is what a recorded pod shows of its scheduling: node,
+// nominated node and conditions with their reasons.
+func describePodWait(p *corev1.Pod) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "nodeName=%q nominatedNodeName=%q phase=%s", p.Spec.NodeName, p.Status.NominatedNodeName, p.Status.Phase)
+	for _, c := range p.Status.Conditions {
+		fmt.Fprintf(&b, " %s=%s", c.Type, c.Status)
+		if c.Reason != "" || c.Message != "" {
+			fmt.Fprintf(&b, "(%s: %s)", c.Reason, c.Message)
+		}
+		fmt.Fprintf(&b, "@%s", c.LastTransitionTime.Format(time.TimeOnly))
+	}
+	return b.String()
+}
+
+// provisionedPod is a test's pod whose claim (claimName) the test
+// driver's provisioner provisions.
+type provisionedPod struct {
+	ctx    context.Context
+	driver *csi.Driver
+	ns     string
+	claim  *corev1.PersistentVolumeClaim
+	pv     string // the claim's volume, once made
+	rec    *PodRecorder
+}
+
+// claimName is provisionedPod's claim.
+const claimName = "data-claim"
+
+// startProvisionedPod runs the test driver with its provisioner, makes a
+// class of it with params and a claim of the class in a new namespace, and
+// applies pod name with the claim mounted; it waits for the pod to be
+// Ready. Its cleanups delete the pod, wait for the volume's unstage, delete
+// the claim and wait for the volume's deletion, then the class.
+func startProvisionedPod(t *testing.T, timeout time.Duration, name string, params map[string]string) *provisionedPod {
+	t.Helper()
+	c := &provisionedPod{ctx: testContext(t, timeout)}
+	c.driver = startDriver(t, c.ctx, provisionDriverName, driverNeeds{provision: true})
+	c.ns = newNamespace(t)
+	class := provisionClass(t, c.ctx, c.ns, params)
+	c.claim = provisionedClaim(t, c.ctx, c.ns, claimName, class)
+	c.pv = csi.ProvisionedVolumeName(c.claim.UID)
+	c.rec = recordPod(t, c.ns, name)
+	waitUnstaged(t, c.driver, c.pv)
+	deletePodAndWait(t, c.ns, name)
+	if _, err := env.Apply(c.ctx, c.ns, []byte(claimPodManifest(name, claimName))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.rec.WaitFor(c.ctx, ConditionTrue(corev1.PodReady)); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range c.rec.Events() {
+		t.Logf("pod %s at %s: %s", ev.Type, ev.ObservedAt.Format("15:04:05.000"), describePodWait(ev.Pod))
+	}
+	return c
+}
+
+// createCalls are the provisioner's CreateVolume calls of the claim's
+// volume, oldest first.
+func (c *provisionedPod) createCalls() []csi.Call {
+	var calls []csi.Call
+	for _, call := range c.driver.Calls() {
+		if call.Method == csi.MethodCreateVolume && call.VolumeID == csi.ProvisionedVolumeHandle(c.pv) {
+			calls = append(calls, call)
+		}
+	}
+	return calls
+}
+
+// boundAfter checks that the pod was bound only after end: the recorder
+// saw no node before then, and the bind's PodScheduled condition (second
+// precision) is not earlier than end's second. It returns the condition.
+func (c *provisionedPod) boundAfter(t *testing.T, end time.Time) corev1.PodCondition {
+	t.Helper()
+	if ev, ok := c.rec.First(func(p *corev1.Pod) bool { return p.Spec.NodeName != "" }); !ok || ev.ObservedAt.Before(end) {
+		t.Errorf("the pod was seen bound at %v, want after the volume was made at %v", ev.ObservedAt, end)
+	}
+	scheduled, ok := c.rec.First(ConditionTrue(corev1.PodScheduled))
+	if !ok {
+		t.Fatal("the pod was never seen with PodScheduled True")
+	}
+	cond, _ := Condition(scheduled.Pod, corev1.PodScheduled)
+	if cond.LastTransitionTime.Time.Before(end.Truncate(time.Second)) {
+		t.Errorf("PodScheduled True at %v, before the volume was made at %v", cond.LastTransitionTime.Time, end)
+	}
+	return cond
+}
+
+// claimEvents waits for the claim's ProvisioningSucceeded Event (the
+// recorder sends Events after the fact) and returns the claim's Events,
+// oldest first, logging them.
+func (c *provisionedPod) claimEvents(t *testing.T) []corev1.Event {
+	t.Helper()
+	var events []corev1.Event
+	err := wait.PollUntilContextTimeout(c.ctx, 200*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		events, err = objectEvents(ctx, c.ns, "PersistentVolumeClaim", claimName)
+		return err == nil && slices.ContainsFunc(events, func(e corev1.Event) bool { return e.Reason == csi.ReasonProvisioningSucceeded }), nil
+	})
+	for _, e := range events {
+		t.Logf("claim event %s %s from %s: %q firstTimestamp=%s lastTimestamp=%s eventTime=%s count=%d", e.Type, e.Reason, e.Source.Component,
+			e.Message, e.FirstTimestamp.Format(time.RFC3339Nano), e.LastTimestamp.Format(time.RFC3339Nano), e.EventTime.Format(time.RFC3339Nano), e.Count)
+	}
+	if err != nil {
+		t.Fatalf("no %s Event on claim %s/%s within 10s: %v", csi.ReasonProvisioningSucceeded, c.ns, claimName, err)
+	}
+	return events
+}
+
+// logPodEvents logs the pod's Events.
+func (c *provisionedPod) logPodEvents(t *testing.T, name string) {
+	t.Helper()
+	events, err := objectEvents(c.ctx, c.ns, "Pod", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
+		t.Logf("pod event %s %s from %s: %q firstTimestamp=%s eventTime=%s count=%d", e.Type, e.Reason, e.Source.Component+e.ReportingController,
+			e.Message, e.FirstTimestamp.Format(time.RFC3339Nano), e.EventTime.Format(time.RFC3339Nano), e.Count)
+	}
+}
+
+// eventOf is the first of events with reason.
+func eventOf(events []corev1.Event, reason string) (corev1.Event, bool) {
+	i := slices.IndexFunc(events, func(e corev1.Event) bool { return e.Reason == reason })
+	if i < 0 {
+		return corev1.Event{}, false
+	}
+	return events[i], true
+}
+
+// TestVolumeProvisionWaits: a pod whose claim's class waits for its first
+// consumer, and whose provisioner takes 4 s: the claim's Events say
+// Provisioning then ProvisioningSucceeded about 4 s later, as the CSI
+// external-provisioner's do; the pod is bound to the node only after the
+// volume was made (bounded by the provisioner's and the pod recorder's
+// stamps), then becomes Ready with the volume staged and published.
+func TestVolumeProvisionWaits(t *testing.T) {
+	t.Parallel()
+	const name = "provisioned"
+	c := startProvisionedPod(t, 4*time.Minute, name, map[string]string{csi.ParamProvisionDelay: "4s", csi.AttrPublishDelay: "300ms"})
+	creates := c.createCalls()
+	if len(creates) != 1 || creates[0].Err != nil {
+		t.Fatalf("the provisioner's CreateVolume calls of %s: %+v, want one that worked", c.pv, creates)
+	}
+	created := creates[0]
+	if took := created.End.Sub(created.Start); took < 4*time.Second {
+		t.Errorf("CreateVolume of %s took %v, want the class's 4s at least", c.pv, took)
+	}
+	t.Logf("CreateVolume of %s: %s to %s", c.pv, created.Start.Format("15:04:05.000"), created.End.Format("15:04:05.000"))
+	// The volume's node stage and publish came after it was made.
+	handle := csi.ProvisionedVolumeHandle(c.pv)
+	calls := c.driver.Calls()
+	for _, m := range []string{"NodeStageVolume", "NodePublishVolume"} {
+		j := slices.IndexFunc(calls, func(call csi.Call) bool { return call.Method == m && call.VolumeID == handle })
+		if j < 0 || calls[j].Start.Before(created.End) {
+			t.Errorf("%s of %s: want one after the volume was made at %v: %+v", m, handle, created.End, calls)
+		}
+	}
+	cond := c.boundAfter(t, created.End)
+
+	// The claim's Events, as the external-provisioner records them.
+	events := c.claimEvents(t)
+	provisioning, ok := eventOf(events, csi.ReasonProvisioning)
+	succeeded, _ := eventOf(events, csi.ReasonProvisioningSucceeded)
+	source := provisionDriverName + "_" + env.NodeName
+	wantProvisioning := fmt.Sprintf("External provisioner is provisioning volume for claim %q", c.ns+"/"+claimName)
+	if !ok || provisioning.Message != wantProvisioning || provisioning.Source.Component != source {
+		t.Errorf("Provisioning Event %+v, want %q from %s", provisioning, wantProvisioning, source)
+	}
+	if want := "Successfully provisioned volume " + c.pv; succeeded.Message != want || succeeded.Source.Component != source {
+		t.Errorf("ProvisioningSucceeded Event %+v, want %q from %s", succeeded, want, source)
+	}
+	// Whole seconds apart: the 4 s of the class, give or take the second
+	// each stamp was cut to.
+	if gap := succeeded.FirstTimestamp.Sub(provisioning.FirstTimestamp.Time); gap < 3*time.Second || gap > 5*time.Second {
+		t.Errorf("ProvisioningSucceeded %v after Provisioning, want the class's 4s (± 1s of stamp precision)", gap)
+	}
+	if cond.LastTransitionTime.Before(&succeeded.FirstTimestamp) {
+		t.Errorf("PodScheduled True at %v, before the ProvisioningSucceeded Event at %v", cond.LastTransitionTime, succeeded.FirstTimestamp)
+	}
+	c.logPodEvents(t, name)
+}
+
+// TestVolumeProvisionFailsTwice: a provisioner whose first two attempts
+// fail (codes.Unavailable, which the external-provisioner retries without
+// giving the claim back to the scheduler): the claim's Events say so, two
+// ProvisioningFailed between the Provisioning ones, and the pod is bound
+// only after the third attempt made the volume.
+func TestVolumeProvisionFailsTwice(t *testing.T) {
+	t.Parallel()
+	const name = "reprovisioned"
+	c := startProvisionedPod(t, 4*time.Minute, name, map[string]string{csi.ParamProvisionDelay: "500ms", csi.ParamProvisionFailures: "2"})
+	creates := c.createCalls()
+	if len(creates) != 3 || creates[0].Err == nil || creates[1].Err == nil || creates[2].Err != nil {
+		t.Fatalf("the provisioner's CreateVolume calls of %s: %+v, want two that failed, then one that worked", c.pv, creates)
+	}
+	c.boundAfter(t, creates[2].End)
+	events := c.claimEvents(t)
+	var failed int
+	for _, e := range events {
+		if e.Reason == csi.ReasonProvisioningFailed {
+			failed += int(e.Count)
+			if e.Type != corev1.EventTypeWarning || !strings.Contains(e.Message, "code = Unavailable") {
+				t.Errorf("ProvisioningFailed Event %+v, want a Warning with the call's Unavailable", e)
+			}
+		}
+	}
+	if provisioning, _ := eventOf(events, csi.ReasonProvisioning); failed != 2 || provisioning.Count != 3 {
+		t.Errorf("%d ProvisioningFailed and %d Provisioning Events, want 2 and 3", failed, provisioning.Count)
+	}
+	c.logPodEvents(t, name)
+}
