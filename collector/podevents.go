@@ -112,8 +112,10 @@ const maxEventsListed = 500
 // empty, of every pod of that name (one PodEvents per pod UID). It waits
 // for the rate limit of why (Background or Asked) within ctx. A read the API server refuses is a
 // PodEvents with Err (forbidden: the daemon may not list Events), and the
-// error; the caller reports it.
-func (r *PodEventReader) Read(ctx context.Context, namespace, name, uid string, why bool) ([]*event.PodEvents, error) {
+// error; the caller reports it. With claims (the names of the pod's
+// PersistentVolumeClaims, uid set), their Events are read too, one list
+// each, into PodEvents.Claims.
+func (r *PodEventReader) Read(ctx context.Context, namespace, name, uid string, why bool, claims ...string) ([]*event.PodEvents, error) {
 	limit := r.background
 	if why == Asked {
 		limit = r.asked
@@ -137,7 +139,39 @@ func (r *PodEventReader) Read(ctx context.Context, namespace, name, uid string, 
 		return []*event.PodEvents{{Time: now, PodUID: uid, Namespace: namespace, Name: name, Err: reason + ": " + err.Error()}},
 			fmt.Errorf("listing the events of pod %s/%s: %w", namespace, name, err)
 	}
-	return PodEventsOf(list, namespace, name, uid, now, r.cfg.Argv), nil
+	out := PodEventsOf(list, namespace, name, uid, now, r.cfg.Argv)
+	if uid != "" && len(claims) > 0 {
+		r.readClaims(ctx, out[0], claims)
+	}
+	return out, nil
+}
+
+// maxClaimsRead bounds the claims whose Events one read lists.
+const maxClaimsRead = 4
+
+// readClaims adds the Events of the claims of pe's pod to it; a claim's
+// list that fails leaves ClaimsRead false (the claims' Events an earlier
+// read had stand).
+func (r *PodEventReader) readClaims(ctx context.Context, pe *event.PodEvents, claims []string) {
+	pe.ClaimsRead = true
+	for _, claim := range claims[:min(len(claims), maxClaimsRead)] {
+		sel := fields.Set{"involvedObject.kind": "PersistentVolumeClaim", "involvedObject.name": claim}
+		list, err := r.cfg.Events(pe.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel.String(), Limit: event.MaxClaimEvents})
+		if err != nil {
+			r.logger.Debug("reading a claim's Events", "namespace", pe.Namespace, "claim", claim, "error", err)
+			pe.Claims, pe.ClaimsRead = nil, false
+			return
+		}
+		for i := range list.Items {
+			ev := ConvertEvent(&list.Items[i], r.cfg.Argv)
+			ev.Claim = claim
+			pe.Claims = append(pe.Claims, ev)
+		}
+	}
+	slices.SortStableFunc(pe.Claims, func(a, b event.PodEvent) int { return a.Last.Compare(b.Last) })
+	if n := len(pe.Claims) - event.MaxClaimEvents; n > 0 {
+		pe.Claims = slices.Delete(pe.Claims, 0, n)
+	}
 }
 
 // PodEventsOf groups the listed Events by the pod UID they are about

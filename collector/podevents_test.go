@@ -3,11 +3,13 @@ package collector
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/readyline/readyline/collector/event"
@@ -115,5 +117,80 @@ func TestPodEventReaderShare(t *testing.T) {
 		if got := r.Share(); got != 2 {
 			t.Errorf("SetShare(%v): rate %v, want the node's own 2", share, got)
 		}
+	}
+}
+
+// selectedList answers each list with the Events its field selector
+// names (involvedObject.kind and name, or uid), failing for a claim
+// named in fail.
+type selectedList struct {
+	items []corev1.Event
+	fail  string
+	sels  []string
+}
+
+func (l *selectedList) List(_ context.Context, opts metav1.ListOptions) (*corev1.EventList, error) {
+	l.sels = append(l.sels, opts.FieldSelector)
+	sel, err := fields.ParseSelector(opts.FieldSelector)
+	if err != nil {
+		return nil, err
+	}
+	out := &corev1.EventList{}
+	for _, ev := range l.items {
+		o := ev.InvolvedObject
+		if sel.Matches(fields.Set{"involvedObject.kind": o.Kind, "involvedObject.name": o.Name, "involvedObject.uid": string(o.UID)}) {
+			if o.Kind == "PersistentVolumeClaim" && o.Name == l.fail {
+				return nil, fmt.Errorf("boom")
+			}
+			out.Items = append(out.Items, ev)
+		}
+	}
+	return out, nil
+}
+
+// TestPodEventReaderClaims: a read with the pod's claims lists each
+// claim's Events by kind and name into Claims, each named, oldest first;
+// one claim failing leaves none read (ClaimsRead false), the pod's own
+// Events read all the same.
+func TestPodEventReaderClaims(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	ev := func(kind, name, uid, reason string, s int) corev1.Event {
+		return corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: kind, Name: name, UID: types.UID(uid)}, Type: "Normal", Reason: reason,
+			Source: corev1.EventSource{Component: "csi.example.dev_node-1_abc"}, FirstTimestamp: metav1.NewTime(t0.Add(time.Duration(s) * time.Second)),
+			LastTimestamp: metav1.NewTime(t0.Add(time.Duration(s) * time.Second))}
+	}
+	lister := &selectedList{items: []corev1.Event{
+		ev("Pod", "p", "u", "Scheduled", 5),
+		ev("PersistentVolumeClaim", "data", "c1", "ProvisioningSucceeded", 4),
+		ev("PersistentVolumeClaim", "data", "c1", "Provisioning", 1),
+		ev("PersistentVolumeClaim", "logs", "c2", "Provisioning", 2),
+		ev("PersistentVolumeClaim", "other", "c3", "Provisioning", 2), // not the pod's
+	}}
+	r, err := NewPodEventReader(PodEventsConfig{Events: func(string) EventLister { return lister }, Burst: 10}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Read(context.Background(), "default", "p", "u", Background, "data", "logs")
+	if err != nil || len(got) != 1 {
+		t.Fatalf("read: %v, %d PodEvents", err, len(got))
+	}
+	pe := got[0]
+	if len(pe.Events) != 1 || pe.Events[0].Reason != "Scheduled" || pe.Events[0].Claim != "" {
+		t.Errorf("the pod's own Events %+v", pe.Events)
+	}
+	var said []string
+	for _, c := range pe.Claims {
+		said = append(said, c.Claim+" "+c.Reason)
+	}
+	if want := "data Provisioning, logs Provisioning, data ProvisioningSucceeded"; !pe.ClaimsRead || strings.Join(said, ", ") != want {
+		t.Errorf("claims' Events %q (read %v), want %q", said, pe.ClaimsRead, want)
+	}
+	if len(lister.sels) != 3 || !strings.Contains(lister.sels[1], "involvedObject.kind=PersistentVolumeClaim") {
+		t.Errorf("lists %q: want the pod's, then one a claim", lister.sels)
+	}
+	lister.fail = "logs"
+	got, err = r.Read(context.Background(), "default", "p", "u", Background, "data", "logs")
+	if err != nil || got[0].ClaimsRead || len(got[0].Claims) != 0 || len(got[0].Events) != 1 {
+		t.Errorf("a claim's list failing: %v, %+v", err, got[0])
 	}
 }

@@ -171,6 +171,20 @@ func (k *clock) shifted() bool {
 // base reads wall time t, a time an event recalls (a creation, a
 // transition), in its frame (see the top of the file) and returns it on
 // the base frame.
+
+// baseEvents is a copy of events with their times based.
+func (k *clock) baseEvents(events []event.PodEvent) []event.PodEvent {
+	if events == nil {
+		return nil
+	}
+	out := make([]event.PodEvent, len(events))
+	for i, pe := range events {
+		pe.First, pe.Last = k.base(pe.First), k.base(pe.Last)
+		out[i] = pe
+	}
+	return out
+}
+
 func (k *clock) base(t time.Time) time.Time {
 	if t.IsZero() || !k.shifted() {
 		return t
@@ -292,11 +306,7 @@ func (k *clock) normalize(ev event.Event) event.Event {
 	case *event.PodEvents:
 		c := *e
 		c.Time = k.baseNow(e.Time)
-		c.Events = make([]event.PodEvent, len(e.Events))
-		for i, pe := range e.Events {
-			pe.First, pe.Last = k.base(pe.First), k.base(pe.Last)
-			c.Events[i] = pe
-		}
+		c.Events, c.Claims = k.baseEvents(e.Events), k.baseEvents(e.Claims)
 		return &c
 	case *event.PodUpdate:
 		c := *e

@@ -38,7 +38,7 @@ func (d *derivation) criticalPath(tl *Timeline) []Step {
 			if w, ok := phaseNamed(tl, PhaseWaitSandbox); ok {
 				end = latest(end, w.Start)
 			}
-			cp.add(ph.Name, ShareSchedule, "", ph.Start, end)
+			provisionSteps(cp, tl.Volumes, ph.Start, end)
 		case PhaseWaitSandbox:
 			kind, what := ShareWaitSandbox, ""
 			if v := d.p.events.volumeWait(); v != "" {

@@ -46,6 +46,10 @@ type kubeletEvents struct {
 	// read is when they were last read, unread why the last read failed.
 	read   time.Time
 	unread string
+	// claims are the Events of the pod's claims, as the last read of them
+	// had them (claimsRead: one was).
+	claims     []event.PodEvent
+	claimsRead bool
 }
 
 // take merges one read of the pod's Events. The same event (type, reason,
@@ -58,6 +62,9 @@ func (k *kubeletEvents) take(e *event.PodEvents) {
 		return
 	}
 	k.unread = ""
+	if e.ClaimsRead {
+		k.claims, k.claimsRead = e.Claims, true
+	}
 	for _, ne := range e.Events {
 		i := slices.IndexFunc(k.list, func(o event.PodEvent) bool {
 			return o.Type == ne.Type && o.Reason == ne.Reason && o.FieldPath == ne.FieldPath && o.Message == ne.Message
@@ -262,6 +269,10 @@ type EventsWanted struct {
 	// Ended is set for a start that ended other than Ready and waits for
 	// them: they should be read now.
 	Ended bool
+	// Claims are the pod's PersistentVolumeClaims whose Events should be
+	// read too: the pod waited to be scheduled while they were provisioned
+	// or bound (waitedForClaims).
+	Claims []string
 }
 
 // WantEvents lists the starts whose Events the caller should read and
@@ -274,8 +285,11 @@ func (c *Correlator) WantEvents() []EventsWanted {
 	for _, uid := range c.sortedUIDs() {
 		p := c.pods[uid]
 		w := EventsWanted{Query: Query{UID: p.uid, Namespace: p.pod.Namespace, Name: p.pod.Name}, LastRead: p.events.read}
+		if p.waitedForClaims() {
+			w.Claims = podClaims(p.pod)
+		}
 		switch {
-		case p.outcome == "" && c.clock.now.Sub(p.since) >= eventsAfter:
+		case p.outcome == "" && (c.clock.now.Sub(p.since) >= eventsAfter || (w.Claims != nil && !p.events.claimsRead)):
 		case c.waitsForEvents(p):
 			w.Ended = true
 		default:
@@ -305,13 +319,52 @@ func (c *Correlator) WantEvents() []EventsWanted {
 	return out
 }
 
-// waitsForEvents reports whether p, which ended other than Ready, waits
+// waitsForEvents reports whether p, which ended other than Ready (or Ready
+// after waiting for its claims, whose Events say why, unread yet), waits
 // for its Events before its timeline is derived: they can be read (the
 // pod_events source said Up and is not blind), they were not read since
 // the outcome, and maxEventsWait has not passed.
 func (c *Correlator) waitsForEvents(p *podState) bool {
-	if p.outcome == "" || p.outcome == OutcomeReady || !c.eventsReadable || c.blindNow(event.SourcePodEvents) {
+	if p.outcome == "" || !c.eventsReadable || c.blindNow(event.SourcePodEvents) {
 		return false
 	}
+	if p.outcome == OutcomeReady {
+		if !p.waitedForClaims() || p.events.claimsRead {
+			return false
+		}
+		return c.clock.now.Sub(p.doneStamp) < maxEventsWait
+	}
 	return p.events.read.Before(p.doneSeen) && c.clock.now.Sub(p.doneStamp) < maxEventsWait
+}
+
+// claimWait is how long a pod with claims must have waited to be scheduled
+// for its claims' Events to be read: creation and PodScheduled both have
+// 1 s timestamps, and a pod whose claims were bound is scheduled in well
+// under a second.
+const claimWait = 2 * time.Second
+
+// waitedForClaims reports whether p has PersistentVolumeClaims and waited
+// claimWait or more to be scheduled: the scheduler binds a pod only once
+// its claims are bound, a provisioner's volume made first.
+func (p *podState) waitedForClaims() bool {
+	f, ok := p.conds[corev1.PodScheduled]
+	if !ok || f.lastTransition.Sub(p.firstPod.CreationTimestamp.Time) < claimWait {
+		return false
+	}
+	return len(podClaims(p.pod)) > 0
+}
+
+// podClaims are the names of pod's PersistentVolumeClaims: its claims',
+// and those the API server makes for its ephemeral volumes (<pod>-<volume>).
+func podClaims(pod *corev1.Pod) []string {
+	var out []string
+	for _, v := range pod.Spec.Volumes {
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			out = append(out, v.PersistentVolumeClaim.ClaimName)
+		case v.Ephemeral != nil:
+			out = append(out, pod.Name+"-"+v.Name)
+		}
+	}
+	return out
 }

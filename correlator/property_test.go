@@ -227,12 +227,27 @@ func randomStart(t *testing.T, r *rand.Rand, name string, podIdx int) *scenario 
 	pid := uint32(10000 * (podIdx + 1))
 	nextPID := func() uint32 { pid++; return pid }
 	delay := func(max float64) float64 { return 0.01 + r.Float64()*max }
-	sc.cond(corev1.PodScheduled, 0)
-	if nInit == 0 {
-		sc.cond(corev1.PodInitialized, 0)
+	// Sometimes the claim's volume is provisioned first: the pod is
+	// scheduled once it is (whole seconds, as the Events and conditions).
+	scheduled, provisioned := 0.0, false
+	if withVolume && r.Intn(2) == 0 {
+		scheduled, provisioned = float64(2+r.Intn(6)), true
 	}
-	sc.update(0.05)
-	now := 0.1 + delay(1)
+	sc.cond(corev1.PodScheduled, scheduled)
+	if nInit == 0 {
+		sc.cond(corev1.PodInitialized, scheduled)
+	}
+	sc.update(scheduled + 0.05)
+	if provisioned {
+		from := float64(r.Intn(int(scheduled)))
+		to := from + float64(1+r.Intn(int(scheduled-from)))
+		sc.events = append(sc.events, &event.PodEvents{Time: at(scheduled + 0.07), PodUID: sc.uid, Namespace: "default", Name: name, ClaimsRead: true,
+			Claims: []event.PodEvent{
+				{Reason: "Provisioning", Claim: "data", Component: "csi.test_n", Count: 1, First: at(from), Last: at(from)},
+				{Reason: "ProvisioningSucceeded", Claim: "data", Component: "csi.test_n", Count: 1, First: at(to), Last: at(to)},
+			}})
+	}
+	now := scheduled + 0.1 + delay(1)
 	if withVolume {
 		// The volume's CSI calls before the sandbox: a stage, a publish
 		// that sometimes fails first.

@@ -2,8 +2,10 @@ package correlator
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +37,121 @@ type VolumeSetup struct {
 	// once the attach/detach controller had the volume attached and said
 	// so in the node's status. Nil for a volume that needs no attach.
 	Attach *Interval `json:"attach,omitempty"`
+	// Provision is, for a claim whose volume a provisioner made while the
+	// pod waited to be scheduled, that making.
+	Provision *Provision `json:"provision,omitempty"`
+}
+
+// Provision is a claim's volume being made by its provisioner, as the
+// claim's Events tell it (1 s timestamps): from the provisioner's first
+// Provisioning to its ProvisioningSucceeded, its failed attempts counted
+// (ProvisioningFailed) with the last one's words. The scheduler binds a
+// pod only once its claims are bound (VolumeBinding's PreBind), so the
+// pod waited for it to be scheduled.
+type Provision struct {
+	Claim    string    `json:"claim"`
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
+	Failures int       `json:"failures,omitempty"`
+	Error    string    `json:"error,omitempty"`
+}
+
+// Duration is End - Start.
+func (p Provision) Duration() time.Duration { return span(p.Start, p.End) }
+
+// The external provisioner's reasons (sig-storage-lib-external-provisioner
+// controller.go), on the claim.
+const (
+	reasonProvisioning          = "Provisioning"
+	reasonProvisioningSucceeded = "ProvisioningSucceeded"
+	reasonProvisioningFailed    = "ProvisioningFailed"
+)
+
+// provisions adds the provisioning of the pod's claims, as their Events
+// read (kubeletEvents.claims) tell it, to the volume of each.
+func (d *derivation) provisions(volumes []VolumeSetup) []VolumeSetup {
+	for _, claim := range podClaims(d.p.pod) {
+		var pr *Provision
+		var driver string
+		for _, e := range d.p.events.claims {
+			if e.Claim != claim {
+				continue
+			}
+			if pr == nil {
+				pr = &Provision{Claim: claim}
+			}
+			switch e.Reason {
+			case reasonProvisioning:
+				pr.Start = earliest(pr.Start, e.First)
+				// "csi.example.dev_node-1_6f1c...": the driver, where it runs.
+				driver, _, _ = strings.Cut(e.Component, "_")
+			case reasonProvisioningSucceeded:
+				pr.End = latest(pr.End, e.Last)
+			case reasonProvisioningFailed:
+				pr.Failures += int(max(e.Count, 1))
+				pr.Error = e.Message
+			}
+		}
+		if pr == nil || pr.Start.IsZero() || pr.End.Before(pr.Start) {
+			continue // not provisioned while the start watched (bound, or its words lost)
+		}
+		name := claimVolume(d.p.pod, claim)
+		i := slices.IndexFunc(volumes, func(v VolumeSetup) bool { return v.Name == name })
+		if i < 0 {
+			volumes = append(volumes, VolumeSetup{Name: name, Driver: driver})
+			i = len(volumes) - 1
+		}
+		volumes[i].Provision = pr
+		volumes[i].Driver = cmp.Or(volumes[i].Driver, driver)
+	}
+	return volumes
+}
+
+// claimVolume is the pod's volume of claim (podClaims' name of it).
+func claimVolume(pod *corev1.Pod, claim string) string {
+	for _, v := range pod.Spec.Volumes {
+		if (v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim) || (v.Ephemeral != nil && pod.Name+"-"+v.Name == claim) {
+			return v.Name
+		}
+	}
+	return claim
+}
+
+// provisionSteps are the critical path's steps of the wait to be scheduled
+// [start, end]: the provisioning that ended last inside it (the scheduler
+// binds the pod once every claim is bound: they are made in parallel) and
+// the scheduling around it.
+func provisionSteps(cp *pathBuilder, volumes []VolumeSetup, start, end time.Time) {
+	var last *VolumeSetup
+	for i := range volumes {
+		p := volumes[i].Provision
+		if p != nil && p.End.After(start) && p.Start.Before(end) && (last == nil || p.End.After(last.Provision.End)) {
+			last = &volumes[i]
+		}
+	}
+	if last == nil {
+		cp.add(PhaseSchedule, ShareSchedule, "", start, end)
+		return
+	}
+	p := last.Provision
+	from, to := latest(start, p.Start), earliest(end, p.End)
+	cp.add(PhaseSchedule, ShareSchedule, "", start, from)
+	cp.add(VolumeStepName(last.Name), ShareWaitVolumes, describeProvision(last), from, to)
+	cp.add(PhaseSchedule, ShareSchedule, "", to, end)
+}
+
+// describeProvision is "volume data: provisioned in 4.0s
+// (csi.example.dev)", with "after 2 failed attempts" when it failed first.
+func describeProvision(v *VolumeSetup) string {
+	p := v.Provision
+	s := "volume " + v.Name + ": provisioned in " + fmtDur(p.Duration())
+	if p.Failures > 0 {
+		s += fmt.Sprintf(", after %d failed %s", p.Failures, plural(p.Failures, "attempt", "attempts"))
+	}
+	if v.Driver != "" {
+		s += " (" + v.Driver + ")"
+	}
+	return s
 }
 
 // Interval is a span of time, and whether what it timed failed.
@@ -47,7 +164,8 @@ type Interval struct {
 // volumeSetups are the pod's volumes that the kubelet set up during the
 // start, before its first sandbox (the kubelet sets a Secret's or a
 // configMap's volume up again at each sync of the pod: those are not its
-// start), in the order of their first call.
+// start), in the order of their first call; then the claims provisioned
+// while the pod waited to be scheduled.
 func (d *derivation) volumeSetups(tl *Timeline) []VolumeSetup {
 	before := tl.End
 	for _, c := range d.p.calls {
@@ -95,7 +213,7 @@ func (d *derivation) volumeSetups(tl *Timeline) []VolumeSetup {
 			}
 		}
 	}
-	return out
+	return d.provisions(out)
 }
 
 // unsetWorth is how long a claim's volume may go without a step of its

@@ -232,3 +232,104 @@ func TestClaimNotSetUp(t *testing.T) {
 		t.Errorf("waiting %q, want %q", tl.Waiting, want)
 	}
 }
+
+// provisionedPod is csiPod scheduled at +5s, once its claim's volume was
+// provisioned (the claim's Events from +1s to +4s, read at +5.3s with
+// the pod's own); its volume staged and published, then Ready at +7s.
+func provisionedPod(t *testing.T, failures int32) *scenario {
+	sc := newScenario(t, "provisioned", corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "app", Image: "busybox"}},
+		Volumes: []corev1.Volume{
+			{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-claim"}}},
+		},
+	})
+	sc.cond(corev1.PodScheduled, 5)
+	sc.cond(corev1.PodInitialized, 5.05)
+	sc.update(5.1)
+	claim := func(reason string, first, last float64, count int32) event.PodEvent {
+		return event.PodEvent{Type: "Normal", Reason: reason, Claim: "data-claim", Component: "csi.test_node-1_1f2e", Count: count, First: at(first), Last: at(last)}
+	}
+	evs := []event.PodEvent{claim("Provisioning", 1, 3, 3), claim("ProvisioningSucceeded", 4, 4, 1)}
+	if failures > 0 {
+		evs = append(evs, event.PodEvent{Type: "Warning", Reason: "ProvisioningFailed", Claim: "data-claim", Message: "rpc error: code = Unavailable", Count: failures, First: at(1), Last: at(3)})
+	}
+	sc.events = append(sc.events, &event.PodEvents{Time: at(5.3), PodUID: sc.uid, Namespace: "default", Name: sc.pod.Name, Claims: evs, ClaimsRead: true})
+	sc.csiCall(5.4, 5.5, event.CSINodeStageVolume, false)
+	sc.csiCall(5.5, 5.6, event.CSINodePublishVolume, false)
+	sc.sandboxAndReady(6)
+	return sc
+}
+
+// TestVolumeProvisionedBeforeScheduling: a claim provisioned while the pod
+// waited to be scheduled is its volume's provision, from the claim's
+// Events; the critical path splits the scheduling around it, and the
+// breakdown counts it as waiting for volumes, summing to the start still.
+func TestVolumeProvisionedBeforeScheduling(t *testing.T) {
+	for _, tc := range []struct {
+		failures int32
+		what     string
+	}{
+		{0, "volume data: provisioned in 3.0s (csi.test)"},
+		{2, "volume data: provisioned in 3.0s, after 2 failed attempts (csi.test)"},
+	} {
+		tl := provisionedPod(t, tc.failures).run(Config{})
+		if len(tl.Volumes) != 1 || tl.Volumes[0].Provision == nil {
+			t.Fatalf("volumes %+v, want data's provision", tl.Volumes)
+		}
+		p := tl.Volumes[0].Provision
+		if p.Claim != "data-claim" || !p.Start.Equal(at(1)) || !p.End.Equal(at(4)) || p.Failures != int(tc.failures) || len(tl.Volumes[0].Calls) != 2 {
+			t.Errorf("provision %+v of %+v", p, tl.Volumes[0])
+		}
+		var steps []string
+		for _, st := range tl.CriticalPath {
+			if st.Start.Before(at(5)) {
+				steps = append(steps, fmt.Sprintf("%s %s %v..%v", st.Name, st.What, st.Start.Sub(t0), st.End.Sub(t0)))
+			}
+		}
+		want := []string{"pod.schedule  0s..1s", "volume/data " + tc.what + " 1s..4s", "pod.schedule  4s..5.1s"} // to the pod seen on the node
+		if strings.Join(steps, "|") != strings.Join(want, "|") {
+			t.Errorf("steps before the pod was scheduled %q, want %q", steps, want)
+		}
+		var sum, volumes time.Duration
+		for _, s := range tl.Breakdown {
+			sum += s.Duration
+			if s.Kind == ShareWaitVolumes {
+				volumes = s.Duration
+			}
+		}
+		approx(t, "breakdown's sum", sum, tl.End.Sub(tl.Start))
+		approx(t, "waiting for volumes", volumes, 3200*time.Millisecond) // the provision, stage and publish
+	}
+}
+
+// TestClaimEventsWanted: a pod with a claim that waited 2 s or more to be
+// scheduled wants its claims' Events read at once; read, they are wanted
+// with the pod's own 5 s into the start; a pod scheduled at once wants
+// none.
+func TestClaimEventsWanted(t *testing.T) {
+	sc := provisionedPod(t, 0)
+	c := New(Config{})
+	for _, ev := range sc.events {
+		if ev.When().After(at(5.2)) {
+			break
+		}
+		c.Handle(ev)
+	}
+	w := c.WantEvents()
+	if len(w) != 1 || len(w[0].Claims) != 1 || w[0].Claims[0] != "data-claim" {
+		t.Fatalf("wanted %+v, want the pod's with its claim", w)
+	}
+	c.Handle(&event.PodEvents{Time: at(5.3), PodUID: sc.uid, Namespace: "default", Name: sc.pod.Name, ClaimsRead: true})
+	if w := c.WantEvents(); len(w) != 0 {
+		t.Errorf("wanted %+v after the claims were read", w)
+	}
+	quick := csiPod(t, "quick")
+	c = New(Config{})
+	for _, ev := range quick.events {
+		c.Handle(ev)
+	}
+	c.Handle(&event.Tick{Time: at(0.5)})
+	if w := c.WantEvents(); len(w) != 0 {
+		t.Errorf("a pod scheduled at once: wanted %+v", w)
+	}
+}

@@ -401,6 +401,8 @@ func (b *spanBuilder) phases(ctx context.Context, tl *correlator.Timeline, tlEnd
 			continue
 		}
 		switch {
+		case p.Name == correlator.PhaseSchedule:
+			b.provisions(pctx, tl.Volumes)
 		case p.Name == correlator.PhaseWaitSandbox:
 			b.volumes(pctx, tl.Volumes)
 		case p.Name == correlator.PhaseSandbox && tl.Sandbox != nil:

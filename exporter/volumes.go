@@ -17,6 +17,9 @@ import (
 const (
 	SpanVolumeSetup  = "volume.setup"
 	SpanVolumeAttach = "volume.attach"
+	// SpanVolumeProvision is a claim's volume made by its provisioner
+	// while the pod waited to be scheduled, under pod.schedule.
+	SpanVolumeProvision = "volume.provision"
 )
 
 // Attribute keys of a volume.setup span (the pod's volume is semconv's
@@ -24,12 +27,19 @@ const (
 const (
 	AttrVolumeSource    = attribute.Key("readyline.volume.persistent_volume")
 	AttrVolumeCSIDriver = attribute.Key("readyline.volume.csi_driver")
+	// A volume.provision span's claim, and the provisioner's failed
+	// attempts before it made the volume.
+	AttrVolumeClaim             = attribute.Key("readyline.volume.claim")
+	AttrVolumeProvisionFailures = attribute.Key("readyline.volume.provision.failures")
 )
 
 // volumes emits a volume.setup span per volume set up through a CSI
 // driver, under ctx (the wait before the sandbox).
 func (b *spanBuilder) volumes(ctx context.Context, volumes []correlator.VolumeSetup) {
 	for _, v := range volumes {
+		if len(v.Calls) == 0 {
+			continue // provisioned, its setup not seen
+		}
 		var start, end, firstEnd = v.Calls[0].Start, v.Calls[0].End, v.Calls[0].End
 		failed := false
 		for _, c := range v.Calls {
@@ -78,6 +88,30 @@ func (b *spanBuilder) volumes(ctx context.Context, volumes []correlator.VolumeSe
 		}
 		if failed {
 			s.SetStatus(codes.Error, "the volume's last CSI call failed")
+		}
+		b.end(s, end)
+	}
+}
+
+// provisions emits a volume.provision span per claim provisioned while the
+// pod waited to be scheduled, under ctx (pod.schedule). Its times are the
+// claim's Events': 1 s precision.
+func (b *spanBuilder) provisions(ctx context.Context, volumes []correlator.VolumeSetup) {
+	for _, v := range volumes {
+		p := v.Provision
+		if p == nil {
+			continue
+		}
+		attrs := []attribute.KeyValue{semconv.K8SVolumeName(v.Name), semconv.K8SVolumeTypePersistentVolumeClaim, AttrVolumeClaim.String(p.Claim)}
+		if v.Driver != "" {
+			attrs = append(attrs, AttrVolumeCSIDriver.String(v.Driver))
+		}
+		if p.Failures > 0 {
+			attrs = append(attrs, AttrVolumeProvisionFailures.Int(p.Failures))
+		}
+		_, s, end, ok := b.start(ctx, SpanVolumeProvision, p.Start, p.End, attrs)
+		if !ok {
+			continue
 		}
 		b.end(s, end)
 	}

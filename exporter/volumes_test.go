@@ -63,3 +63,34 @@ func TestVolumeSpans(t *testing.T) {
 		t.Errorf("%d publish spans, want 2", n)
 	}
 }
+
+// TestVolumeProvision: a claim provisioned while the pod waited to be
+// scheduled is a volume.provision span under pod.schedule, with its claim,
+// driver and failed attempts, and a row in that wait; a volume with a
+// provision and no setup seen makes no volume.setup span.
+func TestVolumeProvision(t *testing.T) {
+	tl := volumesTimeline()
+	tl.Volumes[1].Provision = &correlator.Provision{Claim: "data-claim", Start: at(5), End: at(35), Failures: 2, Error: "rpc error: code = Unavailable"}
+	tl.Volumes = append(tl.Volumes, correlator.VolumeSetup{Name: "logs", Driver: "csi.example.dev",
+		Provision: &correlator.Provision{Claim: "logs", Start: at(10), End: at(20)}})
+	spans, _ := exportToMemory(t, TraceConfig{}, tl)
+	st := newSpanTree(t, spans)
+	schedule := st.child(st.root, correlator.PhaseSchedule)
+	provisions := st.named(schedule, SpanVolumeProvision)
+	if len(provisions) != 2 {
+		t.Fatalf("%d volume.provision spans under %s, want 2 (children: %v)", len(provisions), schedule.Name, st.childNames(schedule))
+	}
+	wantInterval(t, provisions[0], at(5), at(35))
+	wantAttrs(t, provisions[0], map[string]string{"k8s.volume.name": "data", string(AttrVolumeClaim): "data-claim",
+		string(AttrVolumeCSIDriver): "csi.example.dev", string(AttrVolumeProvisionFailures): "2"})
+	if n := len(st.named(st.child(st.root, correlator.PhaseWaitSandbox), SpanVolumeSetup)); n != 2 {
+		t.Errorf("%d volume.setup spans, want 2 (logs has no setup seen)", n)
+	}
+	var buf bytes.Buffer
+	if err := RenderWaterfall(&buf, tl, 160); err != nil {
+		t.Fatal(err)
+	}
+	if want := "volume data provision (2 failed)"; !strings.Contains(buf.String(), want) {
+		t.Errorf("waterfall has no %q:\n%s", want, buf.String())
+	}
+}

@@ -190,6 +190,8 @@ func (wc *waterfallChart) collect() {
 		wc.emit(wrow{kind: rowPhase, label: p.Name, name: p.Name, start: p.Start, end: end, took: dur, open: open,
 			style: styleFull, detail: phaseSource(p.Source)})
 		switch p.Name {
+		case correlator.PhaseSchedule:
+			wc.provisions()
 		case correlator.PhaseWaitSandbox:
 			wc.volumes()
 		case correlator.PhaseSandboxReplaced:
@@ -373,6 +375,23 @@ func (wc *waterfallChart) volumes() {
 	}
 	if quick > 0 {
 		wc.emit(wrow{kind: rowNote, depth: 1, label: fmt.Sprintf("(%d volume setup steps under %v)", quick, quickVolumeCall), name: "volumes omitted"})
+	}
+}
+
+// provisions draws the claims provisioned while the pod waited to be
+// scheduled, inside that wait.
+func (wc *waterfallChart) provisions() {
+	for _, v := range wc.tl.Volumes {
+		if p := v.Provision; p != nil {
+			label := "volume " + v.Name + " provision"
+			detail := "claim " + p.Claim + " (the claim's Events, 1 s)"
+			if p.Failures > 0 {
+				label += fmt.Sprintf(" (%d failed)", p.Failures)
+				detail += ": " + p.Error
+			}
+			wc.emit(wrow{kind: rowCall, depth: 1, label: label, name: correlator.VolumeStepName(v.Name), start: p.Start, end: p.End,
+				took: fmtSeconds(p.Duration()), style: styleFull, detail: withDriver(detail, v.Driver)})
+		}
 	}
 }
 

@@ -91,17 +91,17 @@ func (r *eventReads) Run(ctx context.Context, emit func(event.Event)) error {
 		case <-ctx.Done():
 			return nil
 		case w := <-r.wants:
-			for _, ev := range r.read(ctx, w.Query, collector.Background, emit) {
+			for _, ev := range r.read(ctx, w.Query, collector.Background, emit, w.Claims...) {
 				emit(ev)
 			}
 		}
 	}
 }
 
-// read reads the Events of the pod q names and says, with emit, when the
-// source goes down or comes back.
-func (r *eventReads) read(ctx context.Context, q correlator.Query, why bool, emit func(event.Event)) []*event.PodEvents {
-	evs, err := r.reader.Read(ctx, q.Namespace, q.Name, q.UID, why)
+// read reads the Events of the pod q names (and of its claims) and says,
+// with emit, when the source goes down or comes back.
+func (r *eventReads) read(ctx context.Context, q correlator.Query, why bool, emit func(event.Event), claims ...string) []*event.PodEvents {
+	evs, err := r.reader.Read(ctx, q.Namespace, q.Name, q.UID, why, claims...)
 	if err != nil && ctx.Err() != nil {
 		return nil
 	}

@@ -26,6 +26,14 @@ type PodEvents struct {
 	Events []PodEvent `json:"events,omitempty"`
 	// Omitted counts the Events left out beyond MaxPodEvents.
 	Omitted int `json:"omitted,omitempty"`
+	// Claims are the Events about the pod's PersistentVolumeClaims (each
+	// its Claim set), read when the pod waited for them to be bound: the
+	// provisioner's Provisioning and ProvisioningSucceeded, the volume
+	// controller's; at most MaxClaimEvents, the latest. ClaimsRead says
+	// they were read: a read of the pod's own Events alone leaves the
+	// claims' as an earlier read had them.
+	Claims     []PodEvent `json:"claims,omitempty"`
+	ClaimsRead bool       `json:"claims_read,omitempty"`
 	// Err says why they could not be read (a node without the grant to
 	// list Events: forbidden); Events is then empty.
 	Err string `json:"err,omitempty"`
@@ -37,6 +45,7 @@ func (e *PodEvents) When() time.Time { return e.Time }
 // Bounds of a PodEvents.
 const (
 	MaxPodEvents    = 64
+	MaxClaimEvents  = 32
 	MaxEventMessage = 1024
 )
 
@@ -54,6 +63,9 @@ type PodEvent struct {
 	// "spec.containers{app}", "spec.initContainers{init}"; empty for the
 	// pod.
 	FieldPath string `json:"field_path,omitempty"`
+	// Claim is the pod's PersistentVolumeClaim the Event is about (in
+	// PodEvents.Claims), empty for the pod's own.
+	Claim string `json:"claim,omitempty"`
 	// Component and Host are who reported it: "kubelet" and its node.
 	Component string    `json:"component,omitempty"`
 	Host      string    `json:"host,omitempty"`
