@@ -18,7 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/deploy/csi"
+	"github.com/readyline/readyline/exporter"
 )
 
 // provisionClass creates a StorageClass of the provisioning test driver,
@@ -124,6 +126,7 @@ func describePodWait(p *corev1.Pod) string {
 // provisionedPod is a test's pod whose claim (claimName) the test
 // driver's provisioner provisions.
 type provisionedPod struct {
+	d      *Daemon
 	ctx    context.Context
 	driver *csi.Driver
 	ns     string
@@ -142,7 +145,7 @@ const claimName = "data-claim"
 // the claim and wait for the volume's deletion, then the class.
 func startProvisionedPod(t *testing.T, timeout time.Duration, name string, params map[string]string) *provisionedPod {
 	t.Helper()
-	c := &provisionedPod{ctx: testContext(t, timeout)}
+	c := &provisionedPod{d: readyline(t), ctx: testContext(t, timeout)}
 	c.driver = startDriver(t, c.ctx, provisionDriverName, driverNeeds{provision: true})
 	c.ns = newNamespace(t)
 	class := provisionClass(t, c.ctx, c.ns, params)
@@ -288,6 +291,55 @@ func TestVolumeProvisionWaits(t *testing.T) {
 		t.Errorf("PodScheduled True at %v, before the ProvisioningSucceeded Event at %v", cond.LastTransitionTime, succeeded.FirstTimestamp)
 	}
 	c.logPodEvents(t, name)
+
+	// readyline tells the wait to be scheduled by the claim's provision,
+	// from these Events.
+	tl, p := c.provision(t, name)
+	if !p.Start.Equal(provisioning.FirstTimestamp.Time) || !p.End.Equal(succeeded.LastTimestamp.Time) || p.Failures != 0 {
+		t.Errorf("provision %+v, want the claim's Events' %v..%v", p, provisioning.FirstTimestamp, succeeded.LastTimestamp)
+	}
+	var volumes time.Duration
+	for _, s := range tl.Breakdown {
+		if s.Kind == correlator.ShareWaitVolumes {
+			volumes = s.Duration
+		}
+	}
+	if volumes < p.End.Sub(p.Start) {
+		t.Errorf("where the time went: %v waiting for volumes, want the provision's %v at least: %+v", volumes, p.End.Sub(p.Start), tl.Breakdown)
+	}
+	tr, err := WaitForTrace(c.ctx, JaegerQueryURL, TraceIDFromPodUID(tl.Pod.UID), 5, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(tr.Spans, func(s Span) bool { return s.OperationName == exporter.SpanVolumeProvision })
+	if i < 0 || tagString(tr.Spans[i], string(exporter.AttrVolumeClaim)) != claimName || tagString(tr.Spans[i], "k8s.volume.name") != "data" {
+		t.Errorf("trace %s: no volume.provision span of claim %s", tr.TraceID, claimName)
+	}
+}
+
+// provision is readyline's timeline of the pod's start, Ready, and its
+// volume data's provision, which must be on the critical path inside the
+// wait to be scheduled, told as "volume data: provisioned in ...".
+func (c *provisionedPod) provision(t *testing.T, name string) (*correlator.Timeline, *correlator.Provision) {
+	t.Helper()
+	tl, err := c.d.Timeline(c.ctx, c.ns, name, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(tl.Volumes, func(v correlator.VolumeSetup) bool { return v.Name == "data" })
+	if i < 0 || tl.Volumes[i].Provision == nil {
+		t.Fatalf("readyline's volumes %+v: want data's provision", tl.Volumes)
+	}
+	p := tl.Volumes[i].Provision
+	if p.Claim != claimName || tl.Volumes[i].Driver != provisionDriverName {
+		t.Errorf("volume %+v, provision %+v: want claim %s by %s", tl.Volumes[i], p, claimName, provisionDriverName)
+	}
+	j := slices.IndexFunc(tl.CriticalPath, func(s correlator.Step) bool { return strings.HasPrefix(s.What, "volume data: provisioned in ") })
+	if j < 0 || tl.CriticalPath[j].Name != correlator.VolumeStepName("data") || !strings.HasSuffix(tl.CriticalPath[j].What, "("+provisionDriverName+")") {
+		t.Errorf("critical path %+v: want volume data's provision by %s", tl.CriticalPath, provisionDriverName)
+	}
+	t.Logf("readyline: %s", tl.CriticalPath[max(j, 0)].What)
+	return tl, p
 }
 
 // TestVolumeProvisionFailsTwice: a provisioner whose first two attempts
@@ -318,4 +370,7 @@ func TestVolumeProvisionFailsTwice(t *testing.T) {
 		t.Errorf("%d ProvisioningFailed and %d Provisioning Events, want 2 and 3", failed, provisioning.Count)
 	}
 	c.logPodEvents(t, name)
+	if _, p := c.provision(t, name); p.Failures != 2 || !strings.Contains(p.Error, "code = Unavailable") {
+		t.Errorf("provision %+v: want its 2 failed attempts, the last one's words", p)
+	}
 }
