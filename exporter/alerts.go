@@ -260,7 +260,8 @@ func sandboxBreakdown(tl *correlator.Timeline, start, end time.Time) string {
 		var volumes []string // the volumes' steps that took time or failed, the kubelet's FailedMount
 		for _, st := range tl.CriticalPath {
 			quick := st.Name != correlator.PhaseWaitSandbox && st.End.Sub(st.Start) < quickVolumeCall && !strings.Contains(st.What, " failed")
-			if st.Kind == correlator.ShareWaitVolumes && st.What != "" && !quick && !slices.Contains(volumes, st.What) {
+			early := st.Start.Before(start) // a claim's provision, before the pod was scheduled: not this wait's
+			if st.Kind == correlator.ShareWaitVolumes && st.What != "" && !quick && !early && !slices.Contains(volumes, st.What) {
 				volumes = append(volumes, st.What)
 			}
 		}
