@@ -148,17 +148,10 @@ func (d *Driver) Calls() []Call {
 // logs a ControllerPublishVolume call for each, from then to the update.
 func (d *Driver) Attach(ctx context.Context, client kubernetes.Interface) {
 	seen := map[string]time.Time{}
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	everyTick(ctx, func() {
 		list, err := client.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
 		if err != nil {
-			continue
+			return
 		}
 		for i := range list.Items {
 			va := &list.Items[i]
@@ -186,6 +179,22 @@ func (d *Driver) Attach(ctx context.Context, client kubernetes.Interface) {
 			d.calls = append(d.calls, Call{Method: "ControllerPublishVolume", VolumeID: pv.Spec.CSI.VolumeHandle, Start: first, End: time.Now()})
 			d.mu.Unlock()
 		}
+	})
+}
+
+// everyTick calls do every 100 ms until ctx ends: the attacher and the
+// provisioner list what they act on rather than watch it, as simple as a
+// test's fixture can be.
+func everyTick(ctx context.Context, do func()) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		do()
 	}
 }
 

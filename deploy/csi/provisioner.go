@@ -93,17 +93,10 @@ func (d *Driver) Provision(ctx context.Context, client kubernetes.Interface) {
 		events: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: d.Name + "_" + d.NodeID}),
 	}
 	started := map[types.UID]bool{}
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	everyTick(ctx, func() {
 		claims, err := client.CoreV1().PersistentVolumeClaims("").List(ctx, metav1.ListOptions{})
 		if err != nil {
-			continue
+			return
 		}
 		for i := range claims.Items {
 			claim := &claims.Items[i]
@@ -116,7 +109,7 @@ func (d *Driver) Provision(ctx context.Context, client kubernetes.Interface) {
 			}
 		}
 		p.deleteReleased(ctx)
-	}
+	})
 }
 
 type provisioner struct {
