@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -77,6 +78,29 @@ func TestSetUpAtNamesThePodsVolume(t *testing.T) {
 		tc.m.fill(c, &GoCallRecord{Str: tc.dir})
 		if c.PodUID != tc.uid || c.Volume != tc.vol || c.Driver != tc.by {
 			t.Errorf("%s on %s: pod %q volume %q plugin %q, want %q %q %q", tc.m.Symbol, tc.dir, c.PodUID, c.Volume, c.Driver, tc.uid, tc.vol, tc.by)
+		}
+	}
+}
+
+// TestProbedMethodsAreListed: every method the kubelet's probes report is
+// one of event.CRIMethods, the set readyline_kubelet_calls_total's method
+// label is bounded by; a method it reports outside it would be counted as
+// "other".
+func TestProbedMethodsAreListed(t *testing.T) {
+	listed := event.CRIMethods()
+	probed := map[event.CRIMethod]bool{}
+	for _, m := range slices.Concat(criMethods, kubeletCSIMethods) {
+		if m.names {
+			continue // names the CSI calls after it, not reported
+		}
+		probed[m.Method] = true
+		if !slices.Contains(listed, m.Method) {
+			t.Errorf("%s (%s) is not in event.CRIMethods", m.Method, m.Symbol)
+		}
+	}
+	for _, m := range listed {
+		if !probed[m] {
+			t.Errorf("%s is listed and probed by none", m)
 		}
 	}
 }

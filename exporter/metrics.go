@@ -45,7 +45,8 @@ const minThroughputPull = time.Second
 
 // Label names. They are all bounded: a namespace, a phase, a container kind,
 // an outcome, a drop source and reason, an alert rule's name (AlertNames),
-// an image size bucket (ImageSizeBucket).
+// an image size bucket (ImageSizeBucket), a kubelet call's method
+// (collector/event.CRIMethods, or MethodOther).
 // Pod names and UIDs never become labels; they are in the traces.
 const (
 	LabelNamespace     = "namespace"
@@ -55,6 +56,7 @@ const (
 	LabelSource        = "source"
 	LabelReason        = "reason"
 	LabelAlert         = "alert"
+	LabelMethod        = "method"
 	// LabelCause is what took Ready away before a return to it
 	// (correlator.CauseKind: exit, livenessProbe, startupProbe, postStart,
 	// killed, readiness).
@@ -114,6 +116,7 @@ type Metrics struct {
 	exportQueue atomic.Pointer[func() (traces int, bytes int64)] // see WatchExportQueue
 	rings       atomic.Pointer[func() []Ring]                    // see WatchRings
 	sources     sourceHealth                                     // readyline_source_up (sources.go)
+	work        sourceWork                                       // the kubelet's calls, the content store's reads (sourcework.go)
 }
 
 // NewMetrics creates the instruments on a registry of their own, which also
@@ -228,6 +231,9 @@ func NewMetrics(logger *slog.Logger) (*Metrics, error) {
 		_, err = meter.Int64ObservableGauge("readyline.source.up",
 			metric.WithDescription("Whether each source sees (1) or is blind (0): not attached or not yet, its ring buffer losing records, its runtime or API server not answering; by source."),
 			metric.WithInt64Callback(m.sources.observe))
+	}
+	if err == nil {
+		m.work, err = newSourceWork(meter)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("creating instruments: %w", err)

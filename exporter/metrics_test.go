@@ -95,7 +95,7 @@ func TestMetricsRecordAndScrape(t *testing.T) {
 	mfs := scrape(t, m.Handler(nil))
 
 	// Only bounded labels, on every readyline series.
-	allowed := []string{LabelNamespace, LabelPhase, LabelContainerKind, LabelOutcome, LabelSource, LabelReason, LabelImageSize}
+	allowed := []string{LabelNamespace, LabelPhase, LabelContainerKind, LabelOutcome, LabelSource, LabelReason, LabelImageSize, LabelMethod}
 	var names []string
 	for name, mf := range mfs {
 		if !strings.HasPrefix(name, "readyline_") {
@@ -118,10 +118,13 @@ func TestMetricsRecordAndScrape(t *testing.T) {
 		"readyline_container_phase_duration_seconds",
 		"readyline_events_dropped_total",
 		"readyline_export_failures_total",
+		"readyline_kubelet_calls_total",
 		"readyline_pod_phase_duration_seconds",
 		"readyline_pod_ready_to_start_containers_seconds",
 		"readyline_pod_starts_total",
 		"readyline_pod_startup_duration_seconds",
+		"readyline_pull_progress_read_seconds_total",
+		"readyline_pull_progress_reads_total",
 	}
 	if !slices.Equal(names, wantNames) {
 		t.Errorf("metric families\n got %q\nwant %q", names, wantNames)

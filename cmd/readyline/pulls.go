@@ -30,6 +30,10 @@ type pullProgress struct {
 	// same pulls within it, and each answer costs the content store RPCs.
 	recent map[pullKey]recentProgress
 	now    func() time.Time // time.Now, but in tests
+	// read is told of each read of the content store, answered or not,
+	// and how long it took (nil: no one is told); answers given again
+	// within progressFresh are not reads.
+	read func(took time.Duration)
 }
 
 // progressReader is what pullProgress asks: a content store.
@@ -86,7 +90,11 @@ func (p *pullProgress) Progress(ctx context.Context, image string, since time.Ti
 	p.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, pullProgressWait)
 	defer cancel()
+	began := p.clock()
 	pp, err := r.Progress(ctx, image, since)
+	if p.read != nil {
+		p.read(p.clock().Sub(began))
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -75,5 +76,40 @@ func TestPullProgressFresh(t *testing.T) {
 	now = now.Add(progressFresh)
 	if got := ask("x:1"); got != 3 || len(p.recent) != 1 {
 		t.Errorf("answer %d with %d kept, want a new question after a second and the old answers gone", got, len(p.recent))
+	}
+}
+
+// slowStore is a content store whose answer takes took on the test's
+// clock, and fails with err.
+type slowStore struct {
+	now  *time.Time
+	took time.Duration
+	err  error
+}
+
+func (s *slowStore) Progress(context.Context, string, time.Time) (*event.PullProgress, error) {
+	*s.now = s.now.Add(s.took)
+	return &event.PullProgress{}, s.err
+}
+func (s *slowStore) Close() error { return nil }
+
+// TestPullProgressReadsTold: each read of the content store is told with
+// its time, a failed one too; an answer given again within a second is not
+// a read.
+func TestPullProgressReadsTold(t *testing.T) {
+	now := time.Unix(2000, 0)
+	store := &slowStore{now: &now, took: 20 * time.Millisecond}
+	var reads []time.Duration
+	p := &pullProgress{endpoint: func() string { return "unix:///run/containerd.sock" }, now: func() time.Time { return now },
+		open: func(string) (progressReader, error) { return store, nil }, read: func(d time.Duration) { reads = append(reads, d) }}
+	since := time.Unix(1990, 0)
+	p.Progress(context.Background(), "x:1", since)
+	p.Progress(context.Background(), "x:1", since) // the same answer, within the second
+	store.took, store.err = 5*time.Millisecond, errNoRuntime
+	if _, err := p.Progress(context.Background(), "y:1", since); err == nil {
+		t.Fatal("a failed read answered")
+	}
+	if want := []time.Duration{20 * time.Millisecond, 5 * time.Millisecond}; !slices.Equal(reads, want) {
+		t.Errorf("reads told %v, want %v", reads, want)
 	}
 }

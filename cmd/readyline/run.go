@@ -289,7 +289,7 @@ func (d *daemon) run(ctx context.Context) error {
 	d.live = newLiveStarts(inFlight, func(ctx context.Context, q correlator.Query) []*event.PodEvents {
 		return d.reads.readForQuestion(ctx, q, d.emitter(ctx))
 	})
-	d.live.pulls = (&pullProgress{endpoint: cri.Endpoint}).Progress
+	d.live.pulls = (&pullProgress{endpoint: cri.Endpoint, read: d.metrics.CountPullProgressRead}).Progress
 	d.store.SetLive(d.live)
 	var secureAPI func(context.Context) error
 	if d.cfg.secureAPI.addr != "" {
@@ -420,8 +420,11 @@ func (d *daemon) correlate(ctx context.Context) {
 				d.rec = nil
 			}
 		}
-		if st, ok := ev.(*event.SourceStatus); ok {
-			d.metrics.ObserveSource(st) // readyline_source_up: what the correlator is told
+		switch ev := ev.(type) {
+		case *event.SourceStatus:
+			d.metrics.ObserveSource(ev) // readyline_source_up: what the correlator is told
+		case *event.CRICall:
+			d.metrics.CountKubeletCall(ev.Method) // readyline_kubelet_calls_total
 		}
 		for _, tl := range c.Handle(ev) {
 			d.deliver(ctx, tl, true)

@@ -254,3 +254,59 @@ func TestLoopTickIsTheREADMEs(t *testing.T) {
 		t.Errorf("the correlator loop ticks every %v, the README says every second", loopTick)
 	}
 }
+
+// TestKubeletCallsCounted: each of the kubelet's calls the probes report
+// reaches readyline_kubelet_calls_total under its method, whatever pod it
+// belongs to (one the correlator knows nothing of here).
+func TestKubeletCallsCounted(t *testing.T) {
+	logger := slog.New(slog.DiscardHandler)
+	metrics, err := exporter.NewMetrics(logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	traces, err := exporter.NewTraceExporter(exporter.TraceConfig{Exporter: tracetest.NewInMemoryExporter(), ShutdownTimeout: 5 * time.Second}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &daemon{logger: logger, events: make(chan event.Event, 16), metrics: metrics, traces: traces,
+		store: exporter.NewStore(exporter.StoreLimits{Timelines: 8})}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	t0 := time.Now().UTC()
+	go func() {
+		done <- d.pipeline(ctx, cancel, func(ctx context.Context, g *group) {
+			g.Go(ctx, "fake kubelet calls", func(ctx context.Context) error {
+				emit := d.emitter(ctx)
+				for i := range 3 {
+					at := t0.Add(time.Duration(i) * time.Second)
+					emit(&event.CRICall{Time: at, End: at.Add(time.Millisecond), Method: event.CRIExecSync, ContainerID: "c1"})
+				}
+				emit(&event.CRICall{Time: t0, End: t0.Add(2 * time.Millisecond), Method: event.VolumeSetUp, PodUID: "u1", Volume: "config", Driver: "kubernetes.io/configmap"})
+				<-ctx.Done()
+				return nil
+			})
+		})
+	}()
+	calls := func(method event.CRIMethod) string {
+		rec := httptest.NewRecorder()
+		metrics.Handler(nil).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		for _, line := range strings.Split(rec.Body.String(), "\n") {
+			if strings.HasPrefix(line, `readyline_kubelet_calls_total{method="`+string(method)+`"} `) {
+				return strings.Fields(line)[1]
+			}
+		}
+		return ""
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for (calls(event.CRIExecSync) != "3" || calls(event.VolumeSetUp) != "1") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if e, v, p := calls(event.CRIExecSync), calls(event.VolumeSetUp), calls(event.CSINodePublishVolume); e != "3" || v != "1" || p != "0" {
+		t.Errorf("calls counted: ExecSync %q, SetUp %q, NodePublishVolume %q; want 3, 1 and 0", e, v, p)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("pipeline: %v", err)
+	}
+}

@@ -46,6 +46,17 @@ const (
 	VolumeWaitForAttach CRIMethod = "kubelet.volume.Attacher/WaitForAttach"
 )
 
+// CRIMethods lists every method above, the CRI's first: the set a
+// metric's method label is bounded by (a new constant belongs here too).
+func CRIMethods() []CRIMethod {
+	return []CRIMethod{
+		CRIRunPodSandbox, CRIStopPodSandbox, CRIRemovePodSandbox,
+		CRICreateContainer, CRIStartContainer, CRIStopContainer, CRIRemoveContainer,
+		CRIExecSync, CRIPullImage,
+		CSINodeStageVolume, CSINodePublishVolume, VolumeSetUp, VolumeWaitForAttach,
+	}
+}
+
 // IsCSI reports whether m is a call of a CSI plugin.
 func (m CRIMethod) IsCSI() bool { return strings.HasPrefix(string(m), "csi.") }
 

@@ -58,11 +58,13 @@ type costReading struct {
 	kubelet, containerd time.Duration          // their cgroups' usage (containerd's with its shims and runc)
 	pods                time.Duration          // the kubepods cgroup: the containers' own processes, probes included
 	probes              float64                // the kubelet's prober_probe_total, every result
+	work                sourceWork             // what readyline's /metrics counted of its sources' work
 }
 
 // costMeter reads costReadings; close restores the host.
 type costMeter struct {
 	tb        testing.TB
+	daemon    *Daemon
 	daemonPID int
 	stats     io.Closer // BPF_ENABLE_STATS
 	programs  map[ebpf.ProgramID]*ebpf.Program
@@ -78,9 +80,10 @@ type programCost struct {
 // newCostMeter moves the kubelet and containerd (and its shims) into
 // benchCgroupRoot and enables eBPF run-time statistics; the daemon must be
 // running (its programs are looked up by the ids its fds hold).
-func newCostMeter(tb testing.TB, daemonPID int) *costMeter {
+func newCostMeter(tb testing.TB, d *Daemon) *costMeter {
 	tb.Helper()
-	m := &costMeter{tb: tb, daemonPID: daemonPID, programs: map[ebpf.ProgramID]*ebpf.Program{}, names: map[ebpf.ProgramID]string{}}
+	daemonPID := d.PID
+	m := &costMeter{tb: tb, daemon: d, daemonPID: daemonPID, programs: map[ebpf.ProgramID]*ebpf.Program{}, names: map[ebpf.ProgramID]string{}}
 	tb.Cleanup(m.close)
 	if err := releaseBenchCgroups(); err != nil {
 		tb.Fatalf("emptying the cgroups a previous run left: %v", err)
@@ -130,7 +133,7 @@ func newCostMeter(tb testing.TB, daemonPID int) *costMeter {
 // read takes a reading.
 func (m *costMeter) read(ctx context.Context) costReading {
 	m.tb.Helper()
-	r := costReading{at: time.Now(), readyline: processCPU(m.tb, m.daemonPID), programs: map[string]programCost{}}
+	r := costReading{at: time.Now(), readyline: processCPU(m.tb, m.daemonPID), programs: map[string]programCost{}, work: readSourceWork(m.tb, m.daemon)}
 	for id, p := range m.programs {
 		st, err := p.Stats()
 		if err != nil {
@@ -290,6 +293,7 @@ type costWindow struct {
 	kubelet, containerd time.Duration
 	pods                time.Duration
 	probes              float64
+	work                sourceWork
 }
 
 func (a costReading) to(b costReading) costWindow {
@@ -297,6 +301,7 @@ func (a costReading) to(b costReading) costWindow {
 		wall: b.at.Sub(a.at), readyline: b.readyline - a.readyline, bpf: b.bpf - a.bpf, bpfRuns: b.bpfRuns - a.bpfRuns,
 		programs: map[string]programCost{},
 		kubelet:  b.kubelet - a.kubelet, containerd: b.containerd - a.containerd, pods: b.pods - a.pods, probes: b.probes - a.probes,
+		work: a.work.to(b.work),
 	}
 	for name, c := range b.programs {
 		w.programs[name] = programCost{runtime: c.runtime - a.programs[name].runtime, runs: c.runs - a.programs[name].runs}
@@ -338,9 +343,9 @@ func (w costWindow) coreShare() float64 { return w.observer().Seconds() / max(w.
 func (w costWindow) String() string {
 	s := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 2, 64) + " s" }
 	return fmt.Sprintf("over %v: readyline %s CPU + %s in its eBPF programs (%d runs) = %.2f%% of a core; kubelet %s, containerd with its shims and runc %s, "+
-		"the containers' own %s; readyline / (kubelet + containerd - eBPF) = %.2f%%; its eBPF programs: %s",
+		"the containers' own %s; readyline / (kubelet + containerd - eBPF) = %.2f%%; its eBPF programs: %s; %s",
 		w.wall.Round(time.Second), s(w.readyline), s(w.bpf), w.bpfRuns, 100*w.coreShare(), s(w.kubelet), s(w.containerd), s(w.pods), 100*w.ratio(),
-		w.programsString())
+		w.programsString(), w.shares())
 }
 
 // reportCost reports the window's figures as benchmark metrics, per unit
@@ -352,6 +357,9 @@ func reportCost(b *testing.B, w costWindow, unit string, n float64) {
 		b.ReportMetric(w.observer().Seconds()/n, "readyline-cpu-s/"+unit)
 		b.ReportMetric(w.observed().Seconds()/n, "kubelet+containerd-cpu-s/"+unit)
 	}
+	sh := w.shares()
+	b.ReportMetric(100*sh.volumeShare(), "%volume-probes")
+	b.ReportMetric(100*sh.contentStoreShare(), "%content-store-at-most")
 }
 
 // The goal every mode fails on: readyline spends at most 5 % of what the

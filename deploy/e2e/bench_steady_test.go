@@ -23,14 +23,16 @@ const benchSteadyWindow = 10 * time.Minute
 
 // steadyPod is a pod of BenchmarkNodeSteady: a web server (busybox httpd,
 // the nginx stand-in) probed as many are: an exec readiness probe every
-// second and an httpGet liveness probe every 10 s.
-func steadyPod(name string) string {
+// second and an httpGet liveness probe every 10 s; with the volumes of
+// benchVolumes (claim, when not empty, a CSI volume's) and the service
+// account's token.
+func steadyPod(name, claim string) string {
+	mounts, volumes := benchVolumes(claim)
 	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata: {name: %s}
 spec:
   terminationGracePeriodSeconds: 0
-  automountServiceAccountToken: false
   containers:
   - name: web
     image: localhost/nginx:local
@@ -41,15 +43,19 @@ spec:
     livenessProbe:
       httpGet: {path: /, port: 80}
       periodSeconds: 10
-`, name)
+%s%s`, name, mounts, volumes)
 }
 
 // BenchmarkNodeSteady is the steady state of `make bench-node`: the node
 // runs as many pods as it may (benchSteadyPods), Ready and probed
-// (steadyPod), and readyline's cost is measured over benchSteadyWindow
-// once every start is traced and the starts' tail (their Event reads) is
-// over: its CPU as a share of one core and beside the kubelet's and the
-// runtime's (see costMeter), per probe run, the events it dropped, and its
+// (steadyPod; benchCSIPods with a CSI claim), and readyline's cost is
+// measured over benchSteadyWindow once every start is traced and the
+// starts' tail (their Event reads) is over: its CPU as a share of one core
+// and beside the kubelet's and the runtime's (see costMeter), the shares
+// its volume probes (the kubelet sets each pod's configMap and Secret up
+// again at its syncs) and the content store's reads (none: no pull is in
+// flight in a steady state) took of it (sourceShares), per probe run, the
+// events it dropped, and its
 // RSS read every 5 s (the highest of the window). It fails on a missed
 // goal: readyline over benchGoalSteadyCore of a core or over benchGoalRatio
 // of the kubelet and runtime, a drop, an RSS over benchGoalSteadyRSS, a
@@ -76,15 +82,22 @@ func BenchmarkNodeSteady(b *testing.B) {
 	if n < benchSteadyPods/2 {
 		b.Fatalf("the node already runs %d pods: not room for a steady state of %d", running, benchSteadyPods)
 	}
-	meter := newCostMeter(b, d.PID)
+	startBenchDriver(b, ctx)
+	meter := newCostMeter(b, d)
 	ns, err := env.CreateNamespace(ctx, "bench-steady")
 	if err != nil {
 		b.Fatal(err)
 	}
+	claims := &benchClaims{}
+	defer claims.delete(b) // after the namespace: its pods unpublish their volumes first
 	defer deleteBenchNamespace(b, ns)
+	applyBenchVolumeObjects(b, ctx, ns)
+	claims.make(b, ctx, ns, benchCSIPods)
 
 	for b.Loop() {
-		starts := startBenchPods(b, ctx, ns, "steady", n, func(i int) string { return steadyPod(fmt.Sprintf("web-%03d", i)) })
+		starts := startBenchPods(b, ctx, ns, "steady", n, func(i int) string {
+			return steadyPod(fmt.Sprintf("web-%03d", i), claims.claim(i, n))
+		})
 		if starts.traced < starts.started {
 			b.Errorf("goal missed: %d of %d starts traced in Jaeger with their outcome, want every one", starts.traced, starts.started)
 		}
@@ -113,10 +126,11 @@ func BenchmarkNodeSteady(b *testing.B) {
 		reportCost(b, cost, "probe", cost.probes)
 		b.ReportMetric(float64(top.rss)/(1<<20), "steady-RSS-MiB")
 		b.ReportMetric(float64(top.peak)/(1<<20), "peak-RSS-MiB")
-		summary := fmt.Sprintf("bench-node steady: %d pods Ready (an exec readiness probe every second, an httpGet liveness probe every 10 s), "+
+		summary := fmt.Sprintf("bench-node steady: %d pods Ready (an exec readiness probe every second, an httpGet liveness probe every 10 s; "+
+			"a configMap, a Secret and the token mounted, %d with a CSI volume), "+
 			"%.0f probe runs (%.1f/s), %d container restarts, %v events dropped; readyline %.2f%% of a core; per probe run: readyline %.1f µs of CPU "+
 			"(its eBPF programs' included), the kubelet and containerd %.1f µs; %v; memory: the highest RSS read every %v: %v",
-			n, cost.probes, cost.probes/cost.wall.Seconds(), restarts, drops, 100*cost.coreShare(),
+			n, len(claims.names), cost.probes, cost.probes/cost.wall.Seconds(), restarts, drops, 100*cost.coreShare(),
 			1e6*cost.observer().Seconds()/max(cost.probes, 1), 1e6*cost.observed().Seconds()/max(cost.probes, 1), cost,
 			benchSettleEvery, top)
 		summary += fmt.Sprintf("; drops by source/reason since the daemon started: %v; kernel ring buffers, peak/size: %s", droppedBy(b, d), ringPeaks(b, d))

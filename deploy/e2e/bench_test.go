@@ -46,15 +46,18 @@ const (
 )
 
 // BenchmarkNodePodStarts is the churn of `make bench-node`: each iteration
-// (round) creates benchPods pods at once on the local node (an init
-// container, an exec readiness probe), waits until all are Ready and their
-// traces are in Jaeger with their outcome, then deletes them and waits
-// until they are gone. It reports, over all rounds: pods traced per pod
-// started (%), events readyline dropped, readyline's CPU per pod start
-// beside the kubelet's and the runtime's over the same window (see
-// costMeter), its peak RSS and the highest from one to three minutes after
-// the load, and the time from a pod observed Ready to its trace queryable
-// in Jaeger (p50, p99).
+// (round) creates benchPods pods at once on the local node (churnPod: an
+// init container, an exec readiness probe, a configMap, a Secret and the
+// service account's token; benchCSIPods of them with a CSI claim and
+// benchPullPods pulling their image while a user watches them), waits
+// until all are Ready and their traces are in Jaeger with their outcome,
+// then deletes them and waits until they are gone. It reports, over all
+// rounds: pods traced per pod started (%), events readyline dropped,
+// readyline's CPU per pod start beside the kubelet's and the runtime's
+// over the same window (see costMeter) and the shares of it its volume
+// probes and the content store's reads took (sourceShares), its peak RSS
+// and the highest from one to three minutes after the load, and the time
+// from a pod observed Ready to its trace queryable in Jaeger (p50, p99).
 //
 //	make bench-node BENCH_MODE=churn                # 10 rounds: 1000 starts
 //	make bench-node BENCH_MODE=churn BENCH_ROUNDS=3
@@ -67,7 +70,8 @@ func BenchmarkNodePodStarts(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Minute)
 	defer cancel()
 	d, pprof := startBenchDaemon(b, ctx, "bench-churn")
-	meter := newCostMeter(b, d.PID)
+	startBenchDriver(b, ctx)
+	meter := newCostMeter(b, d)
 	c0 := meter.read(ctx)
 	drops0 := droppedBy(b, d)
 	stopProfile := profileDaemon(ctx, b, d, pprof, "bench-churn")
@@ -77,7 +81,7 @@ func BenchmarkNodePodStarts(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		rounds++
-		s, tr, lat := benchRound(b, ctx, rounds)
+		s, tr, lat := benchRound(b, ctx, d, rounds)
 		started += s
 		traced += tr
 		latencies = append(latencies, lat...)
@@ -102,10 +106,11 @@ func BenchmarkNodePodStarts(b *testing.B) {
 	b.ReportMetric(float64(steady.anon)/(1<<20), "steady-anon-MiB")
 	b.ReportMetric(p(0.5).Seconds(), "ready-to-queryable-p50-s")
 	b.ReportMetric(p(0.99).Seconds(), "ready-to-queryable-p99-s")
-	summary := fmt.Sprintf("bench-node churn: %d rounds of %d pods: %d started, %d traced (%.1f%%), %v events dropped; "+
+	summary := fmt.Sprintf("bench-node churn: %d rounds of %d pods (a configMap, a Secret and the token mounted; %d with a CSI volume, %d pulling their image, watched): "+
+		"%d started, %d traced (%.1f%%), %v events dropped; "+
 		"per start: readyline %.4f s of CPU (its eBPF programs' included), the kubelet and containerd %.4f s; %v; "+
 		"memory after the last round: %v; the highest from %v to %v after it: %v; Ready -> queryable p50 %v p99 %v max %v",
-		rounds, benchPods, started, traced, 100*float64(traced)/float64(max(started, 1)), drops,
+		rounds, benchPods, benchCSIPods, benchPullPods, started, traced, 100*float64(traced)/float64(max(started, 1)), drops,
 		cost.observer().Seconds()/float64(max(started, 1)), cost.observed().Seconds()/float64(max(started, 1)), cost,
 		loaded, benchSettleAfter, benchSettleAfter+benchSettle, steady,
 		p(0.5).Round(time.Millisecond), p(0.99).Round(time.Millisecond), p(1).Round(time.Millisecond))
@@ -263,19 +268,28 @@ func waitNodeQuiet(b testing.TB, ctx context.Context) {
 	}
 }
 
-// benchRound runs one round of benchPods faultPods in a namespace of its
-// own, deleted at the end of the round, and returns the pods started, the
-// pods whose trace reached Jaeger with their outcome, and each traced pod's
-// Ready -> queryable time.
-func benchRound(b *testing.B, ctx context.Context, round int) (int, int, []time.Duration) {
+// benchRound runs one round of benchPods churnPods in a namespace of its
+// own, deleted at the end of the round with the round's CSI volumes, and
+// returns the pods started, the pods whose trace reached Jaeger with their
+// outcome, and each traced pod's Ready -> queryable time. The first
+// benchPullPods pull their image and are watched (watchPulls); the last
+// benchCSIPods have a claim each.
+func benchRound(b *testing.B, ctx context.Context, d *Daemon, round int) (int, int, []time.Duration) {
 	ns, err := env.CreateNamespace(ctx, fmt.Sprintf("bench-round-%d", round))
 	if err != nil {
 		b.Fatal(err)
 	}
+	claims := &benchClaims{}
+	defer claims.delete(b) // after the namespace: its pods unpublish their volumes first
 	defer deleteBenchNamespace(b, ns)
+	applyBenchVolumeObjects(b, ctx, ns)
+	claims.make(b, ctx, ns, benchCSIPods)
+	names := podNames("bench", benchPods)
+	stopWatch := watchPulls(ctx, d, ns, names[:benchPullPods])
 	s := startBenchPods(b, ctx, ns, fmt.Sprintf("round %d", round), benchPods, func(i int) string {
-		return faultPod(fmt.Sprintf("bench-%03d", i), 1)
+		return churnPod(names[i], claims.claim(i, benchPods), i < benchPullPods)
 	})
+	b.Logf("round %d: %d questions about the pulling pods while they started", round, stopWatch())
 	return s.started, s.traced, s.latencies
 }
 

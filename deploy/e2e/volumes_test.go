@@ -74,7 +74,7 @@ type driverNeeds struct {
 // user that needs it. Cleanups registered after this one run first: a
 // test deletes its pods, which the kubelet cannot finish without the
 // driver, before the driver stops.
-func startDriver(t *testing.T, ctx context.Context, name string, needs driverNeeds) *csi.Driver {
+func startDriver(t testing.TB, ctx context.Context, name string, needs driverNeeds) *csi.Driver {
 	t.Helper()
 	csiMu.Lock()
 	defer csiMu.Unlock()
@@ -125,6 +125,27 @@ func startDriver(t *testing.T, ctx context.Context, name string, needs driverNee
 // claim in ns bound to it; the volume is deleted after the test's pods.
 func claimOf(t *testing.T, ctx context.Context, driver, ns, claim string, attrs map[string]string) string {
 	t.Helper()
+	pv, err := makeClaim(ctx, driver, ns, claim, attrs)
+	if pv != "" {
+		t.Cleanup(func() {
+			cctx, cancel := suiteContext(time.Minute)
+			defer cancel()
+			if err := env.Client.CoreV1().PersistentVolumes().Delete(cctx, pv, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting volume %s: %v", pv, err)
+			}
+		})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pv
+}
+
+// makeClaim creates a PersistentVolume of driver with attrs, named
+// ns-claim, and a claim in ns bound to it; it returns the volume's name
+// once the volume is made, for its caller to delete (the claim goes with
+// ns).
+func makeClaim(ctx context.Context, driver, ns, claim string, attrs map[string]string) (string, error) {
 	pv := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + claim},
 		Spec: corev1.PersistentVolumeSpec{
@@ -136,15 +157,8 @@ func claimOf(t *testing.T, ctx context.Context, driver, ns, claim string, attrs 
 		},
 	}
 	if _, err := env.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+		return "", fmt.Errorf("creating volume %s: %w", pv.Name, err)
 	}
-	t.Cleanup(func() {
-		cctx, cancel := suiteContext(time.Minute)
-		defer cancel()
-		if err := env.Client.CoreV1().PersistentVolumes().Delete(cctx, pv.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting volume %s: %v", pv.Name, err)
-		}
-	})
 	empty := ""
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: claim},
@@ -156,9 +170,9 @@ func claimOf(t *testing.T, ctx context.Context, driver, ns, claim string, attrs 
 		},
 	}
 	if _, err := env.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+		return pv.Name, fmt.Errorf("creating claim %s/%s: %w", ns, claim, err)
 	}
-	return pv.Name
+	return pv.Name, nil
 }
 
 // volumeHandle is the CSI volume handle of claimOf's PersistentVolume pv.
