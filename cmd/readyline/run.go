@@ -289,7 +289,16 @@ func (d *daemon) run(ctx context.Context) error {
 	d.live = newLiveStarts(inFlight, func(ctx context.Context, q correlator.Query) []*event.PodEvents {
 		return d.reads.readForQuestion(ctx, q, d.emitter(ctx))
 	})
-	d.live.pulls = (&pullProgress{endpoint: cri.Endpoint}).Progress
+	// One reader of the content store, with its cache, for the API's
+	// questions and the pulls' samples: a page open on a pull and the
+	// sampler share its reads.
+	progress := &pullProgress{endpoint: cri.Endpoint}
+	d.live.pulls = progress.Progress
+	var samples *collector.PullSampler
+	if calls != nil {
+		samples = collector.NewPullSampler(collector.PullSamplerConfig{InFlight: calls.CallsInFlight, Progress: progress.Progress},
+			d.logger.With("source", "pull_samples"))
+	}
 	d.store.SetLive(d.live)
 	var secureAPI func(context.Context) error
 	if d.cfg.secureAPI.addr != "" {
@@ -309,6 +318,9 @@ func (d *daemon) run(ctx context.Context) error {
 			g.Go(ctx, s.Name()+" source", func(ctx context.Context) error { return s.Run(ctx, d.emitter(ctx)) })
 		}
 		g.Go(ctx, "pod events", func(ctx context.Context) error { return d.reads.Run(ctx, d.emitter(ctx)) })
+		if samples != nil {
+			g.Go(ctx, "pull samples", func(ctx context.Context) error { return samples.Run(ctx, d.emitter(ctx)) })
+		}
 		g.Go(ctx, "binary pages", func(ctx context.Context) error { trimBinaryPages(ctx, d.logger); return nil })
 		if d.cfg.metricsAddr != "" {
 			g.Go(ctx, "metrics server", d.serve(d.cfg.metricsAddr, d.metrics.Handler(nil), podNetworkHTTPLimits))
