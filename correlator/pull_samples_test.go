@@ -1,6 +1,7 @@
 package correlator
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -17,14 +18,15 @@ func (sc *scenario) pullSample(s, start float64, image string, bytes, total int6
 // TestPullSamplesOnTheirPull: the samples read while a call ran are on
 // its ImagePull, in order, those of its call only: not another image's,
 // not an earlier attempt's; a call start read a little off (the boot
-// clock's offset re-sampled between the reads) still names the call.
+// clock's offset re-sampled between the reads), by the call's return or
+// from one sample to the next, still names the call.
 func TestPullSamplesOnTheirPull(t *testing.T) {
 	sc := pullPod(t, "sampled", 0.3, 0.8, ctr("web", "big:1"), ctr("side", "small:1"))
 	sc.pullSample(1.9, 1.0, "big:1", 1e6, 40e6, 0) // a failed attempt's
 	sc.pull(1.0, 2.0, "big:1", true, 0)
 	sc.pullSample(5.0, 4.0003, "big:1", 10e6, 40e6, 1)
-	sc.pullSample(6.0, 6.0, "other:1", 5e6, 9e6, 0) // another pod's image, in flight at once
-	sc.pullSample(7.0, 4.0003, "big:1", 30e6, 40e6, 3)
+	sc.pullSample(6.0, 6.0, "other:1", 5e6, 9e6, 0)         // another pod's image, in flight at once
+	sc.pullSample(7.0, 4.000299995, "big:1", 30e6, 40e6, 3) // the start read again, 5 ns off
 	sc.pull(4.0, 8.0, "big:1", false, 40_000_000)
 	sc.startContainer(8.1, "web")
 	sc.pull(8.2, 8.5, "small:1", false, 1_000_000)
@@ -100,7 +102,7 @@ func TestPullSamplesBounded(t *testing.T) {
 	c := New(Config{})
 	for i := range maxSampledPulls + 5 {
 		s := float64(i) * 0.1
-		c.Handle(&event.PullSample{Time: at(s), Image: "img:1", PodUID: "nobody", CallStart: at(s - 0.05), Progress: event.PullProgress{AsOf: at(s), Bytes: 1}})
+		c.Handle(&event.PullSample{Time: at(s), Image: fmt.Sprintf("img:%d", i), PodUID: "nobody", CallStart: at(s - 0.05), Progress: event.PullProgress{AsOf: at(s), Bytes: 1}})
 	}
 	if len(c.pullSamples) != maxSampledPulls {
 		t.Fatalf("%d pulls' samples kept, want %d", len(c.pullSamples), maxSampledPulls)
