@@ -560,7 +560,7 @@ func TestPullBytesInFlight(t *testing.T) {
 
 // checkPullProgressEvents requires the image.pull span of image in tr to
 // carry image.pull.progress events (the daemon samples a pull every 2 s):
-// three or more, at times within the span, their bytes rising and never
+// about one every 2 s, at times within the span, their bytes rising and never
 // past the image's total.
 func checkPullProgressEvents(t *testing.T, tr *Trace, image string) {
 	t.Helper()
@@ -593,8 +593,10 @@ func checkPullProgressEvents(t *testing.T, tr *Trace, image string) {
 		bytes, total = append(bytes, int64(b)), max(total, int64(tot))
 	}
 	t.Logf("image.pull of %s: %v, %d progress events, bytes %v of %d", image, dur(*pull), len(bytes), bytes, total)
-	if len(bytes) < 3 {
-		t.Fatalf("%d image.pull.progress events on a %v pull sampled every 2 s, want 3 or more", len(bytes), dur(*pull))
+	// Sampled every 2 s from 1 s in: a sample or two may miss its read
+	// on a busy node, not more.
+	if want := max(3, int(dur(*pull)/(2*time.Second))-2); len(bytes) < want {
+		t.Fatalf("%d image.pull.progress events on a %v pull sampled every 2 s, want %d or more", len(bytes), dur(*pull), want)
 	}
 	for i := 1; i < len(bytes); i++ {
 		if bytes[i] < bytes[i-1] {
