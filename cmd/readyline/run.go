@@ -289,16 +289,7 @@ func (d *daemon) run(ctx context.Context) error {
 	d.live = newLiveStarts(inFlight, func(ctx context.Context, q correlator.Query) []*event.PodEvents {
 		return d.reads.readForQuestion(ctx, q, d.emitter(ctx))
 	})
-	// One reader of the content store, with its cache, for the API's
-	// questions and the pulls' samples: a page open on a pull and the
-	// sampler share its reads.
-	progress := &pullProgress{endpoint: cri.Endpoint}
-	d.live.pulls = progress.Progress
-	var samples *collector.PullSampler
-	if calls != nil {
-		samples = collector.NewPullSampler(collector.PullSamplerConfig{InFlight: calls.CallsInFlight, Progress: progress.Progress},
-			d.logger.With("source", "pull_samples"))
-	}
+	d.live.pulls = (&pullProgress{endpoint: cri.Endpoint}).Progress
 	d.store.SetLive(d.live)
 	var secureAPI func(context.Context) error
 	if d.cfg.secureAPI.addr != "" {
@@ -318,7 +309,12 @@ func (d *daemon) run(ctx context.Context) error {
 			g.Go(ctx, s.Name()+" source", func(ctx context.Context) error { return s.Run(ctx, d.emitter(ctx)) })
 		}
 		g.Go(ctx, "pod events", func(ctx context.Context) error { return d.reads.Run(ctx, d.emitter(ctx)) })
-		if samples != nil {
+		if calls != nil {
+			// The pulls' samples read through the API's reader and its
+			// cache: a page open on a pull and the sampler share the
+			// content store's reads.
+			samples := collector.NewPullSampler(collector.PullSamplerConfig{InFlight: calls.CallsInFlight, Progress: d.live.pulls},
+				d.logger.With("source", "pull_samples"))
 			g.Go(ctx, "pull samples", func(ctx context.Context) error { return samples.Run(ctx, d.emitter(ctx)) })
 		}
 		g.Go(ctx, "binary pages", func(ctx context.Context) error { trimBinaryPages(ctx, d.logger); return nil })
