@@ -285,6 +285,14 @@ func (k *clock) normalize(ev event.Event) event.Event {
 			c.Progress = &moved
 		}
 		return &c
+	case *event.PullSample:
+		// The call's start was converted as the sample was read, in its
+		// frame.
+		c := *e
+		d := k.deltaOf(e.Time, true)
+		c.Time, c.CallStart = shiftNonZero(e.Time, -d), shiftNonZero(e.CallStart, -d)
+		c.Progress.AsOf, c.Progress.LastByte = shiftNonZero(e.Progress.AsOf, -d), shiftNonZero(e.Progress.LastByte, -d)
+		return &c
 	case *event.TCPConnection:
 		c := *e
 		d := k.deltaOf(latest(e.Time, e.Established, e.End), true)

@@ -200,6 +200,7 @@ var unreadPodTimes = []string{
 var eventsWithTimes = []event.Event{
 	&event.ProcessExec{}, &event.ProcessExit{}, &event.ProcessFork{}, &event.CRICall{}, &event.TCPConnection{},
 	&event.ContainerInfo{}, &event.SourceStatus{}, &event.Drained{}, &event.PodEvents{}, &event.PodUpdate{},
+	&event.PullSample{},
 }
 
 // TestNormalizeMovesEveryTime: every time.Time of each event is put on the

@@ -157,6 +157,9 @@ type Correlator struct {
 	// pullCalls: recent PullImage calls of every pod on the node, for the
 	// waits in the kubelet's serialized puller (pulls.go).
 	pullCalls []pullCall
+	// pullSamples: the progress of the pulls in flight or recently
+	// ended, read while their calls ran (pull_samples.go).
+	pullSamples pullSamples
 	// lastExpire: expiry runs at most every expireEvery of event time,
 	// and its sweep of what is gone (expire) every forgetEvery.
 	lastExpire, lastForget time.Time
@@ -256,6 +259,8 @@ func (c *Correlator) Handle(ev event.Event) []*Timeline {
 	case *event.Tick:
 	case *event.Drained:
 		c.noteDrained(e)
+	case *event.PullSample:
+		c.notePullSample(e)
 	case *event.SourceStatus:
 		c.noteSource(e)       // the pod watch's outages keep held events (outage.go)
 		c.noteSourceStatus(e) // blind windows mark the starts they overlap (gaps.go)
@@ -314,7 +319,7 @@ func (c *Correlator) noteSandboxCall(call *event.CRICall) {
 
 // deriveContext is what a timeline is derived with beyond its pod.
 func (c *Correlator) deriveContext() *deriveContext {
-	return &deriveContext{cni: &c.cni, sandboxCalls: c.sandboxCalls, pullCalls: c.pullCalls}
+	return &deriveContext{cni: &c.cni, sandboxCalls: c.sandboxCalls, pullCalls: c.pullCalls, pullSamples: c.pullSamples}
 }
 
 // park keeps an event naming an id or IP no pod is known for (yet).
@@ -569,6 +574,7 @@ func (c *Correlator) expire() []*Timeline {
 		return out
 	}
 	c.lastForget = c.clock.now
+	c.expirePullSamples()
 	for _, m := range []map[string]*orphanEvents{c.orphans, c.index.pending} {
 		for key, o := range m {
 			ttl := c.cfg.OrphanTTL
@@ -716,6 +722,7 @@ func (c *Correlator) complete(p *podState) *Timeline {
 	c.end(p.uid, ep)
 	c.stats.Timelines++
 	tl := p.timeline(c.deriveContext(), ending{p.outcome, p.doneAt, p.reason})
+	c.forgetPullSamples(p.nodeUID) // on the timeline now
 	tl.ReportedAt = p.reportedAt
 	tl.Gaps = c.gaps(p, tl)
 	if p.outcome == OutcomeReady {

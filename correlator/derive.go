@@ -31,6 +31,7 @@ type deriveContext struct {
 	cni          *cniBuffer
 	sandboxCalls []sandboxCall
 	pullCalls    []pullCall
+	pullSamples  pullSamples
 	// snapshot: the derivation is a Snapshot's, which must leave the pod's
 	// facts as they were (the CNI plugins it remembers, sandbox.go).
 	snapshot bool

@@ -19,12 +19,14 @@ var writePullRecording = flag.Bool("write-pull-recording", false, "rewrite "+pul
 const pullRecording = "testdata/recordings/pulls-node.jsonl"
 
 // pullNode is a node with the serialized puller where three pods start:
-// web pulls nginx (50 MB) while cache, whose sandbox was ready meanwhile,
+// web pulls nginx (50 MB, sampled twice as it comes) while cache, whose sandbox was ready meanwhile,
 // waits for it; nope's first pull waits for both, and its image does not
 // exist: three failed pulls with back-off between them, until the start
 // is reported at its 40 s deadline and, still starting, flushed.
 func pullNode(t *testing.T) []event.Event {
 	web := pullPod(t, "web", 0.3, 0.8, ctr("nginx", "nginx:1.27"))
+	web.pullSample(2.0, 1.0, "nginx:1.27", 9_000_000, 50_000_000, 1)
+	web.pullSample(4.0, 1.0, "nginx:1.27", 32_000_000, 50_000_000, 3)
 	web.pull(1.0, 6.0, "nginx:1.27", false, 50_000_000)
 	web.startContainer(6.2, "nginx")
 	web.ready(6.6)
@@ -82,6 +84,9 @@ func TestPullRecording(t *testing.T) {
 	}
 	if len(tls["web"]) != 1 || len(tls["cache"]) != 1 || len(tls["nope"]) != 2 {
 		t.Fatalf("timelines %v", tls)
+	}
+	if p := tls["web"][0].ImagePulls[0].Progress; len(p) != 2 || p[0].Bytes != 9_000_000 || p[1].Bytes != 32_000_000 || !p[1].Time.Equal(at(4.0)) {
+		t.Errorf("web's pull's progress %+v, want its two samples", p)
 	}
 	if w := tls["cache"][0].ImagePulls[0].Wait; w == nil || w.Duration() != 4850*time.Millisecond || w.Behind[0].Image != "nginx:1.27" {
 		t.Errorf("cache's wait %+v", w)

@@ -122,6 +122,7 @@ func (d *derivation) imagePulls(tl *Timeline) []ImagePull {
 	for _, c := range calls {
 		ip := ImagePull{Image: c.Image, Ref: c.ImageRef, Size: c.ImageSize, Call: *criCall(c), Puller: puller, Attempt: 1}
 		ip.Container, ip.Volume = d.neededBy(tl, c)
+		ip.Progress = d.ctx.pullSamples.of(d.p.nodeUID, c)
 		key := defaultTagged(c.Image)
 		if prev := last[key]; prev != nil {
 			ip.Attempt = prev.Attempt + 1

@@ -404,6 +404,11 @@ type ImagePull struct {
 	Wait *PullWait `json:"wait,omitempty"`
 	// Puller is what the timeline knows of the kubelet's puller.
 	Puller Puller `json:"puller,omitempty"`
+	// Progress is how far the pull had come while its call ran, oldest
+	// first, as the runtime's content store said every few seconds (none
+	// for a call of less than a second, or a runtime whose store cannot
+	// be read); at most a few dozen, spread over the call.
+	Progress []PullSample `json:"progress,omitempty"`
 }
 
 // End is the end of the pull's call.

@@ -60,7 +60,20 @@ const (
 	AttrImagePullWaitBehindImage = attribute.Key("readyline.image.pull.wait.behind.image")
 	AttrImagePullWaitBehindPod   = attribute.Key("readyline.image.pull.wait.behind.pod_uid")
 	AttrImagePullWaitPullsAhead  = attribute.Key("readyline.image.pull.wait.pulls_ahead")
+	// On each image.pull.progress event: what the runtime's content store
+	// had of the image's layers then (correlator.PullSample): the bytes
+	// written, of their total (absent while the manifest was not known),
+	// and the layers written whole, of how many. OTel's semantic
+	// conventions have no attribute for a transfer's progress.
+	AttrImagePullProgressBytes      = attribute.Key("readyline.image.pull.progress.bytes")
+	AttrImagePullProgressTotalBytes = attribute.Key("readyline.image.pull.progress.total_bytes")
+	AttrImagePullProgressLayers     = attribute.Key("readyline.image.pull.progress.layers")
+	AttrImagePullProgressLayersDone = attribute.Key("readyline.image.pull.progress.layers_done")
 )
+
+// EventImagePullProgress is the span event of an image.pull at each
+// reading of its progress while its call ran.
+const EventImagePullProgress = "image.pull.progress"
 
 // Values of AttrImagePullOutcome and of the outcome label of
 // readyline_image_pull_duration_seconds.
@@ -184,10 +197,30 @@ func (b *spanBuilder) imagePulls(ctx context.Context, tl *correlator.Timeline) {
 			continue
 		}
 		b.criCall(pctx, &ip.Call)
+		pullProgressEvents(pctx, s, ip.Progress)
 		if ip.Call.Err {
 			s.SetStatus(codes.Error, pullErrorText(ip))
 		}
 		b.end(s, end)
+	}
+}
+
+// pullProgressEvents adds to an image.pull span, whose window ctx holds,
+// an image.pull.progress event at each of its samples within it.
+func pullProgressEvents(ctx context.Context, s trace.Span, samples []correlator.PullSample) {
+	w, cut := ctx.Value(windowKey{}).(window)
+	for _, p := range samples {
+		if cut && (p.Time.Before(w.start) || p.Time.After(w.end)) {
+			continue // the span was cut to its parent's window
+		}
+		attrs := []attribute.KeyValue{AttrImagePullProgressBytes.Int64(p.Bytes)}
+		if p.Total > 0 {
+			attrs = append(attrs, AttrImagePullProgressTotalBytes.Int64(p.Total))
+		}
+		if p.Layers > 0 {
+			attrs = append(attrs, AttrImagePullProgressLayers.Int(p.Layers), AttrImagePullProgressLayersDone.Int(p.LayersDone))
+		}
+		s.AddEvent(EventImagePullProgress, trace.WithTimestamp(p.Time), trace.WithAttributes(attrs...))
 	}
 }
 

@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	cri "github.com/readyline/readyline/collector/event"
 	"github.com/readyline/readyline/correlator"
@@ -257,5 +260,60 @@ func TestWaterfallPullInFlightBytes(t *testing.T) {
 	}
 	if want := "image.pull.wait behind 2 pulls                                      16.900s   3.100s"; !strings.Contains(buf.String(), want) {
 		t.Errorf("waterfall has no %q:\n%s", want, buf.String())
+	}
+}
+
+// TestImagePullProgressEvents: a pull's samples are image.pull.progress
+// events on its span, at their times, with the bytes, the total when
+// known and the layers; one outside the span's window is left out.
+func TestImagePullProgressEvents(t *testing.T) {
+	tl := pullsTimeline()
+	tl.ImagePulls[1].Progress = []correlator.PullSample{
+		{Time: at(19000), Bytes: 3_000_000},
+		{Time: at(21000), Bytes: 40_000_000, Total: 50_000_000, Layers: 5, LayersDone: 3},
+		{Time: at(22500), Bytes: 50_000_000, Total: 50_000_000, Layers: 5, LayersDone: 5}, // past the span's end
+	}
+	spans, _ := exportToMemory(t, TraceConfig{}, tl)
+	var pulls []tracetest.SpanStub
+	for _, s := range spans {
+		if s.Name == SpanImagePull {
+			pulls = append(pulls, s)
+		}
+	}
+	if len(pulls) != 2 {
+		t.Fatalf("%d image.pull spans, want 2", len(pulls))
+	}
+	var events []sdktrace.Event
+	for _, s := range pulls {
+		if s.StartTime.Equal(at(18000)) {
+			events = s.Events
+		} else if len(s.Events) != 0 {
+			t.Errorf("the failed pull has events %+v, want none", s.Events)
+		}
+	}
+	if len(events) != 2 {
+		t.Fatalf("%d events on the pull, want 2: %+v", len(events), events)
+	}
+	for i, want := range []struct {
+		at    time.Time
+		attrs map[string]string
+	}{
+		{at(19000), map[string]string{"readyline.image.pull.progress.bytes": "3000000"}},
+		{at(21000), map[string]string{"readyline.image.pull.progress.bytes": "40000000", "readyline.image.pull.progress.total_bytes": "50000000",
+			"readyline.image.pull.progress.layers": "5", "readyline.image.pull.progress.layers_done": "3"}},
+	} {
+		ev := events[i]
+		if ev.Name != EventImagePullProgress || !ev.Time.Equal(want.at) {
+			t.Errorf("event %d: %s at %v, want %s at %v", i, ev.Name, ev.Time, EventImagePullProgress, want.at)
+		}
+		got := attrMap(ev.Attributes)
+		if len(got) != len(want.attrs) {
+			t.Errorf("event %d attributes %v, want %v", i, ev.Attributes, want.attrs)
+		}
+		for k, v := range want.attrs {
+			if g, ok := got[attribute.Key(k)]; !ok || g.Emit() != v {
+				t.Errorf("event %d: %s = %q, want %q", i, k, g.Emit(), v)
+			}
+		}
 	}
 }

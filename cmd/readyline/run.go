@@ -309,6 +309,14 @@ func (d *daemon) run(ctx context.Context) error {
 			g.Go(ctx, s.Name()+" source", func(ctx context.Context) error { return s.Run(ctx, d.emitter(ctx)) })
 		}
 		g.Go(ctx, "pod events", func(ctx context.Context) error { return d.reads.Run(ctx, d.emitter(ctx)) })
+		if calls != nil {
+			// The pulls' samples read through the API's reader and its
+			// cache: a page open on a pull and the sampler share the
+			// content store's reads.
+			samples := collector.NewPullSampler(collector.PullSamplerConfig{InFlight: calls.CallsInFlight, Progress: d.live.pulls},
+				d.logger.With("source", "pull_samples"))
+			g.Go(ctx, "pull samples", func(ctx context.Context) error { return samples.Run(ctx, d.emitter(ctx)) })
+		}
 		g.Go(ctx, "binary pages", func(ctx context.Context) error { trimBinaryPages(ctx, d.logger); return nil })
 		if d.cfg.metricsAddr != "" {
 			g.Go(ctx, "metrics server", d.serve(d.cfg.metricsAddr, d.metrics.Handler(nil), podNetworkHTTPLimits))

@@ -161,6 +161,8 @@ func Unmarshal(data []byte) (Event, error) {
 		e = new(Drained)
 	case TypePodEvents:
 		e = new(PodEvents)
+	case TypePullSample:
+		e = new(PullSample)
 	default:
 		return nil, fmt.Errorf("%w %q", ErrUnknownType, head.Type)
 	}

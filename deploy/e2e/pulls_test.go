@@ -457,7 +457,8 @@ func (t *throttled) Close() error { return t.r.Close() }
 // TestPullBytesInFlight: a pull of the 256 MiB image from a registry that
 // sends 24 MB a second is told while it runs in the runtime's own bytes
 // (its content store): rising, of the image's total, with its layers and
-// rate, in the waiting line explain and the API print.
+// rate, in the waiting line explain and the API print; and once it is
+// over, on its image.pull span, as progress events rising over the pull.
 func TestPullBytesInFlight(t *testing.T) {
 	lockLargeImage(t)
 	d := readyline(t)
@@ -482,7 +483,11 @@ func TestPullBytesInFlight(t *testing.T) {
 	// The pull ends before the cleanups remove its image: one still in
 	// flight would land after, and keep the large layer on the node for
 	// the next test that wants it downloaded.
+	ready := false
 	defer func() {
+		if ready {
+			return
+		}
 		if _, err := rec.WaitFor(ctx, ConditionTrue(corev1.PodReady)); err != nil {
 			t.Errorf("the pod did not become Ready after its pull: %v", err)
 		}
@@ -540,6 +545,69 @@ func TestPullBytesInFlight(t *testing.T) {
 	}
 	if !strings.Contains(out, "Ready in") {
 		t.Errorf("explain --watch did not draw the start as it ended:\n%s", tail(out, 3000))
+	}
+	if _, err := rec.WaitFor(ctx, ConditionTrue(corev1.PodReady)); err != nil {
+		t.Fatalf("the pod did not become Ready after its pull: %v", err)
+	}
+	ready = true
+	// The pull's span in Jaeger carries the bytes sampled while it ran.
+	tr, err := WaitForTrace(ctx, JaegerQueryURL, TraceIDFromPodUID(string(pod.UID)), 5, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPullProgressEvents(t, tr, image)
+}
+
+// checkPullProgressEvents requires the image.pull span of image in tr to
+// carry image.pull.progress events (the daemon samples a pull every 2 s):
+// about one every 2 s, at times within the span, their bytes rising and never
+// past the image's total.
+func checkPullProgressEvents(t *testing.T, tr *Trace, image string) {
+	t.Helper()
+	name := image[:strings.LastIndex(image, ":")] // image names a tag
+	var pull *Span
+	for i, s := range tr.Spans {
+		if s.OperationName == "image.pull" && tagString(s, "container.image.name") == name {
+			pull = &tr.Spans[i]
+		}
+	}
+	if pull == nil {
+		t.Fatalf("trace %s has no image.pull span of %s", tr.TraceID, image)
+	}
+	from, to := pull.StartTime, pull.StartTime+pull.Duration
+	var bytes []int64
+	var total int64
+	for _, l := range pull.Logs {
+		fields := map[string]any{}
+		for _, f := range l.Fields {
+			fields[f.Key] = f.Value
+		}
+		if fields["event"] != "image.pull.progress" {
+			continue
+		}
+		if l.Timestamp < from || l.Timestamp > to {
+			t.Errorf("a progress event at %d µs, outside the span [%d, %d]", l.Timestamp, from, to)
+		}
+		b, _ := fields["readyline.image.pull.progress.bytes"].(float64)
+		tot, _ := fields["readyline.image.pull.progress.total_bytes"].(float64)
+		bytes, total = append(bytes, int64(b)), max(total, int64(tot))
+	}
+	t.Logf("image.pull of %s: %v, %d progress events, bytes %v of %d", image, dur(*pull), len(bytes), bytes, total)
+	// Sampled every 2 s from 1 s in: a sample or two may miss its read
+	// on a busy node, not more.
+	if want := max(3, int(dur(*pull)/(2*time.Second))-2); len(bytes) < want {
+		t.Fatalf("%d image.pull.progress events on a %v pull sampled every 2 s, want %d or more", len(bytes), dur(*pull), want)
+	}
+	for i := 1; i < len(bytes); i++ {
+		if bytes[i] < bytes[i-1] {
+			t.Errorf("the pull's sampled bytes went back: %v", bytes)
+		}
+	}
+	if bytes[len(bytes)-1] <= bytes[0] {
+		t.Errorf("the pull's sampled bytes did not rise: %v", bytes)
+	}
+	if total < 256<<20 || total > 300<<20 || bytes[len(bytes)-1] > total {
+		t.Errorf("sampled bytes %v of total %d: want bytes of the image's ~270 MB", bytes, total)
 	}
 }
 
