@@ -333,3 +333,50 @@ func TestClaimEventsWanted(t *testing.T) {
 		t.Errorf("a pod scheduled at once: wanted %+v", w)
 	}
 }
+
+// TestVolumeProvisionedTwoClaims: a pod with a claim and an ephemeral
+// volume (its claim <pod>-<volume>) whose volumes were provisioned in
+// parallel: each volume has its provision, by the pod's name for it; the
+// critical path takes the one that ended last, and the other's Events of
+// another claim of the namespace are not the pod's.
+func TestVolumeProvisionedTwoClaims(t *testing.T) {
+	sc := newScenario(t, "two-claims", corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "app", Image: "busybox"}},
+		Volumes: []corev1.Volume{
+			{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-claim"}}},
+			{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}},
+		},
+	})
+	sc.cond(corev1.PodScheduled, 6)
+	sc.cond(corev1.PodInitialized, 6.05)
+	sc.update(6.1)
+	ev := func(claim, reason string, s float64) event.PodEvent {
+		return event.PodEvent{Type: "Normal", Reason: reason, Claim: claim, Component: "csi.test_node-1", Count: 1, First: at(s), Last: at(s)}
+	}
+	sc.events = append(sc.events, &event.PodEvents{Time: at(6.3), PodUID: sc.uid, Namespace: "default", Name: sc.pod.Name, ClaimsRead: true,
+		Claims: []event.PodEvent{
+			ev("data-claim", "Provisioning", 1), ev("two-claims-scratch", "Provisioning", 1),
+			ev("data-claim", "ProvisioningSucceeded", 3), ev("two-claims-scratch", "ProvisioningSucceeded", 5),
+			ev("someone-else", "Provisioning", 0),
+		}})
+	sc.sandboxAndReady(6.5)
+	tl := sc.run(Config{})
+	got := map[string]string{}
+	for _, v := range tl.Volumes {
+		if p := v.Provision; p != nil {
+			got[v.Name] = fmt.Sprintf("%s %v..%v", p.Claim, p.Start.Sub(t0), p.End.Sub(t0))
+		}
+	}
+	if len(got) != 2 || got["data"] != "data-claim 1s..3s" || got["scratch"] != "two-claims-scratch 1s..5s" {
+		t.Errorf("provisions %v, want data's 1s..3s and scratch's 1s..5s", got)
+	}
+	var steps []string
+	for _, st := range tl.CriticalPath {
+		if st.Kind == ShareWaitVolumes {
+			steps = append(steps, st.What)
+		}
+	}
+	if want := "volume scratch: provisioned in 4.0s (csi.test)"; len(steps) != 1 || steps[0] != want {
+		t.Errorf("volume steps %q, want only %q (the one that held the scheduling)", steps, want)
+	}
+}
