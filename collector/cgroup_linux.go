@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -47,13 +48,76 @@ type cgroupResolver struct {
 // widest view: /sys/fs/cgroup on unified hosts, /sys/fs/cgroup/unified on
 // hybrid ones, or wherever a DaemonSet mounted the host's.
 func FindCgroup2Mount() (string, error) {
+	m, err := findCgroup2Mount()
+	return m.point, err
+}
+
+func findCgroup2Mount() (cgroup2Mount, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
-		return "", fmt.Errorf("reading mountinfo: %w", err)
+		return cgroup2Mount{}, fmt.Errorf("reading mountinfo: %w", err)
 	}
 	defer f.Close()
-	best, bestRank := "", -1
-	sc := bufio.NewScanner(f)
+	return widestCgroup2Mount(f)
+}
+
+// ownViewOnly says why m, the widest cgroup2 mount, shows only this
+// process's container ("" when it does not): a container with a cgroup
+// namespace of its own (containerd gives every container one on cgroup
+// v2) whose /sys/fs/cgroup is not the host's sees its own cgroup as the
+// root, and no pod's. initNS and ownNS are the cgroup namespaces of PID 1
+// (the host's init, with hostPID) and of this process.
+func ownViewOnly(m cgroup2Mount, initNS, ownNS string) string {
+	if m.width() > 0 || initNS == "" || ownNS == "" || initNS == ownNS {
+		return ""
+	}
+	return fmt.Sprintf("the cgroup2 hierarchy at %s is this container's own view (it has a cgroup namespace of its own, %s, "+
+		"not the host's %s): processes cannot be attributed to pods; mount the host's /sys/fs/cgroup there (the DaemonSet's hostPath)",
+		m.point, ownNS, initNS)
+}
+
+// cgroup2Mount is a cgroup2 mount of a mountinfo file.
+type cgroup2Mount struct {
+	point string // where it is mounted
+	// root is the cgroup it shows, as the reader's cgroup namespace
+	// names it: "/" for the namespace's root, "/../.." for one two levels
+	// above it (the host's hierarchy bound into a container that has a
+	// cgroup namespace of its own, as containerd gives each on cgroup v2),
+	// "/docker/<id>" for a subtree.
+	root string
+}
+
+// width ranks how much of the hierarchy m shows: one for each level its
+// root is above the namespace's root, minus one for each below.
+func (m cgroup2Mount) width() int {
+	w := 0
+	for _, seg := range strings.Split(strings.Trim(m.root, "/"), "/") {
+		switch seg {
+		case "":
+		case "..":
+			w++
+		default:
+			w--
+		}
+	}
+	return w
+}
+
+// widestCgroup2Mount reads a mountinfo file and returns the cgroup2 mount
+// that shows the most of the hierarchy; of those, one at /sys/fs/cgroup
+// or /sys/fs/cgroup/unified, and of those the last mounted (the one on
+// top).
+func widestCgroup2Mount(mountinfo io.Reader) (cgroup2Mount, error) {
+	var best cgroup2Mount
+	found := false
+	rank := func(m cgroup2Mount) int {
+		r := 2 * m.width()
+		if m.point == "/sys/fs/cgroup" || m.point == "/sys/fs/cgroup/unified" {
+			r++
+		}
+		return r
+	}
+	sc := bufio.NewScanner(mountinfo)
 	for sc.Scan() {
 		// id parent maj:min root mountpoint opts [optional...] - fstype source superopts
 		fields := strings.Fields(sc.Text())
@@ -67,23 +131,16 @@ func FindCgroup2Mount() (string, error) {
 		if sep < 5 || sep+1 >= len(fields) || fields[sep+1] != "cgroup2" {
 			continue
 		}
-		root, mnt := fields[3], unescapeMountinfo(fields[4])
-		rank := 0
-		if root == "/" {
-			rank += 2 // the hierarchy's real root, not a namespaced subtree
-		}
-		if mnt == "/sys/fs/cgroup" || mnt == "/sys/fs/cgroup/unified" {
-			rank++
-		}
-		if rank > bestRank {
-			best, bestRank = mnt, rank
+		m := cgroup2Mount{point: unescapeMountinfo(fields[4]), root: unescapeMountinfo(fields[3])}
+		if !found || rank(m) >= rank(best) {
+			best, found = m, true
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return "", fmt.Errorf("reading mountinfo: %w", err)
+		return cgroup2Mount{}, fmt.Errorf("reading mountinfo: %w", err)
 	}
-	if best == "" {
-		return "", ErrNoCgroup2
+	if !found {
+		return cgroup2Mount{}, ErrNoCgroup2
 	}
 	return best, nil
 }

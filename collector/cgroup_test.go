@@ -35,6 +35,10 @@ func TestParseCgroupPath(t *testing.T) {
 		{"kind node view", "/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/kubelet-kubepods-besteffort-pod" + us + ".slice/cri-containerd-" + cid + ".scope", uid, cid},
 		{"kind host view", "/system.slice/docker-1111111111111111111111111111111111111111111111111111111111111111.scope/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-burstable.slice/kubelet-kubepods-burstable-pod" + us + ".slice/cri-containerd-" + cid + ".scope", uid, cid},
 		{"kind cgroupfs host view", "/docker/1111111111111111111111111111111111111111111111111111111111111111/kubelet/kubepods/besteffort/pod" + uid + "/" + cid, uid, cid},
+		// /proc/<pid>/cgroup read from a container with a cgroup namespace
+		// of its own (containerd's on cgroup v2): paths relative to it
+		{"another pod, from a pod's namespace", "/../../kubepods-besteffort-pod" + us + ".slice/cri-containerd-" + cid + ".scope", uid, cid},
+		{"a host service, from a pod's namespace", "/../../../../system.slice/kubelet.service", "", ""},
 		// host processes
 		{"root", "/", "", ""},
 		{"system service", "/system.slice/containerd.service", "", ""},

@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"log/slog"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -77,10 +78,16 @@ func NewProcessSource(cfg ProcessConfig, logger *slog.Logger) (*ProcessSource, e
 
 	mount := cfg.CgroupMount
 	if mount == "" {
-		var err error
-		if mount, err = FindCgroup2Mount(); err != nil {
+		m, err := findCgroup2Mount()
+		if err != nil {
 			logger.Warn("processes cannot be attributed to containers", "error", err)
 		}
+		initNS, _ := os.Readlink("/proc/1/ns/cgroup")
+		ownNS, _ := os.Readlink("/proc/self/ns/cgroup")
+		if why := ownViewOnly(m, initNS, ownNS); err == nil && why != "" {
+			logger.Warn("processes cannot be attributed to pods", "error", why)
+		}
+		mount = m.point
 	}
 	if mount != "" {
 		r, err := newCgroupResolver(mount, logger)
