@@ -129,7 +129,7 @@ func FuzzPclntab(f *testing.F) {
 			tab.name(i)
 			tab.end(i)
 		}
-		tab.find(rt0)
+		tab.find(archAMD64.rt0)
 		tab.inlinedOnly("main.f")
 		tab.isAsm(0)
 		checkAgainstGosym(t, data, h)
@@ -283,8 +283,8 @@ func TestManyFunctionsOfOneName(t *testing.T) {
 		le.PutUint32(functab[8*i:], entry)
 		le.PutUint32(functab[8*i+4:], rec)
 	}
-	put(0, 0, record(rt0))
-	put(1, synthAlign, record(rt0Arch))
+	put(0, 0, record(archAMD64.rt0))
+	put(1, synthAlign, record(archAMD64.rt0Arch))
 	f := record("main.f")
 	for i := range n {
 		put(2+i, uint32(2*synthAlign+i), f)

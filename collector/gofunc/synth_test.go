@@ -44,8 +44,8 @@ func defaultSynth() synthELF {
 	return synthELF{
 		machine: elf.EM_X86_64,
 		funcs: []synthFunc{
-			{rt0, []byte{0xe9, synthAlign - 5, 0, 0, 0}}, // jmp rt0Arch
-			{rt0Arch, []byte{0xeb, 0xfe}},
+			{archAMD64.rt0, []byte{0xe9, synthAlign - 5, 0, 0, 0}}, // jmp rt0Arch
+			{archAMD64.rt0Arch, []byte{0xeb, 0xfe}},
 			{"main.f", []byte{0x31, 0xc0, 0x48, 0x85, 0xdb, 0x74, 0x01, 0xc3, 0xc3}},  // xor eax,eax; test rbx,rbx; je +1; ret; ret
 			{"main.loop", []byte{0xeb, 0xfe}},                                         // jmp .
 			{"main.g", append(append([]byte{0xc3}, make([]byte, 50)...), 0xeb, 0xcc)}, // ret; 50 x add [rax],al (00 00); jmp -52
