@@ -11,16 +11,22 @@ import (
 // ELF header picks one (archOf); nothing else in the package depends on
 // the architecture.
 type arch struct {
-	// goarch is the architecture's GOARCH.
+	// goarch is the architecture's GOARCH, as Binary.Arch returns it.
 	goarch  string
 	machine elf.Machine
 	// quantum is .gopclntab's instruction size quantum, the unit of its
-	// pc tables (function entries are byte offsets whatever it is).
+	// pc tables: 1 on amd64, 4 on arm64 (function entries are byte
+	// offsets on both).
 	quantum byte
 	// rt0 and rt0Arch are the runtime's entry points on Linux: an
 	// internally linked executable starts at rt0, whose first instruction
 	// jumps to rt0Arch (runtime/rt0_linux_GOARCH.s).
 	rt0, rt0Arch string
+	// paddedSymbols: the assembler pads each function's own code to the
+	// function alignment, so that the symbol table's sizes count the
+	// padding too (arm64, with zero words); otherwise the linker pads
+	// between symbols and a symbol's size is exact (amd64).
+	paddedSymbols bool
 	// branch decodes the instruction code starts with, at address pc.
 	branch func(code []byte, pc uint64) branchInst
 	// disassemble finds the RETs of one function's code, from its entry.
@@ -56,7 +62,17 @@ var (
 		branch:      branchAMD64,
 		disassemble: disassembleAMD64,
 	}
-	archs = []*arch{archAMD64}
+	archARM64 = &arch{
+		goarch:        "arm64",
+		machine:       elf.EM_AARCH64,
+		quantum:       4,
+		rt0:           "_rt0_arm64_linux",
+		rt0Arch:       "_rt0_arm64",
+		paddedSymbols: true,
+		branch:        branchARM64,
+		disassemble:   disassembleARM64,
+	}
+	archs = []*arch{archAMD64, archARM64}
 )
 
 // archOf returns the architecture of a 64-bit little-endian ELF file for
@@ -69,5 +85,5 @@ func archOf(class elf.Class, data elf.Data, machine elf.Machine) (*arch, error) 
 			}
 		}
 	}
-	return nil, fmt.Errorf("%w: %v %v %v (only linux/amd64 is supported)", ErrUnsupportedArch, class, data, machine)
+	return nil, fmt.Errorf("%w: %v %v %v (only linux/amd64 and linux/arm64 are supported)", ErrUnsupportedArch, class, data, machine)
 }

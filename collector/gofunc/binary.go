@@ -57,7 +57,8 @@ type Binary struct {
 
 // Open opens the ELF executable at path, for example /proc/<pid>/exe of a
 // running process, and reads its headers. It fails with ErrUnsupportedArch
-// for anything but a linux/amd64 ELF file. Close releases the file.
+// for anything but a linux/amd64 or linux/arm64 ELF file. Close releases
+// the file.
 func Open(path string) (*Binary, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -99,6 +100,11 @@ func newBinary(r io.ReaderAt, size int64) (*Binary, error) {
 	}
 	return &Binary{r: r, size: size, elf: ef, arch: a}, nil
 }
+
+// Arch returns the executable's architecture as a GOARCH, "amd64" or
+// "arm64": what decides the registers its Go functions take their
+// arguments in.
+func (b *Binary) Arch() string { return b.arch.goarch }
 
 // Close releases the file and everything read from it. Lookups after Close
 // fail.

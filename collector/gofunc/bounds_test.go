@@ -22,13 +22,15 @@ func allocated(f func()) uint64 {
 	return after.TotalAlloc - before.TotalAlloc
 }
 
-// synthFormats are defaultSynth in each .gopclntab format.
+// synthFormats are defaultSynth and arm64Synth in each .gopclntab format.
 func synthFormats() map[string]synthELF {
 	out := map[string]synthELF{}
-	for name, magic := range map[string]uint32{"go1.20": magicGo120, "go1.18": magicGo118, "go1.16": magicGo116, "go1.2": magicGo12} {
-		s := defaultSynth()
-		s.magic = magic
-		out[name] = s
+	for prefix, base := range map[string]synthELF{"": defaultSynth(), "arm64 ": arm64Synth()} {
+		for name, magic := range map[string]uint32{"go1.20": magicGo120, "go1.18": magicGo118, "go1.16": magicGo116, "go1.2": magicGo12} {
+			s := base
+			s.magic = magic
+			out[prefix+name] = s
+		}
 	}
 	return out
 }

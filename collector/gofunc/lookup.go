@@ -27,8 +27,9 @@ func (b *Binary) Lookup(names ...string) (map[string]*Func, []error) {
 type span struct {
 	entry, end uint64
 	// padded: end is the next function's entry, so the range may end
-	// with alignment padding (.gopclntab); otherwise it is exact
-	// (.symtab).
+	// with alignment padding (.gopclntab); otherwise it is the symbol's
+	// size (.symtab), exact unless the architecture's symbols count
+	// their padding (arch.paddedSymbols).
 	padded bool
 	source string
 }
@@ -265,7 +266,7 @@ func (b *Binary) function(name string, s span) (*Func, error) {
 		return nil, ErrNoReturn
 	}
 	end := s.end
-	if s.padded {
+	if s.padded || b.arch.paddedSymbols {
 		end = s.entry + d.Len
 	}
 	return &Func{

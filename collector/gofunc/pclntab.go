@@ -326,8 +326,8 @@ func (b *Binary) textStart(sym map[string]elf.Symbol, pclnAddr uint64, h pclnHea
 
 // entryText derives the start of Go text from the ELF entry point, taking it
 // to be rt0, and checks that: the instruction there must jump to rt0Arch
-// (a JMP on amd64). tab holds entries relative to the start of Go text (base
-// 0).
+// (JMP on amd64, B on arm64). tab holds entries relative to the start of Go
+// text (base 0).
 func (b *Binary) entryText(tab *pclnTable) (uint64, bool) {
 	start, next := tab.find(b.arch.rt0), tab.find(b.arch.rt0Arch)
 	if start < 0 || next < 0 || b.elf.Entry < tab.entry(start) || tab.end(start) <= tab.entry(start) {
