@@ -47,6 +47,7 @@ type Binary struct {
 	size int64
 	file *os.File // nil when the reader was not opened by Open
 	elf  *elf.File
+	arch *arch
 
 	mu     sync.Mutex
 	closed bool
@@ -56,7 +57,8 @@ type Binary struct {
 
 // Open opens the ELF executable at path, for example /proc/<pid>/exe of a
 // running process, and reads its headers. It fails with ErrUnsupportedArch
-// for anything but a 64-bit x86 ELF file. Close releases the file.
+// for anything but a linux/amd64 or linux/arm64 ELF file. Close releases
+// the file.
 func Open(path string) (*Binary, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -92,11 +94,17 @@ func newBinary(r io.ReaderAt, size int64) (*Binary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing ELF headers: %w", err)
 	}
-	if ef.Class != elf.ELFCLASS64 || ef.Machine != elf.EM_X86_64 || ef.Data != elf.ELFDATA2LSB {
-		return nil, fmt.Errorf("%w: %v %v (only linux/amd64 is supported)", ErrUnsupportedArch, ef.Class, ef.Machine)
+	a, err := archOf(ef.Class, ef.Data, ef.Machine)
+	if err != nil {
+		return nil, err
 	}
-	return &Binary{r: r, size: size, elf: ef}, nil
+	return &Binary{r: r, size: size, elf: ef, arch: a}, nil
 }
+
+// Arch returns the executable's architecture as a GOARCH, "amd64" or
+// "arm64": what decides the registers its Go functions take their
+// arguments in.
+func (b *Binary) Arch() string { return b.arch.goarch }
 
 // Close releases the file and everything read from it. Lookups after Close
 // fail.
@@ -148,9 +156,10 @@ func (b *budgetReader) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // checkELFHeaders checks, before debug/elf reads them, that the ELF header
-// describes a 64-bit little-endian x86 file whose program and section
-// headers and section names fit in the file and in the limits: debug/elf
-// allocates a Section and a name per declared section header.
+// describes a 64-bit little-endian file of a supported architecture whose
+// program and section headers and section names fit in the file and in the
+// limits: debug/elf allocates a Section and a name per declared section
+// header.
 func checkELFHeaders(r io.ReaderAt, size int64) error {
 	var h [64]byte
 	if _, err := r.ReadAt(h[:], 0); err != nil {
@@ -161,11 +170,11 @@ func checkELFHeaders(r io.ReaderAt, size int64) error {
 	}
 	le := binary.LittleEndian
 	class, data, machine := elf.Class(h[elf.EI_CLASS]), elf.Data(h[elf.EI_DATA]), elf.Machine(le.Uint16(h[18:]))
-	if class != elf.ELFCLASS64 || data != elf.ELFDATA2LSB || machine != elf.EM_X86_64 {
-		if data == elf.ELFDATA2MSB {
-			machine = elf.Machine(binary.BigEndian.Uint16(h[18:]))
-		}
-		return fmt.Errorf("%w: %v %v (only linux/amd64 is supported)", ErrUnsupportedArch, class, machine)
+	if data == elf.ELFDATA2MSB {
+		machine = elf.Machine(binary.BigEndian.Uint16(h[18:]))
+	}
+	if _, err := archOf(class, data, machine); err != nil {
+		return err
 	}
 	phoff, shoff := le.Uint64(h[32:]), le.Uint64(h[40:])
 	phentsize, phnum := uint64(le.Uint16(h[54:])), uint64(le.Uint16(h[56:]))

@@ -22,13 +22,15 @@ func allocated(f func()) uint64 {
 	return after.TotalAlloc - before.TotalAlloc
 }
 
-// synthFormats are defaultSynth in each .gopclntab format.
+// synthFormats are defaultSynth and arm64Synth in each .gopclntab format.
 func synthFormats() map[string]synthELF {
 	out := map[string]synthELF{}
-	for name, magic := range map[string]uint32{"go1.20": magicGo120, "go1.18": magicGo118, "go1.16": magicGo116, "go1.2": magicGo12} {
-		s := defaultSynth()
-		s.magic = magic
-		out[name] = s
+	for prefix, base := range map[string]synthELF{"": defaultSynth(), "arm64 ": arm64Synth()} {
+		for name, magic := range map[string]uint32{"go1.20": magicGo120, "go1.18": magicGo118, "go1.16": magicGo116, "go1.2": magicGo12} {
+			s := base
+			s.magic = magic
+			out[prefix+name] = s
+		}
 	}
 	return out
 }
@@ -129,7 +131,7 @@ func FuzzPclntab(f *testing.F) {
 			tab.name(i)
 			tab.end(i)
 		}
-		tab.find(rt0)
+		tab.find(archAMD64.rt0)
 		tab.inlinedOnly("main.f")
 		tab.isAsm(0)
 		checkAgainstGosym(t, data, h)
@@ -283,8 +285,8 @@ func TestManyFunctionsOfOneName(t *testing.T) {
 		le.PutUint32(functab[8*i:], entry)
 		le.PutUint32(functab[8*i+4:], rec)
 	}
-	put(0, 0, record(rt0))
-	put(1, synthAlign, record(rt0Arch))
+	put(0, 0, record(archAMD64.rt0))
+	put(1, synthAlign, record(archAMD64.rt0Arch))
 	f := record("main.f")
 	for i := range n {
 		put(2+i, uint32(2*synthAlign+i), f)

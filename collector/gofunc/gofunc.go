@@ -1,7 +1,7 @@
 // Package gofunc finds where to put uprobes on Go functions in a linux/amd64
-// executable: the file offset of a function's entry and the offsets of all
-// its RET instructions, for return probes that replace uretprobes (which
-// corrupt Go stacks).
+// or linux/arm64 executable: the file offset of a function's entry and the
+// offsets of all its RET instructions, for return probes that replace
+// uretprobes (which corrupt Go stacks).
 //
 // Functions are located by their full Go symbol name, such as
 // "k8s.io/cri-client/pkg.(*remoteRuntimeService).RunPodSandbox", through the
@@ -11,6 +11,10 @@
 // linked internally or externally (GNU ld, gold, or lld, which leaves no
 // .gopclntab section), are supported; the older Go 1.2 and 1.16 pclntab
 // formats are read too (checked against debug/gosym on synthetic tables).
+// The ELF header says the architecture, which decides little: the runtime's
+// entry points and how the few instructions the reader looks at are decoded
+// (arch.go). The tests cross-build linux/arm64 binaries with internal
+// linking, the only kind a machine without an arm64 C toolchain can link.
 //
 // The package reads only what it needs, never the whole file: the ELF
 // headers, the symbol table if there is one, .gopclntab, the bodies of the
@@ -34,7 +38,8 @@ var (
 	// not exist in this build, or the compiler inlined every call to it.
 	ErrNotFound = errors.New("function not found")
 
-	// ErrUnsupportedArch means the executable is not a 64-bit x86 ELF file.
+	// ErrUnsupportedArch means the executable is not a 64-bit
+	// little-endian ELF file for x86-64 (amd64) or AArch64 (arm64).
 	ErrUnsupportedArch = errors.New("unsupported architecture")
 
 	// ErrNoPclntab means the executable has no Go function table
@@ -46,9 +51,11 @@ var (
 	ErrNoReturn = errors.New("function has no RET instruction")
 
 	// ErrUndecodable means some of a function's bytes did not decode as
-	// amd64 instructions. Its RET offsets could then fall inside another
-	// instruction, and a uprobe there would corrupt the traced process, so
-	// the function is not returned.
+	// instructions (on amd64; on arm64, where every instruction is a
+	// 4-byte word, a function whose size is not a whole number of words).
+	// Its RET offsets could then fall inside another instruction, and a
+	// uprobe there would corrupt the traced process, so the function is
+	// not returned.
 	ErrUndecodable = errors.New("function has undecodable bytes")
 
 	// ErrUnmapped means an address lies in no executable PT_LOAD segment of

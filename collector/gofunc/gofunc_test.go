@@ -3,6 +3,8 @@ package gofunc
 import (
 	"bytes"
 	"debug/elf"
+	"debug/gosym"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -16,8 +18,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"golang.org/x/arch/x86/x86asm"
 )
 
 // crilikeMethods are the methods of testdata/crilike, shaped like the
@@ -43,27 +43,50 @@ var crilikeMethods = []string{
 // build is one way of building testdata/crilike.
 type build struct {
 	name    string
+	goarch  string   // amd64 or arm64
 	args    []string // go build flags
 	cgo     bool     // external linking needs cgo and a C toolchain
 	objcopy []string // objcopy arguments applied after the build
 	pie     bool
 	symtab  bool // keeps its symbol table
-	sameAsR bool // same text layout as the reference (unstripped) build
+	// ref names the unstripped build with the same text layout, whose
+	// symbol table says where each function is.
+	ref string
 }
 
 var builds = []build{
-	{name: "unstripped", symtab: true, sameAsR: true},
-	{name: "stripped", args: []string{"-ldflags=-s -w"}, sameAsR: true},
-	{name: "pie-stripped", args: []string{"-buildmode=pie", "-ldflags=-s -w"}, pie: true},
+	{name: "unstripped", goarch: "amd64", symtab: true, ref: "unstripped"},
+	{name: "stripped", goarch: "amd64", args: []string{"-ldflags=-s -w"}, ref: "unstripped"},
+	{name: "pie-unstripped", goarch: "amd64", args: []string{"-buildmode=pie"}, pie: true, symtab: true, ref: "pie-unstripped"},
+	{name: "pie-stripped", goarch: "amd64", args: []string{"-buildmode=pie", "-ldflags=-s -w"}, pie: true, ref: "pie-unstripped"},
 	// External linkers put C start-up code before the Go text, so
 	// runtime.text is not where .text starts: the module data path.
-	{name: "pie-external-stripped", args: []string{"-buildmode=pie", "-ldflags=-s -w -linkmode=external"}, cgo: true, pie: true},
+	{name: "pie-external-unstripped", goarch: "amd64", args: []string{"-buildmode=pie", "-ldflags=-linkmode=external"}, cgo: true, pie: true, symtab: true,
+		ref: "pie-external-unstripped"},
+	{name: "pie-external-stripped", goarch: "amd64", args: []string{"-buildmode=pie", "-ldflags=-s -w -linkmode=external"}, cgo: true, pie: true,
+		ref: "pie-external-unstripped"},
 	// lld merges the table into .data.rel.ro, leaving no section named
 	// .gopclntab (release docker CLIs look like that): only the module
 	// data leads to it. Renaming the section makes such a binary here,
 	// where the toolchain has no lld.
-	{name: "pie-external-stripped-merged", args: []string{"-buildmode=pie", "-ldflags=-s -w -linkmode=external"}, cgo: true, pie: true,
-		objcopy: []string{"--rename-section", ".gopclntab=.data.rel.ro.gopclntab"}},
+	{name: "pie-external-stripped-merged", goarch: "amd64", args: []string{"-buildmode=pie", "-ldflags=-s -w -linkmode=external"}, cgo: true, pie: true,
+		objcopy: []string{"--rename-section", ".gopclntab=.data.rel.ro.gopclntab"}, ref: "pie-external-unstripped"},
+	// linux/arm64, cross-built: internal linking only, as external
+	// linking would need an arm64 C toolchain.
+	{name: "arm64-unstripped", goarch: "arm64", symtab: true, ref: "arm64-unstripped"},
+	{name: "arm64-stripped", goarch: "arm64", args: []string{"-ldflags=-s -w"}, ref: "arm64-unstripped"},
+	{name: "arm64-pie-unstripped", goarch: "arm64", args: []string{"-buildmode=pie"}, pie: true, symtab: true, ref: "arm64-pie-unstripped"},
+	{name: "arm64-pie-stripped", goarch: "arm64", args: []string{"-buildmode=pie", "-ldflags=-s -w"}, pie: true, ref: "arm64-pie-unstripped"},
+}
+
+// buildNamed returns the build of that name.
+func buildNamed(tb testing.TB, name string) build {
+	tb.Helper()
+	i := slices.IndexFunc(builds, func(bd build) bool { return bd.name == name })
+	if i < 0 {
+		tb.Fatalf("no build %q", name)
+	}
+	return builds[i]
 }
 
 var (
@@ -113,7 +136,7 @@ func crilike(tb testing.TB, bd build) string {
 		args := append([]string{"build", "-o", ob.path}, bd.args...)
 		cmd := exec.Command("go", append(args, ".")...)
 		cmd.Dir = "testdata/crilike"
-		cmd.Env = append(os.Environ(), "GOFLAGS=", "GOARCH=amd64", "GOOS=linux", "CGO_ENABLED="+map[bool]string{true: "1", false: "0"}[bd.cgo])
+		cmd.Env = append(os.Environ(), "GOFLAGS=", "GOARCH="+bd.goarch, "GOOS=linux", "CGO_ENABLED="+map[bool]string{true: "1", false: "0"}[bd.cgo])
 		if out, err := cmd.CombinedOutput(); err != nil {
 			ob.err = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 			return
@@ -174,13 +197,21 @@ func mustLookup(t *testing.T, b *Binary, names ...string) map[string]*Func {
 	return fns
 }
 
+// plainBuilds are the unstripped, non-PIE builds of each architecture.
+var plainBuilds = map[string]string{"amd64": "unstripped", "arm64": "arm64-unstripped"}
+
 func TestLookupCrilike(t *testing.T) {
-	ref := symtabFuncs(t, crilike(t, builds[0]))
-	refFns := mustLookup(t, open(t, crilike(t, builds[0])), crilikeMethods...)
 	for _, bd := range builds {
 		t.Run(bd.name, func(t *testing.T) {
 			path := crilike(t, bd)
-			fns := mustLookup(t, open(t, path), crilikeMethods...)
+			refPath := crilike(t, buildNamed(t, bd.ref))
+			ref, refGosym := symtabFuncs(t, refPath), gosymEntries(t, refPath)
+			plain := mustLookup(t, open(t, crilike(t, buildNamed(t, plainBuilds[bd.goarch]))), crilikeMethods...)
+			b := open(t, path)
+			if b.Arch() != bd.goarch {
+				t.Errorf("Arch() = %q, want %q", b.Arch(), bd.goarch)
+			}
+			fns := mustLookup(t, b, crilikeMethods...)
 			if len(fns) != len(crilikeMethods) {
 				t.Fatalf("found %d of %d functions", len(fns), len(crilikeMethods))
 			}
@@ -190,15 +221,16 @@ func TestLookupCrilike(t *testing.T) {
 				if fn.Name != name || fn.Source != wantSource {
 					t.Errorf("%s: got name %q from %s, want from %s", name, fn.Name, fn.Source, wantSource)
 				}
-				if bd.sameAsR {
-					s := ref[name]
-					if fn.Entry != s.Value || fn.End != s.Value+s.Size {
-						t.Errorf("%s: %#x-%#x, symbol table of the unstripped build says %#x-%#x", name, fn.Entry, fn.End, s.Value, s.Value+s.Size)
-					}
+				s := ref[name]
+				if end := symbolEnd(t, refPath, s); fn.Entry != s.Value || fn.End != end {
+					t.Errorf("%s: %#x-%#x, symbol table of %s says %#x-%#x", name, fn.Entry, fn.End, bd.ref, s.Value, end)
+				}
+				if fn.Entry != refGosym[name] {
+					t.Errorf("%s: entry %#x, debug/gosym on %s says %#x", name, fn.Entry, bd.ref, refGosym[name])
 				}
 				// The code does not depend on where it is linked: same
-				// size and RETs in every build.
-				if r := refFns[name]; r != nil && (fn.Size() != r.Size() || !slices.Equal(fn.RetOffsets, r.RetOffsets)) {
+				// size and RETs in every build of an architecture.
+				if r := plain[name]; r != nil && (fn.Size() != r.Size() || !slices.Equal(fn.RetOffsets, r.RetOffsets)) {
 					t.Errorf("%s: size %d, RETs %v; unstripped build: size %d, RETs %v", name, fn.Size(), fn.RetOffsets, r.Size(), r.RetOffsets)
 				}
 				checkFunc(t, path, fn)
@@ -206,6 +238,69 @@ func TestLookupCrilike(t *testing.T) {
 			checkAgainstObjdump(t, path, fns)
 		})
 	}
+}
+
+// symbolEnd is where the symbol table of the executable at path says s
+// ends; on arm64, whose assembler pads a function's own code to 16 bytes
+// with zero words, before that padding.
+func symbolEnd(t *testing.T, path string, s elf.Symbol) uint64 {
+	t.Helper()
+	ef, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	if ef.Machine != elf.EM_AARCH64 {
+		return s.Value + s.Size
+	}
+	text := ef.Section(".text")
+	code := make([]byte, s.Size)
+	if _, err := text.ReadAt(code, int64(s.Value-text.Addr)); err != nil {
+		t.Fatalf("%s: %v", s.Name, err)
+	}
+	end := len(code)
+	for end >= 4 && binary.LittleEndian.Uint32(code[end-4:]) == 0 {
+		end -= 4
+	}
+	if len(code)-end >= 16 {
+		t.Errorf("%s: %d zero bytes at its end, more than alignment padding", s.Name, len(code)-end)
+	}
+	return s.Value + uint64(end)
+}
+
+// gosymEntries returns the entry of every function debug/gosym finds in
+// the .gopclntab of the unstripped executable at path (the first, for a
+// name that has two).
+func gosymEntries(t *testing.T, path string) map[string]uint64 {
+	t.Helper()
+	ef, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	pcln, err := ef.Section(".gopclntab").Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := ef.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(syms, func(s elf.Symbol) bool { return s.Name == symText })
+	if i < 0 {
+		t.Fatalf("%s: no %s symbol", path, symText)
+	}
+	tab, err := gosym.NewTable(nil, gosym.NewLineTable(pcln, syms[i].Value))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]uint64, len(tab.Funcs))
+	for _, f := range tab.Funcs {
+		if _, dup := out[f.Name]; !dup {
+			out[f.Name] = f.Entry
+		}
+	}
+	return out
 }
 
 // checkFunc checks fn against the file by another route than the package's:
@@ -251,27 +346,59 @@ func checkFunc(t *testing.T, path string, fn *Func) {
 			t.Errorf("%s: RET at +%#x outside the function (%d bytes)", fn.Name, fn.RetOffsets[i], fn.Size())
 			continue
 		}
-		inst, err := x86asm.Decode(viaOffset[off-fn.EntryOffset:], 64)
-		if err != nil || inst.Op != x86asm.RET {
-			t.Errorf("%s: at +%#x (file offset %#x): %v %v, want RET", fn.Name, fn.RetOffsets[i], off, inst, err)
+		if inst, ok := decodeRet(ef.Machine, viaOffset[off-fn.EntryOffset:]); !ok {
+			t.Errorf("%s: at +%#x (file offset %#x): %s, want RET", fn.Name, fn.RetOffsets[i], off, inst)
+		}
+	}
+	if ef.Machine == elf.EM_AARCH64 {
+		// Every word is an instruction, and compiled Go code has no
+		// literal pools: each RET arm64asm finds must be there.
+		var all []uint64
+		for off := uint64(0); off+4 <= fn.Size(); off += 4 {
+			if _, ok := decodeRet(ef.Machine, viaOffset[off:]); ok {
+				all = append(all, off)
+			}
+		}
+		if !slices.Equal(all, fn.RetOffsets) {
+			t.Errorf("%s: RETs at %v, arm64asm finds %v", fn.Name, fn.RetOffsets, all)
 		}
 	}
 }
 
-// objdumpRet matches a RET line of GNU objdump -d, such as
-// "  4d9a3e:\tc3                   \tret".
-var objdumpRet = regexp.MustCompile(`(?m)^\s*([0-9a-f]+):\t[^\t]*\t(?:repz? |bnd )?retq?\b`)
+// objdumpRet matches a RET line of objdump -d, GNU's or LLVM's, such as
+// "  4d9a3e:\tc3                   \tret" or "   8c16c: c0 03 5f d6  \tret".
+var objdumpRet = regexp.MustCompile(`(?m)^\s*([0-9a-f]+):\s[^\t]*\t(?:repz? |bnd )?retq?\b`)
 
-// checkAgainstObjdump compares the RETs with those GNU objdump finds, an
-// independent decoder, when it is installed.
+// objdumps are the disassemblers that know each architecture, in the order
+// tried: GNU objdump is most often built for its host only.
+var objdumps = map[elf.Machine][]string{
+	elf.EM_X86_64:  {"objdump", "llvm-objdump"},
+	elf.EM_AARCH64: {"llvm-objdump", "aarch64-linux-gnu-objdump"},
+}
+
+// checkAgainstObjdump compares the RETs with those objdump finds, an
+// independent decoder, when one for the executable's architecture is
+// installed.
 func checkAgainstObjdump(t *testing.T, path string, fns map[string]*Func) {
 	t.Helper()
-	if _, err := exec.LookPath("objdump"); err != nil {
-		t.Log("objdump not installed: RET offsets not compared with GNU objdump")
+	ef, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ef.Close()
+	objdump := ""
+	for _, tool := range objdumps[ef.Machine] {
+		if _, err := exec.LookPath(tool); err == nil {
+			objdump = tool
+			break
+		}
+	}
+	if objdump == "" {
+		t.Logf("none of %v installed: RET offsets not compared with objdump's", objdumps[ef.Machine])
 		return
 	}
 	for _, fn := range fns {
-		out, err := exec.Command("objdump", "-d",
+		out, err := exec.Command(objdump, "-d",
 			fmt.Sprintf("--start-address=%#x", fn.Entry), fmt.Sprintf("--stop-address=%#x", fn.End), path).Output()
 		if err != nil {
 			t.Fatalf("objdump: %v", err)
@@ -282,17 +409,22 @@ func checkAgainstObjdump(t *testing.T, path string, fns map[string]*Func) {
 			got = append(got, addr-fn.Entry)
 		}
 		if !slices.Equal(got, fn.RetOffsets) {
-			t.Errorf("%s: RETs at %v, GNU objdump says %v", fn.Name, fn.RetOffsets, got)
+			t.Errorf("%s: RETs at %v, %s says %v", fn.Name, fn.RetOffsets, objdump, got)
 		}
 	}
 }
 
-// TestPclntabMatchesSymtab looks up every function of the unstripped build
-// through .gopclntab alone and compares with the symbol table: the stripped
+// TestPclntabMatchesSymtab looks up every function of each architecture's
+// unstripped build through .gopclntab alone and compares with the symbol table: the stripped
 // path must find the same range (padding trimmed) and the same RETs, or fail
 // the same way.
 func TestPclntabMatchesSymtab(t *testing.T) {
-	path := crilike(t, builds[0])
+	for _, goarch := range slices.Sorted(maps.Keys(plainBuilds)) {
+		t.Run(goarch, func(t *testing.T) { checkPclntabMatchesSymtab(t, crilike(t, buildNamed(t, plainBuilds[goarch]))) })
+	}
+}
+
+func checkPclntabMatchesSymtab(t *testing.T, path string) {
 	var names []string
 	for name := range symtabFuncs(t, path) {
 		names = append(names, name)
@@ -332,7 +464,8 @@ func TestPclntabMatchesSymtab(t *testing.T) {
 	}
 	for _, err := range symErrs {
 		// Assembly functions may use instructions x86asm does not
-		// know, and some never return; compiled Go code never fails.
+		// know (amd64), and some never return; compiled Go code never
+		// fails.
 		var le *LookupError
 		if errors.As(err, &le) && strings.HasPrefix(le.Name, "main.") && le.Name != "main.fatalf" {
 			t.Errorf("compiled Go function not probeable: %v", err)
@@ -345,11 +478,10 @@ func TestPclntabMatchesSymtab(t *testing.T) {
 // point (internally linked builds only; an externally linked one starts in
 // C code, which must be refused).
 func TestTextStart(t *testing.T) {
-	for _, bd := range []build{builds[0], {
-		name: "pie-unstripped", args: []string{"-buildmode=pie"}, pie: true, symtab: true,
-	}, {
-		name: "pie-external-unstripped", args: []string{"-buildmode=pie", "-ldflags=-linkmode=external"}, cgo: true, pie: true, symtab: true,
-	}} {
+	for _, bd := range builds {
+		if !bd.symtab {
+			continue
+		}
 		t.Run(bd.name, func(t *testing.T) {
 			b := open(t, crilike(t, bd))
 			sym, err := b.symbols(nil)
@@ -410,7 +542,12 @@ func TestConcurrentUse(t *testing.T) {
 }
 
 func TestLookupErrors(t *testing.T) {
-	b := open(t, crilike(t, builds[1]))
+	for _, name := range []string{"stripped", "arm64-stripped"} {
+		t.Run(name, func(t *testing.T) { checkLookupErrors(t, open(t, crilike(t, buildNamed(t, name)))) })
+	}
+}
+
+func checkLookupErrors(t *testing.T, b *Binary) {
 	fns, errs := b.Lookup("main.(*remoteRuntimeService).RunPodSandbox", "main.noSuchFunction", "main.every", "main.fatalf", "main.noSuchFunction")
 	if len(fns) != 1 || fns["main.(*remoteRuntimeService).RunPodSandbox"] == nil {
 		t.Errorf("found %v, want RunPodSandbox only", slices.Collect(maps.Keys(fns)))
@@ -445,90 +582,6 @@ func TestLookupErrors(t *testing.T) {
 	}
 }
 
-// TestSynthetic reads hand-made executables: the default one, where the ELF
-// entry point tells where Go text starts, in each .gopclntab format, and
-// one laid out as lld links, where only the module data leads to the table
-// and to Go text.
-func TestSynthetic(t *testing.T) {
-	execs := synthFormats()
-	execs["merged"] = mergedSynth()
-	for name, s := range execs {
-		t.Run(name, func(t *testing.T) {
-			data := s.bytes()
-			b, err := newBinary(bytes.NewReader(data), int64(len(data)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			fns, errs := b.Lookup("main.f", "main.loop", "main.g")
-			textAddr := uint64(synthBase + synthTextOff + 2*synthAlign) // after rt0, rt0Arch
-			want := map[string]Func{
-				"main.f": {Name: "main.f", Entry: textAddr, End: textAddr + 9, EntryOffset: synthTextOff + 2*synthAlign, RetOffsets: []uint64{7, 8}, Source: ".gopclntab"},
-				// jmp -52 is eb cc: its displacement byte is not padding.
-				"main.g": {Name: "main.g", Entry: textAddr + 64, End: textAddr + 64 + 53, EntryOffset: synthTextOff + 2*synthAlign + 64, RetOffsets: []uint64{0}, Source: ".gopclntab"},
-			}
-			for name, w := range want {
-				got := fns[name]
-				if got == nil || fmt.Sprint(*got) != fmt.Sprint(w) {
-					t.Errorf("%s: got %+v, want %+v", name, got, w)
-				}
-			}
-			if len(errs) != 1 || !errors.Is(errs[0], ErrNoReturn) {
-				t.Errorf("errors %v, want main.loop without RET", errs)
-			}
-			if _, err := b.BuildInfo(); err == nil {
-				t.Error("BuildInfo of a file without build info: no error")
-			}
-		})
-	}
-}
-
-func TestOpenErrors(t *testing.T) {
-	arm := defaultSynth()
-	arm.machine = elf.EM_AARCH64
-	noPcln := defaultSynth()
-	noPcln.noPclntab = true
-	cStart := defaultSynth() // entry point elsewhere, as with external linking
-	cStart.entry = 2
-	merged := mergedSynth() // ... and no module data to say where the table is
-	merged.moduleData = false
-	for _, tc := range []struct {
-		name      string
-		data      []byte
-		openErr   error // from newBinary
-		lookupErr error // from Lookup("main.f")
-	}{
-		{"arm64", arm.bytes(), ErrUnsupportedArch, nil},
-		{"no .gopclntab", noPcln.bytes(), nil, ErrNoPclntab},
-		{"no way to find Go text", cStart.bytes(), nil, errAny},
-		{"no way to find .gopclntab", merged.bytes(), nil, ErrNoPclntab},
-		{"not ELF", []byte("#!/bin/sh\necho hello\n"), errAny, nil},
-		{"truncated", defaultSynth().bytes()[:100], errAny, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			b, err := newBinary(bytes.NewReader(tc.data), int64(len(tc.data)))
-			if tc.openErr != nil {
-				if err == nil || (tc.openErr != errAny && !errors.Is(err, tc.openErr)) {
-					t.Fatalf("open: %v, want %v", err, tc.openErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, errs := b.Lookup("main.f")
-			if len(errs) != 1 || (tc.lookupErr != errAny && !errors.Is(errs[0], tc.lookupErr)) {
-				t.Errorf("lookup: %v, want %v", errs, tc.lookupErr)
-			}
-		})
-	}
-	if _, err := Open(filepath.Join(t.TempDir(), "missing")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("Open of a missing file: %v, want os.ErrNotExist", err)
-	}
-}
-
-// errAny stands for "some error" in tables.
-var errAny = errors.New("any error")
-
 func TestBuildInfo(t *testing.T) {
 	b := open(t, crilike(t, builds[1]))
 	bi, err := b.BuildInfo()
@@ -547,55 +600,4 @@ func TestBuildInfo(t *testing.T) {
 	if ldflags != "-s -w" {
 		t.Errorf("-ldflags %q in build settings, want %q", ldflags, "-s -w")
 	}
-}
-
-// FuzzOpen feeds garbage to the ELF and .gopclntab parsers: they must never
-// panic, what they return must be consistent with the file, and what they
-// allocate is bounded by the file's size, whatever its headers declare.
-func FuzzOpen(f *testing.F) {
-	f.Add(defaultSynth().bytes())
-	f.Add(mergedSynth().bytes())
-	noPcln := defaultSynth()
-	noPcln.noPclntab = true
-	f.Add(noPcln.bytes())
-	for _, s := range synthFormats() {
-		f.Add(s.bytes())
-	}
-	// The issue's binary: a .gopclntab header claiming 600 MiB.
-	huge := defaultSynth().bytes()
-	patchSection(f, huge, ".gopclntab", 600*mib)
-	f.Add(huge)
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var fns map[string]*Func
-		n := allocated(func() {
-			b, err := newBinary(bytes.NewReader(data), int64(len(data)))
-			if err != nil {
-				return
-			}
-			fns, _ = b.Lookup("main.f", "main.g", "main.loop", "")
-			b.BuildInfo()
-			b.FileOffset(synthBase + synthTextOff)
-			b.Close()
-		})
-		// Each table is read once, each function's code at most a few
-		// times per name looked up (abiInternal); the constant is
-		// debug/buildinfo's and the module data search's 1 MiB buffers.
-		if limit := 32*uint64(len(data)) + 4*mib; n > limit {
-			t.Errorf("allocated %d bytes for a %d-byte file, want at most %d", n, len(data), limit)
-		}
-		for _, fn := range fns {
-			if fn.End <= fn.Entry || len(fn.RetOffsets) == 0 || fn.EntryOffset+fn.Size() > uint64(len(data)) {
-				t.Errorf("inconsistent %+v in a %d-byte file", fn, len(data))
-			}
-			for _, r := range fn.RetOffsets {
-				if r >= fn.Size() {
-					t.Errorf("%s: RET offset %d outside the function", fn.Name, r)
-					continue
-				}
-				if inst, err := x86asm.Decode(data[fn.EntryOffset+r:], 64); err != nil || inst.Op != x86asm.RET {
-					t.Errorf("%s: RET offset %d is %v %v", fn.Name, r, inst, err)
-				}
-			}
-		}
-	})
 }

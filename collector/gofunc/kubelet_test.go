@@ -130,7 +130,7 @@ func checkKubeletBinary(t *testing.T, want, path string) {
 			fn.Size(), len(fn.RetOffsets), strings.Join(offs, " "), fn.Entry, fn.EntryOffset, fn.Source)
 	}
 	w.Flush()
-	t.Logf("%s (%s):\n%s", path, runtime.GOARCH, tab.String())
+	t.Logf("%s (%s):\n%s", path, b.Arch(), tab.String())
 	checkAgainstObjdump(t, path, fns)
 }
 

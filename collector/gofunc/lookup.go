@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-
-	"golang.org/x/arch/x86/x86asm"
 )
 
 // Lookup locates the named functions (full Go symbol names) and finds their
@@ -29,8 +27,9 @@ func (b *Binary) Lookup(names ...string) (map[string]*Func, []error) {
 type span struct {
 	entry, end uint64
 	// padded: end is the next function's entry, so the range may end
-	// with alignment padding (.gopclntab); otherwise it is exact
-	// (.symtab).
+	// with alignment padding (.gopclntab); otherwise it is the symbol's
+	// size (.symtab), exact unless the architecture's symbols count
+	// their padding (arch.paddedSymbols).
 	padded bool
 	source string
 }
@@ -160,20 +159,10 @@ func (b *Binary) callsAny(entry, end uint64, targets map[uint64]bool) bool {
 		return false
 	}
 	for off := 0; off < len(code); {
-		inst, err := x86asm.Decode(code[off:], 64)
-		if err != nil || inst.Len <= 0 {
-			off++
-			continue
-		}
-		off += inst.Len
-		if inst.Op != x86asm.CALL && inst.Op != x86asm.JMP {
-			continue
-		}
-		if rel, ok := inst.Args[0].(x86asm.Rel); ok {
-			to := entry + uint64(int64(off)+int64(rel))
-			if to != entry && targets[to] {
-				return true
-			}
+		br := b.arch.branch(code[off:], entry+uint64(off))
+		off += br.len
+		if br.kind != notBranch && br.target != entry && targets[br.target] {
+			return true
 		}
 	}
 	return false
@@ -269,7 +258,7 @@ func (b *Binary) function(name string, s span) (*Func, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading code: %w", err)
 	}
-	d := Disassemble(code)
+	d := b.arch.disassemble(code)
 	if d.Undecodable > 0 {
 		return nil, fmt.Errorf("%w: %d of %d bytes", ErrUndecodable, d.Undecodable, size)
 	}
@@ -277,7 +266,7 @@ func (b *Binary) function(name string, s span) (*Func, error) {
 		return nil, ErrNoReturn
 	}
 	end := s.end
-	if s.padded {
+	if s.padded || b.arch.paddedSymbols {
 		end = s.entry + d.Len
 	}
 	return &Func{

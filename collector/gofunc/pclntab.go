@@ -6,8 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-
-	"golang.org/x/arch/x86/x86asm"
+	"slices"
 )
 
 // Magic numbers that open .gopclntab, by the Go release that introduced the
@@ -126,7 +125,10 @@ func (t *pclnTable) find(name string) int {
 // pclnHeader is what the reader checks of the .gopclntab header before
 // handing the table to debug/gosym, which trusts it.
 type pclnHeader struct {
-	magic      uint32
+	magic uint32
+	// quantum is the instruction size quantum, which says the
+	// architecture: 1 for amd64, 4 for arm64.
+	quantum    byte
 	nfunc      uint64
 	funcnameOf uint64 // Go 1.16+: offset of the function name table
 	cuOf       uint64 // Go 1.16+: offset of the table after it
@@ -142,14 +144,14 @@ func parsePclnHeader(data []byte) (pclnHeader, error) {
 	if len(data) < 16 || data[4] != 0 || data[5] != 0 {
 		return h, errors.New("header too short or malformed")
 	}
-	if q := data[6]; q != 1 {
-		return h, fmt.Errorf("instruction size quantum %d, want 1 (amd64)", q)
+	if q := data[6]; !slices.ContainsFunc(archs, func(a *arch) bool { return a.quantum == q }) {
+		return h, fmt.Errorf("instruction size quantum %d, of no supported architecture", q)
 	}
 	if p := data[7]; p != 8 {
 		return h, fmt.Errorf("pointer size %d, want 8", p)
 	}
 	le := binary.LittleEndian
-	h.magic = le.Uint32(data)
+	h.magic, h.quantum = le.Uint32(data), data[6]
 	word := func(i int) uint64 { return le.Uint64(data[8+8*i:]) }
 	inData := func(off, n uint64) bool { return off <= uint64(len(data)) && n <= uint64(len(data))-off }
 	var entrySize uint64
@@ -203,6 +205,9 @@ func (b *Binary) readPclntab(sym map[string]elf.Symbol) (*pclnTable, error) {
 	h, err := parsePclnHeader(data)
 	if err != nil {
 		return nil, fmt.Errorf("reading .gopclntab: %w", err)
+	}
+	if h.quantum != b.arch.quantum {
+		return nil, fmt.Errorf("reading .gopclntab: instruction size quantum %d, want %d (%s)", h.quantum, b.arch.quantum, b.arch.goarch)
 	}
 	// Go 1.18+ entries are offsets from the start of Go text, found below
 	// (a table read with base 0 gives the offsets).
@@ -283,19 +288,12 @@ func (b *Binary) describesPclntab(md moduleData) bool {
 		return false
 	}
 	le := binary.LittleEndian
-	if m := le.Uint32(hdr); m != magicGo118 && m != magicGo120 || hdr[6] != 1 || hdr[7] != 8 {
+	if m := le.Uint32(hdr); m != magicGo118 && m != magicGo120 || hdr[6] != b.arch.quantum || hdr[7] != 8 {
 		return false
 	}
 	funcnameOf, pclnOf := le.Uint64(hdr[8+3*8:]), le.Uint64(hdr[8+7*8:])
 	return md.funcnametab == md.pcHeader+funcnameOf && md.pclntable == md.pcHeader+pclnOf
 }
-
-// The Go runtime's entry points on linux/amd64: an internally linked
-// executable starts at rt0, whose only instruction jumps to rt0Arch.
-const (
-	rt0     = "_rt0_amd64_linux"
-	rt0Arch = "_rt0_amd64"
-)
 
 // textStart returns the address Go 1.18+ function entries are offsets from:
 // runtime.text. The header's own copy is not usable (Go 1.26 leaves it 0,
@@ -323,15 +321,16 @@ func (b *Binary) textStart(sym map[string]elf.Symbol, pclnAddr uint64, h pclnHea
 	if text, ok := b.entryText(tab); ok {
 		return text, nil
 	}
-	return 0, fmt.Errorf("no runtime module data points at .gopclntab, and the ELF entry point is not %s", rt0)
+	return 0, fmt.Errorf("no runtime module data points at .gopclntab, and the ELF entry point is not %s", b.arch.rt0)
 }
 
 // entryText derives the start of Go text from the ELF entry point, taking it
-// to be rt0, and checks that: the instruction there must jump to rt0Arch.
-// tab holds entries relative to the start of Go text (base 0).
+// to be rt0, and checks that: the instruction there must jump to rt0Arch
+// (JMP on amd64, B on arm64). tab holds entries relative to the start of Go
+// text (base 0).
 func (b *Binary) entryText(tab *pclnTable) (uint64, bool) {
-	start, arch := tab.find(rt0), tab.find(rt0Arch)
-	if start < 0 || arch < 0 || b.elf.Entry < tab.entry(start) || tab.end(start) <= tab.entry(start) {
+	start, next := tab.find(b.arch.rt0), tab.find(b.arch.rt0Arch)
+	if start < 0 || next < 0 || b.elf.Entry < tab.entry(start) || tab.end(start) <= tab.entry(start) {
 		return 0, false
 	}
 	text := b.elf.Entry - tab.entry(start)
@@ -339,12 +338,7 @@ func (b *Binary) entryText(tab *pclnTable) (uint64, bool) {
 	if err != nil {
 		return 0, false
 	}
-	inst, err := x86asm.Decode(code, 64)
-	if err != nil || inst.Op != x86asm.JMP {
-		return 0, false
-	}
-	rel, ok := inst.Args[0].(x86asm.Rel)
-	if !ok || b.elf.Entry+uint64(int64(inst.Len)+int64(rel)) != text+tab.entry(arch) {
+	if jmp := b.arch.branch(code, b.elf.Entry); jmp.kind != directJump || jmp.target != text+tab.entry(next) {
 		return 0, false
 	}
 	return text, true

@@ -1,23 +1,29 @@
 package gofunc
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
 )
 
 // synthFunc is one function of a synthetic executable.
 type synthFunc struct {
 	name string
-	code []byte // padded with INT3 to 32 bytes
+	code []byte // padded to 32 bytes as the linker pads: INT3 on amd64, 0 on arm64
 }
 
-// synthELF describes a small, valid linux/amd64 Go-like executable: a
-// read+execute PT_LOAD segment mapping the file from its start through a
-// .text section with the functions and, unless noPclntab, a pclntab of the
-// format magic (default Go 1.20) naming them, in a section named pclnName
-// (default .gopclntab). With
-// moduleData, a read+write PT_LOAD segment follows, holding the runtime's
-// module data that points at the pclntab.
+// synthELF describes a small, valid Go-like executable for machine (amd64 or
+// arm64): a read+execute PT_LOAD segment mapping the file from its start
+// through a .text section with the functions and, unless noPclntab, a
+// pclntab of the format magic (default Go 1.20) naming them, in a section
+// named pclnName (default .gopclntab). With moduleData, a read+write
+// PT_LOAD segment follows, holding the runtime's module data that points at
+// the pclntab.
 type synthELF struct {
 	machine    elf.Machine
 	funcs      []synthFunc
@@ -26,6 +32,7 @@ type synthELF struct {
 	pclnName   string
 	moduleData bool
 	magic      uint32
+	quantum    byte   // the table's instruction size quantum, if not machine's
 	rawPcln    []byte // the table to write instead of the one built
 }
 
@@ -35,17 +42,17 @@ const (
 	synthAlign   = 32
 )
 
-// defaultSynth has the runtime's entry points (the ELF entry, which tells
-// where Go text starts, jumps to the next), a function that returns, one that
-// loops forever (no RET) and one whose short backward jump has the
-// displacement byte 0xcc, which a padding-stripping scan of raw bytes would
-// misread.
+// defaultSynth is a linux/amd64 executable with the runtime's entry points
+// (the ELF entry, which tells where Go text starts, jumps to the next), a
+// function that returns, one that loops forever (no RET) and one whose
+// short backward jump has the displacement byte 0xcc, which a
+// padding-stripping scan of raw bytes would misread.
 func defaultSynth() synthELF {
 	return synthELF{
 		machine: elf.EM_X86_64,
 		funcs: []synthFunc{
-			{rt0, []byte{0xe9, synthAlign - 5, 0, 0, 0}}, // jmp rt0Arch
-			{rt0Arch, []byte{0xeb, 0xfe}},
+			{archAMD64.rt0, []byte{0xe9, synthAlign - 5, 0, 0, 0}}, // jmp rt0Arch
+			{archAMD64.rt0Arch, []byte{0xeb, 0xfe}},
 			{"main.f", []byte{0x31, 0xc0, 0x48, 0x85, 0xdb, 0x74, 0x01, 0xc3, 0xc3}},  // xor eax,eax; test rbx,rbx; je +1; ret; ret
 			{"main.loop", []byte{0xeb, 0xfe}},                                         // jmp .
 			{"main.g", append(append([]byte{0xc3}, make([]byte, 50)...), 0xeb, 0xcc)}, // ret; 50 x add [rax],al (00 00); jmp -52
@@ -53,11 +60,44 @@ func defaultSynth() synthELF {
 	}
 }
 
-// mergedSynth is defaultSynth as lld links it: no section named .gopclntab,
-// and the entry point in C start-up code, so only the module data tells
-// where the table and Go text are.
-func mergedSynth() synthELF {
-	s := defaultSynth()
+// arm64Synth is defaultSynth for linux/arm64: the same functions, and in
+// main.g what only arm64 has: an instruction arm64asm cannot decode (LSE),
+// UDF #0 (a zero word) between instructions, and a literal pool holding
+// two words that look like RET.
+func arm64Synth() synthELF {
+	return synthELF{
+		machine: elf.EM_AARCH64,
+		funcs: []synthFunc{
+			{archARM64.rt0, arm64Words(0x14000000 | synthAlign/4)}, // b rt0Arch
+			{archARM64.rt0Arch, arm64Words(0x14000000)},            // b .
+			{"main.f", arm64Words(
+				0xb4000041, // cbz x1, .+8
+				0xd65f03c0, // ret
+				0xd65f0040, // ret x2
+			)},
+			{"main.loop", arm64Words(0x14000000)}, // b .
+			{"main.g", arm64Words(
+				0xd65f03c0, // ret
+				0x88e1fc62, // casal w1, w2, [x3]
+				0x00000000, // udf #0
+				0x58000060, // ldr x0, .+12: the pool's 8 bytes at +24
+				0x14000004, // b .+16, over the pool
+				0x00000000, // the pool's alignment
+				0xd65f03c0, // pool: data
+				0xd65f03c0, // pool: data
+				0xd65f03c0, // ret
+			)},
+		},
+	}
+}
+
+// mergedSynth is defaultSynth as lld links it (merged).
+func mergedSynth() synthELF { return defaultSynth().merged() }
+
+// merged is s as lld links it: no section named .gopclntab, and the entry
+// point in C start-up code, so only the module data tells where the table
+// and Go text are.
+func (s synthELF) merged() synthELF {
 	s.pclnName = ".data.rel.ro"
 	s.moduleData = true
 	s.entry = 2
@@ -69,17 +109,24 @@ func (s synthELF) bytes() []byte {
 	le := binary.LittleEndian
 	text := []byte{}
 	var entries []uint32
+	pad, quantum := byte(int3), archAMD64.quantum
+	if s.machine == elf.EM_AARCH64 {
+		pad, quantum = 0, archARM64.quantum
+	}
+	if s.quantum != 0 {
+		quantum = s.quantum
+	}
 	for _, f := range s.funcs {
 		entries = append(entries, uint32(len(text)))
 		text = append(text, f.code...)
 		for len(text)%synthAlign != 0 {
-			text = append(text, int3)
+			text = append(text, pad)
 		}
 	}
 	var pcln []byte
 	var funcnameOff, pclnOff uint64
 	if !s.noPclntab {
-		pcln, funcnameOff, pclnOff = synthPclntab(s.magic, s.funcs, entries, uint32(len(text)))
+		pcln, funcnameOff, pclnOff = synthPclntab(s.magic, quantum, s.funcs, entries, uint32(len(text)))
 		if s.rawPcln != nil {
 			pcln = s.rawPcln
 		}
@@ -196,12 +243,12 @@ func (s synthELF) bytes() []byte {
 	return file
 }
 
-// synthPclntab builds a .gopclntab of the format magic (0: Go 1.20) for
-// funcs at the given offsets from the start of text (at synthBase +
-// synthTextOff), ending at textLen, and returns it with the offsets of its
-// function name table and function table (0 for Go 1.2, whose offsets
-// count from the table's start).
-func synthPclntab(magic uint32, funcs []synthFunc, entries []uint32, textLen uint32) (pcln []byte, funcnameOff, pclnOff uint64) {
+// synthPclntab builds a .gopclntab of the format magic (0: Go 1.20) and
+// instruction size quantum for funcs at the given offsets from the start of
+// text (at synthBase + synthTextOff), ending at textLen, and returns it with
+// the offsets of its function name table and function table (0 for Go 1.2,
+// whose offsets count from the table's start).
+func synthPclntab(magic uint32, quantum byte, funcs []synthFunc, entries []uint32, textLen uint32) (pcln []byte, funcnameOff, pclnOff uint64) {
 	le := binary.LittleEndian
 	if magic == 0 {
 		magic = magicGo120
@@ -248,7 +295,7 @@ func synthPclntab(magic uint32, funcs []synthFunc, entries []uint32, textLen uin
 		functabAt = len(hdr) + len(names)
 	}
 	le.PutUint32(hdr[0:], magic)
-	hdr[6], hdr[7] = 1, 8
+	hdr[6], hdr[7] = quantum, 8
 
 	functab := make([]byte, (2*n+1)*field)
 	var tail []byte      // what follows the function table
@@ -299,4 +346,157 @@ func synthPclntab(magic uint32, funcs []synthFunc, entries []uint32, textLen uin
 	pcln = append(hdr, names...)
 	pcln = append(pcln, functab...)
 	return append(pcln, records...), funcnameOff, pclnOff
+}
+
+// TestSynthetic reads hand-made executables of each architecture: the
+// default one, where the ELF entry point tells where Go text starts, in each
+// .gopclntab format, and one laid out as lld links, where only the module
+// data leads to the table and to Go text.
+func TestSynthetic(t *testing.T) {
+	execs := synthFormats()
+	execs["merged"] = mergedSynth()
+	execs["arm64 merged"] = arm64Synth().merged()
+	const textAddr = synthBase + synthTextOff + 2*synthAlign // after rt0, rt0Arch
+	const textOff = synthTextOff + 2*synthAlign
+	want := map[elf.Machine]map[string]Func{
+		elf.EM_X86_64: {
+			"main.f": {Name: "main.f", Entry: textAddr, End: textAddr + 9, EntryOffset: textOff, RetOffsets: []uint64{7, 8}, Source: ".gopclntab"},
+			// jmp -52 is eb cc: its displacement byte is not padding.
+			"main.g": {Name: "main.g", Entry: textAddr + 64, End: textAddr + 64 + 53, EntryOffset: textOff + 64, RetOffsets: []uint64{0}, Source: ".gopclntab"},
+		},
+		elf.EM_AARCH64: {
+			"main.f": {Name: "main.f", Entry: textAddr, End: textAddr + 12, EntryOffset: textOff, RetOffsets: []uint64{4, 8}, Source: ".gopclntab"},
+			// The literal pool's two RET-like words, at +24, are data.
+			"main.g": {Name: "main.g", Entry: textAddr + 64, End: textAddr + 64 + 36, EntryOffset: textOff + 64, RetOffsets: []uint64{0, 32}, Source: ".gopclntab"},
+		},
+	}
+	for name, s := range execs {
+		t.Run(name, func(t *testing.T) {
+			data := s.bytes()
+			b, err := newBinary(bytes.NewReader(data), int64(len(data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fns, errs := b.Lookup("main.f", "main.loop", "main.g")
+			for name, w := range want[s.machine] {
+				got := fns[name]
+				if got == nil || fmt.Sprint(*got) != fmt.Sprint(w) {
+					t.Errorf("%s: got %+v, want %+v", name, got, w)
+				}
+			}
+			if len(errs) != 1 || !errors.Is(errs[0], ErrNoReturn) {
+				t.Errorf("errors %v, want main.loop without RET", errs)
+			}
+			if _, err := b.BuildInfo(); err == nil {
+				t.Error("BuildInfo of a file without build info: no error")
+			}
+		})
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	ppc := defaultSynth()
+	ppc.machine = elf.EM_PPC64
+	armQuantum1 := arm64Synth() // a table of amd64's, or a corrupt one
+	armQuantum1.quantum = 1
+	noPcln := defaultSynth()
+	noPcln.noPclntab = true
+	cStart := defaultSynth() // entry point elsewhere, as with external linking
+	cStart.entry = 2
+	armCStart := arm64Synth()
+	armCStart.entry = 2
+	merged := mergedSynth() // ... and no module data to say where the table is
+	merged.moduleData = false
+	for _, tc := range []struct {
+		name      string
+		data      []byte
+		openErr   error // from newBinary
+		lookupErr error // from Lookup("main.f")
+	}{
+		{"ppc64le", ppc.bytes(), ErrUnsupportedArch, nil},
+		{"arm64 with an instruction size quantum of 1", armQuantum1.bytes(), nil, errAny},
+		{"no .gopclntab", noPcln.bytes(), nil, ErrNoPclntab},
+		{"no way to find Go text", cStart.bytes(), nil, errAny},
+		{"arm64: no way to find Go text", armCStart.bytes(), nil, errAny},
+		{"no way to find .gopclntab", merged.bytes(), nil, ErrNoPclntab},
+		{"not ELF", []byte("#!/bin/sh\necho hello\n"), errAny, nil},
+		{"truncated", defaultSynth().bytes()[:100], errAny, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := newBinary(bytes.NewReader(tc.data), int64(len(tc.data)))
+			if tc.openErr != nil {
+				if err == nil || (tc.openErr != errAny && !errors.Is(err, tc.openErr)) {
+					t.Fatalf("open: %v, want %v", err, tc.openErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, errs := b.Lookup("main.f")
+			if len(errs) != 1 || (tc.lookupErr != errAny && !errors.Is(errs[0], tc.lookupErr)) {
+				t.Errorf("lookup: %v, want %v", errs, tc.lookupErr)
+			}
+		})
+	}
+	if _, err := Open(filepath.Join(t.TempDir(), "missing")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Open of a missing file: %v, want os.ErrNotExist", err)
+	}
+}
+
+// errAny stands for "some error" in tables.
+var errAny = errors.New("any error")
+
+// FuzzOpen feeds garbage to the ELF and .gopclntab parsers: they must never
+// panic, what they return must be consistent with the file, and what they
+// allocate is bounded by the file's size, whatever its headers declare.
+func FuzzOpen(f *testing.F) {
+	f.Add(defaultSynth().bytes())
+	f.Add(mergedSynth().bytes())
+	f.Add(arm64Synth().merged().bytes())
+	noPcln := defaultSynth()
+	noPcln.noPclntab = true
+	f.Add(noPcln.bytes())
+	for _, s := range synthFormats() {
+		f.Add(s.bytes())
+	}
+	// The binary: a .gopclntab header claiming 600 MiB.
+	huge := defaultSynth().bytes()
+	patchSection(f, huge, ".gopclntab", 600*mib)
+	f.Add(huge)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var fns map[string]*Func
+		var machine elf.Machine
+		n := allocated(func() {
+			b, err := newBinary(bytes.NewReader(data), int64(len(data)))
+			if err != nil {
+				return
+			}
+			machine = b.elf.Machine
+			fns, _ = b.Lookup("main.f", "main.g", "main.loop", "")
+			b.BuildInfo()
+			b.FileOffset(synthBase + synthTextOff)
+			b.Close()
+		})
+		// Each table is read once, each function's code at most a few
+		// times per name looked up (abiInternal); the constant is
+		// debug/buildinfo's and the module data search's 1 MiB buffers.
+		if limit := 32*uint64(len(data)) + 4*mib; n > limit {
+			t.Errorf("allocated %d bytes for a %d-byte file, want at most %d", n, len(data), limit)
+		}
+		for _, fn := range fns {
+			if fn.End <= fn.Entry || len(fn.RetOffsets) == 0 || fn.EntryOffset+fn.Size() > uint64(len(data)) {
+				t.Errorf("inconsistent %+v in a %d-byte file", fn, len(data))
+			}
+			for _, r := range fn.RetOffsets {
+				if r >= fn.Size() {
+					t.Errorf("%s: RET offset %d outside the function", fn.Name, r)
+					continue
+				}
+				if inst, ok := decodeRet(machine, data[fn.EntryOffset+r:]); !ok {
+					t.Errorf("%s: RET offset %d is %s", fn.Name, r, inst)
+				}
+			}
+		}
+	})
 }
