@@ -294,6 +294,7 @@ type costWindow struct {
 	pods                time.Duration
 	probes              float64
 	work                sourceWork
+	read                contentStoreRead // one content store read's CPU, measured after the window (zero: not)
 }
 
 func (a costReading) to(b costReading) costWindow {
@@ -359,7 +360,12 @@ func reportCost(b *testing.B, w costWindow, unit string, n float64) {
 	}
 	sh := w.shares()
 	b.ReportMetric(100*sh.volumeShare(), "%volume-probes")
-	b.ReportMetric(100*sh.contentStoreShare(), "%content-store-at-most")
+	if sh.read.n > 0 {
+		b.ReportMetric(100*sh.contentStoreShare(), "%content-store")
+		b.ReportMetric(1e3*sh.read.readyline.Seconds(), "content-store-read-cpu-ms")
+	} else {
+		b.ReportMetric(100*sh.contentStoreShare(), "%content-store-at-most")
+	}
 }
 
 // The goal every mode fails on: readyline spends at most 5 % of what the

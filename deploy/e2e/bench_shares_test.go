@@ -4,13 +4,18 @@ package e2e
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/readyline/readyline/collector"
 	"github.com/readyline/readyline/collector/event"
 )
 
@@ -27,9 +32,11 @@ import (
 // never reported) and the emptyDir SetUpAt each configMap, Secret,
 // projected and downwardAPI setup runs inside (its directory is theirs:
 // not reported); and the calls in flight at the window's edges, a few.
-// The content store's reads are counted with their wall time, the wait for
-// containerd included: readyline's CPU in them is at most that (and within
-// its CPU, which the cost meter reads whole); no figure splits it finer.
+// The content store's reads are counted, with their wall time (the wait
+// for containerd included). What one costs in CPU is measured apart, once
+// the window is over (measureContentStoreRead): the same reads of the same
+// pull, from the benchmark's own process against the same containerd, with
+// both sides' CPU. Their share is the daemon's reads times that.
 
 // goProbePrograms are the names of the kubelet probes' program: one
 // uprobe_multi link (Linux 6.6+) or one uprobe per address.
@@ -77,11 +84,12 @@ type sourceShares struct {
 	volumeCalls float64 // the volume setups' calls reported
 	unmatched   float64 // the program's runs beyond two per call reported
 	volumeTime  time.Duration
+	read        contentStoreRead // one read's CPU, when measured
 }
 
 // shares splits w's cost among the newer sources (see goProbePrograms).
 func (w costWindow) shares() sourceShares {
-	s := sourceShares{observer: w.observer(), work: w.work}
+	s := sourceShares{observer: w.observer(), work: w.work, read: w.read}
 	for _, name := range goProbePrograms {
 		s.probe.runtime += w.programs[name].runtime
 		s.probe.runs += w.programs[name].runs
@@ -108,19 +116,104 @@ func (s sourceShares) volumeShare() float64 {
 	return s.volumeTime.Seconds() / max(s.observer.Seconds(), 1e-9)
 }
 
-// contentStoreShare bounds the content store's reads' part of readyline's
-// cost: their wall time (waiting for containerd included) over it, at most
-// all of it. Under a load that slows containerd the bound says little: a
-// read waits up to pullProgressWait (300 ms) and costs readyline far less.
+// contentStoreShare is the content store's reads' part of readyline's
+// cost: their count times one read's CPU, measured apart. Unmeasured, it
+// is bounded by their wall time (waiting for containerd included), at most
+// all of it, which under a load that slows containerd says little.
 func (s sourceShares) contentStoreShare() float64 {
-	return min(1, s.work.readTime.Seconds()/max(s.observer.Seconds(), 1e-9))
+	spent := s.work.readTime
+	if s.read.n > 0 {
+		spent = time.Duration(s.work.reads * float64(s.read.readyline))
+	}
+	return min(1, spent.Seconds()/max(s.observer.Seconds(), 1e-9))
+}
+
+// contentStoreRead is what one read of the content store cost, measured
+// apart by measureContentStoreRead.
+type contentStoreRead struct {
+	n         int           // reads measured
+	readyline time.Duration // the reader's CPU a read (this process's)
+	runtime   time.Duration // containerd's a read (its cgroup's, less its pace over a few seconds before)
+}
+
+func (r contentStoreRead) String() string {
+	if r.n == 0 {
+		return "one read's CPU not measured: readyline's CPU in them at most their wall time"
+	}
+	return fmt.Sprintf("one read's CPU, measured over %d reads of the same pull from the benchmark's process: the reader %.2f ms, containerd %.2f ms",
+		r.n, 1e3*r.readyline.Seconds(), 1e3*r.runtime.Seconds())
+}
+
+// measureContentStoreRead reads the progress of image's pull n times as the
+// daemon reads it (collector.PullProgressReader against the node's
+// containerd, a pull begun a minute ago), from this process, and measures
+// the CPU both sides spent: this process's user and system time (its other
+// goroutines idle: the window is over) and the containerd cgroup's
+// (benchCgroupRoot) less what it spends without them, each over n.
+func measureContentStoreRead(tb testing.TB, ctx context.Context, image string, n int) contentStoreRead {
+	tb.Helper()
+	r, err := collector.NewPullProgressReader(env.CRIEndpoint())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer r.Close()
+	since := time.Now().Add(-time.Minute)
+	read := func() {
+		if _, err := r.Progress(ctx, image, since); err != nil {
+			tb.Fatalf("reading the content store: %v", err)
+		}
+	}
+	for range 5 {
+		read() // connected, and the first reads' allocations made
+	}
+	containerd := filepath.Join(benchCgroupRoot, "containerd")
+	cpu := func() time.Duration {
+		c, err := cgroupCPU(containerd)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return c
+	}
+	// containerd's own pace without the reads, just before them: its
+	// shims and housekeeping go on while they run.
+	b0, began := cpu(), time.Now()
+	time.Sleep(contentStoreBaseline)
+	idle := float64(cpu()-b0) / time.Since(began).Seconds() // CPU a second
+	c0, u0, began := cpu(), selfCPU(tb), time.Now()
+	for range n {
+		read()
+	}
+	u1, c1, took := selfCPU(tb), cpu(), time.Since(began)
+	runtime := max(0, c1-c0-time.Duration(idle*took.Seconds()))
+	return contentStoreRead{n: n, readyline: (u1 - u0) / time.Duration(n), runtime: runtime / time.Duration(n)}
+}
+
+// contentStoreBaseline is how long containerd's pace is read before the
+// reads.
+const contentStoreBaseline = 3 * time.Second
+
+// selfCPU is this process's user and system time so far.
+func selfCPU(tb testing.TB) time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// contentStoreAbout qualifies contentStoreShare.
+func (s sourceShares) contentStoreAbout() string {
+	if s.read.n > 0 {
+		return "≈ "
+	}
+	return "at most "
 }
 
 // String says, e.g., "the kubelet's calls seen: ExecSync 6600, SetUp 330,
 // ...; the volume probes: ... ≈ 0.004 s of the probes' program's 0.061 s
 // = 0.3% of readyline's cost; the content store: 12 reads in 0.041 s of
-// wall time (3 ms each, ...), readyline's CPU in them at most 0.6% of its
-// cost".
+// wall time (3 ms each, ...); one read's CPU, measured ...: readyline's CPU
+// in them ≈ 0.6% of its cost".
 func (s sourceShares) String() string {
 	methods := slices.Collect(maps.Keys(s.work.calls))
 	slices.SortFunc(methods, func(a, b event.CRIMethod) int {
@@ -143,8 +236,8 @@ func (s sourceShares) String() string {
 	return fmt.Sprintf("the kubelet's calls seen: %s; the volume probes (%s; and %.0f runs no reported call accounts for: "+
 		"NewMounter, the emptyDir SetUpAt inside each in-tree setup, calls in flight at the edges) took %.0f of the probes' program's %d runs: "+
 		"≈ %.4f s of its %.4f s = %.2f%% of readyline's cost; the content store: %.0f reads in %.4f s of wall time (%.0f ms each, waiting for containerd included), "+
-		"readyline's CPU in them at most %.2f%% of its cost",
+		"%v: readyline's CPU in them %s%.2f%% of its cost",
 		strings.Join(calls, ", "), strings.Join(volume, ", "), s.unmatched, s.volumeRuns(), s.probe.runs,
 		s.volumeTime.Seconds(), s.probe.runtime.Seconds(), 100*s.volumeShare(),
-		s.work.reads, s.work.readTime.Seconds(), 1e3*s.work.readTime.Seconds()/max(s.work.reads, 1), 100*s.contentStoreShare())
+		s.work.reads, s.work.readTime.Seconds(), 1e3*s.work.readTime.Seconds()/max(s.work.reads, 1), s.read, s.contentStoreAbout(), 100*s.contentStoreShare())
 }
