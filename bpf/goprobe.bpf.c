@@ -4,9 +4,10 @@
 //
 // goprobe.bpf.c times calls of Go functions in another process (the
 // kubelet's CRI client) and reads their arguments and results under the Go
-// register ABI (ABIInternal, amd64). One generic program pair serves every
-// probed function: the attach cookie names the function, and a per-function
-// spec (filled by userspace) says which registers hold what.
+// register ABI (ABIInternal, amd64 or arm64: goabi.h). One generic program
+// pair serves every probed function: the attach cookie names the function,
+// and a per-function spec (filled by userspace) says which registers hold
+// what.
 //
 // Entry probes save the arguments per goroutine; return probes sit on every
 // RET instruction of the function (never uretprobes: they rewrite the return
@@ -18,6 +19,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include "goabi.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -26,9 +28,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define CMD_ARGS 6
 #define CMD_ARG_LEN 64 // a power of two
 #define NO_REG 0xff
-// Go ABIInternal integer argument/result registers, in order:
-// RAX RBX RCX RDI RSI R8 R9 R10 R11.
-#define GO_REGS 9
 
 enum go_call_event_type {
 	EVENT_GO_CALL = 16,
@@ -49,7 +48,8 @@ struct deref_spec {
 	u32 off2;
 };
 
-// func_spec describes one probed function's interesting registers.
+// func_spec describes one probed function's interesting registers, each by
+// its index in the Go ABI's integer register sequence (goabi.h), < GO_REGS.
 struct func_spec {
 	u8 str_arg;   // register of a string argument (ptr, len), or NO_REG
 	u8 slice_arg; // register of a []string argument (ptr, len, cap), or NO_REG
@@ -75,7 +75,7 @@ struct go_call_event {
 	u64 boot_ns; // return time, CLOCK_BOOTTIME
 	u32 tgid;
 	u32 func;     // function id (cookie)
-	u64 goroutine; // runtime.g pointer (R14)
+	u64 goroutine; // runtime.g pointer (R14 on amd64, R28 on arm64)
 	u8 has_entry; // the entry was seen: args and start_ns are valid
 	u8 err;       // a non-nil error was returned
 	u8 _pad[2];
@@ -148,25 +148,6 @@ static __always_inline void bump(u32 idx)
 		__sync_fetch_and_add(v, 1);
 }
 
-// go_regs holds the Go argument registers, copied out of pt_regs: the
-// verifier refuses a ctx pointer moved by a computed offset.
-struct go_regs {
-	u64 r[16];
-};
-
-static __always_inline void load_regs(struct pt_regs *ctx, struct go_regs *g)
-{
-	g->r[0] = ctx->ax;
-	g->r[1] = ctx->bx;
-	g->r[2] = ctx->cx;
-	g->r[3] = ctx->di;
-	g->r[4] = ctx->si;
-	g->r[5] = ctx->r8;
-	g->r[6] = ctx->r9;
-	g->r[7] = ctx->r10;
-	g->r[8] = ctx->r11;
-}
-
 static __always_inline u64 go_reg(const struct go_regs *g, u32 i)
 {
 	return g->r[i & 15];
@@ -215,7 +196,7 @@ static __always_inline int on_entry(struct pt_regs *ctx, u32 func)
 	if (!spec)
 		return 0;
 	struct call_key key = {
-		.goroutine = ctx->r14,
+		.goroutine = go_goroutine(ctx),
 		.tgid = bpf_get_current_pid_tgid() >> 32,
 		.func = func,
 	};
@@ -264,7 +245,7 @@ static __always_inline int on_return(struct pt_regs *ctx, u32 func)
 	if (!spec)
 		return 0;
 	u64 id = bpf_get_current_pid_tgid();
-	struct call_key key = {.goroutine = ctx->r14, .tgid = id >> 32, .func = func};
+	struct call_key key = {.goroutine = go_goroutine(ctx), .tgid = id >> 32, .func = func};
 	struct go_call_event *e = bpf_ringbuf_reserve(&go_events, sizeof(*e), 0);
 	if (!e) {
 		bump(0);
@@ -276,7 +257,7 @@ static __always_inline int on_return(struct pt_regs *ctx, u32 func)
 	e->boot_ns = bpf_ktime_get_boot_ns();
 	e->tgid = id >> 32;
 	e->func = func;
-	e->goroutine = ctx->r14;
+	e->goroutine = go_goroutine(ctx);
 	e->err = 0;
 	e->ret_len = 0;
 	e->ret[0] = 0;
@@ -314,6 +295,10 @@ static __always_inline int dispatch(struct pt_regs *ctx)
 		return on_return(ctx, func);
 	return on_entry(ctx, func);
 }
+
+// ctx holds the probed thread's user registers: x86's struct pt_regs, or
+// arm64's user_pt_regs (the type named here is vmlinux.h's x86 one, but
+// only goabi.h reads through it, and on arm64 as its own struct).
 
 // uprobe_multi (Linux 6.6+): one link for every address, no CAP_SYS_ADMIN.
 SEC("uprobe.multi")

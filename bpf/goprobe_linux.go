@@ -36,18 +36,31 @@ const (
 	DerefPtrString = uint8(GoprobeDerefKindDEREF_PTR_STRING)
 )
 
-// Go ABIInternal integer registers on amd64, in argument order: the
-// register indexes of a GoprobeFuncSpec.
+// The register fields of a GoprobeFuncSpec and GoprobeDerefSpec name a
+// register by its index in the arch's sequence of integer registers of Go's
+// ABIInternal ($GOROOT/src/cmd/compile/abi-internal.md), which goprobe.bpf.c
+// (goabi.h) maps to the uprobe's saved registers: on amd64 RAX RBX RCX RDI
+// RSI R8 R9 R10 R11, on arm64 R0-R15. Go assigns arguments and results to
+// that sequence by the same algorithm on both, so one index means the same
+// argument on both as long as no argument before it spilled to the stack on
+// amd64 (where the sequence is shortest): a table of indexes below
+// PortableIntRegs, for functions whose arguments fit amd64's registers,
+// serves both arches.
 const (
-	RAX uint8 = iota
-	RBX
-	RCX
-	RDI
-	RSI
-	R8
-	R9
-	R10
-	R11
+	IntReg0 uint8 = iota // amd64 RAX, arm64 R0
+	IntReg1              // RBX, R1
+	IntReg2              // RCX, R2
+	IntReg3              // RDI, R3
+	IntReg4              // RSI, R4
+	IntReg5              // R8, R5
+	IntReg6              // R9, R6
+	IntReg7              // R10, R7
+	IntReg8              // R11, R8
+
+	// PortableIntRegs is the shortest integer register sequence among the
+	// arches the programs are compiled for: amd64's 9 (arm64 has 16, all
+	// of which its program reads).
+	PortableIntRegs = 9
 )
 
 // GoProbeProgram is the loaded Go-function uprobe program, not yet attached

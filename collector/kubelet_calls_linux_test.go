@@ -89,25 +89,25 @@ func crilikeTarget() *probeTarget {
 		case event.CRIRunPodSandbox:
 			methods[i].spec = func(*criOffsets) bpf.GoprobeFuncSpec {
 				s := noRegs()
-				s.Deref[0] = podName(bpf.RDI)
-				s.RetStr, s.RetErr = bpf.RAX, bpf.RCX
+				s.Deref[0] = podName(bpf.IntReg3)
+				s.RetStr, s.RetErr = bpf.IntReg0, bpf.IntReg2
 				return s
 			}
 		case event.CRICreateContainer:
 			methods[i].spec = func(*criOffsets) bpf.GoprobeFuncSpec {
 				s := noRegs()
-				s.StrArg = bpf.RDI
-				s.Deref[0] = bpf.GoprobeDerefSpec{Reg: bpf.R8, Kind: bpf.DerefString}
-				s.Deref[1] = podName(bpf.R9)
-				s.RetStr, s.RetErr = bpf.RAX, bpf.RCX
+				s.StrArg = bpf.IntReg3
+				s.Deref[0] = bpf.GoprobeDerefSpec{Reg: bpf.IntReg5, Kind: bpf.DerefString}
+				s.Deref[1] = podName(bpf.IntReg6)
+				s.RetStr, s.RetErr = bpf.IntReg0, bpf.IntReg2
 				return s
 			}
 		case event.CRIPullImage:
 			methods[i].spec = func(*criOffsets) bpf.GoprobeFuncSpec {
 				s := noRegs()
-				s.Deref[0] = bpf.GoprobeDerefSpec{Reg: bpf.RDI, Kind: bpf.DerefString}
-				s.Deref[1] = podName(bpf.R8)
-				s.RetStr, s.RetErr = bpf.RAX, bpf.RCX
+				s.Deref[0] = bpf.GoprobeDerefSpec{Reg: bpf.IntReg3, Kind: bpf.DerefString}
+				s.Deref[1] = podName(bpf.IntReg5)
+				s.RetStr, s.RetErr = bpf.IntReg0, bpf.IntReg2
 				return s
 			}
 		}

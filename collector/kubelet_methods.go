@@ -69,7 +69,8 @@ type criMethod struct {
 	// span), Symbol the Go function in the kubelet.
 	Method event.CRIMethod
 	Symbol string
-	// spec says which registers to read (Go ABIInternal, amd64; the
+	// spec says which registers to read (Go ABIInternal's integer
+	// registers by index, the same on amd64 and arm64: bpf.IntReg0; the
 	// receiver is the first argument); nested reads use o, or are left out
 	// when o is nil (an unknown cri-api layout).
 	spec func(o *criOffsets) bpf.GoprobeFuncSpec
@@ -102,7 +103,7 @@ func idCall(m event.CRIMethod, sandbox bool) criMethod {
 		Symbol: criClientPackage + ".(*remoteRuntimeService)." + m.Short(),
 		spec: func(*criOffsets) bpf.GoprobeFuncSpec {
 			s := noRegs()
-			s.StrArg, s.RetErr = bpf.RDI, bpf.RAX // (r RAX, ctx RBX:RCX, id RDI:RSI) error RAX:RBX
+			s.StrArg, s.RetErr = bpf.IntReg3, bpf.IntReg0 // (r 0, ctx 1:2, id 3:4) error 0:1
 			return s
 		},
 		fill: func(c *event.CRICall, r *GoCallRecord) {
@@ -123,8 +124,9 @@ var criMethods = []criMethod{
 		Symbol: criClientPackage + ".(*remoteRuntimeService).RunPodSandbox",
 		spec: func(o *criOffsets) bpf.GoprobeFuncSpec {
 			s := noRegs()
-			s.Deref[0] = sandboxUID(bpf.RDI, o)
-			s.RetStr, s.RetErr = bpf.RAX, bpf.RCX
+			// (r 0, ctx 1:2, config 3, runtimeHandler 4:5) (string 0:1, error 2:3)
+			s.Deref[0] = sandboxUID(bpf.IntReg3, o)
+			s.RetStr, s.RetErr = bpf.IntReg0, bpf.IntReg2
 			return s
 		},
 		fill: func(c *event.CRICall, r *GoCallRecord) { c.PodUID, c.PodSandboxID = r.Deref[0], r.Ret },
@@ -138,13 +140,14 @@ var criMethods = []criMethod{
 		Symbol: criClientPackage + ".(*remoteRuntimeService).CreateContainer",
 		spec: func(o *criOffsets) bpf.GoprobeFuncSpec {
 			s := noRegs()
-			s.StrArg = bpf.RDI
+			// (r 0, ctx 1:2, podSandboxID 3:4, config 5, sandboxConfig 6) (string 0:1, error 2:3)
+			s.StrArg = bpf.IntReg3
 			if o != nil {
-				s.Deref[0] = bpf.GoprobeDerefSpec{Reg: bpf.R8, Kind: bpf.DerefPtrString,
+				s.Deref[0] = bpf.GoprobeDerefSpec{Reg: bpf.IntReg5, Kind: bpf.DerefPtrString,
 					Off1: uint32(o.containerConfigMeta), Off2: uint32(o.containerMetadataName)}
 			}
-			s.Deref[1] = sandboxUID(bpf.R9, o)
-			s.RetStr, s.RetErr = bpf.RAX, bpf.RCX
+			s.Deref[1] = sandboxUID(bpf.IntReg6, o)
+			s.RetStr, s.RetErr = bpf.IntReg0, bpf.IntReg2
 			return s
 		},
 		fill: func(c *event.CRICall, r *GoCallRecord) {
@@ -161,8 +164,10 @@ var criMethods = []criMethod{
 		Symbol: criClientPackage + ".(*remoteRuntimeService).ExecSync",
 		spec: func(*criOffsets) bpf.GoprobeFuncSpec {
 			s := noRegs()
-			s.StrArg, s.SliceArg = bpf.RDI, bpf.R8
-			s.RetErr = bpf.R9 // after stdout RAX:RBX:RCX and stderr RDI:RSI:R8
+			// (r 0, ctx 1:2, containerID 3:4, cmd 5:6:7, timeout 8): all
+			// nine of amd64's registers, so the same on arm64
+			s.StrArg, s.SliceArg = bpf.IntReg3, bpf.IntReg5
+			s.RetErr = bpf.IntReg6 // after stdout 0:1:2 and stderr 3:4:5
 			return s
 		},
 		fill: func(c *event.CRICall, r *GoCallRecord) { c.ContainerID, c.Cmd = r.Str, r.Cmd }, // redacted by toEvent
@@ -174,11 +179,12 @@ var criMethods = []criMethod{
 		Symbol: criClientPackage + ".(*remoteImageService).PullImage",
 		spec: func(o *criOffsets) bpf.GoprobeFuncSpec {
 			s := noRegs()
+			// (r 0, ctx 1:2, image 3, auth 4, podSandboxConfig 5) (string 0:1, error 2:3)
 			if o != nil {
-				s.Deref[0] = bpf.GoprobeDerefSpec{Reg: bpf.RDI, Kind: bpf.DerefString, Off1: uint32(o.imageSpecImage)}
+				s.Deref[0] = bpf.GoprobeDerefSpec{Reg: bpf.IntReg3, Kind: bpf.DerefString, Off1: uint32(o.imageSpecImage)}
 			}
-			s.Deref[1] = sandboxUID(bpf.R8, o)
-			s.RetStr, s.RetErr = bpf.RAX, bpf.RCX
+			s.Deref[1] = sandboxUID(bpf.IntReg5, o)
+			s.RetStr, s.RetErr = bpf.IntReg0, bpf.IntReg2
 			return s
 		},
 		fill: func(c *event.CRICall, r *GoCallRecord) { c.Image, c.PodUID, c.ImageRef = r.Deref[0], r.Deref[1], r.Ret },

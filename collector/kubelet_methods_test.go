@@ -6,9 +6,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/readyline/readyline/bpf"
 	"github.com/readyline/readyline/collector/testenv"
 )
 
@@ -73,6 +75,32 @@ func TestKubeletCRILayout(t *testing.T) {
 	}
 	if got := knownKubelets(); got != "1.34-1.37" {
 		t.Errorf("knownKubelets() = %q", got)
+	}
+}
+
+// TestSpecRegistersPortable: every register the kubelet's probes read is
+// below bpf.PortableIntRegs, with the words after it a string (2) or a
+// slice (3) takes, so that the one table means the same arguments on amd64
+// and arm64 (bpf.IntReg0).
+func TestSpecRegistersPortable(t *testing.T) {
+	check := func(m criMethod, what string, reg uint8, words int) {
+		if reg != bpf.NoReg && int(reg)+words > bpf.PortableIntRegs {
+			t.Errorf("%s: %s in register %d (%d words): beyond amd64's %d", m.Symbol, what, reg, words, bpf.PortableIntRegs)
+		}
+	}
+	for _, m := range slices.Concat(criMethods, kubeletCSIMethods) {
+		for _, o := range []*criOffsets{&linkedCRIOffsets, nil} {
+			s := m.spec(o)
+			check(m, "string argument", s.StrArg, 2)
+			check(m, "[]string argument", s.SliceArg, 3)
+			check(m, "string result", s.RetStr, 2)
+			check(m, "error result", s.RetErr, 1)
+			for i, d := range s.Deref {
+				if d.Kind != bpf.DerefNone {
+					check(m, fmt.Sprintf("deref %d", i), d.Reg, 1)
+				}
+			}
+		}
 	}
 }
 

@@ -55,8 +55,8 @@ func csiCall(m event.CRIMethod) criMethod {
 		Symbol: csiPackage + ".(*csiDriverClient)." + m.Short(),
 		spec: func(*criOffsets) bpf.GoprobeFuncSpec {
 			s := noRegs()
-			s.Deref[0] = bpf.GoprobeDerefSpec{Reg: bpf.RAX, Kind: bpf.DerefString, Off1: csiClientDriverName}
-			s.RetErr = bpf.RAX // (c RAX, ctx RBX:RCX, volID RDI:RSI, ...) error RAX:RBX
+			s.Deref[0] = bpf.GoprobeDerefSpec{Reg: bpf.IntReg0, Kind: bpf.DerefString, Off1: csiClientDriverName}
+			s.RetErr = bpf.IntReg0 // (c 0, ctx 1:2, volID 3:4, ...) error 0:1
 			return s
 		},
 		fill: func(c *event.CRICall, r *GoCallRecord) { c.Driver = r.Deref[0] },
@@ -74,8 +74,9 @@ var kubeletCSIMethods = []criMethod{
 		names:  true,
 		spec: func(*criOffsets) bpf.GoprobeFuncSpec {
 			s := noRegs()
-			s.Deref[0] = bpf.GoprobeDerefSpec{Reg: bpf.RCX, Kind: bpf.DerefString, Off1: uint32(podUIDOffset)}
-			s.Deref[1] = bpf.GoprobeDerefSpec{Reg: bpf.RBX, Kind: bpf.DerefPtrString, Off1: volumeSpecPV, Off2: uint32(pvNameOffset)}
+			// (p 0, spec 1, pod 2) (volume.Mounter 0:1, error 2:3)
+			s.Deref[0] = bpf.GoprobeDerefSpec{Reg: bpf.IntReg2, Kind: bpf.DerefString, Off1: uint32(podUIDOffset)}
+			s.Deref[1] = bpf.GoprobeDerefSpec{Reg: bpf.IntReg1, Kind: bpf.DerefPtrString, Off1: volumeSpecPV, Off2: uint32(pvNameOffset)}
 			return s
 		},
 		fill: func(c *event.CRICall, r *GoCallRecord) { c.PodUID, c.Volume = r.Deref[0], r.Deref[1] },
@@ -89,10 +90,10 @@ var kubeletCSIMethods = []criMethod{
 		Symbol: csiPackage + ".(*csiAttacher).WaitForAttach",
 		spec: func(*criOffsets) bpf.GoprobeFuncSpec {
 			s := noRegs()
-			// (c RAX, spec RBX, devicePath RCX:RDI, pod RSI, timeout R8) (string RAX:RBX, error RCX:RDI)
-			s.Deref[0] = bpf.GoprobeDerefSpec{Reg: bpf.RSI, Kind: bpf.DerefString, Off1: uint32(podUIDOffset)}
-			s.Deref[1] = bpf.GoprobeDerefSpec{Reg: bpf.RBX, Kind: bpf.DerefPtrString, Off1: volumeSpecPV, Off2: uint32(pvNameOffset)}
-			s.RetErr = bpf.RCX
+			// (c 0, spec 1, devicePath 2:3, pod 4, timeout 5) (string 0:1, error 2:3)
+			s.Deref[0] = bpf.GoprobeDerefSpec{Reg: bpf.IntReg4, Kind: bpf.DerefString, Off1: uint32(podUIDOffset)}
+			s.Deref[1] = bpf.GoprobeDerefSpec{Reg: bpf.IntReg1, Kind: bpf.DerefPtrString, Off1: volumeSpecPV, Off2: uint32(pvNameOffset)}
+			s.RetErr = bpf.IntReg2
 			return s
 		},
 		fill: func(c *event.CRICall, r *GoCallRecord) { c.PodUID, c.Volume = r.Deref[0], r.Deref[1] },
@@ -116,7 +117,7 @@ func setUpAt(pkg, typ, pluginDir string) criMethod {
 		Symbol: "k8s.io/kubernetes/pkg/volume/" + pkg + ".(*" + typ + ").SetUpAt",
 		spec: func(*criOffsets) bpf.GoprobeFuncSpec {
 			s := noRegs()
-			s.StrArg, s.RetErr = bpf.RBX, bpf.RAX // (m RAX, dir RBX:RCX, mounterArgs ...) error RAX:RBX
+			s.StrArg, s.RetErr = bpf.IntReg1, bpf.IntReg0 // (m 0, dir 1:2, mounterArgs ...) error 0:1
 			return s
 		},
 		fill: func(c *event.CRICall, r *GoCallRecord) {
