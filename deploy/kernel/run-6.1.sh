@@ -28,6 +28,15 @@ GUEST_CPUS=${GUEST_CPUS:-2}
 GUEST_MEMORY=${GUEST_MEMORY:-2048}
 KERNEL_TESTS=${KERNEL_TESTS:-^TestIntegration}
 KERNEL_SKIP=${KERNEL_SKIP:-^(TestIntegrationCRIAPILayouts|TestIntegrationKubeletVersions)$}
+# The collector's tests run again in a pod's container with a cgroup
+# namespace of its own: those of attribution by cgroup. Not those that
+# start a process of their own as the host's or the node's: in the pod's
+# cgroup it is a pod's (the CRI-client look-alike of the CRI-call tests,
+# which the kubelet search rightly refuses there; the host process of
+# TestIntegrationCNIPluginEnvironment).
+CGROUPNS_TESTS=${CGROUPNS_TESTS:-^TestIntegration(ExecExitInContainerCgroup|ShortLivedContainer|CgroupRemovedWhileRead|KilledBySignal|NestedNodesPodsAreNotThisNodes|PIDNamespace)$}
+CGROUPNS_POD=7c1e5b2a-3d4f-4a6b-8c9d-0e1f2a3b4c5d
+CGROUPNS_CONTAINER=5e0c9a4f7b2d1e8c3a6f9b0d4e7c2a5f8b1e3d6c9a0f4b7e2d5c8a1f3b6e9d0c
 
 # The kernel is whatever Debian 12's linux-image-amd64 depends on today (the
 # current 6.1 ABI package); without apt (offline), the newest one cached.
@@ -182,11 +191,10 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/r
 export READYLINE_REQUIRE_PRIVILEGED=1 READYLINE_CRILIKE_DIR=$TESTS
 # The kernel has no uprobe_multi: the CRI-call probes must be per address.
 export READYLINE_EXPECT_CRI_UPROBES=per_address
-echo "guest: \$(uname -sr), \$(nproc) CPUs, BTF \$(stat -c %s /sys/kernel/btf/vmlinux 2>/dev/null || echo missing) bytes"
 rc=0
 run() {
-	local dir=\$1 bin=\$2 name=\${2%.test}
-	shift 2
+	local dir=\$1 bin=\$2 name=\$3
+	shift 3
 	echo "=== \$name.test (\$dir)"
 	# The whole -test.v output to its log, the results to the console as they come.
 	(cd "$REPO_ROOT/\$dir" && "$TESTS/\$bin" -test.v -test.count=1 -test.timeout=20m "\$@") 2>&1 |
@@ -195,9 +203,43 @@ run() {
 	echo "=== \$name.test exited with \$st"
 	[ \$st -eq 0 ] || rc=1
 }
-run bpf bpf.test -test.run '$KERNEL_TESTS' -test.skip '$KERNEL_SKIP'
-run collector collector.test -test.run '$KERNEL_TESTS' -test.skip '$KERNEL_SKIP'
-run cmd/readyline readyline.test -test.run '$KERNEL_TESTS' -test.skip '$KERNEL_SKIP'
+if [ "\${1:-}" = in-pod ]; then
+	# In the pod's container (see below): the runtime's namespaced view
+	# of the hierarchy, then the host's over it, as the DaemonSet mounts it.
+	# (mounted aside first: mount refuses a second cgroup2 at a mountpoint
+	# that has one).
+	mkdir -p /run/readyline-pod-cgroup
+	mount -t cgroup2 cgroup2 /run/readyline-pod-cgroup && mount --move /run/readyline-pod-cgroup /sys/fs/cgroup &&
+		mount --bind /run/readyline-host-cgroup /sys/fs/cgroup || exit 1
+	echo "in a pod's container: /proc/self/cgroup \$(cat /proc/self/cgroup), cgroup2 mounts (root mountpoint):" \$(awk '{for (i = 7; \$i != "-"; i++); if (\$(i+1) == "cgroup2") print \$4, \$5}' /proc/self/mountinfo)
+	run collector collector.test collector-in-pod -test.run '$CGROUPNS_TESTS'
+	run cmd/readyline readyline.test readyline-in-pod -test.run '$KERNEL_TESTS' -test.skip '$KERNEL_SKIP'
+	exit \$rc
+fi
+echo "guest: \$(uname -sr), \$(nproc) CPUs, BTF \$(stat -c %s /sys/kernel/btf/vmlinux 2>/dev/null || echo missing) bytes"
+# Cgroup v2 only, as a 1.35+ node (the kernel booted with cgroup_no_v1=all):
+# a v1 hierarchy cannot be mounted.
+mkdir -p /tmp/cgroup-v1
+if mount -t cgroup -o memory cgroup /tmp/cgroup-v1 2>/dev/null; then
+	umount /tmp/cgroup-v1
+	echo "guest: a cgroup v1 hierarchy mounted: not a cgroup v2-only node"
+	exit 1
+fi
+echo "guest: cgroup v2 only (controllers \$(cat /sys/fs/cgroup/cgroup.controllers); a v1 mount is refused)"
+run bpf bpf.test bpf -test.run '$KERNEL_TESTS' -test.skip '$KERNEL_SKIP'
+run collector collector.test collector -test.run '$KERNEL_TESTS' -test.skip '$KERNEL_SKIP'
+run cmd/readyline readyline.test readyline -test.run '$KERNEL_TESTS' -test.skip '$KERNEL_SKIP'
+# Again, where readyline runs on such a node: in a pod's container cgroup
+# (the systemd driver's layout), in a cgroup namespace of its own
+# (containerd gives every container one on cgroup v2) and a mount namespace
+# of its own, with the host's hierarchy mounted over the container's own
+# view (the DaemonSet's hostPath), the host's PID namespace (hostPID).
+pod=kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod${CGROUPNS_POD//-/_}.slice
+scope=/sys/fs/cgroup/\$pod/cri-containerd-$CGROUPNS_CONTAINER.scope
+mkdir -p "\$scope" /run/readyline-host-cgroup && mount --bind /sys/fs/cgroup /run/readyline-host-cgroup || exit 1
+(echo \$BASHPID >"\$scope/cgroup.procs" && exec unshare --cgroup --mount --propagation private bash "\$0" in-pod) || rc=1
+umount /run/readyline-host-cgroup
+rmdir "\$scope" /sys/fs/cgroup/\$pod /sys/fs/cgroup/kubepods.slice/kubepods-besteffort.slice /sys/fs/cgroup/kubepods.slice
 exit \$rc
 EOF
 }
@@ -212,7 +254,7 @@ boot() {
 		-nodefaults -no-reboot -display none -monitor none \
 		-serial "file:$KERNEL_RUN_DIR/console.log" \
 		-kernel "$kdir/vmlinuz" -initrd "$KERNEL_RUN_DIR/initramfs.cpio.gz" \
-		-append "console=ttyS0 quiet panic=-1 mitigations=off rdinit=/init -- $OUT $REPO_ROOT" \
+		-append "console=ttyS0 quiet panic=-1 mitigations=off cgroup_no_v1=all rdinit=/init -- $OUT $REPO_ROOT" \
 		-virtfs "local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap" \
 		-virtfs "local,path=$OUT,mount_tag=out,security_model=none"
 	pid=$(recorded_pid qemu) || die "QEMU did not start, see $LOG_DIR/qemu.log"
