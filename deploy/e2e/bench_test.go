@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -251,7 +252,13 @@ func waitNodeQuiet(b testing.TB, ctx context.Context) {
 		}
 		out, err := exec.CommandContext(ctx, crictl, "--runtime-endpoint", env.CRIEndpoint(), "pods", "--state", "ready", "-o", "json").Output()
 		if err != nil {
-			return false, fmt.Errorf("crictl pods: %w", err)
+			// containerd tearing a hundred pods down can be slower than
+			// crictl's timeout: asked again until the deadline.
+			if ee, ok := err.(*exec.ExitError); ok {
+				err = fmt.Errorf("%w: %s", err, bytes.TrimSpace(ee.Stderr))
+			}
+			busy = append(busy, "crictl pods: "+err.Error())
+			return false, nil
 		}
 		var sandboxes struct {
 			Items []struct {
