@@ -51,6 +51,11 @@ type Config struct {
 	// new pod past it is not tracked (Stats.Overflow). Default
 	// MaxFactBytes.
 	MaxPodBytes int
+	// Orphaned, when set, is told of the events held for a pod (or an id)
+	// that never showed up, as they are dropped (Stats.Orphaned and
+	// UnknownTeardown count them): which pod they claimed, since when,
+	// and what they were (OrphanKinds).
+	Orphaned func(key string, first time.Time, events []event.Event)
 }
 
 func (c Config) withDefaults() Config {
@@ -582,6 +587,9 @@ func (c *Correlator) expire() []*Timeline {
 				ttl = max(ttl, c.cfg.Timeout)
 			}
 			if from, ok := c.orphanTTLFrom(o); ok && c.clock.now.Sub(from) >= ttl {
+				if c.cfg.Orphaned != nil && len(o.events) > 0 {
+					c.cfg.Orphaned(key, o.first, o.events)
+				}
 				for _, ev := range o.events {
 					if isTeardown(ev) {
 						c.stats.UnknownTeardown++

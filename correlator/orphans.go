@@ -1,7 +1,12 @@
 package correlator
 
 import (
+	"cmp"
+	"fmt"
+	"maps"
 	"reflect"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/readyline/readyline/collector/event"
@@ -104,4 +109,24 @@ func approxSize(ev event.Event) int {
 		str(e.Saddr, e.Daddr, string(e.Result), e.Error)
 	}
 	return n
+}
+
+// OrphanKinds says what events were, by kind and count, the commonest
+// first: "exit 12, ExecSync 3, exec 2" (a CRI call by its method).
+func OrphanKinds(events []event.Event) string {
+	counts := map[string]int{}
+	for _, ev := range events {
+		kind := string(ev.Type())
+		if call, ok := ev.(*event.CRICall); ok {
+			kind = call.Method.Short()
+		}
+		counts[kind]++
+	}
+	kinds := slices.Collect(maps.Keys(counts))
+	slices.SortFunc(kinds, func(a, b string) int { return cmp.Or(cmp.Compare(counts[b], counts[a]), cmp.Compare(a, b)) })
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%s %d", k, counts[k])
+	}
+	return strings.Join(parts, ", ")
 }

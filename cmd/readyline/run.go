@@ -412,7 +412,14 @@ func (d *daemon) emitter(ctx context.Context) func(event.Event) {
 // pod starts in progress and delivers them (without alerts) before it
 // returns; the exporters must still be running then.
 func (d *daemon) correlate(ctx context.Context) {
-	c := correlator.New(d.cfg.correlator)
+	cfg := d.cfg.correlator
+	// Which pods the events dropped as unknown_pod claimed: a pod deleted
+	// before the daemon saw it, or one the pod watch missed.
+	cfg.Orphaned = func(uid string, first time.Time, events []event.Event) {
+		d.logger.Info("events of a pod never seen in the API, dropped", "pod_uid", uid, "since", first,
+			"events", len(events), "kinds", correlator.OrphanKinds(events))
+	}
+	c := correlator.New(cfg)
 	tick := time.NewTicker(loopTick)
 	defer tick.Stop()
 	var last correlator.Stats
