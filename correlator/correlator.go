@@ -103,7 +103,9 @@ type Stats struct {
 	// UnknownTeardown counts the kubelet's calls that stop or remove a
 	// sandbox or container by an id no pod was ever known for, once they
 	// have waited OrphanTTL: the teardown of a pod deleted before readyline
-	// watched (its garbage collector's, minutes later on a busy node).
+	// watched (its garbage collector's, minutes later on a busy node), and
+	// the runtime's reports of such a pod's sandbox and containers when its
+	// end is among its events (showsEnd).
 	// Not a loss: readyline learns the ids of every container created
 	// while it watches, so no start it could trace is in them.
 	UnknownTeardown uint64
@@ -590,8 +592,9 @@ func (c *Correlator) expire() []*Timeline {
 				if c.cfg.Orphaned != nil && len(o.events) > 0 {
 					c.cfg.Orphaned(key, o.first, o.events)
 				}
+				ended := showsEnd(o.events)
 				for _, ev := range o.events {
-					if isTeardown(ev) {
+					if isTeardown(ev) || ended && isRuntimeReport(ev) {
 						c.stats.UnknownTeardown++
 					} else {
 						c.stats.Orphaned++
@@ -629,6 +632,31 @@ func isTeardown(ev event.Event) bool {
 		return true
 	}
 	return false
+}
+
+// showsEnd: events (of one pod never seen) hold its end: the kubelet
+// stopping or removing its sandbox or a container, or the runtime
+// reporting its sandbox not ready or a container exited.
+func showsEnd(events []event.Event) bool {
+	for _, ev := range events {
+		if isTeardown(ev) {
+			return true
+		}
+		if info, ok := ev.(*event.ContainerInfo); ok && (info.State == "exited" || info.State == "notready") {
+			return true
+		}
+	}
+	return false
+}
+
+// isRuntimeReport: ev is the runtime telling of a sandbox or a container.
+// Those of a pod never seen whose end is among its events are the remains
+// of a pod deleted before readyline saw it (the runtime source's first
+// sync lists what the kubelet has not removed yet, in whatever state the
+// teardown left it): no start needs them.
+func isRuntimeReport(ev event.Event) bool {
+	_, ok := ev.(*event.ContainerInfo)
+	return ok
 }
 
 // knows reports whether uid (or the static pod it is the config hash of) is

@@ -35,3 +35,33 @@ func TestOrphanedToldWhenDropped(t *testing.T) {
 		t.Errorf("Stats.Orphaned %d, want 4", st.Orphaned)
 	}
 }
+
+// TestRemainsOfDeletedPodAreTeardown: the runtime's first sync reports the
+// sandbox and containers of a pod deleted before readyline ran, in whatever
+// state its teardown left them; with its end among them (the sandbox not
+// ready, a container exited, a StopPodSandbox), they are counted as
+// UnknownTeardown, not as a loss. Without an end in sight they stay a loss:
+// a running container of a pod the watch never showed is one.
+func TestRemainsOfDeletedPodAreTeardown(t *testing.T) {
+	at := time.Date(2026, 12, 7, 1, 0, 0, 0, time.UTC)
+	const gone, missed = "1b2c3d4e-5f6a-4b7c-8d9e-0f1a2b3c4d5e", "2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e6f"
+	c := New(Config{OrphanTTL: time.Second})
+	reports := []*event.ContainerInfo{
+		{ContainerID: "s1", Sandbox: true, PodUID: gone, State: "notready"},
+		{ContainerID: "c1", SandboxID: "s1", PodUID: gone, ContainerName: "app", State: "running"},
+		{ContainerID: "c1", SandboxID: "s1", PodUID: gone, ContainerName: "app", State: "exited"},
+		{ContainerID: "s2", Sandbox: true, PodUID: missed, State: "ready"},
+		{ContainerID: "c2", SandboxID: "s2", PodUID: missed, ContainerName: "app", State: "running"},
+	}
+	for i, r := range reports {
+		r.Time = at.Add(time.Duration(i) * time.Millisecond)
+		c.Handle(r)
+	}
+	c.Handle(&event.CRICall{Time: at.Add(10 * time.Millisecond), Method: event.CRIStopPodSandbox, PodUID: gone})
+	for i := 1; i <= 120 && c.Stats().UnknownTeardown+c.Stats().Orphaned < 6; i++ {
+		c.Handle(&event.Tick{Time: at.Add(time.Duration(i) * time.Second)})
+	}
+	if st := c.Stats(); st.UnknownTeardown != 4 || st.Orphaned != 2 {
+		t.Errorf("UnknownTeardown %d, Orphaned %d; want 4 (the deleted pod's) and 2 (the running pod's)", st.UnknownTeardown, st.Orphaned)
+	}
+}
