@@ -123,11 +123,15 @@ struct {
 	__uint(max_entries, 1 << 21);
 } go_events SEC(".maps");
 
-// go_counters[cpu]: 0 records lost (ring buffer full), 1 entries, 2 returns,
-// 3 returns without a saved entry.
+// go_counters[cpu]: 0 records lost (ring buffer full), 1 entries, 2 returns
+// (of probed functions), 3 returns without a saved entry, 4 calls saved in a
+// key of their own (not a stack-growth re-entry, not over an earlier call
+// that never returned). With the calls the map holds, user space tells the
+// saved calls the LRU pushed out (a loss) from the returns of calls under
+// way before the probes attached (none: no start readyline watched).
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 4);
+	__uint(max_entries, 5);
 	__type(key, u32);
 	__type(value, u64);
 } go_counters SEC(".maps");
@@ -235,15 +239,17 @@ static __always_inline int on_entry(struct pt_regs *ctx, u32 func)
 		}
 	}
 	bpf_map_update_elem(&calls, &key, a, BPF_ANY);
+	if (!old)
+		bump(4); // saved, or lost if the update failed: a loss either way once gone
 	return 0;
 }
 
 static __always_inline int on_return(struct pt_regs *ctx, u32 func)
 {
-	bump(2);
 	struct func_spec *spec = bpf_map_lookup_elem(&func_specs, &func);
 	if (!spec)
 		return 0;
+	bump(2);
 	u64 id = bpf_get_current_pid_tgid();
 	struct call_key key = {.goroutine = go_goroutine(ctx), .tgid = id >> 32, .func = func};
 	struct go_call_event *e = bpf_ringbuf_reserve(&go_events, sizeof(*e), 0);

@@ -236,13 +236,54 @@ func (p *GoProbeProgram) CallsInFlight(f func(key GoprobeCallKey, args []byte)) 
 
 // GoProbeCounters are the programs' counters, summed over CPUs.
 type GoProbeCounters struct {
-	Drops, Entries, Returns, ReturnsWithoutEntry uint64
+	// Drops: records the full ring buffer refused. Entries, Returns: the
+	// probes' runs (Returns of probed functions only).
+	Drops, Entries, Returns uint64
+	// ReturnsWithoutEntry: returns that found no saved entry, either of a
+	// call under way when the probes attached or of one whose entry was
+	// pushed out of the full map (MaxCallsInFlight).
+	ReturnsWithoutEntry uint64
+	// Saved: calls saved in a key of their own (not stack-growth
+	// re-entries, not over an earlier call that never returned). Every
+	// one is returned (Returns - ReturnsWithoutEntry), still held
+	// (CallsHeld) or was pushed out: see EntriesLost.
+	Saved uint64
+}
+
+// EntriesLost is how many saved calls were pushed out of the map before
+// their return, at least: before is read, then held counted (CallsHeld),
+// then after; calls saved or returned in between only lower the count.
+func EntriesLost(before GoProbeCounters, held int, after GoProbeCounters) uint64 {
+	gone := (after.Returns - after.ReturnsWithoutEntry) + uint64(held)
+	if before.Saved <= gone {
+		return 0
+	}
+	return before.Saved - gone
+}
+
+// CallsHeld counts the calls the map holds now (entered, not returned, not
+// pushed out). The map is read while the probes write it: a call saved
+// meanwhile may be missed, a call removed meanwhile makes the iteration
+// start over (keys are counted once).
+func (p *GoProbeProgram) CallsHeld() (int, error) {
+	m := p.objs.Calls
+	seen := make(map[GoprobeCallKey]struct{})
+	var key GoprobeCallKey
+	args := make([]byte, m.ValueSize())
+	it := m.Iterate()
+	for n := uint32(0); n < 4*m.MaxEntries() && it.Next(&key, args); n++ {
+		seen[key] = struct{}{}
+	}
+	if err := it.Err(); err != nil {
+		return 0, fmt.Errorf("counting the calls in flight: %w", err)
+	}
+	return len(seen), nil
 }
 
 // Counters reads the programs' counters.
 func (p *GoProbeProgram) Counters() (GoProbeCounters, error) {
 	var c GoProbeCounters
-	for i, dst := range []*uint64{&c.Drops, &c.Entries, &c.Returns, &c.ReturnsWithoutEntry} {
+	for i, dst := range []*uint64{&c.Drops, &c.Entries, &c.Returns, &c.ReturnsWithoutEntry, &c.Saved} {
 		n, err := sumPerCPU(p.objs.GoCounters, uint32(i))
 		if err != nil {
 			return c, err

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -86,7 +87,13 @@ type CRICallStats struct {
 	Uprobes string
 	// The kernel side's counters (see bpf.GoProbeCounters).
 	Kernel bpf.GoProbeCounters
-	Ring   RingUsage // the kernel ring buffer's size and peak fill
+	// Of the calls that returned without their entry (Kernel.
+	// ReturnsWithoutEntry): EntriesLost had their entry pushed out of the
+	// full map of calls in flight (at least so many: a loss, reported as
+	// entry_missed), BeforeAttach were under way when the probes attached
+	// (the rest: not a loss, no start readyline watched began with them).
+	EntriesLost, BeforeAttach uint64
+	Ring                      RingUsage // the kernel ring buffer's size and peak fill
 }
 
 // How a CRICallSource attaches its probes (CRICallStats.Uprobes).
@@ -144,6 +151,12 @@ type CRICallSource struct {
 	calls, decodeErrors, attaches, threadHops, binaryReads atomic.Uint64
 	kubeletPID                                             atomic.Int64
 	uprobes                                                atomic.Value // string: CRICallStats.Uprobes
+	// lost: CRICallStats.EntriesLost, counted when ReturnsWithoutEntry
+	// was without.
+	lost struct {
+		sync.Mutex
+		without, entries uint64
+	}
 }
 
 // NewCRICallSource loads the uprobe programs. A kernel that refuses them is
@@ -181,7 +194,29 @@ func (s *CRICallSource) Stats() CRICallStats {
 		Ring: s.ring.fill.usage()}
 	st.Uprobes, _ = s.uprobes.Load().(string)
 	st.Kernel, _ = s.prog.Counters()
+	st.EntriesLost = s.entriesLost(st.Kernel)
+	st.BeforeAttach = st.Kernel.ReturnsWithoutEntry - min(st.EntriesLost, st.Kernel.ReturnsWithoutEntry)
 	return st
+}
+
+// entriesLost is bpf.EntriesLost, the highest count so far: it is counted
+// again (the map's calls counted, up to MaxCallsInFlight reads) only when
+// a call returned without its entry since the last count, as a lost entry
+// shows then.
+func (s *CRICallSource) entriesLost(before bpf.GoProbeCounters) uint64 {
+	s.lost.Lock()
+	defer s.lost.Unlock()
+	if before.ReturnsWithoutEntry == s.lost.without {
+		return s.lost.entries
+	}
+	held, err := s.prog.CallsHeld()
+	after, err2 := s.prog.Counters()
+	if err != nil || err2 != nil || before == (bpf.GoProbeCounters{}) {
+		return s.lost.entries // counted at the next call
+	}
+	s.lost.without = before.ReturnsWithoutEntry
+	s.lost.entries = max(s.lost.entries, bpf.EntriesLost(before, held, after))
+	return s.lost.entries
 }
 
 // Run probes the kubelet (and its successors, when it restarts) until ctx

@@ -204,66 +204,9 @@ func TestIntegrationCRICallsOfAStrippedBinary(t *testing.T) {
 				wantUprobes = UprobePerAddress
 			}
 			logs := &logRecorder{}
-			src, err := NewCRICallSource(CRICallConfig{Rescan: 50 * time.Millisecond, PerAddress: tc.perAddress, target: crilikeTarget()}, slog.New(logs))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var mu sync.Mutex
-			var events []*event.CRICall
-			var attached time.Time // when the source said it was up: every probe in place
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() {
-				done <- src.Run(ctx, func(ev event.Event) {
-					mu.Lock()
-					defer mu.Unlock()
-					switch ev := ev.(type) {
-					case *event.CRICall:
-						events = append(events, ev)
-					case *event.SourceStatus:
-						if ev.Up && attached.IsZero() {
-							attached = ev.Time
-						}
-					}
-				})
-			}()
-
-			// Let crilike run long enough for the source to find and probe it.
-			cmd := exec.Command(bin, append([]string{"-print", "-calls", "40", "-goroutines", "4", "-sleep", "5ms", "-err-every", "3"}, tc.run...)...)
-			stdout, _ := cmd.StdoutPipe()
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			var printed []crilikeCall
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				var c crilikeCall
-				if json.Unmarshal(sc.Bytes(), &c) == nil && c.Method != "" {
-					printed = append(printed, c)
-				}
-			}
-			if err := cmd.Wait(); err != nil {
-				t.Fatalf("crilike: %v", err)
-			}
-			// The last records: on a busy machine (or an emulated one,
-			// deploy/kernel) they take more than a poll or two to come
-			// through.
-			waitAllCalls(t, src, &mu, &events)
-			st := src.Stats()
-			// crilike has exited, every call it made returned: a call
-			// still in flight is an entry whose return the probes missed,
-			// and CallsInFlight would report it for an hour.
-			inFlight, err := src.CallsInFlight()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, c := range inFlight {
-				t.Errorf("%s entered at %v is still in flight after crilike exited", c.Method.Short(), c.Time)
-			}
-			cancel()
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
+			run := probeCrilike(t, CRICallConfig{PerAddress: tc.perAddress}, logs, bin,
+				append([]string{"-print", "-calls", "40", "-goroutines", "4", "-sleep", "5ms", "-err-every", "3"}, tc.run...))
+			printed, events, attached, st := run.printed, run.events, run.attached, run.st
 			t.Logf("CRI-call probes attached as %s on Linux %s", st.Uprobes, kernelRelease(t))
 			if st.Uprobes != wantUprobes {
 				t.Errorf("probes attached as %q, want %q", st.Uprobes, wantUprobes)
@@ -277,8 +220,6 @@ func TestIntegrationCRICallsOfAStrippedBinary(t *testing.T) {
 			if want := !tc.perAddress && wantUprobes == UprobePerAddress; want != (len(fallback) > 0) {
 				t.Errorf("%d logs of the fallback to per-address uprobes, want them: %v", len(fallback), want)
 			}
-			mu.Lock()
-			defer mu.Unlock()
 			checkCRICalls(t, printed, events, attached, st)
 			if st.ThreadHops == 0 {
 				t.Error("no call returned on another thread: the goroutine keying went untested")
@@ -289,6 +230,124 @@ func TestIntegrationCRICallsOfAStrippedBinary(t *testing.T) {
 				t.Errorf("kernel counters %+v", st.Kernel)
 			}
 		})
+	}
+}
+
+// crilikeRun is what a CRICallSource saw of one run of crilike.
+type crilikeRun struct {
+	printed  []crilikeCall    // the calls crilike made, as it printed them
+	events   []*event.CRICall // the calls the source reported
+	attached time.Time        // when the source said it was up: every probe in place
+	st       CRICallStats     // after every call came through
+}
+
+// probeCrilike runs crilike (bin, with args) under a CRICallSource of cfg
+// (its Rescan and target set here) until it exits and every call it made
+// came through, and checks that none is left in flight.
+func probeCrilike(t *testing.T, cfg CRICallConfig, logs *logRecorder, bin string, args []string) crilikeRun {
+	t.Helper()
+	cfg.Rescan, cfg.target = 50*time.Millisecond, crilikeTarget()
+	src, err := NewCRICallSource(cfg, slog.New(logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var run crilikeRun
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- src.Run(ctx, func(ev event.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch ev := ev.(type) {
+			case *event.CRICall:
+				run.events = append(run.events, ev)
+			case *event.SourceStatus:
+				if ev.Up && run.attached.IsZero() {
+					run.attached = ev.Time
+				}
+			}
+		})
+	}()
+
+	// Let crilike run long enough for the source to find and probe it.
+	cmd := exec.Command(bin, args...)
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		var c crilikeCall
+		if json.Unmarshal(sc.Bytes(), &c) == nil && c.Method != "" {
+			run.printed = append(run.printed, c)
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("crilike: %v", err)
+	}
+	// The last records: on a busy machine (or an emulated one,
+	// deploy/kernel) they take more than a poll or two to come through.
+	waitAllCalls(t, src, &mu, &run.events)
+	run.st = src.Stats()
+	// crilike has exited, every call it made returned: a call still in
+	// flight is an entry whose return the probes missed, and CallsInFlight
+	// would report it for an hour.
+	inFlight, err := src.CallsInFlight()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range inFlight {
+		t.Errorf("%s entered at %v is still in flight after crilike exited", c.Method.Short(), c.Time)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return run
+}
+
+// TestIntegrationCRICallsPushedOutAreLost: with room for two calls in
+// flight and eight goroutines calling at once, saved entries are pushed
+// out of the kernel's map before their return; those calls come without
+// their start and are counted as lost (entry_missed), apart from the calls
+// under way when the probes attached, which are not a loss.
+func TestIntegrationCRICallsPushedOutAreLost(t *testing.T) {
+	testenv.RequirePrivileged(t)
+	bin := buildCrilike(t, "stripped")
+	run := probeCrilike(t, CRICallConfig{MaxCallsInFlight: 2}, &logRecorder{}, bin,
+		[]string{"-print", "-calls", "20", "-goroutines", "8", "-sleep", "5ms"})
+	st := run.st
+	withoutEntry, before := 0, 0
+	for _, e := range run.events {
+		if e.Time.IsZero() {
+			withoutEntry++
+		}
+	}
+	for _, p := range run.printed {
+		if time.Unix(0, p.StartNs).Before(run.attached) {
+			before++
+		}
+	}
+	t.Logf("%d calls printed, %d before the source was up; %d reported without their entry; stats %+v", len(run.printed), before, withoutEntry, st)
+	if st.EntriesLost == 0 {
+		t.Errorf("no entry counted lost, with room for 2 calls in flight of 8 goroutines: %+v", st)
+	}
+	if uint64(withoutEntry) != st.Kernel.ReturnsWithoutEntry || st.EntriesLost+st.BeforeAttach != st.Kernel.ReturnsWithoutEntry {
+		t.Errorf("%d calls without their entry: %d lost + %d before the probes, the kernel counted %d",
+			withoutEntry, st.EntriesLost, st.BeforeAttach, st.Kernel.ReturnsWithoutEntry)
+	}
+	if st.BeforeAttach > uint64(before) {
+		t.Errorf("%d calls counted as under way when the probes attached, crilike began only %d before", st.BeforeAttach, before)
+	}
+	losses := map[string]uint64{}
+	for _, l := range st.Losses() {
+		losses[l.Reason] = l.N
+	}
+	if losses[event.ReasonEntryMissed] != st.EntriesLost {
+		t.Errorf("losses %v, want entry_missed %d", losses, st.EntriesLost)
 	}
 }
 
@@ -379,6 +438,11 @@ func checkCRICalls(t *testing.T, printed []crilikeCall, events []*event.CRICall,
 	}
 	if uint64(withoutEntry) != st.Kernel.ReturnsWithoutEntry {
 		t.Errorf("%d calls without their entry, the kernel counted %d", withoutEntry, st.Kernel.ReturnsWithoutEntry)
+	}
+	// Each of them was under way as the probes went in: none is a loss.
+	if st.BeforeAttach != uint64(withoutEntry) || st.EntriesLost != 0 {
+		t.Errorf("%d calls without their entry, all under way before the probes: counted %d so and %d lost entries",
+			withoutEntry, st.BeforeAttach, st.EntriesLost)
 	}
 	slices.Sort(gaps)
 	t.Logf("%d calls matched; %d events; crilike's measure longer by median %v, p99 %v; stats %+v",

@@ -25,10 +25,10 @@ func (s TCPStats) Losses() []Loss {
 }
 
 // Losses are the calls the kernel could not put in the full ring buffer,
-// the records that could not be decoded, and the calls whose entry the
-// probes missed (in flight when they attached, or their saved arguments
-// evicted from the full map of calls in flight): those are reported
-// without their start and arguments. The kernel's counters are left out
+// the records that could not be decoded, and the calls whose saved entry
+// was pushed out of the full map of calls in flight: those are reported
+// without their start and arguments. The calls under way when the probes
+// attached come the same way, but are no loss (CRICallStats.BeforeAttach). The kernel's counters are left out
 // when they read all zero: Stats reads zeros when it cannot read them, and
 // counters that seem to start over would be counted again once read.
 func (s CRICallStats) Losses() []Loss {
@@ -36,7 +36,7 @@ func (s CRICallStats) Losses() []Loss {
 	if s.Kernel != (CRICallStats{}).Kernel {
 		losses = append(losses,
 			Loss{event.ReasonRingFull, s.Kernel.Drops},
-			Loss{event.ReasonEntryMissed, s.Kernel.ReturnsWithoutEntry})
+			Loss{event.ReasonEntryMissed, s.EntriesLost})
 	}
 	return losses
 }
