@@ -32,6 +32,7 @@ const (
 	reasonFailedPostStartHook = "FailedPostStartHook"
 	reasonEvicted             = "Evicted"
 	reasonPreempting          = "Preempting"
+	reasonPulling             = "Pulling"
 	reasonPulled              = "Pulled"
 	reasonUnhealthy           = "Unhealthy"
 	reasonBackOff             = "BackOff"
@@ -248,6 +249,28 @@ func (k *kubeletEvents) pulled(image string) (took, withWait time.Duration, ok b
 		}
 	}
 	return 0, 0, false
+}
+
+// pullingMessage matches the kubelet's Pulling message (images/
+// image_manager.go, logged as it hands the pull to the puller): `Pulling
+// image "nginx:1.27"`.
+var pullingMessage = regexp.MustCompile(`^Pulling image "([^"]+)"`)
+
+// askedBy is when the kubelet had surely asked its puller for image at the
+// latest, by its latest Pulling Event of image stamped at or before call:
+// Events are stamped in whole seconds, truncated, so the second after the
+// stamp. ok false without one.
+func (k *kubeletEvents) askedBy(image string, call time.Time) (time.Time, bool) {
+	for i := len(k.list) - 1; i >= 0; i-- {
+		e := k.list[i]
+		if e.Reason != reasonPulling || e.Last.After(call) {
+			continue
+		}
+		if m := pullingMessage.FindStringSubmatch(e.Message); m != nil && sameImage(image, m[1]) {
+			return e.Last.Truncate(time.Second).Add(time.Second), true
+		}
+	}
+	return time.Time{}, false
 }
 
 // eventsAfter is how long a start goes on before its Events are wanted:

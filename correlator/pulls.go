@@ -134,7 +134,7 @@ func (d *derivation) imagePulls(tl *Timeline) []ImagePull {
 			ip.ErrorReason, ip.Error = d.pullError(ip.Container, ip.Call.End)
 		}
 		if retry := last[key] != nil && last[key].Call.Err; puller == PullerSerialAssumed && !retry {
-			ip.Wait = d.pullWait(tl, c.Time)
+			ip.Wait = d.pullWait(tl, c.Time, c.Image)
 		}
 		out = append(out, ip)
 		last[key] = &out[len(out)-1]
@@ -238,13 +238,15 @@ const queueHandoff = time.Second
 // maxPullsBehind bounds the pulls a wait lists.
 const maxPullsBehind = 8
 
-// pullWait is the wait of the pull called at start behind other pods'
-// pulls in the serialized puller, nil when it did not wait behind any (see
-// PullWait). The pulls ahead of it are found backwards from its start: the
-// other pod's pull that returned at most queueHandoff before it, then the
-// one before that, while they were still in flight after the container
-// needed its image.
-func (d *derivation) pullWait(tl *Timeline, start time.Time) *PullWait {
+// pullWait is the wait of the pull of image called at start behind other
+// pods' pulls in the serialized puller, nil when it did not wait behind any
+// (see PullWait). The pulls ahead of it are found backwards from its start:
+// the other pod's pull that returned at most queueHandoff before it, or at
+// any time before it after the kubelet had asked the puller for this one
+// (its Pulling Event: on a loaded node the worker's hand-off takes seconds),
+// then the one before that, while they were still in flight after the
+// container needed its image.
+func (d *derivation) pullWait(tl *Timeline, start time.Time, image string) *PullWait {
 	if start.IsZero() {
 		return nil
 	}
@@ -252,13 +254,18 @@ func (d *derivation) pullWait(tl *Timeline, start time.Time) *PullWait {
 	if need.IsZero() {
 		return nil
 	}
+	asked, byEvent := d.p.events.askedBy(image, start)
 	var behind []PullBehind
 	cur := start
 	for {
 		var ahead *pullCall
 		for i := range d.ctx.pullCalls {
 			o := &d.ctx.pullCalls[i]
-			if o.uid == d.p.nodeUID || o.uid == d.p.uid || o.start.IsZero() || o.end.After(cur) || cur.Sub(o.end) > queueHandoff || !o.end.After(need) {
+			if o.uid == d.p.nodeUID || o.uid == d.p.uid || o.start.IsZero() || o.end.After(cur) || !o.end.After(need) {
+				continue
+			}
+			queued := byEvent && cur.Equal(start) && !o.end.Before(asked) // asked for before it ended
+			if cur.Sub(o.end) > queueHandoff && !queued {
 				continue
 			}
 			if ahead == nil || o.end.After(ahead.end) {
@@ -302,7 +309,7 @@ func (d *derivation) queuedPulls(tl *Timeline) {
 		if f.Method != event.CRIPullImage || d.retried(tl, f.Image) {
 			continue
 		}
-		if w := d.pullWait(tl, f.Start); w != nil {
+		if w := d.pullWait(tl, f.Start, f.Image); w != nil {
 			f.Queued = &PullQueued{Start: w.Start, End: w.End, Behind: len(w.Behind) + w.BehindOmitted}
 		}
 	}

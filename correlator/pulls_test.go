@@ -297,6 +297,65 @@ func TestNoWaitWhenNothingInFlight(t *testing.T) {
 	}
 }
 
+// TestSerializedPullerSlowHandOff: on a loaded node the kubelet's puller
+// took 2.2 s between the first pod's pull returning (6.0 s) and the second
+// pod's call (8.2 s), more than the hand-off a wait is otherwise assumed
+// within. The second pod's Pulling Event, stamped 1 s (its 1.3 s in whole
+// seconds), says the kubelet had asked the puller for its image long before
+// the first pull ended: it waited behind it, said so while its pull is in
+// flight and after. A Pulling Event stamped after the first pull ended
+// proves no wait, and without the Event none is assumed.
+func TestSerializedPullerSlowHandOff(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pulling float64 // the second pod's Pulling Event, 0: none read
+		wait    bool
+	}{
+		{"asked before the first pull ended", 1.3, true},
+		{"asked after the first pull ended", 6.4, false},
+		{"no Pulling Event", 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			first := pullPod(t, "first", 0.3, 0.8, ctr("web", "nginx:1.27"))
+			first.pull(1.0, 6.0, "nginx:1.27", false, 0)
+			first.startContainer(6.2, "web")
+			first.ready(6.6)
+			second := pullPod(t, "second", 0.4, 1.2, ctr("cache", "redis:7"))
+			if tc.pulling > 0 {
+				stamp := at(tc.pulling).Truncate(time.Second)
+				second.events = append(second.events, &event.PodEvents{Time: at(7), PodUID: second.uid, Namespace: "default", Name: "second",
+					Events: []event.PodEvent{{Type: "Normal", Reason: "Pulling", FieldPath: "spec.containers{cache}",
+						Message: `Pulling image "redis:7"`, Count: 1, First: stamp, Last: stamp}}})
+			}
+			// In flight at 9 s.
+			cor := New(Config{})
+			for _, ev := range mergeEvents(first, second) {
+				cor.Handle(ev)
+			}
+			cor.Handle(&event.Tick{Time: at(9)})
+			pulling := &event.CRICall{Time: at(8.2), Method: event.CRIPullImage, PodUID: second.uid, Image: "redis:7"}
+			tl, ok := cor.Snapshot(Query{UID: second.uid}, pulling)
+			if !ok || len(tl.InFlight) != 1 {
+				t.Fatalf("snapshot %v: in flight %+v", ok, tl)
+			}
+			if q := tl.InFlight[0].Queued; (q != nil) != tc.wait || q != nil && (q.Behind != 1 || !q.Start.Equal(at(1.2)) || !q.End.Equal(at(8.2))) {
+				t.Errorf("queued %+v, want a wait %v (1.2s..8.2s behind 1 pull)", q, tc.wait)
+			}
+			// After.
+			second.pull(8.2, 9.0, "redis:7", false, 0)
+			second.startContainer(9.1, "cache")
+			second.ready(9.5)
+			w := runPods(t, Config{}, first, second)["second"].ImagePulls[0].Wait
+			if (w != nil) != tc.wait {
+				t.Fatalf("wait %+v, want one %v", w, tc.wait)
+			}
+			if w != nil && (len(w.Behind) != 1 || w.Behind[0].PodUID != first.uid || !w.Start.Equal(at(1.2)) || !w.End.Equal(at(8.2))) {
+				t.Errorf("wait %v..%v behind %+v", w.Start.Sub(t0), w.End.Sub(t0), w.Behind)
+			}
+		})
+	}
+}
+
 // TestTwoPodsPullingAtOnce: two pulls that overlap mean a parallel
 // puller (serializeImagePulls: false): neither waited, both say so.
 func TestTwoPodsPullingAtOnce(t *testing.T) {
