@@ -328,6 +328,106 @@ func kubeletPulled(t *testing.T, ctx context.Context, ns, uid string) (took, wit
 	}
 }
 
+// TestPullQueuedInFlight: a pod that needs an image while another pod's
+// 256 MiB pull runs (24 MB a second, about 11 s) waits in the kubelet's
+// serialized puller; once its own pull is in flight (its registry answers
+// the manifest after 6 s) it says how long it waited behind how many pulls,
+// in the API's answer and its waiting line, and after its start its pull's
+// wait is behind the other pod's pull. On a loaded node the puller's
+// hand-off between the two calls takes seconds: the wait is proved by the
+// waiting pod's Pulling Event, not by the hand-off's length.
+func TestPullQueuedInFlight(t *testing.T) {
+	lockLargeImage(t)
+	d := readyline(t)
+	ctx := testContext(t, 4*time.Minute)
+	removeImage(t, ctx, largeImage)
+	leaderImage := throttledRegistry(t, 24e6) + "/readyline/large:256mib"
+	waiterImage := delayedRegistry(t, 6*time.Second) + "/readyline/pause:local"
+	t.Cleanup(func() {
+		cctx, cancel := suiteContext(3 * time.Minute)
+		defer cancel()
+		removeImage(t, cctx, leaderImage)
+		removeImage(t, cctx, waiterImage)
+	})
+	ns := newNamespace(t)
+	leaderRec, waiterRec := recordPod(t, ns, "leader"), recordPod(t, ns, "waiter")
+	if _, err := env.Apply(ctx, ns, []byte(onePodManifest("leader", leaderImage, corev1.PullAlways))); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := leaderRec.WaitFor(ctx, func(p *corev1.Pod) bool {
+		return ConditionStatus(p, corev1.PodReadyToStartContainers) == corev1.ConditionTrue
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaderUID := string(ev.Pod.UID)
+	// Both pulls end before the cleanups remove their images.
+	defer func() {
+		for _, rec := range []*PodRecorder{leaderRec, waiterRec} {
+			if _, err := rec.WaitFor(ctx, ConditionTrue(corev1.PodReady)); err != nil {
+				t.Errorf("a pod did not become Ready after its pull: %v", err)
+			}
+		}
+	}()
+	// The waiter comes once the leader's pull is under way.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		tl, _ := askWhileStarting(t, ctx, d, ns, "leader", leaderUID)
+		if slices.ContainsFunc(tl.InFlight, func(f correlator.InFlightCall) bool { return f.Method == event.CRIPullImage }) {
+			break
+		}
+		if tl.Outcome != correlator.OutcomeStarting || time.Now().After(deadline) {
+			t.Fatalf("the leader's pull was not seen in flight (outcome %s, waiting %q)", tl.Outcome, tl.Waiting)
+		}
+	}
+	if _, err := env.Apply(ctx, ns, []byte(onePodManifest("waiter", waiterImage, corev1.PullAlways))); err != nil {
+		t.Fatal(err)
+	}
+	ev, err = waiterRec.WaitFor(ctx, func(p *corev1.Pod) bool {
+		return ConditionStatus(p, corev1.PodReadyToStartContainers) == corev1.ConditionTrue
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiterUID := string(ev.Pod.UID)
+	// Its pull in flight, after the leader's returned: 6 s at least.
+	var queued *correlator.PullQueued
+	var waiting string
+	for deadline := time.Now().Add(90 * time.Second); queued == nil; time.Sleep(500 * time.Millisecond) {
+		tl, _ := askWhileStarting(t, ctx, d, ns, "waiter", waiterUID)
+		if tl.Outcome != correlator.OutcomeStarting || time.Now().After(deadline) {
+			t.Fatalf("the waiter's pull was not told as queued while in flight (outcome %s, waiting %q)", tl.Outcome, tl.Waiting)
+		}
+		for _, f := range tl.InFlight {
+			if f.Method == event.CRIPullImage && f.Queued != nil {
+				queued, waiting = f.Queued, tl.Waiting
+			}
+		}
+	}
+	t.Logf("in flight: waited %v behind %d; waiting: %s", queued.Duration().Round(time.Millisecond), queued.Behind, waiting)
+	if queued.Behind != 1 || queued.Duration() < 2*time.Second {
+		t.Errorf("queued %+v: want a wait of seconds behind the leader's pull", queued)
+	}
+	if !regexp.MustCompile(`PullImage \S+ for app \(waited [0-9.]+s behind 1 pull\): running for`).MatchString(waiting) {
+		t.Errorf("waiting %q: want the wait behind 1 pull", waiting)
+	}
+	if _, err := waiterRec.WaitFor(ctx, ConditionTrue(corev1.PodReady)); err != nil {
+		t.Fatal(err)
+	}
+	tl, err := d.Timeline(ctx, ns, "waiter", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tl.ImagePulls) != 1 || tl.ImagePulls[0].Wait == nil {
+		t.Fatalf("the waiter's pulls %+v: want one, with its wait", tl.ImagePulls)
+	}
+	w, call := tl.ImagePulls[0].Wait, tl.ImagePulls[0].Call
+	t.Logf("after: waited %v behind %+v; its call began %v after the leader's returned", w.Duration().Round(time.Millisecond), w.Behind,
+		call.Start.Sub(w.Behind[len(w.Behind)-1].End).Round(time.Millisecond))
+	if len(w.Behind) != 1 || w.Behind[0].PodUID != leaderUID {
+		t.Errorf("behind %+v, want the leader's pull (pod %s)", w.Behind, leaderUID)
+	}
+}
+
 // TestPullMissingTag: a pod whose image tag is not in the registry. The
 // kubelet fails the pull (ErrImagePull), backs off (ImagePullBackOff, 10 s
 // then 20 s) and tries again; at the start timeout readyline reports the
@@ -422,14 +522,43 @@ func TestPullNotNeeded(t *testing.T) {
 // a pull from it takes seconds to come in, as one from a far registry.
 func throttledRegistry(t *testing.T, rate int) string {
 	t.Helper()
+	return registryProxy(t, func(proxy *httputil.ReverseProxy) {
+		proxy.ModifyResponse = func(resp *http.Response) error {
+			if strings.Contains(resp.Request.URL.Path, "/blobs/") {
+				resp.Body = &throttled{r: resp.Body, rate: rate, start: time.Now()}
+			}
+			return nil
+		}
+	})
+}
+
+// delayedRegistry serves the local node's registry on a port of its own,
+// each manifest after delay: a pull from it is in flight that long at
+// least, its image however small.
+func delayedRegistry(t *testing.T, delay time.Duration) string {
+	t.Helper()
+	return registryProxy(t, func(proxy *httputil.ReverseProxy) {
+		direct := proxy.Director
+		proxy.Director = func(r *http.Request) {
+			if strings.Contains(r.URL.Path, "/manifests/") {
+				select {
+				case <-time.After(delay):
+				case <-r.Context().Done():
+				}
+			}
+			direct(r)
+		}
+	})
+}
+
+// registryProxy serves the local node's registry through a reverse proxy
+// set up by set, on a port of its own, until the test ends; it returns
+// the proxy's host:port.
+func registryProxy(t *testing.T, set func(*httputil.ReverseProxy)) string {
+	t.Helper()
 	target, _ := url.Parse("http://127.0.0.1:5000")
 	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.ModifyResponse = func(resp *http.Response) error {
-		if strings.Contains(resp.Request.URL.Path, "/blobs/") {
-			resp.Body = &throttled{r: resp.Body, rate: rate, start: time.Now()}
-		}
-		return nil
-	}
+	set(proxy)
 	srv := httptest.NewServer(proxy)
 	t.Cleanup(srv.Close)
 	return strings.TrimPrefix(srv.URL, "http://")
