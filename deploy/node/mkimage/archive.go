@@ -92,73 +92,28 @@ func WriteArchive(w io.Writer, rootfs string, img Image) error {
 	if err != nil {
 		return err
 	}
+	m, err := buildManifest(rootfs, img)
+	if err != nil {
+		return err
+	}
+	defer m.close()
 
-	layer, err := os.CreateTemp("", "mkimage-layer-*.tar")
+	manifestDesc := m.manifestDesc
+	manifestDesc.Annotations = refAnnotations(ref)
+	indexJSON, err := indexOf([]descriptor{manifestDesc})
 	if err != nil {
-		return fmt.Errorf("creating layer file: %w", err)
+		return err
 	}
-	defer func() {
-		_ = layer.Close()
-		_ = os.Remove(layer.Name())
-	}()
-	digester := sha256.New()
-	if err := writeLayer(io.MultiWriter(layer, digester), rootfs, img.Created); err != nil {
-		return fmt.Errorf("writing layer: %w", err)
-	}
-	layerSize, err := layer.Seek(0, io.SeekCurrent)
+	dockerManifestJSON, err := dockerManifestOf(ref, m)
 	if err != nil {
-		return fmt.Errorf("sizing layer: %w", err)
-	}
-	if _, err := layer.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("rewinding layer: %w", err)
-	}
-	layerDesc := descriptor{MediaType: mediaTypeLayer, Digest: digestOf(digester), Size: layerSize}
-
-	configJSON, err := json.Marshal(newImageConfig(img, layerDesc.Digest))
-	if err != nil {
-		return fmt.Errorf("encoding image config: %w", err)
-	}
-	configDesc := blobDescriptor(mediaTypeConfig, configJSON)
-
-	manifestJSON, err := json.Marshal(struct {
-		SchemaVersion int          `json:"schemaVersion"`
-		MediaType     string       `json:"mediaType"`
-		Config        descriptor   `json:"config"`
-		Layers        []descriptor `json:"layers"`
-	}{2, mediaTypeManifest, configDesc, []descriptor{layerDesc}})
-	if err != nil {
-		return fmt.Errorf("encoding manifest: %w", err)
-	}
-	manifestDesc := blobDescriptor(mediaTypeManifest, manifestJSON)
-	manifestDesc.Annotations = map[string]string{
-		"io.containerd.image.name":          ref,
-		"org.opencontainers.image.ref.name": tagOf(ref),
-	}
-
-	indexJSON, err := json.Marshal(struct {
-		SchemaVersion int          `json:"schemaVersion"`
-		MediaType     string       `json:"mediaType"`
-		Manifests     []descriptor `json:"manifests"`
-	}{2, mediaTypeIndex, []descriptor{manifestDesc}})
-	if err != nil {
-		return fmt.Errorf("encoding index: %w", err)
-	}
-	dockerManifestJSON, err := json.Marshal([]struct {
-		Config   string
-		RepoTags []string
-		Layers   []string
-	}{{blobPath(configDesc), []string{ref}, []string{blobPath(layerDesc)}}})
-	if err != nil {
-		return fmt.Errorf("encoding docker manifest: %w", err)
+		return err
 	}
 
 	tw := tar.NewWriter(w)
-	out := archiveWriter{tw: tw, mtime: img.Created}
+	out := archiveWriter{tw: tw, mtime: img.Created, written: map[string]bool{}}
 	out.dir("blobs/")
 	out.dir("blobs/sha256/")
-	out.file(blobPath(layerDesc), layerSize, layer)
-	out.bytes(blobPath(configDesc), configJSON)
-	out.bytes(blobPath(manifestDesc), manifestJSON)
+	out.manifest(m)
 	out.bytes("index.json", indexJSON)
 	out.bytes("manifest.json", dockerManifestJSON)
 	out.bytes("oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`))
@@ -166,6 +121,103 @@ func WriteArchive(w io.Writer, rootfs string, img Image) error {
 		return out.err
 	}
 	return tw.Close()
+}
+
+// builtManifest is one image manifest, its config and its layer, ready to be
+// written: the layer in a temporary file, the rest in memory.
+type builtManifest struct {
+	layer                               *os.File
+	layerDesc, configDesc, manifestDesc descriptor
+	configJSON, manifestJSON            []byte
+}
+
+// buildManifest writes the layer of rootfs to a temporary file and encodes
+// the config and the manifest of img around it. The caller closes the result.
+func buildManifest(rootfs string, img Image) (*builtManifest, error) {
+	layer, err := os.CreateTemp("", "mkimage-layer-*.tar")
+	if err != nil {
+		return nil, fmt.Errorf("creating layer file: %w", err)
+	}
+	m := &builtManifest{layer: layer}
+	ok := false
+	defer func() {
+		if !ok {
+			m.close()
+		}
+	}()
+	digester := sha256.New()
+	if err := writeLayer(io.MultiWriter(layer, digester), rootfs, img.Created); err != nil {
+		return nil, fmt.Errorf("writing layer: %w", err)
+	}
+	layerSize, err := layer.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil, fmt.Errorf("sizing layer: %w", err)
+	}
+	if _, err := layer.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("rewinding layer: %w", err)
+	}
+	m.layerDesc = descriptor{MediaType: mediaTypeLayer, Digest: digestOf(digester), Size: layerSize}
+
+	m.configJSON, err = json.Marshal(newImageConfig(img, m.layerDesc.Digest))
+	if err != nil {
+		return nil, fmt.Errorf("encoding image config: %w", err)
+	}
+	m.configDesc = blobDescriptor(mediaTypeConfig, m.configJSON)
+
+	m.manifestJSON, err = json.Marshal(struct {
+		SchemaVersion int          `json:"schemaVersion"`
+		MediaType     string       `json:"mediaType"`
+		Config        descriptor   `json:"config"`
+		Layers        []descriptor `json:"layers"`
+	}{2, mediaTypeManifest, m.configDesc, []descriptor{m.layerDesc}})
+	if err != nil {
+		return nil, fmt.Errorf("encoding manifest: %w", err)
+	}
+	m.manifestDesc = blobDescriptor(mediaTypeManifest, m.manifestJSON)
+	ok = true
+	return m, nil
+}
+
+func (m *builtManifest) close() {
+	_ = m.layer.Close()
+	_ = os.Remove(m.layer.Name())
+}
+
+// refAnnotations name the image where containerd's import looks: on the
+// descriptors of index.json. containerd takes io.containerd.image.name as it
+// is; org.opencontainers.image.ref.name is the tag, for other OCI tools.
+func refAnnotations(ref string) map[string]string {
+	return map[string]string{
+		"io.containerd.image.name":          ref,
+		"org.opencontainers.image.ref.name": tagOf(ref),
+	}
+}
+
+// indexOf encodes an image index of manifests, for index.json or as a blob.
+func indexOf(manifests []descriptor) ([]byte, error) {
+	b, err := json.Marshal(struct {
+		SchemaVersion int          `json:"schemaVersion"`
+		MediaType     string       `json:"mediaType"`
+		Manifests     []descriptor `json:"manifests"`
+	}{2, mediaTypeIndex, manifests})
+	if err != nil {
+		return nil, fmt.Errorf("encoding index: %w", err)
+	}
+	return b, nil
+}
+
+// dockerManifestOf encodes the manifest.json of a docker-archive naming ref,
+// with m's config and layer.
+func dockerManifestOf(ref string, m *builtManifest) ([]byte, error) {
+	b, err := json.Marshal([]struct {
+		Config   string
+		RepoTags []string
+		Layers   []string
+	}{{blobPath(m.configDesc), []string{ref}, []string{blobPath(m.layerDesc)}}})
+	if err != nil {
+		return nil, fmt.Errorf("encoding docker manifest: %w", err)
+	}
+	return b, nil
 }
 
 func newImageConfig(img Image, layerDigest string) imageConfig {
@@ -288,6 +340,9 @@ type archiveWriter struct {
 	tw    *tar.Writer
 	mtime time.Time
 	err   error
+	// written holds the blobs written so far: two platforms whose layers
+	// are the same file share one blob.
+	written map[string]bool
 }
 
 func (a *archiveWriter) header(name string, typ byte, mode, size int64) {
@@ -310,6 +365,22 @@ func (a *archiveWriter) file(name string, size int64, r io.Reader) {
 
 func (a *archiveWriter) bytes(name string, b []byte) {
 	a.file(name, int64(len(b)), bytes.NewReader(b))
+}
+
+// blob writes the blob d from r unless it is in the archive already.
+func (a *archiveWriter) blob(d descriptor, r io.Reader) {
+	if a.written[d.Digest] {
+		return
+	}
+	a.written[d.Digest] = true
+	a.file(blobPath(d), d.Size, r)
+}
+
+// manifest writes m's layer, config and manifest blobs, in that order.
+func (a *archiveWriter) manifest(m *builtManifest) {
+	a.blob(m.layerDesc, m.layer)
+	a.blob(m.configDesc, bytes.NewReader(m.configJSON))
+	a.blob(m.manifestDesc, bytes.NewReader(m.manifestJSON))
 }
 
 func blobDescriptor(mediaType string, b []byte) descriptor {
