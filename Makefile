@@ -246,6 +246,12 @@ jaeger-down: ## stop Jaeger
 IMAGE         ?= localhost/readyline:dev
 IMAGE_LDFLAGS  = -s -w -X main.version=$(VERSION)
 IMAGE_DIR      = $(BIN)/image
+# The platforms (OS/ARCH) of image-archive's image, one image index (mkimage
+# -platform) from which containerd takes the node's. Each has its root file
+# system in $(IMAGE_DIR)/rootfs-ARCH, but the host's: $(IMAGE_DIR)/rootfs.
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+IMAGE_HOST      = $(shell $(GO) env GOOS)/$(shell $(GO) env GOARCH)
+image_rootfs    = $(IMAGE_DIR)/rootfs$(if $(filter $(IMAGE_HOST),$(1)),,-$(notdir $(1)))
 KIND_CLUSTER  ?= readyline
 KIND_CONFIG   ?= deploy/kind/cluster.yaml
 JAEGER_UI_PORT ?= 16686
@@ -253,17 +259,23 @@ JAEGER_UI_PORT ?= 16686
 image: ## container image localhost/readyline:dev (docker build: needs a Docker engine)
 	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
 
-image-archive: ## the same image without Docker (deploy/node/mkimage): $(IMAGE_DIR)/readyline.tar
-	rm -rf $(IMAGE_DIR) && mkdir -p $(IMAGE_DIR)/rootfs/tmp $(IMAGE_DIR)/rootfs/etc/ssl/certs
-	chmod 1777 $(IMAGE_DIR)/rootfs/tmp
-	CGO_ENABLED=0 $(GO) build -trimpath -tags "$(DAEMON_TAGS)" -ldflags "$(IMAGE_LDFLAGS)" -o $(IMAGE_DIR)/rootfs/readyline ./cmd/readyline
-	# The aggregated API server (kubectl get podstarts), a Deployment of the same image.
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(IMAGE_LDFLAGS)" -o $(IMAGE_DIR)/rootfs/readyline-api ./cmd/readyline-api
-	# CA certificates for OTLP over TLS, when the host has them.
-	[ ! -f /etc/ssl/certs/ca-certificates.crt ] || cp /etc/ssl/certs/ca-certificates.crt $(IMAGE_DIR)/rootfs/etc/ssl/certs/
+image-archive: ## the same image without Docker (deploy/node/mkimage), for IMAGE_PLATFORMS (amd64, arm64): $(IMAGE_DIR)/readyline.tar
+	rm -rf $(IMAGE_DIR) && mkdir -p $(IMAGE_DIR)
+	# For each platform, in $(IMAGE_DIR)/rootfs (the host's) or rootfs-ARCH:
+	# the daemon; the aggregated API server (kubectl get podstarts), a
+	# Deployment of the same image; CA certificates for OTLP over TLS, when
+	# the host has them. The bpf objects of both architectures are committed.
+	set -e; for pr in $(foreach p,$(IMAGE_PLATFORMS),$(p)=$(call image_rootfs,$(p))); do \
+		p=$${pr%%=*} root=$${pr#*=}; \
+		mkdir -p $$root/tmp $$root/etc/ssl/certs && chmod 1777 $$root/tmp; \
+		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -tags "$(DAEMON_TAGS)" -ldflags "$(IMAGE_LDFLAGS)" -o $$root/readyline ./cmd/readyline; \
+		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags "$(IMAGE_LDFLAGS)" -o $$root/readyline-api ./cmd/readyline-api; \
+		[ ! -f /etc/ssl/certs/ca-certificates.crt ] || cp /etc/ssl/certs/ca-certificates.crt $$root/etc/ssl/certs/; \
+	done
 	CGO_ENABLED=0 $(GO) build -o $(IMAGE_DIR)/mkimage ./deploy/node/mkimage
 	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) $(IMAGE_DIR)/mkimage \
-		-rootfs $(IMAGE_DIR)/rootfs -ref $(IMAGE) -o $(IMAGE_DIR)/readyline.tar \
+		$(foreach p,$(IMAGE_PLATFORMS),-platform $(p)=$(call image_rootfs,$(p))) \
+		-ref $(IMAGE) -o $(IMAGE_DIR)/readyline.tar \
 		-entrypoint '["/readyline"]' -cmd '["run"]' -expose 9464/tcp \
 		-label org.opencontainers.image.version=$(VERSION)
 

@@ -108,6 +108,10 @@ kind_up() {
 				--kubeconfig "$KUBECONFIG_FILE" --wait 0s
 			log "kind create cluster took $((SECONDS - t1))s"
 		fi
+		# readyline.tar is an image index (linux/amd64 and linux/arm64): kind
+		# runs `ctr images import --all-platforms` on each node, which stores
+		# every platform's blobs (the archive has them all, none is missing)
+		# and unpacks the node's only.
 		kind load image-archive --name "$KIND_CLUSTER" "$READYLINE_ARCHIVE"
 		image_id=sha256:$(sha256sum "$READYLINE_ARCHIVE" | cut -d' ' -f1)
 		kind load image-archive --name "$KIND_CLUSTER" "$(jaeger_archive)"

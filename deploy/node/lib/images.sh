@@ -86,6 +86,13 @@ import_images() {
 # layout, such as mkimage writes) into the running node's containerd, where the
 # kubelet finds it; `make node-image` imports readyline's this way. An image
 # of the same reference is replaced.
+# readyline's is an image index (linux/amd64 and linux/arm64, make
+# image-archive) named on index.json's entry. ctr needs neither --platform
+# nor --all-platforms for it: it names the image after that entry, so the
+# image is the whole index, and takes and unpacks the content of this host's
+# platform only (ctr's default), the one the kubelet runs, as a pull would.
+# The other platform's blobs, which nothing refers to, go with the import's
+# lease; --all-platforms would keep them in the content store for nothing.
 import_image_file() {
 	local file=$1 out
 	[[ -n $file ]] || die "usage: node.sh import-image FILE"

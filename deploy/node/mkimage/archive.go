@@ -31,9 +31,11 @@ type Image struct {
 	// Ref is the image reference, e.g. "localhost/busybox:local". It is stored
 	// normalized (see NormalizeRef).
 	Ref string
-	// OS and Architecture of the image's binaries, e.g. "linux" and "amd64".
+	// OS and Architecture of the image's binaries, e.g. "linux" and "amd64",
+	// and the architecture's Variant when it has one (e.g. "v7" of "arm").
 	OS           string
 	Architecture string
+	Variant      string
 	// Created is the image's creation time; the same time is used as the
 	// modification time of every file in the layer, which keeps archives
 	// byte-for-byte reproducible.
@@ -54,11 +56,48 @@ type descriptor struct {
 	Digest      string            `json:"digest"`
 	Size        int64             `json:"size"`
 	Annotations map[string]string `json:"annotations,omitempty"`
+	// Platform is set on the manifests of an image index.
+	Platform *Platform `json:"platform,omitempty"`
+}
+
+// Platform is the operating system and CPU architecture an image's binaries
+// run on, as an image index names it ("linux/arm64", "linux/arm/v7").
+type Platform struct {
+	Architecture string `json:"architecture"`
+	OS           string `json:"os"`
+	Variant      string `json:"variant,omitempty"`
+}
+
+func (p Platform) String() string {
+	s := p.OS + "/" + p.Architecture
+	if p.Variant != "" {
+		s += "/" + p.Variant
+	}
+	return s
+}
+
+// ParsePlatform parses OS/ARCH or OS/ARCH/VARIANT, e.g. "linux/arm64".
+func ParsePlatform(s string) (Platform, error) {
+	parts := strings.Split(s, "/")
+	if len(parts) < 2 || len(parts) > 3 || strings.ContainsAny(s, " \t=") {
+		return Platform{}, fmt.Errorf("platform %q: want OS/ARCH or OS/ARCH/VARIANT", s)
+	}
+	for _, p := range parts {
+		if p == "" {
+			return Platform{}, fmt.Errorf("platform %q: want OS/ARCH or OS/ARCH/VARIANT", s)
+		}
+	}
+	p := Platform{OS: parts[0], Architecture: parts[1]}
+	if len(parts) == 3 {
+		p.Variant = parts[2]
+	}
+	return p, nil
 }
 
 type imageConfig struct {
 	Architecture string    `json:"architecture"`
 	OS           string    `json:"os"`
+	Variant      string    `json:"variant,omitempty"`
 	Created      time.Time `json:"created"`
 	Config       struct {
 		User         string              `json:"User,omitempty"`
@@ -92,73 +131,28 @@ func WriteArchive(w io.Writer, rootfs string, img Image) error {
 	if err != nil {
 		return err
 	}
+	m, err := buildManifest(rootfs, img)
+	if err != nil {
+		return err
+	}
+	defer m.close()
 
-	layer, err := os.CreateTemp("", "mkimage-layer-*.tar")
+	manifestDesc := m.manifestDesc
+	manifestDesc.Annotations = refAnnotations(ref)
+	indexJSON, err := indexOf([]descriptor{manifestDesc})
 	if err != nil {
-		return fmt.Errorf("creating layer file: %w", err)
+		return err
 	}
-	defer func() {
-		_ = layer.Close()
-		_ = os.Remove(layer.Name())
-	}()
-	digester := sha256.New()
-	if err := writeLayer(io.MultiWriter(layer, digester), rootfs, img.Created); err != nil {
-		return fmt.Errorf("writing layer: %w", err)
-	}
-	layerSize, err := layer.Seek(0, io.SeekCurrent)
+	dockerManifestJSON, err := dockerManifestOf(ref, m)
 	if err != nil {
-		return fmt.Errorf("sizing layer: %w", err)
-	}
-	if _, err := layer.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("rewinding layer: %w", err)
-	}
-	layerDesc := descriptor{MediaType: mediaTypeLayer, Digest: digestOf(digester), Size: layerSize}
-
-	configJSON, err := json.Marshal(newImageConfig(img, layerDesc.Digest))
-	if err != nil {
-		return fmt.Errorf("encoding image config: %w", err)
-	}
-	configDesc := blobDescriptor(mediaTypeConfig, configJSON)
-
-	manifestJSON, err := json.Marshal(struct {
-		SchemaVersion int          `json:"schemaVersion"`
-		MediaType     string       `json:"mediaType"`
-		Config        descriptor   `json:"config"`
-		Layers        []descriptor `json:"layers"`
-	}{2, mediaTypeManifest, configDesc, []descriptor{layerDesc}})
-	if err != nil {
-		return fmt.Errorf("encoding manifest: %w", err)
-	}
-	manifestDesc := blobDescriptor(mediaTypeManifest, manifestJSON)
-	manifestDesc.Annotations = map[string]string{
-		"io.containerd.image.name":          ref,
-		"org.opencontainers.image.ref.name": tagOf(ref),
-	}
-
-	indexJSON, err := json.Marshal(struct {
-		SchemaVersion int          `json:"schemaVersion"`
-		MediaType     string       `json:"mediaType"`
-		Manifests     []descriptor `json:"manifests"`
-	}{2, mediaTypeIndex, []descriptor{manifestDesc}})
-	if err != nil {
-		return fmt.Errorf("encoding index: %w", err)
-	}
-	dockerManifestJSON, err := json.Marshal([]struct {
-		Config   string
-		RepoTags []string
-		Layers   []string
-	}{{blobPath(configDesc), []string{ref}, []string{blobPath(layerDesc)}}})
-	if err != nil {
-		return fmt.Errorf("encoding docker manifest: %w", err)
+		return err
 	}
 
 	tw := tar.NewWriter(w)
-	out := archiveWriter{tw: tw, mtime: img.Created}
+	out := archiveWriter{tw: tw, mtime: img.Created, written: map[string]bool{}}
 	out.dir("blobs/")
 	out.dir("blobs/sha256/")
-	out.file(blobPath(layerDesc), layerSize, layer)
-	out.bytes(blobPath(configDesc), configJSON)
-	out.bytes(blobPath(manifestDesc), manifestJSON)
+	out.manifest(m)
 	out.bytes("index.json", indexJSON)
 	out.bytes("manifest.json", dockerManifestJSON)
 	out.bytes("oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`))
@@ -168,10 +162,210 @@ func WriteArchive(w io.Writer, rootfs string, img Image) error {
 	return tw.Close()
 }
 
+// PlatformRootfs is one platform of a multi-platform image and the root file
+// system directory its layer holds.
+type PlatformRootfs struct {
+	Platform
+	Rootfs string
+}
+
+// WriteIndexArchive writes a multi-platform image archive: an OCI image layout
+// whose index.json has one entry, an image index (a blob of media type
+// application/vnd.oci.image.index.v1+json) with a manifest for each platform,
+// in the order given, its platform on its descriptor. Each manifest has a
+// config and one layer as WriteArchive writes them; img's OS, Architecture and
+// Variant are replaced by the platform's.
+//
+// The name annotations are on index.json's entry, the image index: containerd's
+// import names images after the entries of index.json and takes the image to
+// be what the entry points at, then walks down to the manifests of the
+// platforms it imports (ctr images import: the host's, or all with
+// --all-platforms). The manifests in the image index have no name of their own.
+//
+// The docker-archive part, manifest.json, lists the manifest of one platform
+// only: the first one with docker's OS and architecture (the host's, as mkimage
+// passes it), else the first platform. docker load takes no image index:
+// manifest.json's entries carry no platform, and a second entry under the
+// same tag would be another image that replaces the first, not a choice.
+func WriteIndexArchive(w io.Writer, img Image, platforms []PlatformRootfs, docker Platform) error {
+	ref, err := NormalizeRef(img.Ref)
+	if err != nil {
+		return err
+	}
+	if len(platforms) == 0 {
+		return errors.New("no platform")
+	}
+	seen := map[Platform]bool{}
+	for _, p := range platforms {
+		if seen[p.Platform] {
+			return fmt.Errorf("platform %s given twice", p.Platform)
+		}
+		seen[p.Platform] = true
+	}
+
+	var (
+		built     []*builtManifest
+		manifests []descriptor
+	)
+	defer func() {
+		for _, m := range built {
+			m.close()
+		}
+	}()
+	dockerManifest := -1
+	for i, p := range platforms {
+		pimg := img
+		pimg.OS, pimg.Architecture, pimg.Variant = p.OS, p.Architecture, p.Variant
+		m, err := buildManifest(p.Rootfs, pimg)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.Platform, err)
+		}
+		built = append(built, m)
+		d := m.manifestDesc
+		d.Platform = &Platform{Architecture: p.Architecture, OS: p.OS, Variant: p.Variant}
+		manifests = append(manifests, d)
+		if dockerManifest < 0 && p.OS == docker.OS && p.Architecture == docker.Architecture {
+			dockerManifest = i
+		}
+	}
+	if dockerManifest < 0 {
+		dockerManifest = 0
+	}
+
+	indexBlob, err := indexOf(manifests)
+	if err != nil {
+		return err
+	}
+	indexDesc := blobDescriptor(mediaTypeIndex, indexBlob)
+	indexDesc.Annotations = refAnnotations(ref)
+	indexJSON, err := indexOf([]descriptor{indexDesc})
+	if err != nil {
+		return err
+	}
+	dockerManifestJSON, err := dockerManifestOf(ref, built[dockerManifest])
+	if err != nil {
+		return err
+	}
+
+	tw := tar.NewWriter(w)
+	out := archiveWriter{tw: tw, mtime: img.Created, written: map[string]bool{}}
+	out.dir("blobs/")
+	out.dir("blobs/sha256/")
+	for _, m := range built {
+		out.manifest(m)
+	}
+	out.blob(indexDesc, bytes.NewReader(indexBlob))
+	out.bytes("index.json", indexJSON)
+	out.bytes("manifest.json", dockerManifestJSON)
+	out.bytes("oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`))
+	if out.err != nil {
+		return out.err
+	}
+	return tw.Close()
+}
+
+// builtManifest is one image manifest, its config and its layer, ready to be
+// written: the layer in a temporary file, the rest in memory.
+type builtManifest struct {
+	layer                               *os.File
+	layerDesc, configDesc, manifestDesc descriptor
+	configJSON, manifestJSON            []byte
+}
+
+// buildManifest writes the layer of rootfs to a temporary file and encodes
+// the config and the manifest of img around it. The caller closes the result.
+func buildManifest(rootfs string, img Image) (*builtManifest, error) {
+	layer, err := os.CreateTemp("", "mkimage-layer-*.tar")
+	if err != nil {
+		return nil, fmt.Errorf("creating layer file: %w", err)
+	}
+	m := &builtManifest{layer: layer}
+	ok := false
+	defer func() {
+		if !ok {
+			m.close()
+		}
+	}()
+	digester := sha256.New()
+	if err := writeLayer(io.MultiWriter(layer, digester), rootfs, img.Created); err != nil {
+		return nil, fmt.Errorf("writing layer: %w", err)
+	}
+	layerSize, err := layer.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil, fmt.Errorf("sizing layer: %w", err)
+	}
+	if _, err := layer.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("rewinding layer: %w", err)
+	}
+	m.layerDesc = descriptor{MediaType: mediaTypeLayer, Digest: digestOf(digester), Size: layerSize}
+
+	m.configJSON, err = json.Marshal(newImageConfig(img, m.layerDesc.Digest))
+	if err != nil {
+		return nil, fmt.Errorf("encoding image config: %w", err)
+	}
+	m.configDesc = blobDescriptor(mediaTypeConfig, m.configJSON)
+
+	m.manifestJSON, err = json.Marshal(struct {
+		SchemaVersion int          `json:"schemaVersion"`
+		MediaType     string       `json:"mediaType"`
+		Config        descriptor   `json:"config"`
+		Layers        []descriptor `json:"layers"`
+	}{2, mediaTypeManifest, m.configDesc, []descriptor{m.layerDesc}})
+	if err != nil {
+		return nil, fmt.Errorf("encoding manifest: %w", err)
+	}
+	m.manifestDesc = blobDescriptor(mediaTypeManifest, m.manifestJSON)
+	ok = true
+	return m, nil
+}
+
+func (m *builtManifest) close() {
+	_ = m.layer.Close()
+	_ = os.Remove(m.layer.Name())
+}
+
+// refAnnotations name the image where containerd's import looks: on the
+// descriptors of index.json. containerd takes io.containerd.image.name as it
+// is; org.opencontainers.image.ref.name is the tag, for other OCI tools.
+func refAnnotations(ref string) map[string]string {
+	return map[string]string{
+		"io.containerd.image.name":          ref,
+		"org.opencontainers.image.ref.name": tagOf(ref),
+	}
+}
+
+// indexOf encodes an image index of manifests, for index.json or as a blob.
+func indexOf(manifests []descriptor) ([]byte, error) {
+	b, err := json.Marshal(struct {
+		SchemaVersion int          `json:"schemaVersion"`
+		MediaType     string       `json:"mediaType"`
+		Manifests     []descriptor `json:"manifests"`
+	}{2, mediaTypeIndex, manifests})
+	if err != nil {
+		return nil, fmt.Errorf("encoding index: %w", err)
+	}
+	return b, nil
+}
+
+// dockerManifestOf encodes the manifest.json of a docker-archive naming ref,
+// with m's config and layer.
+func dockerManifestOf(ref string, m *builtManifest) ([]byte, error) {
+	b, err := json.Marshal([]struct {
+		Config   string
+		RepoTags []string
+		Layers   []string
+	}{{blobPath(m.configDesc), []string{ref}, []string{blobPath(m.layerDesc)}}})
+	if err != nil {
+		return nil, fmt.Errorf("encoding docker manifest: %w", err)
+	}
+	return b, nil
+}
+
 func newImageConfig(img Image, layerDigest string) imageConfig {
 	var c imageConfig
 	c.Architecture = img.Architecture
 	c.OS = img.OS
+	c.Variant = img.Variant
 	c.Created = img.Created.UTC()
 	c.Config.User = img.User
 	c.Config.Env = img.Env
@@ -288,6 +482,9 @@ type archiveWriter struct {
 	tw    *tar.Writer
 	mtime time.Time
 	err   error
+	// written holds the blobs written so far: two platforms whose layers
+	// are the same file share one blob.
+	written map[string]bool
 }
 
 func (a *archiveWriter) header(name string, typ byte, mode, size int64) {
@@ -310,6 +507,22 @@ func (a *archiveWriter) file(name string, size int64, r io.Reader) {
 
 func (a *archiveWriter) bytes(name string, b []byte) {
 	a.file(name, int64(len(b)), bytes.NewReader(b))
+}
+
+// blob writes the blob d from r unless it is in the archive already.
+func (a *archiveWriter) blob(d descriptor, r io.Reader) {
+	if a.written[d.Digest] {
+		return
+	}
+	a.written[d.Digest] = true
+	a.file(blobPath(d), d.Size, r)
+}
+
+// manifest writes m's layer, config and manifest blobs, in that order.
+func (a *archiveWriter) manifest(m *builtManifest) {
+	a.blob(m.layerDesc, m.layer)
+	a.blob(m.configDesc, bytes.NewReader(m.configJSON))
+	a.blob(m.manifestDesc, bytes.NewReader(m.manifestJSON))
 }
 
 func blobDescriptor(mediaType string, b []byte) descriptor {

@@ -282,3 +282,38 @@ func mustUnmarshal(t *testing.T, b []byte, v any) {
 		t.Fatalf("decoding %s: %v", b, err)
 	}
 }
+
+// goldenRootfs builds a tree whose archive's bytes do not depend on the umask
+// or the file system: explicit modes, no hard links.
+func goldenRootfs(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(root, "bin"), 0o755))
+	must(os.MkdirAll(filepath.Join(root, "tmp"), 0o755))
+	must(os.WriteFile(filepath.Join(root, "bin", "tool"), []byte("#!/bin/sh\necho hi\n"), 0o755))
+	must(os.Symlink("tool", filepath.Join(root, "bin", "sh")))
+	must(os.Chmod(filepath.Join(root, "bin"), 0o755))
+	must(os.Chmod(filepath.Join(root, "bin", "tool"), 0o755))
+	must(os.Chmod(filepath.Join(root, "tmp"), os.ModeSticky|0o777))
+	return root
+}
+
+// TestWriteArchiveUnchanged pins a single-platform archive's bytes: the
+// digest is what mkimage wrote before it learned -platform (commit 345eb0b),
+// and node.sh, kind.sh and their caches expect the same images still.
+func TestWriteArchiveUnchanged(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteArchive(&buf, goldenRootfs(t), testImage()); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	if got, want := hex.EncodeToString(sum[:]), "374185d02a5180aa10d5c3b1b749d29d3d24f5836fe43275751466ddc4449b24"; got != want || buf.Len() != 11264 {
+		t.Errorf("archive: %d bytes, sha256 %s; want 11264 bytes, sha256 %s", buf.Len(), got, want)
+	}
+}

@@ -6,6 +6,13 @@
 // The archive is an OCI image layout that is also a docker-archive; import it
 // with `ctr -n k8s.io images import busybox.tar`. Runs are reproducible: the
 // creation time and every file time come from SOURCE_DATE_EPOCH (default 0).
+//
+// With -platform instead of -rootfs and -arch, the image is a multi-platform
+// one, an image index with a manifest and a layer for each platform:
+//
+//	mkimage -platform linux/amd64=DIR -platform linux/arm64=DIR2 -ref ... -o ...
+//
+// Its docker-archive part has the host's platform only (WriteIndexArchive).
 package main
 
 import (
@@ -25,6 +32,30 @@ type listFlag []string
 
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// platformsFlag collects -platform OS/ARCH[/VARIANT]=DIR.
+type platformsFlag []PlatformRootfs
+
+func (p *platformsFlag) String() string {
+	var s []string
+	for _, pr := range *p {
+		s = append(s, pr.Platform.String()+"="+pr.Rootfs)
+	}
+	return strings.Join(s, ",")
+}
+
+func (p *platformsFlag) Set(v string) error {
+	platform, dir, ok := strings.Cut(v, "=")
+	if !ok || dir == "" {
+		return fmt.Errorf("want OS/ARCH=DIR, got %q", v)
+	}
+	pl, err := ParsePlatform(platform)
+	if err != nil {
+		return err
+	}
+	*p = append(*p, PlatformRootfs{Platform: pl, Rootfs: dir})
+	return nil
+}
 
 // jsonArgs parses an exec-form argument list such as '["httpd","-f"]'.
 type jsonArgs struct {
@@ -53,7 +84,7 @@ func main() {
 func run(argv []string) error {
 	fs := flag.NewFlagSet("mkimage", flag.ContinueOnError)
 	var (
-		rootfs  = fs.String("rootfs", "", "root file system directory (required)")
+		rootfs  = fs.String("rootfs", "", "root file system directory (required, but for -platform)")
 		ref     = fs.String("ref", "", "image reference, e.g. localhost/busybox:local (required)")
 		out     = fs.String("o", "", "output archive (required)")
 		arch    = fs.String("arch", runtime.GOARCH, "image architecture")
@@ -64,7 +95,9 @@ func run(argv []string) error {
 		env     listFlag
 		ports   listFlag
 		labels  listFlag
+		plats   platformsFlag
 	)
+	fs.Var(&plats, "platform", "OS/ARCH=DIR: a platform of a multi-platform image and its root file system (repeatable; instead of -rootfs and -arch)")
 	fs.Var(&entry, "entrypoint", `entrypoint as a JSON array, e.g. '["/pause"]'`)
 	fs.Var(&cmd, "cmd", `command as a JSON array, e.g. '["sh"]'`)
 	fs.Var(&env, "env", "KEY=VALUE environment entry (repeatable; PATH has a default)")
@@ -73,11 +106,23 @@ func run(argv []string) error {
 	if err := fs.Parse(argv); err != nil {
 		return err
 	}
-	if *rootfs == "" || *ref == "" || *out == "" {
+	if (*rootfs == "" && len(plats) == 0) || *ref == "" || *out == "" {
 		fs.Usage()
-		return errors.New("-rootfs, -ref and -o are required")
+		return errors.New("-rootfs (or -platform), -ref and -o are required")
 	}
-	if st, err := os.Stat(*rootfs); err != nil || !st.IsDir() {
+	if len(plats) > 0 {
+		archSet := false
+		fs.Visit(func(f *flag.Flag) { archSet = archSet || f.Name == "arch" })
+		if *rootfs != "" || archSet {
+			return errors.New("-platform replaces -rootfs and -arch: give one or the other")
+		}
+	}
+	for _, p := range plats {
+		if !isDir(p.Rootfs) {
+			return fmt.Errorf("-platform %s: %s is not a directory", p.Platform, p.Rootfs)
+		}
+	}
+	if len(plats) == 0 && !isDir(*rootfs) {
 		return fmt.Errorf("-rootfs %s is not a directory", *rootfs)
 	}
 	created, err := sourceDateEpoch()
@@ -105,7 +150,12 @@ func run(argv []string) error {
 	if err != nil {
 		return err
 	}
-	if err := WriteArchive(f, *rootfs, img); err != nil {
+	if len(plats) > 0 {
+		err = WriteIndexArchive(f, img, plats, Platform{OS: runtime.GOOS, Architecture: runtime.GOARCH})
+	} else {
+		err = WriteArchive(f, *rootfs, img)
+	}
+	if err != nil {
 		_ = f.Close()
 		_ = os.Remove(tmp)
 		return err
@@ -115,6 +165,11 @@ func run(argv []string) error {
 		return err
 	}
 	return os.Rename(tmp, *out)
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
 }
 
 func withDefaultPath(env []string) []string {
