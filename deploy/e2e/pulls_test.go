@@ -25,6 +25,7 @@ import (
 	"github.com/readyline/readyline/collector/event"
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter"
+	"github.com/readyline/readyline/exporter/apiclient"
 )
 
 // The local node's registry (deploy/node/README.md, "Image registry").
@@ -342,7 +343,7 @@ func TestPullQueuedInFlight(t *testing.T) {
 	ctx := testContext(t, 4*time.Minute)
 	removeImage(t, ctx, largeImage)
 	leaderImage := throttledRegistry(t, 24e6) + "/readyline/large:256mib"
-	waiterImage := delayedRegistry(t, 6*time.Second) + "/readyline/pause:local"
+	waiterImage := delayedRegistry(t, 6*time.Second) + "/readyline/busybox:local"
 	t.Cleanup(func() {
 		cctx, cancel := suiteContext(3 * time.Minute)
 		defer cancel()
@@ -389,19 +390,28 @@ func TestPullQueuedInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	waiterUID := string(ev.Pod.UID)
-	// Its pull in flight, after the leader's returned: 6 s at least.
+	// Its pull in flight, after the leader's returned: 6 s at least; the
+	// waiting line names a call in flight once it has run a second.
 	var queued *correlator.PullQueued
 	var waiting string
-	for deadline := time.Now().Add(90 * time.Second); queued == nil; time.Sleep(500 * time.Millisecond) {
+	for deadline := time.Now().Add(90 * time.Second); !strings.Contains(waiting, "PullImage"); time.Sleep(500 * time.Millisecond) {
 		tl, _ := askWhileStarting(t, ctx, d, ns, "waiter", waiterUID)
 		if tl.Outcome != correlator.OutcomeStarting || time.Now().After(deadline) {
-			t.Fatalf("the waiter's pull was not told as queued while in flight (outcome %s, waiting %q)", tl.Outcome, tl.Waiting)
+			t.Fatalf("the waiter's pull was not told while in flight (outcome %s, queued %+v, waiting %q)", tl.Outcome, queued, tl.Waiting)
 		}
 		for _, f := range tl.InFlight {
-			if f.Method == event.CRIPullImage && f.Queued != nil {
+			if f.Method == event.CRIPullImage {
 				queued, waiting = f.Queued, tl.Waiting
 			}
 		}
+	}
+	if queued == nil {
+		// What the leader's pull was: long, and over before the waiter's call?
+		ltl, err := apiclient.FetchTimelineUID(ctx, d.APIURL, ns, "leader", leaderUID)
+		if err != nil {
+			t.Fatalf("the waiter's pull in flight has no wait (waiting %q); the leader's timeline: %v", waiting, err)
+		}
+		t.Fatalf("the waiter's pull in flight has no wait (waiting %q); the leader's pulls %+v, in flight %+v", waiting, ltl.ImagePulls, ltl.InFlight)
 	}
 	t.Logf("in flight: waited %v behind %d; waiting: %s", queued.Duration().Round(time.Millisecond), queued.Behind, waiting)
 	if queued.Behind != 1 || queued.Duration() < 2*time.Second {
