@@ -311,8 +311,10 @@ node_up() {
 				log "containerd's configuration changed: restarting containerd (pods keep running)"
 				restart_containerd
 			fi
-			# Puts back what a test may have changed (the missing tag pushed).
+			# Puts back what a test may have changed (the missing tag pushed,
+			# an image removed from the node).
 			push_images
+			reimport_missing_images
 			wait_node_ready
 			node_status
 			return 0

@@ -82,6 +82,22 @@ import_images() {
 	log "imported images: $(ctr_k8s images ls -q 2>/dev/null | grep '^localhost/' | tr '\n' ' ')"
 }
 
+# reimport_missing_images imports again, into the running node, the images
+# of import_images that are gone: a test that removes an image through the
+# CRI removes every name it has (a pulled busybox takes localhost/busybox:local
+# with it), and the tests run pods from these without pulling.
+reimport_missing_images() {
+	local have name
+	have=$(ctr_k8s images ls -q 2>/dev/null) || return 0
+	for name in pause busybox nginx coredns; do
+		if ! grep -q "^localhost/$name:" <<<"$have"; then
+			log "localhost/$name is gone from the node: importing the images again"
+			import_images
+			return
+		fi
+	done
+}
+
 # import_image_file FILE imports an image archive (docker-archive or OCI
 # layout, such as mkimage writes) into the running node's containerd, where the
 # kubelet finds it; `make node-image` imports readyline's this way. An image
