@@ -343,11 +343,15 @@ func TestPullQueuedInFlight(t *testing.T) {
 	ctx := testContext(t, 4*time.Minute)
 	removeImage(t, ctx, largeImage)
 	leaderImage := throttledRegistry(t, 24e6) + "/readyline/large:256mib"
-	// The waiter's image is busybox under a name of its own (the proxy's
-	// port), pulled whether present or not (Always). It is left on the
-	// node: the CRI removes an image with every name it has, and busybox
-	// is also localhost/busybox:local, which tests run without pulling.
-	waiterImage := delayedRegistry(t, 6*time.Second) + "/readyline/busybox:local"
+	// The waiter's image is pause (it runs /pause, no shell needed) under a
+	// name of its own (the proxy's port), pulled whether present or not
+	// (Always), and left on the node. Not busybox: the CRI removes an image
+	// with every name it has, and once the kubelet has pulled an image it
+	// checks every other name of it against its pull records
+	// (KubeletEnsureSecretPulledImages), so that localhost/busybox:local,
+	// which tests run with imagePullPolicy Never, became "not present" for
+	// them. bench-node already pulls pause from the registry.
+	waiterImage := delayedRegistry(t, 6*time.Second) + "/readyline/pause:local"
 	t.Cleanup(func() {
 		cctx, cancel := suiteContext(3 * time.Minute)
 		defer cancel()
@@ -383,7 +387,15 @@ func TestPullQueuedInFlight(t *testing.T) {
 			t.Fatalf("the leader's pull was not seen in flight (outcome %s, waiting %q)", tl.Outcome, tl.Waiting)
 		}
 	}
-	if _, err := env.Apply(ctx, ns, []byte(onePodManifest("waiter", waiterImage, corev1.PullAlways))); err != nil {
+	waiter := fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: waiter}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: app, image: %s, imagePullPolicy: Always}
+`, waiterImage)
+	if _, err := env.Apply(ctx, ns, []byte(waiter)); err != nil {
 		t.Fatal(err)
 	}
 	ev, err = waiterRec.WaitFor(ctx, func(p *corev1.Pod) bool {
