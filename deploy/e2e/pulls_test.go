@@ -429,11 +429,13 @@ spec:
 		t.Fatalf("the waiter's pull in flight has no wait (waiting %q); the leader's pulls %+v, in flight %+v", waiting, ltl.ImagePulls, ltl.InFlight)
 	}
 	t.Logf("in flight: waited %v behind %d; waiting: %s", queued.Duration().Round(time.Millisecond), queued.Behind, waiting)
-	if queued.Behind != 1 || queued.Duration() < 2*time.Second {
+	// Behind the leader's pull, and any other test's that the puller took
+	// between the two (the suite runs in parallel).
+	if queued.Behind < 1 || queued.Duration() < 2*time.Second {
 		t.Errorf("queued %+v: want a wait of seconds behind the leader's pull", queued)
 	}
-	if !regexp.MustCompile(`PullImage \S+ for app \(waited [0-9.]+s behind 1 pull\): running for`).MatchString(waiting) {
-		t.Errorf("waiting %q: want the wait behind 1 pull", waiting)
+	if !regexp.MustCompile(`PullImage \S+ for app \(waited [0-9.]+s behind \d+ pulls?\): running for`).MatchString(waiting) {
+		t.Errorf("waiting %q: want the wait behind the pulls ahead", waiting)
 	}
 	if _, err := waiterRec.WaitFor(ctx, ConditionTrue(corev1.PodReady)); err != nil {
 		t.Fatal(err)
@@ -448,8 +450,8 @@ spec:
 	w, call := tl.ImagePulls[0].Wait, tl.ImagePulls[0].Call
 	t.Logf("after: waited %v behind %+v; its call began %v after the leader's returned", w.Duration().Round(time.Millisecond), w.Behind,
 		call.Start.Sub(w.Behind[len(w.Behind)-1].End).Round(time.Millisecond))
-	if len(w.Behind) != 1 || w.Behind[0].PodUID != leaderUID {
-		t.Errorf("behind %+v, want the leader's pull (pod %s)", w.Behind, leaderUID)
+	if !slices.ContainsFunc(w.Behind, func(b correlator.PullBehind) bool { return b.PodUID == leaderUID }) {
+		t.Errorf("behind %+v, want the leader's pull (pod %s) among them", w.Behind, leaderUID)
 	}
 }
 
