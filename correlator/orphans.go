@@ -130,3 +130,115 @@ func OrphanKinds(events []event.Event) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// dropUnclaimed drops the held events that waited their time for a pod
+// that never showed up (OrphanTTL; a static pod's config hash, the start
+// Timeout): the teardown of a pod deleted before readyline watched is
+// counted as such (Stats.UnknownTeardown), the rest as lost
+// (Stats.Orphaned), and Config.Orphaned is told of them.
+func (c *Correlator) dropUnclaimed() {
+	for _, m := range []map[string]*orphanEvents{c.orphans, c.index.pending} {
+		for key, o := range m {
+			ttl := c.cfg.OrphanTTL
+			if looksLikeConfigHash(key) {
+				ttl = max(ttl, c.cfg.Timeout)
+			}
+			if from, ok := c.orphanTTLFrom(o); ok && c.clock.now.Sub(from) >= ttl {
+				if c.cfg.Orphaned != nil && len(o.events) > 0 {
+					c.cfg.Orphaned(key, o.first, o.events)
+				}
+				ended := showsEnd(o.events)
+				for _, ev := range o.events {
+					if isTeardown(ev) || ended && isRuntimeReport(ev) {
+						c.stats.UnknownTeardown++
+					} else {
+						c.stats.Orphaned++
+					}
+				}
+				c.release(m, key)
+			}
+		}
+	}
+}
+
+// isTeardown: ev is the kubelet stopping or removing a sandbox or a
+// container.
+func isTeardown(ev event.Event) bool {
+	call, ok := ev.(*event.CRICall)
+	if !ok {
+		return false
+	}
+	switch call.Method {
+	case event.CRIStopPodSandbox, event.CRIRemovePodSandbox, event.CRIStopContainer, event.CRIRemoveContainer:
+		return true
+	}
+	return false
+}
+
+// showsEnd: events (of one pod never seen) hold its end: the kubelet
+// stopping or removing its sandbox or a container, or the runtime
+// reporting its sandbox not ready or a container exited.
+func showsEnd(events []event.Event) bool {
+	for _, ev := range events {
+		if isTeardown(ev) {
+			return true
+		}
+		if info, ok := ev.(*event.ContainerInfo); ok && (info.State == "exited" || info.State == "notready") {
+			return true
+		}
+	}
+	return false
+}
+
+// isRuntimeReport: ev is the runtime telling of a sandbox or a container.
+// Those of a pod never seen whose end is among its events are the remains
+// of a pod deleted before readyline saw it (the runtime source's first
+// sync lists what the kubelet has not removed yet, in whatever state the
+// teardown left it): no start needs them.
+func isRuntimeReport(ev event.Event) bool {
+	_, ok := ev.(*event.ContainerInfo)
+	return ok
+}
+
+// knows reports whether uid (or the static pod it is the config hash of) is
+// a pod the correlator tracks or remembers.
+func (c *Correlator) knows(uid string) bool {
+	uid = c.resolve(uid)
+	if _, ok := c.pods[uid]; ok {
+		return true
+	}
+	if _, ok := c.ended[uid]; ok {
+		return true
+	}
+	_, ok := c.gone[uid]
+	return ok
+}
+
+// goneTTL is how long a pod forgotten after its deletion is remembered as
+// gone (its ids in the owner index with it); at most maxGone such pods are
+// (the oldest forgotten first). An hour: the kubelet's garbage collector
+// stops and removes a deleted pod's sandbox and containers by id, one call
+// after another, once a minute at most; on a busy node a pass takes
+// minutes (bench-node's churn, 100 pods deleted at once, StopPodSandbox
+// and RemovePodSandbox each 2-3 s: a round's last sandboxes went over 10
+// minutes after their pods, and with ten minutes here, 980 such calls were
+// counted as events of unknown pods).
+const (
+	goneTTL = time.Hour
+	maxGone = 4096
+)
+
+// rememberGone notes uid as forgotten after its deletion.
+func (c *Correlator) rememberGone(uid string) {
+	if len(c.gone) >= maxGone {
+		oldest := ""
+		for id, at := range c.gone {
+			if oldest == "" || at.Before(c.gone[oldest]) {
+				oldest = id
+			}
+		}
+		delete(c.gone, oldest)
+		c.index.knownMayShrink()
+	}
+	c.gone[uid] = c.clock.now
+}
