@@ -335,7 +335,14 @@ func TestIntegrationCRICallsPushedOutAreLost(t *testing.T) {
 	if st.EntriesLost == 0 {
 		t.Errorf("no entry counted lost, with room for 2 calls in flight of 8 goroutines: %+v", st)
 	}
-	if uint64(withoutEntry) != st.Kernel.ReturnsWithoutEntry || st.EntriesLost+st.BeforeAttach != st.Kernel.ReturnsWithoutEntry {
+	// Every return without its entry is counted, lost or from before the
+	// probes. Lost entries may be a few more: with per-address uprobes (no
+	// uprobe_multi, Linux before 6.6) a call can enter after its entry probe
+	// went in and return before its RETs' did, and its saved entry, pushed
+	// out later, counts lost; at most one such call per goroutine.
+	const goroutines = 8
+	if uint64(withoutEntry) != st.Kernel.ReturnsWithoutEntry || st.EntriesLost+st.BeforeAttach < st.Kernel.ReturnsWithoutEntry ||
+		st.EntriesLost > st.Kernel.ReturnsWithoutEntry+goroutines {
 		t.Errorf("%d calls without their entry: %d lost + %d before the probes, the kernel counted %d",
 			withoutEntry, st.EntriesLost, st.BeforeAttach, st.Kernel.ReturnsWithoutEntry)
 	}
