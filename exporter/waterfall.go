@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter/podtrace"
 	"github.com/readyline/readyline/exporter/termtext"
 )
 
@@ -113,7 +114,7 @@ func (wf *waterfall) header(w *bufio.Writer) {
 		writeItems(w, "  ", meta, "  ", wf.width)
 	}
 	if tl.Pod.UID != "" {
-		fmt.Fprintf(w, "  trace %s\n", TraceIDForPod(tl.Pod.UID))
+		fmt.Fprintf(w, "  trace %s\n", podtrace.TraceIDForPod(tl.Pod.UID))
 	}
 	for _, n := range wf.notes() {
 		prefix := "  "

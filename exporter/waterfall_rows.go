@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter/podtrace"
 )
 
 // waterfallMaxSpan bounds the time the bars cover: a pod start is minutes,
@@ -250,7 +251,7 @@ func phaseSource(source string) string {
 func (wc *waterfallChart) earlierSandboxes() {
 	for i := range wc.tl.EarlierSandboxes {
 		sb := &wc.tl.EarlierSandboxes[i]
-		start, end := sandboxStart(sb), sb.Ended
+		start, end := podtrace.SandboxStart(sb), sb.Ended
 		if start.IsZero() {
 			continue
 		}
@@ -410,7 +411,7 @@ func containerStepName(c *correlator.Container) string {
 }
 
 func (wc *waterfallChart) container(c *correlator.Container, depth int) {
-	name, owner := ContainerSpanName(c), containerStepName(c)
+	name, owner := podtrace.ContainerSpanName(c), containerStepName(c)
 	if len(c.Attempts) == 0 {
 		wc.emit(wrow{kind: rowNote, depth: depth, label: name, name: owner, container: owner, note: "never started", detail: c.Image})
 	}
@@ -453,7 +454,7 @@ func (wc *waterfallChart) container(c *correlator.Container, depth int) {
 			wc.call(sub, owner, call)
 		}
 		if p := a.Process; p != nil && !p.Exec.IsZero() {
-			pname := ProcessSpanName(p)
+			pname := podtrace.ProcessSpanName(p)
 			label, failed := pname, false
 			switch {
 			case p.Signal != 0: // before the exit code, which a signal leaves meaningless
@@ -625,7 +626,7 @@ func (wc *waterfallChart) probes(depth int, owner string, probes []correlator.Pr
 			last = success
 		}
 		n, failed = n+omitted[k].Attempts, failed+omitted[k].Failed
-		name := ProbeSpanName(k)
+		name := podtrace.ProbeSpanName(k)
 		label := fmt.Sprintf("%s ×%d", name, n)
 		if failed > 0 {
 			label += fmt.Sprintf(" (%d✗)", failed)
@@ -710,10 +711,10 @@ func (wc *waterfallChart) notes() []chartNote {
 	tl := wc.tl
 	var out []chartNote
 	if tl.TraceParent != "" {
-		if sc, reason := parseTraceParent(tl.TraceParent); reason == "" {
-			out = append(out, chartNote{text: fmt.Sprintf("linked to trace %s span %s (%s)", sc.TraceID(), sc.SpanID(), correlator.TraceParentAnnotation)})
+		if tp, err := podtrace.ParseTraceParent(tl.TraceParent); err == nil {
+			out = append(out, chartNote{text: fmt.Sprintf("linked to trace %s span %s (%s)", tp.TraceID, tp.SpanID, correlator.TraceParentAnnotation)})
 		} else {
-			out = append(out, chartNote{text: correlator.TraceParentAnnotation + " ignored: " + reason})
+			out = append(out, chartNote{text: correlator.TraceParentAnnotation + " ignored: " + err.Error()})
 		}
 	}
 	if !tl.ObservedSince.IsZero() {
