@@ -117,7 +117,7 @@ func TestKilledProcessIsNoExitZero(t *testing.T) {
 	tl := lifecycleDemo()
 	tl.Containers[0].Attempts[0].Process = p
 	var buf strings.Builder
-	if err := RenderWaterfall(&buf, tl, 100); err != nil {
+	if err := Render(&buf, tl, 100); err != nil {
 		t.Fatal(err)
 	}
 	if out := buf.String(); strings.Contains(out, "process app exit 0") || !strings.Contains(out, "process app signal 9") {

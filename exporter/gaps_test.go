@@ -93,7 +93,7 @@ func TestTraceBlindAfterTheReport(t *testing.T) {
 // times from the start like the rows'.
 func TestWaterfallBlindSources(t *testing.T) {
 	var buf bytes.Buffer
-	if err := RenderWaterfall(&buf, blindSources(), 120); err != nil {
+	if err := Render(&buf, blindSources(), 120); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{

@@ -202,7 +202,7 @@ func TestAlertBreakdownNamesPulls(t *testing.T) {
 
 func TestWaterfallImagePulls(t *testing.T) {
 	var buf bytes.Buffer
-	if err := RenderWaterfall(&buf, pullsTimeline(), 160); err != nil {
+	if err := Render(&buf, pullsTimeline(), 160); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
@@ -246,7 +246,7 @@ func TestWaterfallPullInFlightBytes(t *testing.T) {
 	tl.InFlight = []correlator.InFlightCall{{Method: cri.CRIPullImage, Start: at(20000), Image: "registry/big:1", Container: "app",
 		Progress: &cri.PullProgress{Bytes: 112e6, Total: 270e6, Layers: 7, LayersDone: 4, LastByte: at(29500)}}}
 	var buf bytes.Buffer
-	if err := RenderWaterfall(&buf, tl, 200); err != nil {
+	if err := Render(&buf, tl, 200); err != nil {
 		t.Fatal(err)
 	}
 	if want := "PullImage registry/big:1 (in flight: 112/270 MB, 4 of 7 layers"; !strings.Contains(buf.String(), want) {
@@ -255,7 +255,7 @@ func TestWaterfallPullInFlightBytes(t *testing.T) {
 	// A pull that waited behind other pods' pulls says so, as a finished one.
 	tl.InFlight[0].Queued = &correlator.PullQueued{Start: at(16900), End: at(20000), Behind: 2}
 	buf.Reset()
-	if err := RenderWaterfall(&buf, tl, 200); err != nil {
+	if err := Render(&buf, tl, 200); err != nil {
 		t.Fatal(err)
 	}
 	if want := "image.pull.wait behind 2 pulls                                      16.900s   3.100s"; !strings.Contains(buf.String(), want) {

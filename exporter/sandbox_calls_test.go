@@ -52,7 +52,7 @@ func TestFailedCallsAcrossSandboxes(t *testing.T) {
 	}
 
 	var buf bytes.Buffer
-	if err := RenderWaterfall(&buf, tl, 100); err != nil {
+	if err := Render(&buf, tl, 100); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()

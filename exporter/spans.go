@@ -529,7 +529,7 @@ func (b *spanBuilder) containers(ctx context.Context, tl *correlator.Timeline) m
 				if _, s, end, ok := b.start(ctx, podtrace.ContainerSpanName(c), start, end, attrs); ok {
 					if n := len(c.Waiting); n > 0 {
 						w := c.Waiting[n-1]
-						s.SetStatus(codes.Error, joinNonEmpty(": ", w.Reason, w.Message))
+						s.SetStatus(codes.Error, JoinNonEmpty(": ", w.Reason, w.Message))
 					} else {
 						s.SetStatus(codes.Error, "not created: "+c.FailedCalls[len(c.FailedCalls)-1].Method.Short()+" failed")
 					}
@@ -577,8 +577,8 @@ func waitingEvents(s trace.Span, c *correlator.Container) {
 	}
 }
 
-// joinNonEmpty joins the non-empty parts with sep.
-func joinNonEmpty(sep string, parts ...string) string {
+// JoinNonEmpty joins the non-empty parts with sep.
+func JoinNonEmpty(sep string, parts ...string) string {
 	var out []string
 	for _, p := range parts {
 		if p != "" {

@@ -42,7 +42,7 @@ func TestWaterfallEscapesPodText(t *testing.T) {
 	tl.Insights[0].Message = hostileText("insight")
 
 	var buf bytes.Buffer
-	if err := RenderWaterfall(&buf, tl, 200); err != nil {
+	if err := Render(&buf, tl, 200); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()

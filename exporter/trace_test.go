@@ -440,7 +440,7 @@ func TestProbesOmittedByTheTimeline(t *testing.T) {
 	}
 	for _, tl := range []*correlator.Timeline{whole, cut} {
 		var buf bytes.Buffer
-		if err := RenderWaterfall(&buf, tl, 100); err != nil {
+		if err := Render(&buf, tl, 100); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(buf.String(), "startupProbe ×100 (99✗)") {

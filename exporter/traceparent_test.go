@@ -150,7 +150,7 @@ func TestWaterfallTellsTheTraceParent(t *testing.T) {
 		tl := lifecycleDemo()
 		tl.TraceParent = tc.value
 		var buf bytes.Buffer
-		if err := RenderWaterfall(&buf, tl, 200); err != nil {
+		if err := Render(&buf, tl, 200); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(buf.String(), "\n  "+tc.want+"\n") {

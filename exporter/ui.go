@@ -164,7 +164,7 @@ func (s *Store) listView(ctx context.Context, pr PodReader) (listView, error) {
 		live[st.UID] = true
 		v.Starts = append(v.Starts, startView{
 			Pod: cut(st.Namespace+"/"+st.Name, maxHeadingRunes), Href: "pods/" + url.PathEscape(st.Namespace) + "/" + url.PathEscape(st.Name),
-			UID: st.UID, Outcome: st.Outcome, Result: string(st.Outcome), Took: fmtSeconds(st.End.Sub(st.Start)),
+			UID: st.UID, Outcome: st.Outcome, Result: string(st.Outcome), Took: FormatSeconds(st.End.Sub(st.Start)),
 			Created: st.Start.UTC().Format(time.RFC3339),
 		})
 	}
@@ -184,7 +184,7 @@ func (s *Store) listView(ctx context.Context, pr PodReader) (listView, error) {
 			sv.Result = "partial"
 		}
 		if d, ok := between(tl.Start, tl.End); ok {
-			sv.Took = fmtSeconds(d)
+			sv.Took = FormatSeconds(d)
 		}
 		if !tl.Start.IsZero() {
 			sv.Created = tl.Start.UTC().Format(time.RFC3339)

@@ -225,7 +225,7 @@ func TestWaterfallPageRecordedDemo(t *testing.T) {
 		t.Errorf("Content-Type %q", got)
 	}
 	h1 := findFirst(doc, func(n *html.Node) bool { return n.Data == "h1" })
-	if got := textOf(h1); !strings.Contains(got, "readyline-demo/lifecycle-demo") || !strings.Contains(got, "Ready in "+fmtSeconds(tl.End.Sub(tl.Start))) {
+	if got := textOf(h1); !strings.Contains(got, "readyline-demo/lifecycle-demo") || !strings.Contains(got, "Ready in "+FormatSeconds(tl.End.Sub(tl.Start))) {
 		t.Errorf("heading %q", got)
 	}
 
@@ -253,7 +253,7 @@ func TestWaterfallPageRecordedDemo(t *testing.T) {
 			t.Errorf("%s's bar at x=%v, left of the phase before it (%v)", p.Name, x, prevX)
 		}
 		prevX = x
-		if title := titleOf(bar); !strings.Contains(title, "+"+fmtSeconds(p.Start.Sub(tl.Start))) || !strings.Contains(title, "took "+fmtSeconds(p.Duration())) {
+		if title := titleOf(bar); !strings.Contains(title, "+"+FormatSeconds(p.Start.Sub(tl.Start))) || !strings.Contains(title, "took "+FormatSeconds(p.Duration())) {
 			t.Errorf("%s's tooltip %q does not give its start and duration", p.Name, title)
 		}
 	}
@@ -327,7 +327,7 @@ func TestWaterfallPageRecordedDemo(t *testing.T) {
 			if got, want := msAttr(t, r, "data-lag-ms"), float64(c.Lag().Microseconds())/1000; got != want {
 				t.Errorf("%s lag %v ms, want %v", typ, got, want)
 			}
-			if took := textOf(findFirst(r, tagClass("text", "took"))); took != "+"+fmtSeconds(c.Lag()) {
+			if took := textOf(findFirst(r, tagClass("text", "took"))); took != "+"+FormatSeconds(c.Lag()) {
 				t.Errorf("%s shows lag %q", typ, took)
 			}
 		}
@@ -383,7 +383,7 @@ func TestWaterfallPageSameRowsAsText(t *testing.T) {
 	tls = append(tls, restarts(), stuckCrashLoop(), lateSeen(), blindSources(), postStartDemo())
 	for _, tl := range tls {
 		var text bytes.Buffer
-		if err := RenderWaterfall(&text, tl, waterfallMaxWidth); err != nil {
+		if err := Render(&text, tl, MaxWidth); err != nil {
 			t.Fatal(err)
 		}
 		var want []string
@@ -394,7 +394,7 @@ func TestWaterfallPageSameRowsAsText(t *testing.T) {
 		for _, line := range lines {
 			if labelW < 0 {
 				if strings.HasPrefix(strings.TrimLeft(line, " "), "start     took") {
-					labelW = strings.Index(line, "start") - (1 + waterfallNumWidth - len("start"))
+					labelW = strings.Index(line, "start") - (1 + NumWidth - len("start"))
 				}
 				continue
 			}

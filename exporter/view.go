@@ -111,9 +111,9 @@ func pullViews(pr PodReader, pulls []correlator.ImagePull) []correlator.ImagePul
 	return out
 }
 
-// behindName names the pull b for a reader: its image, or AnotherPodsPull
+// BehindName names the pull b for a reader: its image, or AnotherPodsPull
 // when the reader may not know it.
-func behindName(b correlator.PullBehind) string {
+func BehindName(b correlator.PullBehind) string {
 	if b.Hidden || b.Image == "" {
 		return AnotherPodsPull
 	}

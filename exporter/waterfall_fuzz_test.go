@@ -11,7 +11,7 @@ import (
 )
 
 // FuzzWaterfall renders fixtures whose every time and duration comes from
-// the fuzzer, including the zero time, year 1 and year 9999: RenderWaterfall
+// the fuzzer, including the zero time, year 1 and year 9999: Render
 // and RenderWaterfallHTML must return promptly and never panic, the text
 // must keep every line within the width, and neither may write more than
 // the fixture's rows allow.
@@ -23,15 +23,15 @@ func FuzzWaterfall(f *testing.F) {
 		tl := fixtures.FuzzTimeline(fixture, times)
 		w := width
 		if w <= 0 {
-			w = DefaultWaterfallWidth
+			w = DefaultWidth
 		}
-		w = min(max(w, waterfallMinWidth), waterfallMaxWidth)
+		w = min(max(w, MinWidth), MaxWidth)
 
 		var buf, page bytes.Buffer
 		done := make(chan any, 1)
 		go func() {
 			defer func() { done <- recover() }()
-			if err := RenderWaterfall(&buf, tl, width); err != nil {
+			if err := Render(&buf, tl, width); err != nil {
 				panic(err)
 			}
 			if err := RenderWaterfallHTML(&page, tl, "", ""); err != nil {

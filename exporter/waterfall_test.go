@@ -33,7 +33,7 @@ func TestRenderWaterfallGolden(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			if err := RenderWaterfall(&buf, tc.tl, tc.width); err != nil {
+			if err := Render(&buf, tc.tl, tc.width); err != nil {
 				t.Fatal(err)
 			}
 			for i, line := range strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n") {
@@ -56,7 +56,7 @@ func TestRenderWaterfallGolden(t *testing.T) {
 			}
 			// Deterministic: a second rendering is identical.
 			var again bytes.Buffer
-			if err := RenderWaterfall(&again, tc.tl, tc.width); err != nil {
+			if err := Render(&again, tc.tl, tc.width); err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(buf.Bytes(), again.Bytes()) {
@@ -70,7 +70,7 @@ func TestRenderWaterfallGolden(t *testing.T) {
 // config hash its node facts carry; its coarse conditions show no lag.
 func TestWaterfallStaticPod(t *testing.T) {
 	var buf bytes.Buffer
-	if err := RenderWaterfall(&buf, staticPod(), 100); err != nil {
+	if err := Render(&buf, staticPod(), 100); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()

@@ -104,7 +104,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if o.output == "json" {
 			return writeJSON(stdout, tl)
 		}
-		if err := exporter.RenderWaterfall(stdout, tl, int(o.width)); err != nil {
+		if err := exporter.Render(stdout, tl, int(o.width)); err != nil {
 			return err
 		}
 		_, err := fmt.Fprintln(stdout)

@@ -58,7 +58,7 @@ func TestExplain(t *testing.T) {
 		}
 		if o.output == "json" {
 			writeJSON(&stdout, tl)
-		} else if err := exporter.RenderWaterfall(&stdout, tl, int(o.width)); err != nil {
+		} else if err := exporter.Render(&stdout, tl, int(o.width)); err != nil {
 			t.Fatal(err)
 		}
 		return stdout.String()

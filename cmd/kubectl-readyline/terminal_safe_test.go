@@ -60,7 +60,7 @@ func TestExplainEscapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout bytes.Buffer
-	if err := exporter.RenderWaterfall(&stdout, tl, 80); err != nil {
+	if err := exporter.Render(&stdout, tl, 80); err != nil {
 		t.Fatal(err)
 	}
 	// The daemon's JSON made the byte that is not UTF-8 U+FFFD.

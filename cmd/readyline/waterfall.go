@@ -10,7 +10,7 @@ import (
 
 // printWaterfall prints one timeline for a terminal, followed by a blank line.
 func printWaterfall(w io.Writer, tl *correlator.Timeline, width int) error {
-	if err := exporter.RenderWaterfall(w, tl, width); err != nil {
+	if err := exporter.Render(w, tl, width); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintln(w)
