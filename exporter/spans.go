@@ -18,6 +18,7 @@ import (
 	"github.com/readyline/readyline/collector/redact"
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter/podtrace"
+	"github.com/readyline/readyline/exporter/waterfall"
 )
 
 // SpanPodStartup is the name of the root span of every pod start trace. The
@@ -529,7 +530,7 @@ func (b *spanBuilder) containers(ctx context.Context, tl *correlator.Timeline) m
 				if _, s, end, ok := b.start(ctx, podtrace.ContainerSpanName(c), start, end, attrs); ok {
 					if n := len(c.Waiting); n > 0 {
 						w := c.Waiting[n-1]
-						s.SetStatus(codes.Error, JoinNonEmpty(": ", w.Reason, w.Message))
+						s.SetStatus(codes.Error, waterfall.JoinNonEmpty(": ", w.Reason, w.Message))
 					} else {
 						s.SetStatus(codes.Error, "not created: "+c.FailedCalls[len(c.FailedCalls)-1].Method.Short()+" failed")
 					}
@@ -575,17 +576,6 @@ func waitingEvents(s trace.Span, c *correlator.Container) {
 	if c.WaitingOmitted > 0 {
 		s.SetAttributes(AttrWaitingOmitted.Int(c.WaitingOmitted))
 	}
-}
-
-// JoinNonEmpty joins the non-empty parts with sep.
-func JoinNonEmpty(sep string, parts ...string) string {
-	var out []string
-	for _, p := range parts {
-		if p != "" {
-			out = append(out, p)
-		}
-	}
-	return strings.Join(out, sep)
 }
 
 // containerAttempts emits the spans of c's attempts and leaves the last

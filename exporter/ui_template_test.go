@@ -141,7 +141,7 @@ func uiFixtures(t testing.TB) []uiFixture {
 		}
 	}
 	seeds := fixtures.WaterfallFuzzSeeds()
-	corpus, err := filepath.Glob("testdata/fuzz/FuzzWaterfall/*")
+	corpus, err := filepath.Glob(waterfallCorpus)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter/waterfall"
 )
 
 // Geometry of the HTML waterfall's SVG, in CSS pixels. The label, start
@@ -91,7 +92,7 @@ func cut(s string, n int) shortText {
 	if utf8.RuneCountInString(s) <= n {
 		return shortText{Text: s}
 	}
-	return shortText{Text: CutRunes(s, max(n, 2)), Full: s}
+	return shortText{Text: waterfall.CutRunes(s, max(n, 2)), Full: s}
 }
 
 // noteView is a waterfall.ChartNote.
@@ -206,7 +207,7 @@ type svgCritical struct {
 }
 
 func newPodView(tl *correlator.Timeline, back, api string) podView {
-	wc := NewChart(tl)
+	wc := waterfall.NewChart(tl)
 	v := podView{
 		Title:    tl.Pod.String() + " — " + wc.Outcome(),
 		Back:     back,
@@ -219,7 +220,7 @@ func newPodView(tl *correlator.Timeline, back, api string) podView {
 		Meta:     wc.Meta(),
 		Insights: tl.Insights,
 	}
-	for _, r := range BreakdownRows(tl) {
+	for _, r := range waterfall.BreakdownRows(tl) {
 		v.Breakdown = append(v.Breakdown, breakdownView{Kind: r.Kind, Name: r.Name, Took: r.Took, Percent: r.Percent, What: r.What})
 	}
 	if tl.Partial {
@@ -240,20 +241,20 @@ func newPodView(tl *correlator.Timeline, back, api string) podView {
 	}
 	for _, s := range tl.CriticalPath {
 		d := s.End.Sub(s.Start)
-		v.Critical = append(v.Critical, stepView{Name: s.Name, Took: FormatSeconds(d), DurationMS: ms(d), OnChart: onChart[s.Name]})
+		v.Critical = append(v.Critical, stepView{Name: s.Name, Took: waterfall.FormatSeconds(d), DurationMS: ms(d), OnChart: onChart[s.Name]})
 	}
-	v.Legend = legendView{BackOff: HasBackOff(tl) || hasPullWaits(tl), Waiting: HasWaiting(tl), Critical: len(onChart) > 0,
+	v.Legend = legendView{BackOff: waterfall.HasBackOff(tl) || hasPullWaits(tl), Waiting: waterfall.HasWaiting(tl), Critical: len(onChart) > 0,
 		Blind: len(v.Chart.Blind) > 0}
 	for _, r := range wc.Rows {
 		switch {
-		case r.Style == StyleInferred:
+		case r.Style == waterfall.StyleInferred:
 			v.Legend.Inferred = true
-		case r.Kind == RowPull:
+		case r.Kind == waterfall.RowPull:
 			v.Legend.Pulls = true
-		case r.Kind == RowCondition && r.Cond.Coarse:
+		case r.Kind == waterfall.RowCondition && r.Cond.Coarse:
 			v.Legend.Coarse = true
 		}
-		if r.Kind == RowHook {
+		if r.Kind == waterfall.RowHook {
 			v.Legend.Hooks = true
 		}
 	}
@@ -280,19 +281,19 @@ func px(x float64) string {
 }
 
 // svgScale maps the chart's times to x coordinates of the bars.
-type svgScale struct{ wc *Chart }
+type svgScale struct{ wc *waterfall.Chart }
 
 func (s svgScale) x(t time.Time) float64 {
 	return svgBarLeft + s.wc.Frac(t)*(svgBarRight-svgBarLeft)
 }
 
-func newSVGChart(wc *Chart) svgChart {
+func newSVGChart(wc *waterfall.Chart) svgChart {
 	sc := svgScale{wc}
 	c := svgChart{Width: svgWidth, BarLeft: svgBarLeft, BarRight: svgBarRight, StartRight: svgStartRight, TookRight: svgTookRight}
-	step := TickStep(wc.Total, (svgBarRight-svgBarLeft)/svgTickSpacing)
+	step := waterfall.TickStep(wc.Total, (svgBarRight-svgBarLeft)/svgTickSpacing)
 	for i := range min(int64(wc.Total/step), 1000) + 1 {
 		t := time.Duration(i) * step
-		c.Ticks = append(c.Ticks, svgTick{X: px(sc.x(wc.Start.Add(t))), Label: FormatTick(t, step)})
+		c.Ticks = append(c.Ticks, svgTick{X: px(sc.x(wc.Start.Add(t))), Label: waterfall.FormatTick(t, step)})
 	}
 	y := svgAxisHeight
 	for i := range wc.Rows {
@@ -300,7 +301,7 @@ func newSVGChart(wc *Chart) svgChart {
 		row := newSVGRow(sc, r, y, i%2 == 1)
 		c.Rows = append(c.Rows, row)
 		y += row.Height
-		if r.Kind == RowWaiting && strings.TrimSpace(r.Message) != "" {
+		if r.Kind == waterfall.RowWaiting && strings.TrimSpace(r.Message) != "" {
 			c.Rows = append(c.Rows, svgRow{Class: "message", Y: y, TextY: 12, Height: svgMsgHeight, Band: i%2 == 1,
 				LabelX: svgBarLeft, Message: cut(strings.Join(strings.Fields(r.Message), " "), svgMessageRunes)})
 			y += svgMsgHeight
@@ -310,7 +311,7 @@ func newSVGChart(wc *Chart) svgChart {
 	c.Blind = blindAreas(sc)
 	c.Height = y + svgBottom
 	for _, r := range wc.Rows {
-		if r.Kind == RowCondition {
+		if r.Kind == waterfall.RowCondition {
 			c.Guides = append(c.Guides, svgGuide{X: px(sc.x(r.Cond.Observed)), Type: r.Cond.Type})
 		}
 	}
@@ -346,19 +347,19 @@ func blindAreas(sc svgScale) []svgBlind {
 }
 
 // barHeight makes the rows' nesting visible: phases thickest, calls thinnest.
-func barHeight(k RowKind) int {
+func barHeight(k waterfall.RowKind) int {
 	switch k {
-	case RowPhase, RowSandbox:
+	case waterfall.RowPhase, waterfall.RowSandbox:
 		return 14
-	case RowContainer:
+	case waterfall.RowContainer:
 		return 12
-	case RowCall, RowCNI, RowBackOff, RowPullWait:
+	case waterfall.RowCall, waterfall.RowCNI, waterfall.RowBackOff, waterfall.RowPullWait:
 		return 8
 	}
 	return 10
 }
 
-func newSVGRow(sc svgScale, r *Row, y int, band bool) svgRow {
+func newSVGRow(sc svgScale, r *waterfall.Row, y int, band bool) svgRow {
 	wc := sc.wc
 	row := svgRow{
 		Class: "row " + string(r.Kind), Name: r.Name, Container: r.Container,
@@ -366,7 +367,7 @@ func newSVGRow(sc svgScale, r *Row, y int, band bool) svgRow {
 		LabelX: svgLabelX + svgIndent*r.Depth,
 		Start:  wc.Offset(r.Start), Took: r.Took, Note: r.Note,
 	}
-	if r.Kind == RowContainer || (r.Kind == RowNote && r.Container != "" && r.Name == r.Container) {
+	if r.Kind == waterfall.RowContainer || (r.Kind == waterfall.RowNote && r.Container != "" && r.Name == r.Container) {
 		row.Class += " " + containerClass(r.Container)
 	}
 	if r.Failed {
@@ -381,7 +382,7 @@ func newSVGRow(sc svgScale, r *Row, y int, band bool) svgRow {
 	}
 	room := int((svgLabelRight - float64(row.LabelX)) / svgCharWidth)
 	row.Label = cut(r.Label, room)
-	if !r.Start.IsZero() && r.Kind != RowSection && r.Kind != RowNote {
+	if !r.Start.IsZero() && r.Kind != waterfall.RowSection && r.Kind != waterfall.RowNote {
 		row.StartMS = ms(r.Start.Sub(wc.Start))
 		if !r.End.IsZero() {
 			row.DurationMS = ms(r.End.Sub(r.Start))
@@ -393,19 +394,19 @@ func newSVGRow(sc svgScale, r *Row, y int, band bool) svgRow {
 		label = r.Container + " " + label
 	}
 	switch {
-	case r.Kind == RowSection || r.Kind == RowNote || r.Note != "":
-	case r.Kind == RowCondition:
+	case r.Kind == waterfall.RowSection || r.Kind == waterfall.RowNote || r.Note != "":
+	case r.Kind == waterfall.RowCondition:
 		row.Cond = newSVGCondition(sc, r.Cond, mid)
-	case r.Kind == RowProbe:
+	case r.Kind == waterfall.RowProbe:
 		for _, m := range r.Probes {
 			mk := svgMark{X: px(sc.x(m.At)), Y: px(mid), Class: string(m.Kind) + " observed", Shape: "circle",
 				AtMS: ms(m.At.Sub(wc.Start)), Title: probeTitle(wc, label, m)}
 			switch m.Kind {
-			case MarkFailed:
+			case waterfall.MarkFailed:
 				mk.Shape = "cross"
-			case MarkOther:
+			case waterfall.MarkOther:
 				mk.Shape = "dot"
-			case MarkInferred:
+			case waterfall.MarkInferred:
 				mk.Class, mk.Shape = string(m.Kind), "diamond"
 			}
 			row.Marks = append(row.Marks, mk)
@@ -438,7 +439,7 @@ func newSVGRow(sc svgScale, r *Row, y int, band bool) svgRow {
 			cx0, cx1 := max(sc.x(s.Start), x0), min(sc.x(s.End), x0+w)
 			cw := max(cx1-cx0, svgMinBar)
 			row.Critical = append(row.Critical, svgCritical{X: px(cx0), Y: px(mid + h/2 + 1.5), W: px(cw),
-				Title: "critical path: " + s.Name + " " + wc.At(s.Start) + " → " + wc.At(s.End) + ", " + FormatSeconds(s.End.Sub(s.Start))})
+				Title: "critical path: " + s.Name + " " + wc.At(s.Start) + " → " + wc.At(s.End) + ", " + waterfall.FormatSeconds(s.End.Sub(s.Start))})
 		}
 		if len(row.Critical) > 0 {
 			row.Class += " critical"
@@ -456,7 +457,7 @@ func containerClass(owner string) string {
 	return kind
 }
 
-func barTitle(wc *Chart, label string, r *Row) string {
+func barTitle(wc *waterfall.Chart, label string, r *waterfall.Row) string {
 	var b strings.Builder
 	b.WriteString(label)
 	b.WriteString("\n")
@@ -476,13 +477,13 @@ func barTitle(wc *Chart, label string, r *Row) string {
 	if r.Detail != "" {
 		b.WriteString("\n" + r.Detail)
 	}
-	if r.Style == StyleInferred {
+	if r.Style == waterfall.StyleInferred {
 		b.WriteString("\ninferred: not seen, its bounds come from the container's start and the next container's creation")
 	}
 	return b.String()
 }
 
-func probeTitle(wc *Chart, label string, m ProbeMark) string {
+func probeTitle(wc *waterfall.Chart, label string, m waterfall.ProbeMark) string {
 	p := m.Attempt
 	var b strings.Builder
 	b.WriteString(label)
@@ -496,7 +497,7 @@ func probeTitle(wc *Chart, label string, m ProbeMark) string {
 	}
 	b.WriteString(string(p.Result) + " at " + wc.At(m.At))
 	if m.End.After(m.At) {
-		b.WriteString(", took " + FormatSeconds(m.End.Sub(m.At)))
+		b.WriteString(", took " + waterfall.FormatSeconds(m.End.Sub(m.At)))
 	}
 	if p.ExitCode != nil {
 		fmt.Fprintf(&b, ", exit %d", *p.ExitCode)
@@ -520,7 +521,7 @@ func newSVGCondition(sc svgScale, c *correlator.ConditionTransition, mid float64
 		if c.Cause.Before(c.Observed) {
 			v.CauseX = px(sc.x(c.Cause))
 		}
-		b.WriteString(", " + FormatSeconds(c.Lag()) + " after its cause at " + wc.At(c.Cause))
+		b.WriteString(", " + waterfall.FormatSeconds(c.Lag()) + " after its cause at " + wc.At(c.Cause))
 		if c.CauseEvent != "" {
 			b.WriteString(" (" + c.CauseEvent + ")")
 		}

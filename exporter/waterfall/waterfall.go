@@ -1,4 +1,4 @@
-package exporter
+package waterfall
 
 import (
 	"bufio"
@@ -18,8 +18,11 @@ import (
 // bounds), start offset, duration, bar.
 const (
 	waterfallMinLabel = 20
-	NumWidth          = 8
-	MinWidth          = 64
+	// NumWidth is the width of the start and took columns.
+	NumWidth = 8
+	// MinWidth is the narrowest waterfall Render draws, whatever width it
+	// is asked for.
+	MinWidth = 64
 	// MaxWidth bounds the columns (and so the output) whatever
 	// width Render is asked for.
 	MaxWidth = 1000

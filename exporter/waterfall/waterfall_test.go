@@ -1,4 +1,4 @@
-package exporter
+package waterfall
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter/internal/fixtures"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -20,16 +21,16 @@ func TestRenderWaterfallGolden(t *testing.T) {
 		tl    *correlator.Timeline
 		width int
 	}{
-		{"lifecycle-demo", lifecycleDemo(), 100},
-		{"lifecycle-demo-narrow", lifecycleDemo(), 72},
-		{"init-failure-never", initFailureNever(), 100},
-		{"poststart-demo", postStartDemo(), 100},
-		{"probe-retries", probeRetries(), 100},
-		{"restarts", restarts(), 100},
-		{"stuck-crashloop", stuckCrashLoop(), 100},
-		{"stuck-crashloop-narrow", stuckCrashLoop(), 72},
-		{"late-seen", lateSeen(), 100},
-		{"blind-sources", blindSources(), 100},
+		{"lifecycle-demo", fixtures.LifecycleDemo(), 100},
+		{"lifecycle-demo-narrow", fixtures.LifecycleDemo(), 72},
+		{"init-failure-never", fixtures.InitFailureNever(), 100},
+		{"poststart-demo", fixtures.PostStartDemo(), 100},
+		{"probe-retries", fixtures.ProbeRetries(), 100},
+		{"restarts", fixtures.Restarts(), 100},
+		{"stuck-crashloop", fixtures.StuckCrashLoop(), 100},
+		{"stuck-crashloop-narrow", fixtures.StuckCrashLoop(), 72},
+		{"late-seen", fixtures.LateSeen(), 100},
+		{"blind-sources", fixtures.BlindSources(), 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
@@ -70,11 +71,11 @@ func TestRenderWaterfallGolden(t *testing.T) {
 // config hash its node facts carry; its coarse conditions show no lag.
 func TestWaterfallStaticPod(t *testing.T) {
 	var buf bytes.Buffer
-	if err := Render(&buf, staticPod(), 100); err != nil {
+	if err := Render(&buf, fixtures.StaticPod(), 100); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	if !strings.Contains(out, "static pod (config hash "+staticHash+")") {
+	if !strings.Contains(out, "static pod (config hash "+fixtures.StaticHash+")") {
 		t.Errorf("no static pod line in\n%s", out)
 	}
 	if strings.Contains(out, "saw this pod from") {
@@ -83,6 +84,25 @@ func TestWaterfallStaticPod(t *testing.T) {
 	for _, line := range strings.Split(out, "\n") {
 		if strings.HasPrefix(line, "  Ready ") && (!strings.Contains(line, "coarse") || strings.Contains(line, string(glyphLag))) {
 			t.Errorf("coarse Ready row %q: want \"coarse\" and no lag", line)
+		}
+	}
+}
+
+// TestWaterfallBlindSources: the header has a line per blind source, its
+// times from the start like the rows'.
+func TestWaterfallBlindSources(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Render(&buf, fixtures.BlindSources(), 120); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"  blind: cri_calls: kubelet_restarted -3.000s–+1.200s: CRI calls in this window are not seen\n",
+		"  blind: process: ring_full +9.100s–+10.100s, ring_full +22.000s–+23.000s (150 records lost): process execs and exits in\n" +
+			"         these windows may be missing\n",
+		"  blind: pod_watch: disconnected since +26.000s (still blind): pod updates in this window are seen late or not at all\n",
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("no %q in\n%s", want, buf.String())
 		}
 	}
 }

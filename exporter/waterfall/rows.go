@@ -1,4 +1,4 @@
-package exporter
+package waterfall
 
 import (
 	"cmp"
@@ -339,10 +339,11 @@ func (wc *Chart) pause() {
 	}
 }
 
-// quickVolumeCall is how long a volume's setup step may take and still be
-// left out of the waterfall (counted in one row): every pod has its
-// service account token's projected volume, set up in milliseconds.
-const quickVolumeCall = 100 * time.Millisecond
+// QuickVolumeCall is how long a volume's setup step may take and still be
+// left out of the waterfall (counted in one row) and of an alert's
+// sandbox breakdown: every pod has its service account token's projected
+// volume, set up in milliseconds.
+const QuickVolumeCall = 100 * time.Millisecond
 
 // volumes draws the steps of the volumes' setups, inside the wait before
 // the sandbox: those that took time or failed; the others are counted.
@@ -361,7 +362,7 @@ func (wc *Chart) volumes() {
 			if call.Start.IsZero() || call.End.IsZero() {
 				continue
 			}
-			if call.End.Sub(call.Start) < quickVolumeCall && !call.Err {
+			if call.End.Sub(call.Start) < QuickVolumeCall && !call.Err {
 				quick++
 				continue
 			}
@@ -375,7 +376,7 @@ func (wc *Chart) volumes() {
 		}
 	}
 	if quick > 0 {
-		wc.emit(Row{Kind: RowNote, Depth: 1, Label: fmt.Sprintf("(%d volume setup steps under %v)", quick, quickVolumeCall), Name: "volumes omitted"})
+		wc.emit(Row{Kind: RowNote, Depth: 1, Label: fmt.Sprintf("(%d volume setup steps under %v)", quick, QuickVolumeCall), Name: "volumes omitted"})
 	}
 }
 
@@ -694,6 +695,10 @@ func (wc *Chart) Meta() []string {
 	}
 	return meta
 }
+
+// reportedAfter is how long after its creation a start was reported still
+// in progress.
+func reportedAfter(tl *correlator.Timeline) time.Duration { return tl.ReportedAt.Sub(tl.Start) }
 
 // ChartNote is one thing the waterfall tells of what readyline could not
 // see or what is less exact than it looks.
