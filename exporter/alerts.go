@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter/waterfall"
 )
 
 // AlertRule is one threshold: the pod starts whose measure Name took longer
@@ -217,9 +218,9 @@ const maxAlertMessage = 1024
 func alertMessage(tl *correlator.Timeline, m *alertMeasure, a *Alert) string {
 	var b strings.Builder
 	if a.Reached {
-		fmt.Fprintf(&b, "%s took %s (threshold %s)", a.Name, fmtDuration(a.Took), a.Threshold)
+		fmt.Fprintf(&b, "%s took %s (threshold %s)", a.Name, waterfall.FormatDuration(a.Took), a.Threshold)
 	} else {
-		fmt.Fprintf(&b, "%s not reached after %s (threshold %s; the pod start timed out)", a.Name, fmtDuration(a.Took), a.Threshold)
+		fmt.Fprintf(&b, "%s not reached after %s (threshold %s; the pod start timed out)", a.Name, waterfall.FormatDuration(a.Took), a.Threshold)
 	}
 	if s := m.breakdown(tl, a.Start, a.End); s != "" {
 		b.WriteString(": ")
@@ -256,10 +257,10 @@ func truncateMessage(s string, n int) string {
 func sandboxBreakdown(tl *correlator.Timeline, start, end time.Time) string {
 	var parts []string
 	if d, ok := phaseDuration(tl, correlator.PhaseWaitSandbox); ok {
-		wait := "waiting before the sandbox " + fmtDuration(d)
+		wait := "waiting before the sandbox " + waterfall.FormatDuration(d)
 		var volumes []string // the volumes' steps that took time or failed, the kubelet's FailedMount
 		for _, st := range tl.CriticalPath {
-			quick := st.Name != correlator.PhaseWaitSandbox && st.End.Sub(st.Start) < quickVolumeCall && !strings.Contains(st.What, " failed")
+			quick := st.Name != correlator.PhaseWaitSandbox && st.End.Sub(st.Start) < waterfall.QuickVolumeCall && !strings.Contains(st.What, " failed")
 			early := st.Start.Before(start) // a claim's provision, before the pod was scheduled: not this wait's
 			if st.Kind == correlator.ShareWaitVolumes && st.What != "" && !quick && !early && !slices.Contains(volumes, st.What) {
 				volumes = append(volumes, st.What)
@@ -279,13 +280,13 @@ func sandboxBreakdown(tl *correlator.Timeline, start, end time.Time) string {
 			call += " (" + sb.Error + ")"
 		}
 	case sb != nil && sb.Call != nil && !sb.Call.Start.IsZero() && !sb.Call.End.IsZero():
-		call = "RunPodSandbox " + fmtDuration(sb.Call.End.Sub(sb.Call.Start))
+		call = "RunPodSandbox " + waterfall.FormatDuration(sb.Call.End.Sub(sb.Call.Start))
 		if sb.Call.Err {
 			call += " (failed)"
 		}
 	default:
 		if d, ok := phaseDuration(tl, correlator.PhaseSandbox); ok {
-			call = "sandbox " + fmtDuration(d)
+			call = "sandbox " + waterfall.FormatDuration(d)
 		}
 	}
 	if cni := cniBreakdown(sb); cni != "" {
@@ -299,11 +300,11 @@ func sandboxBreakdown(tl *correlator.Timeline, start, end time.Time) string {
 		parts = append(parts, call)
 	}
 	if sb != nil && !sb.PauseStart.IsZero() && !start.IsZero() {
-		parts = append(parts, "pause started at "+fmtOffset(sb.PauseStart.Sub(start)))
+		parts = append(parts, "pause started at "+waterfall.FormatOffset(sb.PauseStart.Sub(start)))
 	}
 	for _, c := range tl.Conditions {
 		if c.Type == correlator.CondPodReadyToStartContainers && !c.Cause.IsZero() && c.Lag() > 0 {
-			parts = append(parts, "status reported "+fmtDuration(c.Lag())+" after "+cause(c.CauseEvent))
+			parts = append(parts, "status reported "+waterfall.FormatDuration(c.Lag())+" after "+cause(c.CauseEvent))
 		}
 	}
 	if p := pullsBreakdown(tl, start, end); p != "" {
@@ -358,7 +359,7 @@ func cniBreakdown(sb *correlator.Sandbox) string {
 			name = "plugin"
 		}
 		if d, ok := between(p.Exec, p.Exit); ok {
-			name += " " + fmtDuration(d)
+			name += " " + waterfall.FormatDuration(d)
 		} else {
 			name += " (no exit seen)"
 		}
@@ -366,7 +367,7 @@ func cniBreakdown(sb *correlator.Sandbox) string {
 	}
 	total := "CNI ADD"
 	if d, ok := between(first, last); ok {
-		total += " " + fmtDuration(d)
+		total += " " + waterfall.FormatDuration(d)
 	}
 	return total + " (" + strings.Join(plugins, ", ") + ")"
 }
@@ -381,7 +382,7 @@ func phasesBreakdown(tl *correlator.Timeline, start, end time.Time) string {
 			continue
 		}
 		if d, ok := between(p.Start, p.End); ok {
-			parts = append(parts, p.Name+" "+fmtDuration(d))
+			parts = append(parts, p.Name+" "+waterfall.FormatDuration(d))
 		} else {
 			parts = append(parts, p.Name+" unfinished")
 		}
@@ -420,23 +421,4 @@ func conditionObserved(tl *correlator.Timeline, cond string) time.Time {
 		}
 	}
 	return time.Time{}
-}
-
-// fmtDuration rounds for people: "10ms", "5.7s", "1m30s".
-func fmtDuration(d time.Duration) string {
-	switch {
-	case d < time.Second:
-		return d.Round(time.Millisecond).String()
-	case d < time.Minute:
-		return d.Round(100 * time.Millisecond).String()
-	default:
-		return d.Round(time.Second).String()
-	}
-}
-
-func fmtOffset(d time.Duration) string {
-	if d < 0 {
-		return "-" + fmtDuration(-d)
-	}
-	return "+" + fmtDuration(d)
 }

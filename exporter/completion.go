@@ -2,7 +2,6 @@ package exporter
 
 import (
 	"context"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -88,10 +87,6 @@ func (b *spanBuilder) emitCompletion(ctx context.Context, tl *correlator.Timelin
 	b.end(s, end)
 	return b.spans
 }
-
-// reportedAfter is how long after its creation a start was reported still
-// in progress, for the waterfall.
-func reportedAfter(tl *correlator.Timeline) time.Duration { return tl.ReportedAt.Sub(tl.Start) }
 
 // SpanPodReadyAgain is a return to Ready after the pod's start was over (a
 // container that crashed or was killed, restarted and got ready again; a

@@ -15,6 +15,7 @@ import (
 
 	rlevent "github.com/readyline/readyline/collector/event"
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter/waterfall"
 )
 
 // TestSpansInsideParents: for the fixtures and every timeline of the
@@ -117,7 +118,7 @@ func TestKilledProcessIsNoExitZero(t *testing.T) {
 	tl := lifecycleDemo()
 	tl.Containers[0].Attempts[0].Process = p
 	var buf strings.Builder
-	if err := RenderWaterfall(&buf, tl, 100); err != nil {
+	if err := waterfall.Render(&buf, tl, 100); err != nil {
 		t.Fatal(err)
 	}
 	if out := buf.String(); strings.Contains(out, "process app exit 0") || !strings.Contains(out, "process app signal 9") {

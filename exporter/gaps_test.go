@@ -1,7 +1,6 @@
 package exporter
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 	"time"
@@ -85,25 +84,6 @@ func TestTraceBlindAfterTheReport(t *testing.T) {
 	for _, ev := range c.Events {
 		if ev.Name == "blind cri" && !ev.Time.Equal(done.ReportedAt) {
 			t.Errorf("blind cri on the completion at %v, want at the deadline (the window began before)", ev.Time.Sub(t0))
-		}
-	}
-}
-
-// TestWaterfallBlindSources: the header has a line per blind source, its
-// times from the start like the rows'.
-func TestWaterfallBlindSources(t *testing.T) {
-	var buf bytes.Buffer
-	if err := RenderWaterfall(&buf, blindSources(), 120); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
-		"  blind: cri_calls: kubelet_restarted -3.000s–+1.200s: CRI calls in this window are not seen\n",
-		"  blind: process: ring_full +9.100s–+10.100s, ring_full +22.000s–+23.000s (150 records lost): process execs and exits in\n" +
-			"         these windows may be missing\n",
-		"  blind: pod_watch: disconnected since +26.000s (still blind): pod updates in this window are seen late or not at all\n",
-	} {
-		if !strings.Contains(buf.String(), want) {
-			t.Errorf("no %q in\n%s", want, buf.String())
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter/waterfall"
 )
 
 // lateReady is what the correlator makes of a pod seen at its creation
@@ -131,7 +132,7 @@ func TestMarksOnTraceAndWaterfall(t *testing.T) {
 		t.Errorf("Ready attributes %v", ready)
 	}
 	var b bytes.Buffer
-	if err := RenderWaterfall(&b, tl, 100); err != nil {
+	if err := waterfall.Render(&b, tl, 100); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"api_lag", "clock_step: -1h0m0s at +0.700s", "missing: when the API showed"} {

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter/waterfall"
 )
 
 // Span names of the image pulls: one image.pull per PullImage call (the
@@ -340,7 +341,7 @@ func pullsBreakdown(tl *correlator.Timeline, start, end time.Time) string {
 		im.backOff += ip.BackOff
 		if ip.Wait != nil {
 			im.wait += ip.Wait.Duration()
-			im.behind = behindName(ip.Wait.Behind[len(ip.Wait.Behind)-1])
+			im.behind = waterfall.BehindName(ip.Wait.Behind[len(ip.Wait.Behind)-1])
 		}
 		im.lastOK, im.size = !ip.Call.Err, ip.Size
 	}
@@ -349,7 +350,7 @@ func pullsBreakdown(tl *correlator.Timeline, start, end time.Time) string {
 	}
 	var parts []string
 	for _, im := range order {
-		s := im.name + " " + fmtDuration(im.took)
+		s := im.name + " " + waterfall.FormatDuration(im.took)
 		if im.lastOK && im.size > 0 && im.last > 0 {
 			// The rate of the pull that got the image, not of the failed ones.
 			mb := float64(im.size) / 1e6
@@ -359,10 +360,10 @@ func pullsBreakdown(tl *correlator.Timeline, start, end time.Time) string {
 			s += fmt.Sprintf(", %d of %d attempts failed", im.failed, im.calls)
 		}
 		if im.backOff > 0 {
-			s += ", " + fmtDuration(im.backOff) + " back-off"
+			s += ", " + waterfall.FormatDuration(im.backOff) + " back-off"
 		}
 		if im.wait > 0 {
-			s += ", waited " + fmtDuration(im.wait) + " behind other pods' pulls (last " + im.behind + ")"
+			s += ", waited " + waterfall.FormatDuration(im.wait) + " behind other pods' pulls (last " + im.behind + ")"
 		}
 		parts = append(parts, s)
 	}

@@ -13,6 +13,7 @@ import (
 
 	cri "github.com/readyline/readyline/collector/event"
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter/waterfall"
 )
 
 const otherPodUID = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
@@ -202,7 +203,7 @@ func TestAlertBreakdownNamesPulls(t *testing.T) {
 
 func TestWaterfallImagePulls(t *testing.T) {
 	var buf bytes.Buffer
-	if err := RenderWaterfall(&buf, pullsTimeline(), 160); err != nil {
+	if err := waterfall.Render(&buf, pullsTimeline(), 160); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
@@ -246,7 +247,7 @@ func TestWaterfallPullInFlightBytes(t *testing.T) {
 	tl.InFlight = []correlator.InFlightCall{{Method: cri.CRIPullImage, Start: at(20000), Image: "registry/big:1", Container: "app",
 		Progress: &cri.PullProgress{Bytes: 112e6, Total: 270e6, Layers: 7, LayersDone: 4, LastByte: at(29500)}}}
 	var buf bytes.Buffer
-	if err := RenderWaterfall(&buf, tl, 200); err != nil {
+	if err := waterfall.Render(&buf, tl, 200); err != nil {
 		t.Fatal(err)
 	}
 	if want := "PullImage registry/big:1 (in flight: 112/270 MB, 4 of 7 layers"; !strings.Contains(buf.String(), want) {
@@ -255,7 +256,7 @@ func TestWaterfallPullInFlightBytes(t *testing.T) {
 	// A pull that waited behind other pods' pulls says so, as a finished one.
 	tl.InFlight[0].Queued = &correlator.PullQueued{Start: at(16900), End: at(20000), Behind: 2}
 	buf.Reset()
-	if err := RenderWaterfall(&buf, tl, 200); err != nil {
+	if err := waterfall.Render(&buf, tl, 200); err != nil {
 		t.Fatal(err)
 	}
 	if want := "image.pull.wait behind 2 pulls                                      16.900s   3.100s"; !strings.Contains(buf.String(), want) {

@@ -10,6 +10,7 @@ import (
 
 	cri "github.com/readyline/readyline/collector/event"
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter/waterfall"
 )
 
 // restartsFailedCalls is restarts whose first sandbox needed a retry (a
@@ -52,7 +53,7 @@ func TestFailedCallsAcrossSandboxes(t *testing.T) {
 	}
 
 	var buf bytes.Buffer
-	if err := RenderWaterfall(&buf, tl, 100); err != nil {
+	if err := waterfall.Render(&buf, tl, 100); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()

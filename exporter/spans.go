@@ -17,11 +17,15 @@ import (
 	rlevent "github.com/readyline/readyline/collector/event"
 	"github.com/readyline/readyline/collector/redact"
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter/podtrace"
+	"github.com/readyline/readyline/exporter/waterfall"
 )
 
 // SpanPodStartup is the name of the root span of every pod start trace. The
 // phase spans carry the correlator's phase names (correlator.PhaseSchedule,
-// ...); the other names are built by the functions below.
+// ...); the other names are built by ConditionSpanName below and by
+// podtrace's functions (ContainerSpanName, ProcessSpanName, ProbeSpanName),
+// which the waterfalls label their rows with too.
 const SpanPodStartup = "pod.startup"
 
 // maxProbeSpans bounds the probe attempt spans of one probe kind in one
@@ -30,31 +34,9 @@ const SpanPodStartup = "pod.startup"
 // (the last is usually the success); the container span counts the rest.
 const maxProbeSpans = 32
 
-// ContainerSpanName is the name of the span of one container attempt:
-// "init <name>", "sidecar <name>" or "container <name>".
-func ContainerSpanName(c *correlator.Container) string {
-	return string(c.Kind) + " " + c.Name
-}
-
 // ConditionSpanName is the name of the zero-length span (and of the root
 // span's event) marking when a condition was observed True: "condition Ready".
 func ConditionSpanName(condType string) string { return "condition " + condType }
-
-// ProbeSpanName is the name of a probe attempt's span: "startupProbe",
-// "readinessProbe" or "livenessProbe".
-func ProbeSpanName(kind correlator.ProbeKind) string { return string(kind) + "Probe" }
-
-// ProcessSpanName is the name of an entrypoint process span: "process sleep".
-func ProcessSpanName(p *correlator.Process) string {
-	name := p.Filename
-	if name == "" && len(p.Argv) > 0 {
-		name = p.Argv[0]
-	}
-	if name == "" {
-		return "process"
-	}
-	return "process " + path.Base(name)
-}
 
 // spanBuilder starts and ends the spans of one timeline on a tracer. It is
 // used by one goroutine at a time.
@@ -431,7 +413,7 @@ func (b *spanBuilder) phases(ctx context.Context, tl *correlator.Timeline, tlEnd
 func (b *spanBuilder) earlierSandboxes(ctx context.Context, sbs []correlator.Sandbox) {
 	for i := range sbs {
 		sb := &sbs[i]
-		start, end := sandboxStart(sb), sb.Ended
+		start, end := podtrace.SandboxStart(sb), sb.Ended
 		if start.IsZero() {
 			continue
 		}
@@ -454,16 +436,6 @@ func (b *spanBuilder) earlierSandboxes(ctx context.Context, sbs []correlator.San
 		b.sandboxChildren(sctx, sb)
 		b.end(s, end)
 	}
-}
-
-// sandboxStart is the earliest known of a sandbox: Begin, or its creation
-// when the runtime's clock put that first.
-func sandboxStart(sb *correlator.Sandbox) time.Time {
-	start := sb.Begin()
-	if !sb.Created.IsZero() && (start.IsZero() || sb.Created.Before(start)) {
-		start = sb.Created
-	}
-	return start
 }
 
 // sandboxChildren: the failed RunPodSandbox calls, the RunPodSandbox call, the CNI plugins inside it, the
@@ -555,10 +527,10 @@ func (b *spanBuilder) containers(ctx context.Context, tl *correlator.Timeline) m
 		if _, ok := last[c.Name]; !ok {
 			if start, end, ok := c.FactBounds(); ok {
 				attrs := append(containerAttrs(c, &correlator.ContainerAttempt{}), AttrContainerNotCreated.Bool(true))
-				if _, s, end, ok := b.start(ctx, ContainerSpanName(c), start, end, attrs); ok {
+				if _, s, end, ok := b.start(ctx, podtrace.ContainerSpanName(c), start, end, attrs); ok {
 					if n := len(c.Waiting); n > 0 {
 						w := c.Waiting[n-1]
-						s.SetStatus(codes.Error, joinNonEmpty(": ", w.Reason, w.Message))
+						s.SetStatus(codes.Error, waterfall.JoinNonEmpty(": ", w.Reason, w.Message))
 					} else {
 						s.SetStatus(codes.Error, "not created: "+c.FailedCalls[len(c.FailedCalls)-1].Method.Short()+" failed")
 					}
@@ -606,17 +578,6 @@ func waitingEvents(s trace.Span, c *correlator.Container) {
 	}
 }
 
-// joinNonEmpty joins the non-empty parts with sep.
-func joinNonEmpty(sep string, parts ...string) string {
-	var out []string
-	for _, p := range parts {
-		if p != "" {
-			out = append(out, p)
-		}
-	}
-	return strings.Join(out, sep)
-}
-
 // containerAttempts emits the spans of c's attempts and leaves the last
 // one open in last.
 func (b *spanBuilder) containerAttempts(ctx context.Context, c *correlator.Container, last map[string]openSpan) {
@@ -626,7 +587,7 @@ func (b *spanBuilder) containerAttempts(ctx context.Context, c *correlator.Conta
 		if !ok {
 			continue
 		}
-		actx, s, end, ok := b.start(ctx, ContainerSpanName(c), start, end, containerAttrs(c, a))
+		actx, s, end, ok := b.start(ctx, podtrace.ContainerSpanName(c), start, end, containerAttrs(c, a))
 		if !ok {
 			continue
 		}
@@ -708,7 +669,7 @@ func (b *spanBuilder) attemptChildren(ctx context.Context, parent trace.Span, a 
 			pend = end
 			attrs = append(attrs, AttrProcessRunning.Bool(true))
 		}
-		b.leaf(ctx, ProcessSpanName(p), p.Exec, pend, processErr(p), attrs...)
+		b.leaf(ctx, podtrace.ProcessSpanName(p), p.Exec, pend, processErr(p), attrs...)
 	}
 	if h := a.PostStart; h != nil && !h.Start.IsZero() {
 		attrs := []attribute.KeyValue{AttrHookHandler.String(h.Handler)}
@@ -833,7 +794,7 @@ func (b *spanBuilder) probes(ctx context.Context, parent trace.Span, probes []co
 			attrs = append(attrs, AttrProbeMessage.String(p.Message))
 			errDesc += ": " + p.Message
 		}
-		b.leaf(ctx, ProbeSpanName(p.Kind), p.Start, pend, errDesc, attrs...)
+		b.leaf(ctx, podtrace.ProbeSpanName(p.Kind), p.Start, pend, errDesc, attrs...)
 	}
 	for _, k := range kinds {
 		key := "readyline.probe." + string(k)

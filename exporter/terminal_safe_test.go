@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/readyline/readyline/exporter/waterfall"
 )
 
 // hostileText is what a pod can put in a name, a file name, an argument or
@@ -42,7 +44,7 @@ func TestWaterfallEscapesPodText(t *testing.T) {
 	tl.Insights[0].Message = hostileText("insight")
 
 	var buf bytes.Buffer
-	if err := RenderWaterfall(&buf, tl, 200); err != nil {
+	if err := waterfall.Render(&buf, tl, 200); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter/waterfall"
 )
 
 // spanTree indexes exported spans by id and parent.
@@ -440,7 +441,7 @@ func TestProbesOmittedByTheTimeline(t *testing.T) {
 	}
 	for _, tl := range []*correlator.Timeline{whole, cut} {
 		var buf bytes.Buffer
-		if err := RenderWaterfall(&buf, tl, 100); err != nil {
+		if err := waterfall.Render(&buf, tl, 100); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(buf.String(), "startupProbe ×100 (99✗)") {

@@ -4,30 +4,17 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"math/rand/v2"
-	"strings"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/readyline/readyline/exporter/podtrace"
 )
 
-// TraceIDForPod returns the trace id of a pod start: the 16 bytes of the pod
-// UID when it is a UUID (with or without dashes), so that
-// `kubectl get pod X -o jsonpath='{.metadata.uid}'` with the dashes removed
-// opens the trace. Any other UID (never produced by the API server, but
-// possible in hand-made recordings) maps to the first 16 bytes of its SHA-256,
-// which is as stable but not readable back.
+// TraceIDForPod returns the trace id of a pod start
+// (podtrace.TraceIDForPod) as OpenTelemetry's type.
 func TraceIDForPod(uid string) trace.TraceID {
-	var id trace.TraceID
-	hexUID := strings.ReplaceAll(uid, "-", "")
-	if len(hexUID) == 2*len(id) {
-		if _, err := hex.Decode(id[:], []byte(hexUID)); err == nil && id.IsValid() {
-			return id
-		}
-	}
-	sum := sha256.Sum256([]byte(uid))
-	copy(id[:], sum[:])
-	return id
+	return trace.TraceID(podtrace.TraceIDForPod(uid))
 }
 
 // RootSpanID is the span id of the pod.startup root span of trace id: fixed

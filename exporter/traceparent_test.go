@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter/waterfall"
 )
 
 const (
@@ -150,7 +151,7 @@ func TestWaterfallTellsTheTraceParent(t *testing.T) {
 		tl := lifecycleDemo()
 		tl.TraceParent = tc.value
 		var buf bytes.Buffer
-		if err := RenderWaterfall(&buf, tl, 200); err != nil {
+		if err := waterfall.Render(&buf, tl, 200); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(buf.String(), "\n  "+tc.want+"\n") {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter/apiclient"
+	"github.com/readyline/readyline/exporter/waterfall"
 )
 
 // UIContentSecurityPolicy is the Content-Security-Policy of the UI's
@@ -164,7 +165,7 @@ func (s *Store) listView(ctx context.Context, pr PodReader) (listView, error) {
 		live[st.UID] = true
 		v.Starts = append(v.Starts, startView{
 			Pod: cut(st.Namespace+"/"+st.Name, maxHeadingRunes), Href: "pods/" + url.PathEscape(st.Namespace) + "/" + url.PathEscape(st.Name),
-			UID: st.UID, Outcome: st.Outcome, Result: string(st.Outcome), Took: fmtSeconds(st.End.Sub(st.Start)),
+			UID: st.UID, Outcome: st.Outcome, Result: string(st.Outcome), Took: waterfall.FormatSeconds(st.End.Sub(st.Start)),
 			Created: st.Start.UTC().Format(time.RFC3339),
 		})
 	}
@@ -184,7 +185,7 @@ func (s *Store) listView(ctx context.Context, pr PodReader) (listView, error) {
 			sv.Result = "partial"
 		}
 		if d, ok := between(tl.Start, tl.End); ok {
-			sv.Took = fmtSeconds(d)
+			sv.Took = waterfall.FormatSeconds(d)
 		}
 		if !tl.Start.IsZero() {
 			sv.Created = tl.Start.UTC().Format(time.RFC3339)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter/apiclient"
+	"github.com/readyline/readyline/exporter/internal/fixtures"
 )
 
 // The pages of the UI were html/template templates; they are Go code now
@@ -139,8 +140,8 @@ func uiFixtures(t testing.TB) []uiFixture {
 			out = append(out, uiFixture{fmt.Sprintf("%s#%d %s", filepath.Base(path), i, tl.Pod), func() *correlator.Timeline { return tl }})
 		}
 	}
-	seeds := waterfallFuzzSeeds()
-	corpus, err := filepath.Glob("testdata/fuzz/FuzzWaterfall/*")
+	seeds := fixtures.WaterfallFuzzSeeds()
+	corpus, err := filepath.Glob(waterfallCorpus)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,9 +150,7 @@ func uiFixtures(t testing.TB) []uiFixture {
 	}
 	for i, s := range seeds {
 		out = append(out, uiFixture{fmt.Sprintf("FuzzWaterfall seed %d", i), func() *correlator.Timeline {
-			tl := waterfallFuzzFixtures[int(s.fixture)%len(waterfallFuzzFixtures)]()
-			setTimes(reflect.ValueOf(tl), &timeSource{b: s.times})
-			return tl
+			return fixtures.FuzzTimeline(s.Fixture, s.Times)
 		}})
 	}
 	return out
@@ -159,7 +158,7 @@ func uiFixtures(t testing.TB) []uiFixture {
 
 // readWaterfallCorpus reads a file of FuzzWaterfall's corpus: a byte, an
 // int and a []byte, each on its line in Go syntax.
-func readWaterfallCorpus(t testing.TB, path string) waterfallFuzzSeed {
+func readWaterfallCorpus(t testing.TB, path string) fixtures.WaterfallFuzzSeed {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -179,7 +178,7 @@ func readWaterfallCorpus(t testing.TB, path string) waterfallFuzzSeed {
 		t.Fatalf("%s: %v %v %v", path, err1, err2, err3)
 	}
 	r := []rune(fixture)[0] // a rune literal unquotes to its UTF-8
-	return waterfallFuzzSeed{fixture: uint8(r), width: width, times: []byte(times)}
+	return fixtures.WaterfallFuzzSeed{Fixture: uint8(r), Width: width, Times: []byte(times)}
 }
 
 // apiLink is the JSON link of a pod's page, as UIHandler makes it.

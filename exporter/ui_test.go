@@ -15,6 +15,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter/waterfall"
 )
 
 const demoRecording = "../correlator/testdata/recordings/demo-node.jsonl"
@@ -225,7 +226,7 @@ func TestWaterfallPageRecordedDemo(t *testing.T) {
 		t.Errorf("Content-Type %q", got)
 	}
 	h1 := findFirst(doc, func(n *html.Node) bool { return n.Data == "h1" })
-	if got := textOf(h1); !strings.Contains(got, "readyline-demo/lifecycle-demo") || !strings.Contains(got, "Ready in "+fmtSeconds(tl.End.Sub(tl.Start))) {
+	if got := textOf(h1); !strings.Contains(got, "readyline-demo/lifecycle-demo") || !strings.Contains(got, "Ready in "+waterfall.FormatSeconds(tl.End.Sub(tl.Start))) {
 		t.Errorf("heading %q", got)
 	}
 
@@ -253,7 +254,7 @@ func TestWaterfallPageRecordedDemo(t *testing.T) {
 			t.Errorf("%s's bar at x=%v, left of the phase before it (%v)", p.Name, x, prevX)
 		}
 		prevX = x
-		if title := titleOf(bar); !strings.Contains(title, "+"+fmtSeconds(p.Start.Sub(tl.Start))) || !strings.Contains(title, "took "+fmtSeconds(p.Duration())) {
+		if title := titleOf(bar); !strings.Contains(title, "+"+waterfall.FormatSeconds(p.Start.Sub(tl.Start))) || !strings.Contains(title, "took "+waterfall.FormatSeconds(p.Duration())) {
 			t.Errorf("%s's tooltip %q does not give its start and duration", p.Name, title)
 		}
 	}
@@ -327,7 +328,7 @@ func TestWaterfallPageRecordedDemo(t *testing.T) {
 			if got, want := msAttr(t, r, "data-lag-ms"), float64(c.Lag().Microseconds())/1000; got != want {
 				t.Errorf("%s lag %v ms, want %v", typ, got, want)
 			}
-			if took := textOf(findFirst(r, tagClass("text", "took"))); took != "+"+fmtSeconds(c.Lag()) {
+			if took := textOf(findFirst(r, tagClass("text", "took"))); took != "+"+waterfall.FormatSeconds(c.Lag()) {
 				t.Errorf("%s shows lag %q", typ, took)
 			}
 		}
@@ -383,7 +384,7 @@ func TestWaterfallPageSameRowsAsText(t *testing.T) {
 	tls = append(tls, restarts(), stuckCrashLoop(), lateSeen(), blindSources(), postStartDemo())
 	for _, tl := range tls {
 		var text bytes.Buffer
-		if err := RenderWaterfall(&text, tl, waterfallMaxWidth); err != nil {
+		if err := waterfall.Render(&text, tl, waterfall.MaxWidth); err != nil {
 			t.Fatal(err)
 		}
 		var want []string
@@ -394,7 +395,7 @@ func TestWaterfallPageSameRowsAsText(t *testing.T) {
 		for _, line := range lines {
 			if labelW < 0 {
 				if strings.HasPrefix(strings.TrimLeft(line, " "), "start     took") {
-					labelW = strings.Index(line, "start") - (1 + waterfallNumWidth - len("start"))
+					labelW = strings.Index(line, "start") - (1 + waterfall.NumWidth - len("start"))
 				}
 				continue
 			}

@@ -7,10 +7,6 @@ import (
 	"github.com/readyline/readyline/correlator"
 )
 
-// AnotherPodsPull is what a reader who may not get the pod of a pull a
-// start waited behind reads of it.
-const AnotherPodsPull = "another pod's pull"
-
 // ReaderView returns what of tl the user of pr may read, as Kubernetes
 // would show it to them (DESIGN.md, "Who may read what"):
 //
@@ -109,13 +105,4 @@ func pullViews(pr PodReader, pulls []correlator.ImagePull) []correlator.ImagePul
 		return pulls
 	}
 	return out
-}
-
-// behindName names the pull b for a reader: its image, or AnotherPodsPull
-// when the reader may not know it.
-func behindName(b correlator.PullBehind) string {
-	if b.Hidden || b.Image == "" {
-		return AnotherPodsPull
-	}
-	return b.Image
 }

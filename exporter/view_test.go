@@ -11,6 +11,7 @@ import (
 
 	"github.com/readyline/readyline/collector/redact"
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter/waterfall"
 )
 
 const dbPassword = "Tr0ub4dor&3-horse"
@@ -58,8 +59,8 @@ func TestReaderViewGetOnly(t *testing.T) {
 	if !b[0].Hidden || b[0].Image != "" || b[0].PodUID != "" || b[1].Hidden || b[1].Image != "shop/web:2" {
 		t.Errorf("behind %+v: the other namespace's pull hidden, this one's kept", b)
 	}
-	if behindName(b[0]) != AnotherPodsPull {
-		t.Errorf("a hidden pull is named %q", behindName(b[0]))
+	if waterfall.BehindName(b[0]) != waterfall.AnotherPodsPull {
+		t.Errorf("a hidden pull is named %q", waterfall.BehindName(b[0]))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	cri "github.com/readyline/readyline/collector/event"
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter/waterfall"
 )
 
 // volumesTimeline is slowSandbox with its wait before the sandbox spent on
@@ -29,7 +30,7 @@ func volumesTimeline() *correlator.Timeline {
 // rows under the wait before the sandbox; the quick ones are counted.
 func TestWaterfallVolumes(t *testing.T) {
 	var buf bytes.Buffer
-	if err := RenderWaterfall(&buf, volumesTimeline(), 160); err != nil {
+	if err := waterfall.Render(&buf, volumesTimeline(), 160); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
@@ -87,7 +88,7 @@ func TestVolumeProvision(t *testing.T) {
 		t.Errorf("%d volume.setup spans, want 2 (logs has no setup seen)", n)
 	}
 	var buf bytes.Buffer
-	if err := RenderWaterfall(&buf, tl, 160); err != nil {
+	if err := waterfall.Render(&buf, tl, 160); err != nil {
 		t.Fatal(err)
 	}
 	if want := "volume data provision (2 failed)"; !strings.Contains(buf.String(), want) {

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter/waterfall"
 )
 
 // Geometry of the HTML waterfall's SVG, in CSS pixels. The label, start
@@ -91,10 +92,10 @@ func cut(s string, n int) shortText {
 	if utf8.RuneCountInString(s) <= n {
 		return shortText{Text: s}
 	}
-	return shortText{Text: cutRunes(s, max(n, 2)), Full: s}
+	return shortText{Text: waterfall.CutRunes(s, max(n, 2)), Full: s}
 }
 
-// noteView is a chartNote.
+// noteView is a waterfall.ChartNote.
 type noteView struct {
 	Topic, Text string
 }
@@ -206,27 +207,27 @@ type svgCritical struct {
 }
 
 func newPodView(tl *correlator.Timeline, back, api string) podView {
-	wc := newWaterfallChart(tl)
+	wc := waterfall.NewChart(tl)
 	v := podView{
-		Title:    tl.Pod.String() + " — " + wc.outcome(),
+		Title:    tl.Pod.String() + " — " + wc.Outcome(),
 		Back:     back,
 		API:      api,
 		Pod:      cut(tl.Pod.String(), maxHeadingRunes),
-		Outcome:  wc.outcome(),
+		Outcome:  wc.Outcome(),
 		Result:   string(tl.Outcome),
 		Reason:   tl.Reason,
 		Waiting:  tl.Waiting,
-		Meta:     wc.meta(),
+		Meta:     wc.Meta(),
 		Insights: tl.Insights,
 	}
-	for _, r := range breakdownRows(tl) {
-		v.Breakdown = append(v.Breakdown, breakdownView{Kind: r.kind, Name: r.name, Took: r.took, Percent: r.percent, What: r.what})
+	for _, r := range waterfall.BreakdownRows(tl) {
+		v.Breakdown = append(v.Breakdown, breakdownView{Kind: r.Kind, Name: r.Name, Took: r.Took, Percent: r.Percent, What: r.What})
 	}
 	if tl.Partial {
 		v.Result = "partial"
 	}
-	for _, n := range wc.notes() {
-		v.Notes = append(v.Notes, noteView{Topic: n.topic, Text: n.text})
+	for _, n := range wc.Notes() {
+		v.Notes = append(v.Notes, noteView{Topic: n.Topic, Text: n.Text})
 	}
 	if tl.Pod.UID != "" {
 		v.Trace = TraceIDForPod(tl.Pod.UID).String()
@@ -240,20 +241,20 @@ func newPodView(tl *correlator.Timeline, back, api string) podView {
 	}
 	for _, s := range tl.CriticalPath {
 		d := s.End.Sub(s.Start)
-		v.Critical = append(v.Critical, stepView{Name: s.Name, Took: fmtSeconds(d), DurationMS: ms(d), OnChart: onChart[s.Name]})
+		v.Critical = append(v.Critical, stepView{Name: s.Name, Took: waterfall.FormatSeconds(d), DurationMS: ms(d), OnChart: onChart[s.Name]})
 	}
-	v.Legend = legendView{BackOff: hasBackOff(tl) || hasPullWaits(tl), Waiting: hasWaiting(tl), Critical: len(onChart) > 0,
+	v.Legend = legendView{BackOff: waterfall.HasBackOff(tl) || hasPullWaits(tl), Waiting: waterfall.HasWaiting(tl), Critical: len(onChart) > 0,
 		Blind: len(v.Chart.Blind) > 0}
-	for _, r := range wc.rows {
+	for _, r := range wc.Rows {
 		switch {
-		case r.style == styleInferred:
+		case r.Style == waterfall.StyleInferred:
 			v.Legend.Inferred = true
-		case r.kind == rowPull:
+		case r.Kind == waterfall.RowPull:
 			v.Legend.Pulls = true
-		case r.kind == rowCondition && r.cond.Coarse:
+		case r.Kind == waterfall.RowCondition && r.Cond.Coarse:
 			v.Legend.Coarse = true
 		}
-		if r.kind == rowHook {
+		if r.Kind == waterfall.RowHook {
 			v.Legend.Hooks = true
 		}
 	}
@@ -280,38 +281,38 @@ func px(x float64) string {
 }
 
 // svgScale maps the chart's times to x coordinates of the bars.
-type svgScale struct{ wc *waterfallChart }
+type svgScale struct{ wc *waterfall.Chart }
 
 func (s svgScale) x(t time.Time) float64 {
-	return svgBarLeft + s.wc.frac(t)*(svgBarRight-svgBarLeft)
+	return svgBarLeft + s.wc.Frac(t)*(svgBarRight-svgBarLeft)
 }
 
-func newSVGChart(wc *waterfallChart) svgChart {
+func newSVGChart(wc *waterfall.Chart) svgChart {
 	sc := svgScale{wc}
 	c := svgChart{Width: svgWidth, BarLeft: svgBarLeft, BarRight: svgBarRight, StartRight: svgStartRight, TookRight: svgTookRight}
-	step := tickStep(wc.total, (svgBarRight-svgBarLeft)/svgTickSpacing)
-	for i := range min(int64(wc.total/step), 1000) + 1 {
+	step := waterfall.TickStep(wc.Total, (svgBarRight-svgBarLeft)/svgTickSpacing)
+	for i := range min(int64(wc.Total/step), 1000) + 1 {
 		t := time.Duration(i) * step
-		c.Ticks = append(c.Ticks, svgTick{X: px(sc.x(wc.start.Add(t))), Label: fmtTick(t, step)})
+		c.Ticks = append(c.Ticks, svgTick{X: px(sc.x(wc.Start.Add(t))), Label: waterfall.FormatTick(t, step)})
 	}
 	y := svgAxisHeight
-	for i := range wc.rows {
-		r := &wc.rows[i]
+	for i := range wc.Rows {
+		r := &wc.Rows[i]
 		row := newSVGRow(sc, r, y, i%2 == 1)
 		c.Rows = append(c.Rows, row)
 		y += row.Height
-		if r.kind == rowWaiting && strings.TrimSpace(r.message) != "" {
+		if r.Kind == waterfall.RowWaiting && strings.TrimSpace(r.Message) != "" {
 			c.Rows = append(c.Rows, svgRow{Class: "message", Y: y, TextY: 12, Height: svgMsgHeight, Band: i%2 == 1,
-				LabelX: svgBarLeft, Message: cut(strings.Join(strings.Fields(r.message), " "), svgMessageRunes)})
+				LabelX: svgBarLeft, Message: cut(strings.Join(strings.Fields(r.Message), " "), svgMessageRunes)})
 			y += svgMsgHeight
 		}
 	}
 	c.GridBottom = y
 	c.Blind = blindAreas(sc)
 	c.Height = y + svgBottom
-	for _, r := range wc.rows {
-		if r.kind == rowCondition {
-			c.Guides = append(c.Guides, svgGuide{X: px(sc.x(r.cond.Observed)), Type: r.cond.Type})
+	for _, r := range wc.Rows {
+		if r.Kind == waterfall.RowCondition {
+			c.Guides = append(c.Guides, svgGuide{X: px(sc.x(r.Cond.Observed)), Type: r.Cond.Type})
 		}
 	}
 	return c
@@ -329,98 +330,98 @@ func blindAreas(sc svgScale) []svgBlind {
 		}
 		out = append(out, svgBlind{X: px(x0), W: px(x1 - x0), Source: source, Title: title})
 	}
-	if tl := wc.tl; !tl.ObservedSince.IsZero() {
-		area(wc.start, tl.ObservedSince, "", "readyline saw this pod only from "+wc.at(tl.ObservedSince)+
+	if tl := wc.Timeline; !tl.ObservedSince.IsZero() {
+		area(wc.Start, tl.ObservedSince, "", "readyline saw this pod only from "+wc.At(tl.ObservedSince)+
 			": earlier kernel and CRI facts are missing")
 	}
-	for _, g := range wc.tl.Gaps {
+	for _, g := range wc.Timeline.Gaps {
 		for _, bw := range g.Windows {
-			to, until := bw.To, wc.at(bw.To)
+			to, until := bw.To, wc.At(bw.To)
 			if to.IsZero() {
-				to, until = wc.end, "the end (still blind)"
+				to, until = wc.End, "the end (still blind)"
 			}
-			area(bw.From, to, g.Source, "blind: "+g.Source+" "+bw.Reason+" "+wc.at(bw.From)+" → "+until+"\n"+g.Lacks())
+			area(bw.From, to, g.Source, "blind: "+g.Source+" "+bw.Reason+" "+wc.At(bw.From)+" → "+until+"\n"+g.Lacks())
 		}
 	}
 	return out
 }
 
 // barHeight makes the rows' nesting visible: phases thickest, calls thinnest.
-func barHeight(k rowKind) int {
+func barHeight(k waterfall.RowKind) int {
 	switch k {
-	case rowPhase, rowSandbox:
+	case waterfall.RowPhase, waterfall.RowSandbox:
 		return 14
-	case rowContainer:
+	case waterfall.RowContainer:
 		return 12
-	case rowCall, rowCNI, rowBackOff, rowPullWait:
+	case waterfall.RowCall, waterfall.RowCNI, waterfall.RowBackOff, waterfall.RowPullWait:
 		return 8
 	}
 	return 10
 }
 
-func newSVGRow(sc svgScale, r *wrow, y int, band bool) svgRow {
+func newSVGRow(sc svgScale, r *waterfall.Row, y int, band bool) svgRow {
 	wc := sc.wc
 	row := svgRow{
-		Class: "row " + string(r.kind), Name: r.name, Container: r.container,
+		Class: "row " + string(r.Kind), Name: r.Name, Container: r.Container,
 		Y: y, TextY: 15, Height: svgRowHeight, Band: band,
-		LabelX: svgLabelX + svgIndent*r.depth,
-		Start:  wc.offset(r.start), Took: r.took, Note: r.note,
+		LabelX: svgLabelX + svgIndent*r.Depth,
+		Start:  wc.Offset(r.Start), Took: r.Took, Note: r.Note,
 	}
-	if r.kind == rowContainer || (r.kind == rowNote && r.container != "" && r.name == r.container) {
-		row.Class += " " + containerClass(r.container)
+	if r.Kind == waterfall.RowContainer || (r.Kind == waterfall.RowNote && r.Container != "" && r.Name == r.Container) {
+		row.Class += " " + containerClass(r.Container)
 	}
-	if r.failed {
+	if r.Failed {
 		row.Class += " failed"
 	}
-	if r.cond != nil && r.cond.Coarse {
+	if r.Cond != nil && r.Cond.Coarse {
 		row.Class += " coarse"
 	}
-	if r.open {
+	if r.Open {
 		row.Class += " open"
-		row.Open = r.took
+		row.Open = r.Took
 	}
 	room := int((svgLabelRight - float64(row.LabelX)) / svgCharWidth)
-	row.Label = cut(r.label, room)
-	if !r.start.IsZero() && r.kind != rowSection && r.kind != rowNote {
-		row.StartMS = ms(r.start.Sub(wc.start))
-		if !r.end.IsZero() {
-			row.DurationMS = ms(r.end.Sub(r.start))
+	row.Label = cut(r.Label, room)
+	if !r.Start.IsZero() && r.Kind != waterfall.RowSection && r.Kind != waterfall.RowNote {
+		row.StartMS = ms(r.Start.Sub(wc.Start))
+		if !r.End.IsZero() {
+			row.DurationMS = ms(r.End.Sub(r.Start))
 		}
 	}
 	mid := float64(svgRowHeight) / 2
-	label := r.label
-	if r.container != "" && r.name != r.container {
-		label = r.container + " " + label
+	label := r.Label
+	if r.Container != "" && r.Name != r.Container {
+		label = r.Container + " " + label
 	}
 	switch {
-	case r.kind == rowSection || r.kind == rowNote || r.note != "":
-	case r.kind == rowCondition:
-		row.Cond = newSVGCondition(sc, r.cond, mid)
-	case r.kind == rowProbe:
-		for _, m := range r.probes {
-			mk := svgMark{X: px(sc.x(m.at)), Y: px(mid), Class: string(m.kind) + " observed", Shape: "circle",
-				AtMS: ms(m.at.Sub(wc.start)), Title: probeTitle(wc, label, m)}
-			switch m.kind {
-			case markFailed:
+	case r.Kind == waterfall.RowSection || r.Kind == waterfall.RowNote || r.Note != "":
+	case r.Kind == waterfall.RowCondition:
+		row.Cond = newSVGCondition(sc, r.Cond, mid)
+	case r.Kind == waterfall.RowProbe:
+		for _, m := range r.Probes {
+			mk := svgMark{X: px(sc.x(m.At)), Y: px(mid), Class: string(m.Kind) + " observed", Shape: "circle",
+				AtMS: ms(m.At.Sub(wc.Start)), Title: probeTitle(wc, label, m)}
+			switch m.Kind {
+			case waterfall.MarkFailed:
 				mk.Shape = "cross"
-			case markOther:
+			case waterfall.MarkOther:
 				mk.Shape = "dot"
-			case markInferred:
-				mk.Class, mk.Shape = string(m.kind), "diamond"
+			case waterfall.MarkInferred:
+				mk.Class, mk.Shape = string(m.Kind), "diamond"
 			}
 			row.Marks = append(row.Marks, mk)
 		}
 		// The span from the first attempt to the first success, faint.
-		if r.end.After(r.start) {
-			x0, x1 := sc.x(r.start), sc.x(r.end)
+		if r.End.After(r.Start) {
+			x0, x1 := sc.x(r.Start), sc.x(r.End)
 			row.Bar = &svgBar{X: px(x0), Y: px(mid - 1), W: px(x1 - x0), H: "2", Class: "bar span",
-				Title: label + ": " + wc.at(r.start) + " → " + wc.at(r.end) + ", " + r.took}
+				Title: label + ": " + wc.At(r.Start) + " → " + wc.At(r.End) + ", " + r.Took}
 		}
 	default:
-		h := float64(barHeight(r.kind))
-		x0, x1 := sc.x(r.start), sc.x(r.end)
-		cls := "bar " + string(r.style)
-		if r.instant {
+		h := float64(barHeight(r.Kind))
+		x0, x1 := sc.x(r.Start), sc.x(r.End)
+		cls := "bar " + string(r.Style)
+		if r.Instant {
 			x1 = x0
 			cls = "bar instant"
 		}
@@ -429,8 +430,8 @@ func newSVGRow(sc svgScale, r *wrow, y int, band bool) svgRow {
 			x0 = svgBarRight - w
 		}
 		row.Bar = &svgBar{X: px(x0), Y: px(mid - h/2), W: px(w), H: px(h), Class: cls, Title: barTitle(wc, label, r)}
-		for _, s := range wc.tl.CriticalPath {
-			if s.Name != r.name || s.End.Before(r.start) || s.Start.After(r.end) {
+		for _, s := range wc.Timeline.CriticalPath {
+			if s.Name != r.Name || s.End.Before(r.Start) || s.Start.After(r.End) {
 				continue
 			}
 			// The part of the step this row shows: a step may span
@@ -438,7 +439,7 @@ func newSVGRow(sc svgScale, r *wrow, y int, band bool) svgRow {
 			cx0, cx1 := max(sc.x(s.Start), x0), min(sc.x(s.End), x0+w)
 			cw := max(cx1-cx0, svgMinBar)
 			row.Critical = append(row.Critical, svgCritical{X: px(cx0), Y: px(mid + h/2 + 1.5), W: px(cw),
-				Title: "critical path: " + s.Name + " " + wc.at(s.Start) + " → " + wc.at(s.End) + ", " + fmtSeconds(s.End.Sub(s.Start))})
+				Title: "critical path: " + s.Name + " " + wc.At(s.Start) + " → " + wc.At(s.End) + ", " + waterfall.FormatSeconds(s.End.Sub(s.Start))})
 		}
 		if len(row.Critical) > 0 {
 			row.Class += " critical"
@@ -456,34 +457,34 @@ func containerClass(owner string) string {
 	return kind
 }
 
-func barTitle(wc *waterfallChart, label string, r *wrow) string {
+func barTitle(wc *waterfall.Chart, label string, r *waterfall.Row) string {
 	var b strings.Builder
 	b.WriteString(label)
 	b.WriteString("\n")
 	switch {
-	case r.instant:
-		b.WriteString("at " + wc.at(r.start))
-	case r.took == "running":
-		b.WriteString("from " + wc.at(r.start) + ", still running at " + wc.at(r.end))
-	case r.open:
-		b.WriteString("from " + wc.at(r.start) + ", its end not seen")
+	case r.Instant:
+		b.WriteString("at " + wc.At(r.Start))
+	case r.Took == "running":
+		b.WriteString("from " + wc.At(r.Start) + ", still running at " + wc.At(r.End))
+	case r.Open:
+		b.WriteString("from " + wc.At(r.Start) + ", its end not seen")
 	default:
-		b.WriteString(wc.at(r.start) + " → " + wc.at(r.end))
-		if r.took != "" {
-			b.WriteString(", took " + r.took)
+		b.WriteString(wc.At(r.Start) + " → " + wc.At(r.End))
+		if r.Took != "" {
+			b.WriteString(", took " + r.Took)
 		}
 	}
-	if r.detail != "" {
-		b.WriteString("\n" + r.detail)
+	if r.Detail != "" {
+		b.WriteString("\n" + r.Detail)
 	}
-	if r.style == styleInferred {
+	if r.Style == waterfall.StyleInferred {
 		b.WriteString("\ninferred: not seen, its bounds come from the container's start and the next container's creation")
 	}
 	return b.String()
 }
 
-func probeTitle(wc *waterfallChart, label string, m probeMark) string {
-	p := m.attempt
+func probeTitle(wc *waterfall.Chart, label string, m waterfall.ProbeMark) string {
+	p := m.Attempt
 	var b strings.Builder
 	b.WriteString(label)
 	if p.Handler != "" {
@@ -491,12 +492,12 @@ func probeTitle(wc *waterfallChart, label string, m probeMark) string {
 	}
 	b.WriteString("\n")
 	if p.Inferred {
-		b.WriteString("inferred from the API's status flip: succeeded by " + wc.at(m.at) + ", not seen")
+		b.WriteString("inferred from the API's status flip: succeeded by " + wc.At(m.At) + ", not seen")
 		return b.String()
 	}
-	b.WriteString(string(p.Result) + " at " + wc.at(m.at))
-	if m.end.After(m.at) {
-		b.WriteString(", took " + fmtSeconds(m.end.Sub(m.at)))
+	b.WriteString(string(p.Result) + " at " + wc.At(m.At))
+	if m.End.After(m.At) {
+		b.WriteString(", took " + waterfall.FormatSeconds(m.End.Sub(m.At)))
 	}
 	if p.ExitCode != nil {
 		fmt.Fprintf(&b, ", exit %d", *p.ExitCode)
@@ -509,9 +510,9 @@ func probeTitle(wc *waterfallChart, label string, m probeMark) string {
 
 func newSVGCondition(sc svgScale, c *correlator.ConditionTransition, mid float64) *svgCondition {
 	wc := sc.wc
-	v := &svgCondition{Type: c.Type, X: px(sc.x(c.Observed)), Y: px(mid), ObservedMS: ms(c.Observed.Sub(wc.start)), Coarse: c.Coarse}
+	v := &svgCondition{Type: c.Type, X: px(sc.x(c.Observed)), Y: px(mid), ObservedMS: ms(c.Observed.Sub(wc.Start)), Coarse: c.Coarse}
 	var b strings.Builder
-	b.WriteString(c.Type + " observed True at " + wc.at(c.Observed))
+	b.WriteString(c.Type + " observed True at " + wc.At(c.Observed))
 	switch {
 	case c.Coarse:
 		b.WriteString(" (coarse: its lastTransitionTime, 1 s precision; no lag known)")
@@ -520,7 +521,7 @@ func newSVGCondition(sc svgScale, c *correlator.ConditionTransition, mid float64
 		if c.Cause.Before(c.Observed) {
 			v.CauseX = px(sc.x(c.Cause))
 		}
-		b.WriteString(", " + fmtSeconds(c.Lag()) + " after its cause at " + wc.at(c.Cause))
+		b.WriteString(", " + waterfall.FormatSeconds(c.Lag()) + " after its cause at " + wc.At(c.Cause))
 		if c.CauseEvent != "" {
 			b.WriteString(" (" + c.CauseEvent + ")")
 		}

@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/readyline/readyline/correlator"
-	"github.com/readyline/readyline/exporter"
 	"github.com/readyline/readyline/exporter/apiclient"
+	"github.com/readyline/readyline/exporter/waterfall"
 )
 
 const explainHelp = `usage: kubectl readyline explain [-n NAMESPACE] POD [--width N] [-o text|json] [--watch]
@@ -97,14 +97,14 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	draw := func(tl *correlator.Timeline, again bool) error {
 		if again {
-			if err := exporter.Redraw(stdout); err != nil {
+			if err := waterfall.Redraw(stdout); err != nil {
 				return err
 			}
 		}
 		if o.output == "json" {
 			return writeJSON(stdout, tl)
 		}
-		if err := exporter.RenderWaterfall(stdout, tl, int(o.width)); err != nil {
+		if err := waterfall.Render(stdout, tl, int(o.width)); err != nil {
 			return err
 		}
 		_, err := fmt.Fprintln(stdout)
@@ -115,7 +115,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fetch = ds.api.explain
 	}
 	if o.watch {
-		return exporter.Watch(ctx, func(ctx context.Context) (*correlator.Timeline, error) {
+		return waterfall.Watch(ctx, func(ctx context.Context) (*correlator.Timeline, error) {
 			return fetch(ctx, namespace, o.pod)
 		}, draw)
 	}

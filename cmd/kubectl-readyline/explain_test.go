@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/readyline/readyline/correlator"
-	"github.com/readyline/readyline/exporter"
 	"github.com/readyline/readyline/exporter/apiclient"
+	"github.com/readyline/readyline/exporter/waterfall"
 )
 
 // TestExplain: explain asks the secure API of the readyline on the pod's
@@ -58,7 +58,7 @@ func TestExplain(t *testing.T) {
 		}
 		if o.output == "json" {
 			writeJSON(&stdout, tl)
-		} else if err := exporter.RenderWaterfall(&stdout, tl, int(o.width)); err != nil {
+		} else if err := waterfall.Render(&stdout, tl, int(o.width)); err != nil {
 			t.Fatal(err)
 		}
 		return stdout.String()

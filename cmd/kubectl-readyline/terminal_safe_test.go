@@ -13,8 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/readyline/readyline/correlator"
-	"github.com/readyline/readyline/exporter"
 	"github.com/readyline/readyline/exporter/apiclient"
+	"github.com/readyline/readyline/exporter/waterfall"
 )
 
 // hostile is what a pod, or a daemon that does not escape, can put in a
@@ -60,7 +60,7 @@ func TestExplainEscapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout bytes.Buffer
-	if err := exporter.RenderWaterfall(&stdout, tl, 80); err != nil {
+	if err := waterfall.Render(&stdout, tl, 80); err != nil {
 		t.Fatal(err)
 	}
 	// The daemon's JSON made the byte that is not UTF-8 U+FFFD.

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/readyline/readyline/correlator"
-	"github.com/readyline/readyline/exporter"
 	"github.com/readyline/readyline/exporter/apiclient"
 	"github.com/readyline/readyline/exporter/termtext"
+	"github.com/readyline/readyline/exporter/waterfall"
 )
 
 // explainConfig is the validated configuration of `readyline explain`.
@@ -126,12 +126,12 @@ func fetchStart(ctx context.Context, cfg explainConfig, api *apiclient.Client) (
 }
 
 // watchStart draws the pod's start, and again each time it took new facts,
-// until it ends or ctx does (exporter.Watch).
+// until it ends or ctx does (waterfall.Watch).
 func watchStart(ctx context.Context, cfg explainConfig, api *apiclient.Client, stdout io.Writer) error {
-	return exporter.Watch(ctx, func(ctx context.Context) (*correlator.Timeline, error) { return fetchStart(ctx, cfg, api) },
+	return waterfall.Watch(ctx, func(ctx context.Context) (*correlator.Timeline, error) { return fetchStart(ctx, cfg, api) },
 		func(tl *correlator.Timeline, again bool) error {
 			if again {
-				if err := exporter.Redraw(stdout); err != nil {
+				if err := waterfall.Redraw(stdout); err != nil {
 					return err
 				}
 			}

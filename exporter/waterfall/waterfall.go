@@ -1,4 +1,4 @@
-package exporter
+package waterfall
 
 import (
 	"bufio"
@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter/podtrace"
 	"github.com/readyline/readyline/exporter/termtext"
 )
 
@@ -17,13 +18,16 @@ import (
 // bounds), start offset, duration, bar.
 const (
 	waterfallMinLabel = 20
-	waterfallNumWidth = 8
-	waterfallMinWidth = 64
-	// waterfallMaxWidth bounds the columns (and so the output) whatever
-	// width RenderWaterfall is asked for.
-	waterfallMaxWidth = 1000
-	// DefaultWaterfallWidth is used when RenderWaterfall is given width <= 0.
-	DefaultWaterfallWidth = 100
+	// NumWidth is the width of the start and took columns.
+	NumWidth = 8
+	// MinWidth is the narrowest waterfall Render draws, whatever width it
+	// is asked for.
+	MinWidth = 64
+	// MaxWidth bounds the columns (and so the output) whatever
+	// width Render is asked for.
+	MaxWidth = 1000
+	// DefaultWidth is used when Render is given width <= 0.
+	DefaultWidth = 100
 )
 
 // Glyphs of the waterfall's bars and marks.
@@ -47,8 +51,8 @@ const maxWaitingMessageRows = 2
 // eighths are the left-aligned partial blocks, index = eighths of a cell.
 var eighths = []rune{' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉', '█'}
 
-// RenderWaterfall writes tl as a text waterfall for a terminal of width
-// columns (DefaultWaterfallWidth when width <= 0, at most 1000): a header, one row per
+// Render writes tl as a text waterfall for a terminal of width
+// columns (DefaultWidth when width <= 0, at most MaxWidth): a header, one row per
 // phase, container attempt, process, hook, probe kind (its attempts as
 // marks) and condition, each with its offset from the pod's creation, its
 // duration and a bar to scale, then the insights and the critical path. The
@@ -56,12 +60,12 @@ var eighths = []rune{' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉', '█'
 // the number of facts in tl and width, whatever its times: bars cover at
 // most 24 hours. It assumes a terminal that draws the box and block
 // characters one column wide.
-func RenderWaterfall(w io.Writer, tl *correlator.Timeline, width int) error {
+func Render(w io.Writer, tl *correlator.Timeline, width int) error {
 	if width <= 0 {
-		width = DefaultWaterfallWidth
+		width = DefaultWidth
 	}
-	width = min(max(width, waterfallMinWidth), waterfallMaxWidth)
-	wf := newWaterfall(newWaterfallChart(tl), width)
+	width = min(max(width, MinWidth), MaxWidth)
+	wf := newWaterfall(NewChart(tl), width)
 	bw := bufio.NewWriter(w)
 	wf.header(bw)
 	wf.table(bw)
@@ -72,34 +76,34 @@ func RenderWaterfall(w io.Writer, tl *correlator.Timeline, width int) error {
 	return nil
 }
 
-// waterfall draws a waterfallChart in columns of text.
+// waterfall draws a Chart in columns of text.
 type waterfall struct {
-	*waterfallChart
+	*Chart
 	width  int
 	labelW int
 	barW   int
 }
 
-func newWaterfall(wc *waterfallChart, width int) *waterfall {
+func newWaterfall(wc *Chart, width int) *waterfall {
 	// The label column fits the longest label, up to a third of the width;
 	// the bars get the rest.
 	labelW := waterfallMinLabel
-	for i := range wc.rows {
-		labelW = max(labelW, utf8.RuneCountInString(textLabel(&wc.rows[i])))
+	for i := range wc.Rows {
+		labelW = max(labelW, utf8.RuneCountInString(textLabel(&wc.Rows[i])))
 	}
 	labelW = min(labelW, width/3)
-	return &waterfall{waterfallChart: wc, width: width, labelW: labelW, barW: width - labelW - 2*waterfallNumWidth - 4}
+	return &waterfall{Chart: wc, width: width, labelW: labelW, barW: width - labelW - 2*NumWidth - 4}
 }
 
 // textLabel is a row's label indented by its depth, terminal-safe (a
 // container's or a process's name is the pod's).
-func textLabel(r *wrow) string {
-	return strings.Repeat("  ", r.depth) + termtext.Escape(r.label)
+func textLabel(r *Row) string {
+	return strings.Repeat("  ", r.Depth) + termtext.Escape(r.Label)
 }
 
 func (wf *waterfall) header(w *bufio.Writer) {
-	tl := wf.tl
-	fmt.Fprintf(w, "%s  %s\n", termtext.Escape(tl.Pod.String()), termtext.Escape(wf.outcome()))
+	tl := wf.Timeline
+	fmt.Fprintf(w, "%s  %s\n", termtext.Escape(tl.Pod.String()), termtext.Escape(wf.Outcome()))
 	if tl.Reason != "" {
 		writeWrapped(w, "  reason: ", tl.Reason, wf.width)
 	}
@@ -109,29 +113,29 @@ func (wf *waterfall) header(w *bufio.Writer) {
 	if then := tl.After.Summary(tl.Start); then != "" {
 		writeWrapped(w, "  ", then, wf.width)
 	}
-	if meta := wf.meta(); len(meta) > 0 {
+	if meta := wf.Meta(); len(meta) > 0 {
 		writeItems(w, "  ", meta, "  ", wf.width)
 	}
 	if tl.Pod.UID != "" {
-		fmt.Fprintf(w, "  trace %s\n", TraceIDForPod(tl.Pod.UID))
+		fmt.Fprintf(w, "  trace %s\n", podtrace.TraceIDForPod(tl.Pod.UID))
 	}
-	for _, n := range wf.notes() {
+	for _, n := range wf.Notes() {
 		prefix := "  "
-		if n.topic != "" {
-			prefix += n.topic + ": "
+		if n.Topic != "" {
+			prefix += n.Topic + ": "
 		}
-		writeWrapped(w, prefix, n.text, wf.width)
+		writeWrapped(w, prefix, n.Text, wf.width)
 	}
 	w.WriteString("\n")
 }
 
 func (wf *waterfall) table(w *bufio.Writer) {
 	wf.line(w, "", "start", "took", wf.axis())
-	for i := range wf.rows {
-		r := &wf.rows[i]
-		wf.line(w, textLabel(r), wf.offset(r.start), r.took, wf.drawRow(r))
-		if r.kind == rowWaiting {
-			for _, line := range wrapWords(termtext.Escape(r.message), wf.barW, maxWaitingMessageRows) {
+	for i := range wf.Rows {
+		r := &wf.Rows[i]
+		wf.line(w, textLabel(r), wf.Offset(r.Start), r.Took, wf.drawRow(r))
+		if r.Kind == RowWaiting {
+			for _, line := range wrapWords(termtext.Escape(r.Message), wf.barW, maxWaitingMessageRows) {
 				wf.line(w, "", "", "", line)
 			}
 		}
@@ -139,45 +143,45 @@ func (wf *waterfall) table(w *bufio.Writer) {
 }
 
 // drawRow is the bar column of a row.
-func (wf *waterfall) drawRow(r *wrow) string {
+func (wf *waterfall) drawRow(r *Row) string {
 	switch {
-	case r.note != "":
-		return termtext.Escape(r.note)
-	case r.kind == rowSection || r.kind == rowNote:
+	case r.Note != "":
+		return termtext.Escape(r.Note)
+	case r.Kind == RowSection || r.Kind == RowNote:
 		return ""
-	case r.kind == rowCondition:
-		return wf.condition(*r.cond)
-	case r.kind == rowProbe:
+	case r.Kind == RowCondition:
+		return wf.condition(*r.Cond)
+	case r.Kind == RowProbe:
 		cells := wf.emptyCells()
-		for _, m := range r.probes {
-			wf.put(cells, m.at, probeGlyph(m.kind))
+		for _, m := range r.Probes {
+			wf.put(cells, m.At, probeGlyph(m.Kind))
 		}
 		return strings.TrimRight(string(cells), " ")
-	case r.instant:
-		return wf.mark(r.start, glyphInstant)
+	case r.Instant:
+		return wf.mark(r.Start, glyphInstant)
 	}
-	return wf.bar(r.start, r.end, styleGlyph(r.style))
+	return wf.bar(r.Start, r.End, styleGlyph(r.Style))
 }
 
-func styleGlyph(s barStyle) rune {
+func styleGlyph(s BarStyle) rune {
 	switch s {
-	case styleInferred:
+	case StyleInferred:
 		return glyphInferred
-	case styleBackOff:
+	case StyleBackOff:
 		return glyphBackOff
-	case styleWaiting:
+	case StyleWaiting:
 		return glyphWaiting
 	}
 	return glyphFull
 }
 
-func probeGlyph(k probeMarkKind) rune {
+func probeGlyph(k ProbeMarkKind) rune {
 	switch k {
-	case markOK:
+	case MarkOK:
 		return glyphProbeOK
-	case markFailed:
+	case MarkFailed:
 		return glyphProbeFail
-	case markInferred:
+	case MarkInferred:
 		return glyphProbeGuess
 	}
 	return glyphProbeOther
@@ -186,13 +190,13 @@ func probeGlyph(k probeMarkKind) rune {
 // axis labels the bar area with round offsets, at most one per column.
 func (wf *waterfall) axis() string {
 	cells := []rune(strings.Repeat(" ", wf.barW))
-	step := tickStep(wf.total, wf.barW/9)
-	ticks := min(int64(wf.total/step), int64(wf.barW))
+	step := TickStep(wf.Total, wf.barW/9)
+	ticks := min(int64(wf.Total/step), int64(wf.barW))
 	free := 0 // first column a label may use
 	for i := range ticks + 1 {
 		t := time.Duration(i) * step
-		col := int(math.Round(float64(t) / float64(wf.total) * float64(wf.barW)))
-		label := []rune(fmtTick(t, step))
+		col := int(math.Round(float64(t) / float64(wf.Total) * float64(wf.barW)))
+		label := []rune(FormatTick(t, step))
 		if col < free || col+len(label) > wf.barW {
 			continue
 		}
@@ -230,7 +234,7 @@ func wrapWords(text string, width, rows int) []string {
 	}
 	if len(out) > rows {
 		out = out[:rows]
-		out[rows-1] = cutRunes(out[rows-1]+" …", width)
+		out[rows-1] = CutRunes(out[rows-1]+" …", width)
 	}
 	return out
 }
@@ -247,16 +251,16 @@ func (wf *waterfall) condition(c correlator.ConditionTransition) string {
 }
 
 func (wf *waterfall) footer(w *bufio.Writer) {
-	tl := wf.tl
+	tl := wf.Timeline
 	w.WriteString("\n")
-	if rows := breakdownRows(tl); len(rows) > 0 {
+	if rows := BreakdownRows(tl); len(rows) > 0 {
 		w.WriteString("where the time went\n")
 		for _, r := range rows {
-			line := fmt.Sprintf("  %-32s %8s %4s", r.name, r.took, r.percent)
-			if r.what != "" {
-				line += "  " + termtext.Escape(r.what)
+			line := fmt.Sprintf("  %-32s %8s %4s", r.Name, r.Took, r.Percent)
+			if r.What != "" {
+				line += "  " + termtext.Escape(r.What)
 			}
-			w.WriteString(cutRunes(line, wf.width) + "\n")
+			w.WriteString(CutRunes(line, wf.width) + "\n")
 		}
 	}
 	if af := tl.After; af != nil && (len(af.Events) > 0 || len(af.Recoveries) > 0) {
@@ -265,11 +269,11 @@ func (wf *waterfall) footer(w *bufio.Writer) {
 			if i == maxAfterEventsShown/4 && af.EventsOmitted > 0 {
 				fmt.Fprintf(w, "  (%d more)\n", af.EventsOmitted)
 			}
-			writeWrapped(w, fmt.Sprintf("  %9s  ", wf.at(e.At)), joinNonEmpty(" ", e.Container, e.What), wf.width)
+			writeWrapped(w, fmt.Sprintf("  %9s  ", wf.At(e.At)), JoinNonEmpty(" ", e.Container, e.What), wf.width)
 		}
 		for _, r := range af.Recoveries {
-			writeWrapped(w, "  ", "Ready again at "+wf.at(r.End)+" after "+fmtSeconds(r.Duration())+
-				" ("+joinNonEmpty(", ", r.Cause, recoveryShares(r))+")", wf.width)
+			writeWrapped(w, "  ", "Ready again at "+wf.At(r.End)+" after "+FormatSeconds(r.Duration())+
+				" ("+JoinNonEmpty(", ", r.Cause, recoveryShares(r))+")", wf.width)
 		}
 	}
 	if len(tl.Insights) > 0 {
@@ -295,10 +299,10 @@ func (wf *waterfall) footer(w *bufio.Writer) {
 		string(glyphCondition) + " condition observed",
 		string(glyphLag) + " its lag",
 	}
-	if hasBackOff(tl) {
+	if HasBackOff(tl) {
 		legend = append(legend, string(glyphBackOff)+" back-off")
 	}
-	if hasWaiting(tl) {
+	if HasWaiting(tl) {
 		legend = append(legend, string(glyphWaiting)+" waiting (API)")
 	}
 	writeItems(w, "", legend, "  ", wf.width)
@@ -313,13 +317,13 @@ const maxAfterEventsShown = 32
 func recoveryShares(r correlator.Recovery) string {
 	parts := make([]string, len(r.Breakdown))
 	for i, s := range r.Breakdown {
-		parts[i] = s.Kind.Name() + " " + fmtSeconds(s.Duration)
+		parts[i] = s.Kind.Name() + " " + FormatSeconds(s.Duration)
 	}
 	return strings.Join(parts, ", ")
 }
 
-// cutRunes cuts s to at most n runes, the last one "…" when it was cut.
-func cutRunes(s string, n int) string {
+// CutRunes cuts s to at most n runes, the last one "…" when it was cut.
+func CutRunes(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
@@ -387,8 +391,8 @@ func writeWrapped(w *bufio.Writer, prefix, text string, width int) {
 }
 
 func (wf *waterfall) line(w *bufio.Writer, label, offset, duration, bar string) {
-	s := padRight(cutRunes(label, wf.labelW), wf.labelW) + " " +
-		padLeft(offset, waterfallNumWidth) + " " + padLeft(duration, waterfallNumWidth) + "  " + bar
+	s := padRight(CutRunes(label, wf.labelW), wf.labelW) + " " +
+		padLeft(offset, NumWidth) + " " + padLeft(duration, NumWidth) + "  " + bar
 	w.WriteString(strings.TrimRight(s, " ") + "\n")
 }
 
@@ -398,7 +402,7 @@ func (wf *waterfall) emptyCells() []rune {
 
 // x is t's position in cells from the left edge of the bars.
 func (wf *waterfall) x(t time.Time) float64 {
-	x := float64(t.Sub(wf.start)) / float64(wf.total) * float64(wf.barW)
+	x := float64(t.Sub(wf.Start)) / float64(wf.Total) * float64(wf.barW)
 	return math.Min(math.Max(x, 0), float64(wf.barW))
 }
 

@@ -1,4 +1,4 @@
-package exporter
+package waterfall
 
 import (
 	"cmp"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/exporter/podtrace"
 )
 
 // waterfallMaxSpan bounds the time the bars cover: a pod start is minutes,
@@ -18,106 +19,106 @@ import (
 // later times at the right edge, with a note.
 const waterfallMaxSpan = 24 * time.Hour
 
-// waterfallChart is what both renderings of a timeline's waterfall (the
+// Chart is what both renderings of a timeline's waterfall (the
 // text one and the HTML one) draw: its rows in order, on one time axis.
 // It holds times, not columns or pixels: each rendering scales them.
-type waterfallChart struct {
-	tl    *correlator.Timeline
-	start time.Time // offset zero: the pod's creation
-	end   time.Time // right edge of the bars
-	total time.Duration
-	// span is end - start when that is over waterfallMaxSpan (total is
+type Chart struct {
+	Timeline *correlator.Timeline
+	Start    time.Time // offset zero: the pod's creation
+	End      time.Time // right edge of the bars
+	Total    time.Duration
+	// span is End - Start when that is over waterfallMaxSpan (Total is
 	// then waterfallMaxSpan), zero otherwise.
 	span time.Duration
-	rows []wrow
+	Rows []Row
 }
 
-// rowKind is what a row of the waterfall shows; its value is the row's CSS
+// RowKind is what a row of the waterfall shows; its value is the row's CSS
 // class in the HTML rendering.
-type rowKind string
+type RowKind string
 
 // Row kinds.
 const (
-	rowPhase     rowKind = "phase"
-	rowSandbox   rowKind = "sandbox" // a replaced sandbox
-	rowCNI       rowKind = "cni"
-	rowProcess   rowKind = "process"
-	rowPullWait  rowKind = "pull-wait"
-	rowPull      rowKind = "pull"
-	rowBackOff   rowKind = "back-off" // a container's or an image's
-	rowContainer rowKind = "container"
-	rowCall      rowKind = "call"
-	rowHook      rowKind = "hook"
-	rowProbe     rowKind = "probe"
-	rowWaiting   rowKind = "waiting"
-	rowNote      rowKind = "note"    // a fact without times: "never started", "(2 more waiting reasons)"
-	rowSection   rowKind = "section" // the heading of the conditions
-	rowCondition rowKind = "condition"
+	RowPhase     RowKind = "phase"
+	RowSandbox   RowKind = "sandbox" // a replaced sandbox
+	RowCNI       RowKind = "cni"
+	RowProcess   RowKind = "process"
+	RowPullWait  RowKind = "pull-wait"
+	RowPull      RowKind = "pull"
+	RowBackOff   RowKind = "back-off" // a container's or an image's
+	RowContainer RowKind = "container"
+	RowCall      RowKind = "call"
+	RowHook      RowKind = "hook"
+	RowProbe     RowKind = "probe"
+	RowWaiting   RowKind = "waiting"
+	RowNote      RowKind = "note"    // a fact without times: "never started", "(2 more waiting reasons)"
+	RowSection   RowKind = "section" // the heading of the conditions
+	RowCondition RowKind = "condition"
 )
 
-// barStyle is how an interval is filled.
-type barStyle string
+// BarStyle is how an interval is filled.
+type BarStyle string
 
 // Bar styles; the value is a CSS class in the HTML rendering.
 const (
-	styleFull     barStyle = "full"
-	styleInferred barStyle = "inferred"
-	styleBackOff  barStyle = "wait"
-	styleWaiting  barStyle = "waiting"
+	StyleFull     BarStyle = "full"
+	StyleInferred BarStyle = "inferred"
+	StyleBackOff  BarStyle = "wait"
+	StyleWaiting  BarStyle = "waiting"
 )
 
-// probeMark is one probe attempt on its kind's row.
-type probeMark struct {
-	at, end time.Time
-	kind    probeMarkKind
-	attempt *correlator.ProbeAttempt
+// ProbeMark is one probe attempt on its kind's row.
+type ProbeMark struct {
+	At, End time.Time
+	Kind    ProbeMarkKind
+	Attempt *correlator.ProbeAttempt
 }
 
-// probeMarkKind is what is known of a probe attempt's result.
-type probeMarkKind string
+// ProbeMarkKind is what is known of a probe attempt's result.
+type ProbeMarkKind string
 
 // Kinds of probe marks; the value is a CSS class in the HTML rendering.
 const (
-	markOK       probeMarkKind = "ok"
-	markFailed   probeMarkKind = "failed"
-	markOther    probeMarkKind = "unknown"
-	markInferred probeMarkKind = "inferred" // deduced from a status flip, not seen
+	MarkOK       ProbeMarkKind = "ok"
+	MarkFailed   ProbeMarkKind = "failed"
+	MarkOther    ProbeMarkKind = "unknown"
+	MarkInferred ProbeMarkKind = "inferred" // deduced from a status flip, not seen
 )
 
-// wrow is one row of the waterfall.
-type wrow struct {
-	kind  rowKind
-	depth int    // nesting under the row it belongs to (0: a top-level row)
-	label string // what the row is, without its indentation
-	// name identifies the row among its siblings whatever its label says
+// Row is one row of the waterfall.
+type Row struct {
+	Kind  RowKind
+	Depth int    // nesting under the row it belongs to (0: a top-level row)
+	Label string // what the row is, without its indentation
+	// Name identifies the row among its siblings whatever its label says
 	// (a phase's name, "init/init-regular", "process sh", "startupProbe"),
 	// as the critical path names its steps where it has the same one.
-	name string
-	// container is the "<kind>/<name>" of the container the row belongs to.
-	container string
-	// start and end bound the bar; a zero start is drawn from the left
-	// edge. When the end is not known, end is where the bar is drawn to
-	// and took says why ("?", "running").
-	start, end time.Time
-	took       string
-	style      barStyle
-	instant    bool // a mark at start rather than a bar
-	open       bool // the end is not known
-	failed     bool // a failed call, pull or hook, an attempt or process that exited non-zero or was killed
-	probes     []probeMark
-	cond       *correlator.ConditionTransition
-	// note is shown in place of a bar: "never started", "no times known".
-	note string
-	// message is the waiting reason's message, shown under its bar.
-	message string
-	// detail says more than the label, for a tooltip: a process's argv, a
+	Name string
+	// Container is the "<kind>/<name>" of the container the row belongs to.
+	Container string
+	// Start and End bound the bar; a zero Start is drawn from the left
+	// edge. When the end is not known, End is where the bar is drawn to
+	// and Took says why ("?", "running").
+	Start, End time.Time
+	Took       string
+	Style      BarStyle
+	Instant    bool // a mark at start rather than a bar
+	Open       bool // the end is not known
+	Failed     bool // a failed call, pull or hook, an attempt or process that exited non-zero or was killed
+	Probes     []ProbeMark
+	Cond       *correlator.ConditionTransition
+	// Note is shown in place of a bar: "never started", "no times known".
+	Note string
+	// Message is the waiting reason's message, shown under its bar.
+	Message string
+	// Detail says more than the label, for a tooltip: a process's argv, a
 	// container's image, a pull's error.
-	detail string
+	Detail string
 }
 
-// newWaterfallChart lays tl's facts out in rows, on an axis from the pod's
+// NewChart lays tl's facts out in rows, on an axis from the pod's
 // creation to the last moment known, at most waterfallMaxSpan long.
-func newWaterfallChart(tl *correlator.Timeline) *waterfallChart {
+func NewChart(tl *correlator.Timeline) *Chart {
 	start, end := tl.Bounds()
 	tl.VisitTimes(func(t time.Time) {
 		if t.After(end) {
@@ -132,43 +133,43 @@ func newWaterfallChart(tl *correlator.Timeline) *waterfallChart {
 		total, span = waterfallMaxSpan, total
 		end = start.Add(total)
 	}
-	wc := &waterfallChart{tl: tl, start: start, end: end, total: total, span: span}
+	wc := &Chart{Timeline: tl, Start: start, End: end, Total: total, span: span}
 	wc.collect()
 	return wc
 }
 
-// frac is t's position on the axis, from 0 (the left edge) to 1 (the
+// Frac is t's position on the axis, from 0 (the left edge) to 1 (the
 // right edge); times outside it are at an edge.
-func (wc *waterfallChart) frac(t time.Time) float64 {
-	f := float64(t.Sub(wc.start)) / float64(wc.total)
+func (wc *Chart) Frac(t time.Time) float64 {
+	f := float64(t.Sub(wc.Start)) / float64(wc.Total)
 	return math.Min(math.Max(f, 0), 1)
 }
 
-func (wc *waterfallChart) offset(t time.Time) string {
+func (wc *Chart) Offset(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	return fmtSeconds(t.Sub(wc.start))
+	return FormatSeconds(t.Sub(wc.Start))
 }
 
-// at writes t as the header counts: from the start, "+1.200s" (before
+// At writes t as the header counts: from the start, "+1.200s" (before
 // it, "-3.000s").
-func (wc *waterfallChart) at(t time.Time) string {
-	if t.Before(wc.start) {
-		return fmtSeconds(t.Sub(wc.start))
+func (wc *Chart) At(t time.Time) string {
+	if t.Before(wc.Start) {
+		return FormatSeconds(t.Sub(wc.Start))
 	}
-	return "+" + fmtSeconds(t.Sub(wc.start))
+	return "+" + FormatSeconds(t.Sub(wc.Start))
 }
 
-func (wc *waterfallChart) emit(r wrow) {
-	wc.rows = append(wc.rows, r)
+func (wc *Chart) emit(r Row) {
+	wc.Rows = append(wc.Rows, r)
 }
 
 // collect builds the rows: each phase, with what happened inside it below
 // it (the sandbox's insides, the init containers, the main containers),
 // then the conditions.
-func (wc *waterfallChart) collect() {
-	tl := wc.tl
+func (wc *Chart) collect() {
+	tl := wc.Timeline
 	emitted := make(map[int]bool) // container indexes in tl.Containers
 	sandboxDone, earlierDone := false, false
 	containersOf := func(kinds ...correlator.ContainerKind) {
@@ -183,12 +184,12 @@ func (wc *waterfallChart) collect() {
 		}
 	}
 	for _, p := range tl.Phases {
-		end, dur, open := p.End, fmtSeconds(p.Duration()), false
+		end, dur, open := p.End, FormatSeconds(p.Duration()), false
 		if end.IsZero() {
-			end, dur, open = wc.end, "?", true
+			end, dur, open = wc.End, "?", true
 		}
-		wc.emit(wrow{kind: rowPhase, label: p.Name, name: p.Name, start: p.Start, end: end, took: dur, open: open,
-			style: styleFull, detail: phaseSource(p.Source)})
+		wc.emit(Row{Kind: RowPhase, Label: p.Name, Name: p.Name, Start: p.Start, End: end, Took: dur, Open: open,
+			Style: StyleFull, Detail: phaseSource(p.Source)})
 		switch p.Name {
 		case correlator.PhaseSchedule:
 			wc.provisions()
@@ -216,7 +217,7 @@ func (wc *waterfallChart) collect() {
 
 	wc.inFlight()
 	if len(tl.Conditions) > 0 {
-		wc.emit(wrow{kind: rowSection, label: "conditions", name: "conditions"})
+		wc.emit(Row{Kind: RowSection, Label: "conditions", Name: "conditions"})
 		for i := range tl.Conditions {
 			c := &tl.Conditions[i]
 			lag := ""
@@ -224,14 +225,14 @@ func (wc *waterfallChart) collect() {
 			case c.Coarse:
 				lag = "coarse" // at its lastTransitionTime: no lag known
 			case !c.Cause.IsZero() && !c.Cause.After(c.Observed): // the correlator never gives a later cause
-				lag = "+" + fmtSeconds(c.Lag())
+				lag = "+" + FormatSeconds(c.Lag())
 			}
 			detail := ""
 			if c.CauseEvent != "" {
 				detail = "after " + c.CauseEvent
 			}
-			wc.emit(wrow{kind: rowCondition, depth: 1, label: c.Type, name: c.Type, start: c.Observed, end: c.Observed,
-				took: lag, cond: c, detail: detail})
+			wc.emit(Row{Kind: RowCondition, Depth: 1, Label: c.Type, Name: c.Type, Start: c.Observed, End: c.Observed,
+				Took: lag, Cond: c, Detail: detail})
 		}
 	}
 }
@@ -247,10 +248,10 @@ func phaseSource(source string) string {
 // earlierSandboxes shows the replaced sandboxes, each from its first
 // RunPodSandbox call (failed ones included) or creation to its end, with
 // its calls and CNI plugins.
-func (wc *waterfallChart) earlierSandboxes() {
-	for i := range wc.tl.EarlierSandboxes {
-		sb := &wc.tl.EarlierSandboxes[i]
-		start, end := sandboxStart(sb), sb.Ended
+func (wc *Chart) earlierSandboxes() {
+	for i := range wc.Timeline.EarlierSandboxes {
+		sb := &wc.Timeline.EarlierSandboxes[i]
+		start, end := podtrace.SandboxStart(sb), sb.Ended
 		if start.IsZero() {
 			continue
 		}
@@ -258,11 +259,11 @@ func (wc *waterfallChart) earlierSandboxes() {
 		if end.IsZero() {
 			end, dur, open = start, "?", true
 		} else {
-			dur = fmtSeconds(end.Sub(start))
+			dur = FormatSeconds(end.Sub(start))
 		}
-		wc.emit(wrow{kind: rowSandbox, depth: 1, label: fmt.Sprintf("sandbox attempt %d ✗ replaced", sb.Attempt),
-			name: fmt.Sprintf("sandbox attempt %d", sb.Attempt), start: start, end: end, took: dur, open: open,
-			style: styleFull, failed: true, detail: sb.ID})
+		wc.emit(Row{Kind: RowSandbox, Depth: 1, Label: fmt.Sprintf("sandbox attempt %d ✗ replaced", sb.Attempt),
+			Name: fmt.Sprintf("sandbox attempt %d", sb.Attempt), Start: start, End: end, Took: dur, Open: open,
+			Style: StyleFull, Failed: true, Detail: sb.ID})
 		for _, call := range sb.FailedCalls {
 			wc.call(2, "", call)
 		}
@@ -273,34 +274,34 @@ func (wc *waterfallChart) earlierSandboxes() {
 	}
 }
 
-func (wc *waterfallChart) cni(depth int, sb *correlator.Sandbox) {
+func (wc *Chart) cni(depth int, sb *correlator.Sandbox) {
 	for i := range sb.CNI {
 		p := &sb.CNI[i]
-		end, dur, open := p.Exit, fmtSeconds(p.Exit.Sub(p.Exec)), false
+		end, dur, open := p.Exit, FormatSeconds(p.Exit.Sub(p.Exec)), false
 		if end.IsZero() {
 			end, dur, open = p.Exec, "?", true
 		}
 		name := "cni " + path.Base(p.Filename)
-		wc.emit(wrow{kind: rowCNI, depth: depth, label: name, name: name, start: p.Exec, end: end, took: dur, open: open,
-			style: styleFull, detail: strings.Join(p.Argv, " ")})
+		wc.emit(Row{Kind: RowCNI, Depth: depth, Label: name, Name: name, Start: p.Exec, End: end, Took: dur, Open: open,
+			Style: StyleFull, Detail: strings.Join(p.Argv, " ")})
 	}
 }
 
 // pause shows the sandbox's insides: the CNI plugins, the pause process,
 // and the image pulls that follow it.
-func (wc *waterfallChart) pause() {
-	sb := wc.tl.Sandbox
+func (wc *Chart) pause() {
+	sb := wc.Timeline.Sandbox
 	if sb != nil {
 		for _, call := range sb.FailedCalls {
 			wc.call(1, "", call)
 		}
 		wc.cni(1, sb)
 		if !sb.PauseStart.IsZero() {
-			wc.emit(wrow{kind: rowProcess, depth: 1, label: "process pause", name: "process pause",
-				start: sb.PauseStart, end: sb.PauseStart, instant: true, detail: sb.PodIP})
+			wc.emit(Row{Kind: RowProcess, Depth: 1, Label: "process pause", Name: "process pause",
+				Start: sb.PauseStart, End: sb.PauseStart, Instant: true, Detail: sb.PodIP})
 		}
 	}
-	for _, ip := range wc.tl.ImagePulls {
+	for _, ip := range wc.Timeline.ImagePulls {
 		if ip.Call.Start.IsZero() || ip.Call.End.IsZero() {
 			continue
 		}
@@ -308,14 +309,14 @@ func (wc *waterfallChart) pause() {
 		owner := cmp.Or(ip.Container, ip.Volume, ip.Image)
 		if w := ip.Wait; w != nil {
 			// The serialized puller's queue: the pull it began right after.
-			behind := behindName(w.Behind[len(w.Behind)-1])
-			wc.emit(wrow{kind: rowPullWait, label: "image.pull.wait behind " + behind, name: "image.pull.wait/" + owner,
-				start: w.Start, end: w.End, took: fmtSeconds(w.Duration()), style: styleBackOff, detail: w.NeedEvent})
+			behind := BehindName(w.Behind[len(w.Behind)-1])
+			wc.emit(Row{Kind: RowPullWait, Label: "image.pull.wait behind " + behind, Name: "image.pull.wait/" + owner,
+				Start: w.Start, End: w.End, Took: FormatSeconds(w.Duration()), Style: StyleBackOff, Detail: w.NeedEvent})
 		}
 		if ip.BackOff > 0 {
 			from := ip.Call.Start.Add(-ip.BackOff)
-			wc.emit(wrow{kind: rowBackOff, label: "image.pull.back_off", name: "image.pull.back_off/" + owner,
-				start: from, end: ip.Call.Start, took: fmtSeconds(ip.BackOff), style: styleBackOff, detail: ip.Image})
+			wc.emit(Row{Kind: RowBackOff, Label: "image.pull.back_off", Name: "image.pull.back_off/" + owner,
+				Start: from, End: ip.Call.Start, Took: FormatSeconds(ip.BackOff), Style: StyleBackOff, Detail: ip.Image})
 		}
 		label := "image.pull " + ip.Image
 		if ip.Attempt > 1 {
@@ -333,34 +334,35 @@ func (wc *waterfallChart) pause() {
 		} else if ip.Size > 0 {
 			detail += fmt.Sprintf(" (%.1f MiB)", float64(ip.Size)/(1<<20))
 		}
-		wc.emit(wrow{kind: rowPull, label: label, name: "image.pull/" + owner, start: ip.Call.Start, end: ip.Call.End,
-			took: fmtSeconds(ip.Call.End.Sub(ip.Call.Start)), style: styleFull, failed: ip.Call.Err, detail: detail})
+		wc.emit(Row{Kind: RowPull, Label: label, Name: "image.pull/" + owner, Start: ip.Call.Start, End: ip.Call.End,
+			Took: FormatSeconds(ip.Call.End.Sub(ip.Call.Start)), Style: StyleFull, Failed: ip.Call.Err, Detail: detail})
 	}
 }
 
-// quickVolumeCall is how long a volume's setup step may take and still be
-// left out of the waterfall (counted in one row): every pod has its
-// service account token's projected volume, set up in milliseconds.
-const quickVolumeCall = 100 * time.Millisecond
+// QuickVolumeCall is how long a volume's setup step may take and still be
+// left out of the waterfall (counted in one row) and of an alert's
+// sandbox breakdown: every pod has its service account token's projected
+// volume, set up in milliseconds.
+const QuickVolumeCall = 100 * time.Millisecond
 
 // volumes draws the steps of the volumes' setups, inside the wait before
 // the sandbox: those that took time or failed; the others are counted.
-func (wc *waterfallChart) volumes() {
+func (wc *Chart) volumes() {
 	quick := 0
-	for _, v := range wc.tl.Volumes {
+	for _, v := range wc.Timeline.Volumes {
 		if a := v.Attach; a != nil {
 			label := "volume " + v.Name + " attach"
 			if a.Err {
 				label += " ✗"
 			}
-			wc.emit(wrow{kind: rowCall, depth: 1, label: label, name: correlator.VolumeStepName(v.Name), start: a.Start, end: a.End,
-				took: fmtSeconds(a.End.Sub(a.Start)), style: styleFull, failed: a.Err, detail: withDriver("attached to the node", v.Driver)})
+			wc.emit(Row{Kind: RowCall, Depth: 1, Label: label, Name: correlator.VolumeStepName(v.Name), Start: a.Start, End: a.End,
+				Took: FormatSeconds(a.End.Sub(a.Start)), Style: StyleFull, Failed: a.Err, Detail: withDriver("attached to the node", v.Driver)})
 		}
 		for _, call := range v.Calls {
 			if call.Start.IsZero() || call.End.IsZero() {
 				continue
 			}
-			if call.End.Sub(call.Start) < quickVolumeCall && !call.Err {
+			if call.End.Sub(call.Start) < QuickVolumeCall && !call.Err {
 				quick++
 				continue
 			}
@@ -369,19 +371,19 @@ func (wc *waterfallChart) volumes() {
 			if call.Err {
 				label += " ✗"
 			}
-			wc.emit(wrow{kind: rowCall, depth: 1, label: label, name: correlator.VolumeStepName(v.Name), start: call.Start, end: call.End,
-				took: fmtSeconds(call.End.Sub(call.Start)), style: styleFull, failed: call.Err, detail: withDriver(string(call.Method), v.Driver)})
+			wc.emit(Row{Kind: RowCall, Depth: 1, Label: label, Name: correlator.VolumeStepName(v.Name), Start: call.Start, End: call.End,
+				Took: FormatSeconds(call.End.Sub(call.Start)), Style: StyleFull, Failed: call.Err, Detail: withDriver(string(call.Method), v.Driver)})
 		}
 	}
 	if quick > 0 {
-		wc.emit(wrow{kind: rowNote, depth: 1, label: fmt.Sprintf("(%d volume setup steps under %v)", quick, quickVolumeCall), name: "volumes omitted"})
+		wc.emit(Row{Kind: RowNote, Depth: 1, Label: fmt.Sprintf("(%d volume setup steps under %v)", quick, QuickVolumeCall), Name: "volumes omitted"})
 	}
 }
 
 // provisions draws the claims provisioned while the pod waited to be
 // scheduled, inside that wait.
-func (wc *waterfallChart) provisions() {
-	for _, v := range wc.tl.Volumes {
+func (wc *Chart) provisions() {
+	for _, v := range wc.Timeline.Volumes {
 		if p := v.Provision; p != nil {
 			label := "volume " + v.Name + " provision"
 			detail := "claim " + p.Claim + " (the claim's Events, 1 s)"
@@ -389,8 +391,8 @@ func (wc *waterfallChart) provisions() {
 				label += fmt.Sprintf(" (%d failed)", p.Failures)
 				detail += ": " + p.Error
 			}
-			wc.emit(wrow{kind: rowCall, depth: 1, label: label, name: correlator.VolumeStepName(v.Name), start: p.Start, end: p.End,
-				took: fmtSeconds(p.Duration()), style: styleFull, detail: withDriver(detail, v.Driver)})
+			wc.emit(Row{Kind: RowCall, Depth: 1, Label: label, Name: correlator.VolumeStepName(v.Name), Start: p.Start, End: p.End,
+				Took: FormatSeconds(p.Duration()), Style: StyleFull, Detail: withDriver(detail, v.Driver)})
 		}
 	}
 }
@@ -409,14 +411,14 @@ func containerStepName(c *correlator.Container) string {
 	return string(c.Kind) + "/" + c.Name
 }
 
-func (wc *waterfallChart) container(c *correlator.Container, depth int) {
-	name, owner := ContainerSpanName(c), containerStepName(c)
+func (wc *Chart) container(c *correlator.Container, depth int) {
+	name, owner := podtrace.ContainerSpanName(c), containerStepName(c)
 	if len(c.Attempts) == 0 {
-		wc.emit(wrow{kind: rowNote, depth: depth, label: name, name: owner, container: owner, note: "never started", detail: c.Image})
+		wc.emit(Row{Kind: RowNote, Depth: depth, Label: name, Name: owner, Container: owner, Note: "never started", Detail: c.Image})
 	}
 	for ai := range c.Attempts {
 		a := &c.Attempts[ai]
-		start, end, ok := a.Bounds(wc.tl.AsOf)
+		start, end, ok := a.Bounds(wc.Timeline.AsOf)
 		label, failed := name, true
 		if a.Attempt > 0 {
 			label += fmt.Sprintf(" #%d", a.Attempt)
@@ -438,22 +440,22 @@ func (wc *waterfallChart) container(c *correlator.Container, depth int) {
 			if a.Created.IsZero() && a.Process != nil {
 				from = a.Process.Exec.Add(-a.BackOff)
 			}
-			wc.emit(wrow{kind: rowBackOff, depth: depth, label: "back-off", name: "back-off", container: owner,
-				start: from, end: from.Add(a.BackOff), took: fmtSeconds(a.BackOff), style: styleBackOff})
+			wc.emit(Row{Kind: RowBackOff, Depth: depth, Label: "back-off", Name: "back-off", Container: owner,
+				Start: from, End: from.Add(a.BackOff), Took: FormatSeconds(a.BackOff), Style: StyleBackOff})
 		}
 		if !ok {
-			wc.emit(wrow{kind: rowNote, depth: depth, label: label, name: owner, container: owner, note: "no times known",
-				failed: failed, detail: c.Image})
+			wc.emit(Row{Kind: RowNote, Depth: depth, Label: label, Name: owner, Container: owner, Note: "no times known",
+				Failed: failed, Detail: c.Image})
 			continue
 		}
-		wc.emit(wrow{kind: rowContainer, depth: depth, label: label, name: owner, container: owner,
-			start: start, end: end, took: fmtSeconds(end.Sub(start)), style: styleFull, failed: failed, detail: c.Image})
+		wc.emit(Row{Kind: RowContainer, Depth: depth, Label: label, Name: owner, Container: owner,
+			Start: start, End: end, Took: FormatSeconds(end.Sub(start)), Style: StyleFull, Failed: failed, Detail: c.Image})
 		sub := depth + 1
 		for _, call := range a.Calls {
 			wc.call(sub, owner, call)
 		}
 		if p := a.Process; p != nil && !p.Exec.IsZero() {
-			pname := ProcessSpanName(p)
+			pname := podtrace.ProcessSpanName(p)
 			label, failed := pname, false
 			switch {
 			case p.Signal != 0: // before the exit code, which a signal leaves meaningless
@@ -463,32 +465,32 @@ func (wc *waterfallChart) container(c *correlator.Container, depth int) {
 				label += fmt.Sprintf(" exit %d", *p.ExitCode)
 				failed = *p.ExitCode != 0
 			}
-			pend, dur, open := p.Exit, fmtSeconds(p.Exit.Sub(p.Exec)), false
+			pend, dur, open := p.Exit, FormatSeconds(p.Exit.Sub(p.Exec)), false
 			if pend.IsZero() {
 				pend, dur, open = end, "running", true
 			}
-			wc.emit(wrow{kind: rowProcess, depth: sub, label: label, name: pname, container: owner,
-				start: p.Exec, end: pend, took: dur, open: open, style: styleFull, failed: failed, detail: strings.Join(p.Argv, " ")})
+			wc.emit(Row{Kind: RowProcess, Depth: sub, Label: label, Name: pname, Container: owner,
+				Start: p.Exec, End: pend, Took: dur, Open: open, Style: StyleFull, Failed: failed, Detail: strings.Join(p.Argv, " ")})
 		}
 		if h := a.PostStart; h != nil && !h.Start.IsZero() {
-			label, style, failed := "postStart", styleFull, false
+			label, style, failed := "postStart", StyleFull, false
 			if h.Handler != "" && h.Handler != "exec" {
 				label += " " + h.Handler
 			}
 			if h.Inferred {
 				label += " (inferred)"
-				style = styleInferred
+				style = StyleInferred
 			}
 			if h.ExitCode != nil && *h.ExitCode != 0 {
 				label += fmt.Sprintf(" ✗ exit %d", *h.ExitCode)
 				failed = true
 			}
-			hend, dur, open := h.End, fmtSeconds(h.End.Sub(h.Start)), false
+			hend, dur, open := h.End, FormatSeconds(h.End.Sub(h.Start)), false
 			if hend.IsZero() {
 				hend, dur, open = end, "?", true
 			}
-			wc.emit(wrow{kind: rowHook, depth: sub, label: label, name: "postStart/" + c.Name, container: owner,
-				start: h.Start, end: hend, took: dur, open: open, style: style, failed: failed, detail: strings.Join(h.Command, " ")})
+			wc.emit(Row{Kind: RowHook, Depth: sub, Label: label, Name: "postStart/" + c.Name, Container: owner,
+				Start: h.Start, End: hend, Took: dur, Open: open, Style: style, Failed: failed, Detail: strings.Join(h.Command, " ")})
 		}
 		wc.probes(sub, owner, a.Probes, a.ProbesOmitted)
 	}
@@ -496,7 +498,7 @@ func (wc *waterfallChart) container(c *correlator.Container, depth int) {
 }
 
 // call draws a CRI call, marked ✗ when it failed.
-func (wc *waterfallChart) call(depth int, owner string, call correlator.CRICall) {
+func (wc *Chart) call(depth int, owner string, call correlator.CRICall) {
 	if call.Start.IsZero() || call.End.IsZero() {
 		return
 	}
@@ -505,14 +507,14 @@ func (wc *waterfallChart) call(depth int, owner string, call correlator.CRICall)
 	if call.Err {
 		label += " ✗"
 	}
-	wc.emit(wrow{kind: rowCall, depth: depth, label: label, name: method, container: owner, start: call.Start, end: call.End,
-		took: fmtSeconds(call.End.Sub(call.Start)), style: styleFull, failed: call.Err, detail: string(call.Method)})
+	wc.emit(Row{Kind: RowCall, Depth: depth, Label: label, Name: method, Container: owner, Start: call.Start, End: call.End,
+		Took: FormatSeconds(call.End.Sub(call.Start)), Style: StyleFull, Failed: call.Err, Detail: string(call.Method)})
 }
 
 // inFlight draws the kubelet's calls that had not returned when a start in
 // progress was derived, open to then.
-func (wc *waterfallChart) inFlight() {
-	tl := wc.tl
+func (wc *Chart) inFlight() {
+	tl := wc.Timeline
 	for _, f := range tl.InFlight {
 		method := f.Method.Short()
 		label := method + " (in flight)"
@@ -527,14 +529,14 @@ func (wc *waterfallChart) inFlight() {
 			}
 			if q := f.Queued; q != nil {
 				// Its wait in the serialized puller, as a finished pull's.
-				wc.emit(wrow{kind: rowPullWait, label: behindPulls(q.Behind), name: "image.pull.wait/" + cmp.Or(f.Container, f.Image),
-					start: q.Start, end: q.End, took: fmtSeconds(q.Duration()), style: styleBackOff})
+				wc.emit(Row{Kind: RowPullWait, Label: behindPulls(q.Behind), Name: "image.pull.wait/" + cmp.Or(f.Container, f.Image),
+					Start: q.Start, End: q.End, Took: FormatSeconds(q.Duration()), Style: StyleBackOff})
 			}
 		case f.Container != "":
 			label, detail = method+" "+f.Container+" (in flight)", detail+" for "+f.Container
 		}
-		wc.emit(wrow{kind: rowCall, label: label, name: method, start: f.Start, end: tl.AsOf,
-			took: fmtSeconds(tl.AsOf.Sub(f.Start)), open: true, style: styleFull, detail: detail})
+		wc.emit(Row{Kind: RowCall, Label: label, Name: method, Start: f.Start, End: tl.AsOf,
+			Took: FormatSeconds(tl.AsOf.Sub(f.Start)), Open: true, Style: StyleFull, Detail: detail})
 	}
 }
 
@@ -551,7 +553,7 @@ func behindPulls(n int) string {
 // containerFacts draws what belongs to a container rather than to one of
 // its attempts, after them: the calls that made no attempt, then each
 // waiting reason from its first to its last observation, with its message.
-func (wc *waterfallChart) containerFacts(depth int, c *correlator.Container) {
+func (wc *Chart) containerFacts(depth int, c *correlator.Container) {
 	owner := containerStepName(c)
 	for _, call := range c.FailedCalls {
 		wc.call(depth, owner, call)
@@ -563,14 +565,14 @@ func (wc *waterfallChart) containerFacts(depth int, c *correlator.Container) {
 		}
 		dur := "" // seen once
 		if w.Last.After(w.First) {
-			dur = fmtSeconds(w.Duration())
+			dur = FormatSeconds(w.Duration())
 		}
-		wc.emit(wrow{kind: rowWaiting, depth: depth, label: label, name: "waiting " + w.Reason, container: owner,
-			start: w.First, end: w.Last, took: dur, style: styleWaiting, message: w.Message})
+		wc.emit(Row{Kind: RowWaiting, Depth: depth, Label: label, Name: "waiting " + w.Reason, Container: owner,
+			Start: w.First, End: w.Last, Took: dur, Style: StyleWaiting, Message: w.Message})
 	}
 	if c.WaitingOmitted > 0 {
-		wc.emit(wrow{kind: rowNote, depth: depth, label: fmt.Sprintf("(%d more waiting reasons)", c.WaitingOmitted),
-			name: "waiting omitted", container: owner})
+		wc.emit(Row{Kind: RowNote, Depth: depth, Label: fmt.Sprintf("(%d more waiting reasons)", c.WaitingOmitted),
+			Name: "waiting omitted", Container: owner})
 	}
 }
 
@@ -578,7 +580,7 @@ func (wc *waterfallChart) containerFacts(depth int, c *correlator.Container) {
 // is from the first attempt to the end of the first success (or of the last
 // attempt when none succeeded). The counts include the attempts the
 // timeline left out (omitted), which have no mark.
-func (wc *waterfallChart) probes(depth int, owner string, probes []correlator.ProbeAttempt, omitted map[correlator.ProbeKind]correlator.OmittedProbes) {
+func (wc *Chart) probes(depth int, owner string, probes []correlator.ProbeAttempt, omitted map[correlator.ProbeKind]correlator.OmittedProbes) {
 	var kinds []correlator.ProbeKind
 	for _, p := range probes {
 		if !slices.Contains(kinds, p.Kind) {
@@ -586,7 +588,7 @@ func (wc *waterfallChart) probes(depth int, owner string, probes []correlator.Pr
 		}
 	}
 	for _, k := range kinds {
-		var marks []probeMark
+		var marks []ProbeMark
 		var first, last, success time.Time
 		n, failed := 0, 0
 		for i := range probes {
@@ -603,20 +605,20 @@ func (wc *waterfallChart) probes(depth int, owner string, probes []correlator.Pr
 				first = p.Start
 			}
 			last = end
-			kind := markOther
+			kind := MarkOther
 			switch {
 			case p.Inferred:
-				kind = markInferred
+				kind = MarkInferred
 			case p.Result == correlator.ProbeSuccess:
-				kind = markOK
+				kind = MarkOK
 			case p.Result.Failed():
-				kind = markFailed
+				kind = MarkFailed
 				failed++
 			}
 			if p.Result == correlator.ProbeSuccess && success.IsZero() {
 				success = end
 			}
-			marks = append(marks, probeMark{at: p.Start, end: end, kind: kind, attempt: p})
+			marks = append(marks, ProbeMark{At: p.Start, End: end, Kind: kind, Attempt: p})
 		}
 		if n == 0 {
 			continue
@@ -625,56 +627,56 @@ func (wc *waterfallChart) probes(depth int, owner string, probes []correlator.Pr
 			last = success
 		}
 		n, failed = n+omitted[k].Attempts, failed+omitted[k].Failed
-		name := ProbeSpanName(k)
+		name := podtrace.ProbeSpanName(k)
 		label := fmt.Sprintf("%s ×%d", name, n)
 		if failed > 0 {
 			label += fmt.Sprintf(" (%d✗)", failed)
 		}
 		dur := ""
 		if last.After(first) {
-			dur = fmtSeconds(last.Sub(first))
+			dur = FormatSeconds(last.Sub(first))
 		}
-		wc.emit(wrow{kind: rowProbe, depth: depth, label: label, name: name, container: owner,
-			start: first, end: last, took: dur, probes: marks})
+		wc.emit(Row{Kind: RowProbe, Depth: depth, Label: label, Name: name, Container: owner,
+			Start: first, End: last, Took: dur, Probes: marks})
 	}
 }
 
 // duration is how long the timeline says the start took: End - Start, or
 // the axis when either is unknown.
-func (wc *waterfallChart) duration() time.Duration {
-	tl := wc.tl
+func (wc *Chart) duration() time.Duration {
+	tl := wc.Timeline
 	if tl.End.IsZero() || tl.Start.IsZero() {
-		return wc.total
+		return wc.Total
 	}
 	return tl.End.Sub(tl.Start)
 }
 
-// outcome is the headline's verdict: "Ready in 27.097s".
-func (wc *waterfallChart) outcome() string {
-	tl, d := wc.tl, wc.duration()
+// Outcome is the headline's verdict: "Ready in 27.097s".
+func (wc *Chart) Outcome() string {
+	tl, d := wc.Timeline, wc.duration()
 	switch tl.Outcome {
 	case correlator.OutcomeReady:
-		return "Ready in " + fmtSeconds(d)
+		return "Ready in " + FormatSeconds(d)
 	case correlator.OutcomeFailed:
-		return "FAILED after " + fmtSeconds(d)
+		return "FAILED after " + FormatSeconds(d)
 	case correlator.OutcomeTimeout:
 		if tl.Partial {
-			return "STILL STARTING after " + fmtSeconds(d) + " (the start timeout; the start goes on)"
+			return "STILL STARTING after " + FormatSeconds(d) + " (the start timeout; the start goes on)"
 		}
-		return "TIMED OUT after " + fmtSeconds(d)
+		return "TIMED OUT after " + FormatSeconds(d)
 	case correlator.OutcomeDeleted:
-		return "deleted after " + fmtSeconds(d)
+		return "deleted after " + FormatSeconds(d)
 	case correlator.OutcomeStarting:
-		return "STARTING for " + fmtSeconds(d) + " (as of " + tl.AsOf.UTC().Format("15:04:05Z") + ")"
+		return "STARTING for " + FormatSeconds(d) + " (as of " + tl.AsOf.UTC().Format("15:04:05Z") + ")"
 	default:
-		return string(tl.Outcome) + " after " + fmtSeconds(d)
+		return string(tl.Outcome) + " after " + FormatSeconds(d)
 	}
 }
 
-// meta are the facts of the header that identify the start: its uid,
+// Meta are the facts of the header that identify the start: its uid,
 // node, creation, an earlier report, a static pod's config hash.
-func (wc *waterfallChart) meta() []string {
-	tl := wc.tl
+func (wc *Chart) Meta() []string {
+	tl := wc.Timeline
 	var meta []string
 	if tl.Pod.UID != "" {
 		meta = append(meta, "uid "+tl.Pod.UID)
@@ -686,7 +688,7 @@ func (wc *waterfallChart) meta() []string {
 		meta = append(meta, "created "+tl.Start.UTC().Format(time.RFC3339))
 	}
 	if !tl.ReportedAt.IsZero() {
-		meta = append(meta, "reported still starting at +"+fmtSeconds(reportedAfter(tl)))
+		meta = append(meta, "reported still starting at +"+FormatSeconds(reportedAfter(tl)))
 	}
 	if tl.Pod.Static() {
 		meta = append(meta, "static pod (config hash "+tl.Pod.ConfigHash+")")
@@ -694,58 +696,62 @@ func (wc *waterfallChart) meta() []string {
 	return meta
 }
 
-// chartNote is one thing the waterfall tells of what readyline could not
+// reportedAfter is how long after its creation a start was reported still
+// in progress.
+func reportedAfter(tl *correlator.Timeline) time.Duration { return tl.ReportedAt.Sub(tl.Start) }
+
+// ChartNote is one thing the waterfall tells of what readyline could not
 // see or what is less exact than it looks.
-type chartNote struct {
-	// topic prefixes the text ("missing", "blind"), empty for a sentence
+type ChartNote struct {
+	// Topic prefixes the text ("missing", "blind"), empty for a sentence
 	// of its own.
-	topic string
-	text  string
+	Topic string
+	Text  string
 }
 
-// notes are what the timeline lacks, in the header's order: a pod seen
+// Notes are what the timeline lacks, in the header's order: a pod seen
 // late, its marks (api_lag, clock_step), what is missing, the sources'
 // blind windows, times spread beyond the axis.
-func (wc *waterfallChart) notes() []chartNote {
-	tl := wc.tl
-	var out []chartNote
+func (wc *Chart) Notes() []ChartNote {
+	tl := wc.Timeline
+	var out []ChartNote
 	if tl.TraceParent != "" {
-		if sc, reason := parseTraceParent(tl.TraceParent); reason == "" {
-			out = append(out, chartNote{text: fmt.Sprintf("linked to trace %s span %s (%s)", sc.TraceID(), sc.SpanID(), correlator.TraceParentAnnotation)})
+		if tp, err := podtrace.ParseTraceParent(tl.TraceParent); err == nil {
+			out = append(out, ChartNote{Text: fmt.Sprintf("linked to trace %s span %s (%s)", tp.TraceID, tp.SpanID, correlator.TraceParentAnnotation)})
 		} else {
-			out = append(out, chartNote{text: correlator.TraceParentAnnotation + " ignored: " + reason})
+			out = append(out, ChartNote{Text: correlator.TraceParentAnnotation + " ignored: " + err.Error()})
 		}
 	}
 	if !tl.ObservedSince.IsZero() {
-		out = append(out, chartNote{text: "readyline saw this pod from +" + fmtSeconds(tl.ObservedSince.Sub(wc.start)) +
+		out = append(out, ChartNote{Text: "readyline saw this pod from +" + FormatSeconds(tl.ObservedSince.Sub(wc.Start)) +
 			": earlier kernel and CRI facts are missing"})
 	}
 	for _, m := range tl.Marks {
 		switch m {
 		case correlator.MarkAPILag:
-			out = append(out, chartNote{text: "the API delivered some conditions late (api_lag): they are at their lastTransitionTime, marked coarse"})
+			out = append(out, ChartNote{Text: "the API delivered some conditions late (api_lag): they are at their lastTransitionTime, marked coarse"})
 		case correlator.MarkClockStep:
 			steps := make([]string, len(tl.ClockSteps))
 			for i, s := range tl.ClockSteps {
-				at := fmtSeconds(s.At.Sub(wc.start))
-				if !s.At.Before(wc.start) {
+				at := FormatSeconds(s.At.Sub(wc.Start))
+				if !s.At.Before(wc.Start) {
 					at = "+" + at
 				}
-				steps[i] = fmtOffset(s.Step) + " at " + at
+				steps[i] = FormatOffset(s.Step) + " at " + at
 			}
-			out = append(out, chartNote{text: "the node's wall clock stepped (clock_step: " + strings.Join(steps, ", ") +
+			out = append(out, ChartNote{Text: "the node's wall clock stepped (clock_step: " + strings.Join(steps, ", ") +
 				"): the times are on the clock after it"})
 		}
 	}
 	if len(tl.Missing) > 0 {
-		out = append(out, chartNote{topic: "missing", text: strings.Join(tl.Missing, "; ")})
+		out = append(out, ChartNote{Topic: "missing", Text: strings.Join(tl.Missing, "; ")})
 	}
 	for _, g := range tl.Gaps {
-		out = append(out, chartNote{topic: "blind", text: g.Describe(wc.at)})
+		out = append(out, ChartNote{Topic: "blind", Text: g.Describe(wc.At)})
 	}
 	if wc.span > 0 {
-		out = append(out, chartNote{text: "its times spread over " + fmtSeconds(wc.span) + " (a clock jump or a corrupt record?): " +
-			"the bars show the first " + fmtSeconds(wc.total) + ", later times at the right edge"})
+		out = append(out, ChartNote{Text: "its times spread over " + FormatSeconds(wc.span) + " (a clock jump or a corrupt record?): " +
+			"the bars show the first " + FormatSeconds(wc.Total) + ", later times at the right edge"})
 	}
 	return out
 }
@@ -753,10 +759,10 @@ func (wc *waterfallChart) notes() []chartNote {
 // criticalSteps are the critical path's steps as the footer lists them:
 // "pod.schedule 0.045s", consecutive steps on one row (a container's
 // calls, run and probes) as one.
-func (wc *waterfallChart) criticalSteps() []string {
+func (wc *Chart) criticalSteps() []string {
 	var parts []string
-	for _, s := range mergedSteps(wc.tl.CriticalPath) {
-		parts = append(parts, s.Name+" "+fmtSeconds(s.End.Sub(s.Start)))
+	for _, s := range mergedSteps(wc.Timeline.CriticalPath) {
+		parts = append(parts, s.Name+" "+FormatSeconds(s.End.Sub(s.Start)))
 	}
 	return parts
 }
@@ -775,27 +781,27 @@ func mergedSteps(steps []correlator.Step) []correlator.Step {
 	return out
 }
 
-// breakdownRow is one line of "where the time went".
-type breakdownRow struct {
-	kind, name, took, percent, what string
+// BreakdownRow is one line of "where the time went".
+type BreakdownRow struct {
+	Kind, Name, Took, Percent, What string
 }
 
-// breakdownRows are the timeline's Breakdown as the footer and the page
+// BreakdownRows are the timeline's Breakdown as the footer and the page
 // list it: each kind of time, largest first, with its share of the start.
-func breakdownRows(tl *correlator.Timeline) []breakdownRow {
+func BreakdownRows(tl *correlator.Timeline) []BreakdownRow {
 	total := tl.End.Sub(tl.Start)
 	if total <= 0 {
 		return nil
 	}
-	rows := make([]breakdownRow, 0, len(tl.Breakdown))
+	rows := make([]BreakdownRow, 0, len(tl.Breakdown))
 	for _, s := range tl.Breakdown {
-		rows = append(rows, breakdownRow{kind: string(s.Kind), name: s.Kind.Name(), took: fmtSeconds(s.Duration),
-			percent: fmt.Sprintf("%d%%", int((200*s.Duration+total)/(2*total))), what: s.What})
+		rows = append(rows, BreakdownRow{Kind: string(s.Kind), Name: s.Kind.Name(), Took: FormatSeconds(s.Duration),
+			Percent: fmt.Sprintf("%d%%", int((200*s.Duration+total)/(2*total))), What: s.What})
 	}
 	return rows
 }
 
-func hasBackOff(tl *correlator.Timeline) bool {
+func HasBackOff(tl *correlator.Timeline) bool {
 	for _, c := range tl.Containers {
 		for _, a := range c.Attempts {
 			if a.BackOff > 0 {
@@ -806,13 +812,13 @@ func hasBackOff(tl *correlator.Timeline) bool {
 	return false
 }
 
-func hasWaiting(tl *correlator.Timeline) bool {
+func HasWaiting(tl *correlator.Timeline) bool {
 	return slices.ContainsFunc(tl.Containers, func(c correlator.Container) bool { return len(c.Waiting) > 0 })
 }
 
-// tickStep is the roundest step giving at most n ticks over total; it is
+// TickStep is the roundest step giving at most n ticks over total; it is
 // never below 10 ms.
-func tickStep(total time.Duration, n int) time.Duration {
+func TickStep(total time.Duration, n int) time.Duration {
 	n = max(n, 1)
 	for _, s := range []time.Duration{
 		10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond,
@@ -828,18 +834,18 @@ func tickStep(total time.Duration, n int) time.Duration {
 	return max(total/time.Duration(n), 10*time.Millisecond)
 }
 
-func fmtTick(t, step time.Duration) string {
+func FormatTick(t, step time.Duration) string {
 	if step < time.Second {
 		return fmt.Sprintf("%gs", math.Round(t.Seconds()*100)/100)
 	}
 	return fmt.Sprintf("%ds", int(t.Round(time.Second).Seconds()))
 }
 
-// fmtSeconds formats d in seconds with millisecond precision, shorter for
+// FormatSeconds formats d in seconds with millisecond precision, shorter for
 // long durations: "0.045s", "27.097s", "123.4s"; past 11 days (no pod start
 // takes that long: a clock jump or a corrupt record) in whole days, so that
 // any duration fits the waterfall's columns: "106752d".
-func fmtSeconds(d time.Duration) string {
+func FormatSeconds(d time.Duration) string {
 	s := d.Seconds()
 	switch a := math.Abs(s); {
 	case a >= 1e6:
