@@ -2,9 +2,7 @@ package exporter
 
 import (
 	"context"
-	"fmt"
 	"math"
-	"path"
 	"slices"
 	"strings"
 	"time"
@@ -16,7 +14,6 @@ import (
 
 	rlevent "github.com/readyline/readyline/collector/event"
 	"github.com/readyline/readyline/correlator"
-	"github.com/readyline/readyline/exporter/podtrace"
 )
 
 // SpanPodStartup is the name of the root span of every pod start trace. The
@@ -347,112 +344,6 @@ func (b *spanBuilder) leaf(ctx context.Context, name string, start, end time.Tim
 	b.end(s, end)
 }
 
-func (b *spanBuilder) phases(ctx context.Context, tl *correlator.Timeline, tlEnd time.Time) {
-	sandboxDone, earlierDone := false, false
-	for _, p := range tl.Phases {
-		if p.Start.IsZero() {
-			continue
-		}
-		attrs := b.alertAttrs(p.Name)
-		if p.Source != "" {
-			attrs = append(attrs, AttrPhaseSource.String(p.Source))
-		}
-		end := p.End
-		if end.IsZero() {
-			end = tlEnd
-			attrs = append(attrs, AttrIncomplete.Bool(true))
-		}
-		if end.Before(p.Start) {
-			end = p.Start
-		}
-		if p.Name == correlator.PhaseSandbox && tl.Sandbox != nil {
-			if tl.Sandbox.ID != "" {
-				attrs = append(attrs, AttrSandboxID.String(tl.Sandbox.ID))
-			}
-		}
-		pctx, s, end, ok := b.start(ctx, p.Name, p.Start, end, attrs)
-		if !ok {
-			continue
-		}
-		switch {
-		case p.Name == correlator.PhaseSchedule:
-			b.provisions(pctx, tl.Volumes)
-		case p.Name == correlator.PhaseWaitSandbox:
-			b.volumes(pctx, tl.Volumes)
-		case p.Name == correlator.PhaseSandbox && tl.Sandbox != nil:
-			if !b.sandboxChildren(pctx, tl.Sandbox) {
-				b.pause(ctx, tl.Sandbox) // after the call returned: under the root
-			}
-			sandboxDone = true
-		case p.Name == correlator.PhaseSandboxReplaced:
-			b.earlierSandboxes(pctx, tl.EarlierSandboxes)
-			earlierDone = true
-		}
-		b.end(s, end)
-	}
-	if !sandboxDone && tl.Sandbox != nil {
-		b.sandboxChildren(ctx, tl.Sandbox)
-	}
-	if !earlierDone {
-		b.earlierSandboxes(ctx, tl.EarlierSandboxes)
-	}
-	b.imagePulls(ctx, tl)
-}
-
-// earlierSandboxes: one "sandbox attempt N" span per replaced sandbox, from
-// its first RunPodSandbox call (failed ones included) or creation to its
-// end, with its calls, CNI plugins and pause process.
-func (b *spanBuilder) earlierSandboxes(ctx context.Context, sbs []correlator.Sandbox) {
-	for i := range sbs {
-		sb := &sbs[i]
-		start, end := podtrace.SandboxStart(sb), sb.Ended
-		if start.IsZero() {
-			continue
-		}
-		attrs := []attribute.KeyValue{AttrSandboxAttempt.Int(sb.Attempt)}
-		if sb.ID != "" {
-			attrs = append(attrs, AttrSandboxID.String(sb.ID))
-		}
-		if end.IsZero() {
-			end = sb.Ready
-			if sb.Call != nil && sb.Call.End.After(end) {
-				end = sb.Call.End
-			}
-			attrs = append(attrs, AttrIncomplete.Bool(true))
-		}
-		sctx, s, end, ok := b.start(ctx, fmt.Sprintf("sandbox attempt %d", sb.Attempt), start, end, attrs)
-		if !ok {
-			continue
-		}
-		s.SetStatus(codes.Error, "sandbox replaced: all containers restarted")
-		b.sandboxChildren(sctx, sb)
-		b.end(s, end)
-	}
-}
-
-// sandboxChildren: the failed RunPodSandbox calls, the RunPodSandbox call, the CNI plugins inside it, the
-// pause process.
-func (b *spanBuilder) sandboxChildren(ctx context.Context, sb *correlator.Sandbox) (pauseDone bool) {
-	for i := range sb.FailedCalls {
-		b.criCall(ctx, &sb.FailedCalls[i])
-	}
-	if sb.Call != nil {
-		b.criCall(ctx, sb.Call)
-	}
-	for i := range sb.CNI {
-		p := &sb.CNI[i]
-		name := "cni " + path.Base(p.Filename)
-		attrs := processAttrs(p)
-		end := p.Exit
-		if end.IsZero() {
-			end = p.Exec
-			attrs = append(attrs, AttrIncomplete.Bool(true))
-		}
-		b.leaf(ctx, name, p.Exec, end, processErr(p), attrs...)
-	}
-	return b.pause(ctx, sb)
-}
-
 // criCall is a CRI call as a gRPC client span, named like the kubelet's own
 // (runtime.v1.RuntimeService/StartContainer), status Error when it failed.
 func (b *spanBuilder) criCall(ctx context.Context, c *correlator.CRICall, extra ...attribute.KeyValue) {
@@ -473,26 +364,6 @@ func (b *spanBuilder) criCall(ctx context.Context, c *correlator.CRICall, extra 
 		s.SetStatus(codes.Error, "the call returned an error")
 	}
 	b.end(s, end)
-}
-
-// pause emits the sandbox's pause process as an instant, and reports false
-// when it lies outside ctx's span: runc start returns once it has released
-// the container's init, which execs /pause a moment later, so under load the
-// exec can come after RunPodSandbox returned. The caller then puts it under
-// the root instead of losing it.
-func (b *spanBuilder) pause(ctx context.Context, sb *correlator.Sandbox) bool {
-	if sb.PauseStart.IsZero() {
-		return true
-	}
-	if _, _, _, ok := clamp(ctx, sb.PauseStart, sb.PauseStart); !ok {
-		return false
-	}
-	attrs := []attribute.KeyValue{}
-	if sb.ID != "" {
-		attrs = append(attrs, AttrSandboxID.String(sb.ID))
-	}
-	b.leaf(ctx, "process pause", sb.PauseStart, sb.PauseStart, "", attrs...)
-	return true
 }
 
 // kubeletEvents adds the kubelet's Events (of the pod, or of a container)
