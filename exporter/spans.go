@@ -2,9 +2,6 @@ package exporter
 
 import (
 	"context"
-	"math"
-	"slices"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -18,14 +15,10 @@ import (
 
 // SpanPodStartup is the name of the root span of every pod start trace. The
 // phase spans carry the correlator's phase names (correlator.PhaseSchedule,
-// ...); the other names are built by ConditionSpanName below and by
+// ...); the other names are built by ConditionSpanName and by
 // podtrace's functions (ContainerSpanName, ProcessSpanName, ProbeSpanName),
 // which the waterfalls label their rows with too.
 const SpanPodStartup = "pod.startup"
-
-// ConditionSpanName is the name of the zero-length span (and of the root
-// span's event) marking when a condition was observed True: "condition Ready".
-func ConditionSpanName(condType string) string { return "condition " + condType }
 
 // spanBuilder starts and ends the spans of one timeline on a tracer. It is
 // used by one goroutine at a time.
@@ -205,109 +198,6 @@ func (b *spanBuilder) emit(ctx context.Context, tl *correlator.Timeline, alerts 
 	return b.spans
 }
 
-// gapAttrs are AttrMissing (missing, then a line per gap) and AttrBlind.
-func gapAttrs(missing []string, gaps []correlator.SourceGap) []attribute.KeyValue {
-	var attrs []attribute.KeyValue
-	lines := slices.Clone(missing)
-	var sources []string
-	for _, g := range gaps {
-		lines = append(lines, g.String())
-		sources = append(sources, g.Source)
-	}
-	if len(lines) > 0 {
-		attrs = append(attrs, AttrMissing.StringSlice(lines))
-	}
-	if len(sources) > 0 {
-		attrs = append(attrs, AttrBlind.String(strings.Join(sources, ",")))
-	}
-	return attrs
-}
-
-// gapEvents adds to s an event "blind <source>" per gap, at its first
-// window's start, or at start when it began before.
-func gapEvents(s trace.Span, gaps []correlator.SourceGap, start, end time.Time) {
-	for _, g := range gaps {
-		at := g.Windows[0].From
-		if at.Before(start) {
-			at = start
-		}
-		if at.After(end) {
-			at = end
-		}
-		reasons := make([]string, 0, len(g.Windows))
-		for _, w := range g.Windows {
-			if !slices.Contains(reasons, w.Reason) {
-				reasons = append(reasons, w.Reason)
-			}
-		}
-		s.AddEvent("blind "+g.Source, trace.WithTimestamp(at), trace.WithAttributes(
-			AttrBlindSource.String(g.Source),
-			AttrBlindReason.String(strings.Join(reasons, ",")),
-			AttrBlindLost.Int64(int64(min(g.Lost(), math.MaxInt64))),
-			AttrBlindMessage.String(g.String()),
-		))
-	}
-}
-
-// gapsAfter are the gaps' windows that were still open at t or ended after
-// it: what a completion adds to its report.
-func gapsAfter(gaps []correlator.SourceGap, t time.Time) []correlator.SourceGap {
-	var out []correlator.SourceGap
-	for _, g := range gaps {
-		after := correlator.SourceGap{Source: g.Source}
-		for _, w := range g.Windows {
-			if w.To.IsZero() || w.To.After(t) {
-				after.Windows = append(after.Windows, w)
-			}
-		}
-		if len(after.Windows) > 0 {
-			out = append(out, after)
-		}
-	}
-	return out
-}
-
-// rootAlertAttrs are the root span's attributes for the alerts.
-func rootAlertAttrs(alerts []Alert) []attribute.KeyValue {
-	switch len(alerts) {
-	case 0:
-		return nil
-	case 1:
-		return []attribute.KeyValue{AttrAlert.String(alerts[0].Name), AttrAlertThresholdMS.Int64(alerts[0].Threshold.Milliseconds())}
-	}
-	names := make([]string, len(alerts))
-	for i, a := range alerts {
-		names[i] = a.Name
-	}
-	return []attribute.KeyValue{AttrAlert.String(strings.Join(names, ","))}
-}
-
-// alertEventAttrs are the attributes of an alert's event on the root span.
-func alertEventAttrs(a Alert) []attribute.KeyValue {
-	attrs := []attribute.KeyValue{
-		AttrAlert.String(a.Name),
-		AttrAlertReason.String(a.Reason),
-		AttrAlertThresholdMS.Int64(a.Threshold.Milliseconds()),
-		AttrAlertDurationMS.Int64(a.Took.Milliseconds()),
-		AttrAlertMessage.String(a.Message),
-	}
-	if !a.Reached {
-		attrs = append(attrs, AttrAlertNotReached.Bool(true))
-	}
-	return attrs
-}
-
-// alertAttrs are the attributes that mark the span named name when an alert
-// measures it.
-func (b *spanBuilder) alertAttrs(name string) []attribute.KeyValue {
-	a, ok := b.alerts[name]
-	if !ok {
-		return nil
-	}
-	return []attribute.KeyValue{AttrAlert.String(a.Name), AttrAlertThresholdMS.Int64(a.Threshold.Milliseconds()),
-		AttrAlertDurationMS.Int64(a.Took.Milliseconds())}
-}
-
 // start starts a span over [start, end] cut to its parent's window, and
 // returns the context for its children, the end to end it at and false
 // (no span) when it lies wholly outside its parent.
@@ -377,44 +267,6 @@ func kubeletEvents(s trace.Span, evs []rlevent.PodEvent) {
 		}
 		s.AddEvent("kubelet "+e.Reason, trace.WithTimestamp(e.First), trace.WithAttributes(attrs...))
 	}
-}
-
-func (b *spanBuilder) conditions(ctx context.Context, root trace.Span, tl *correlator.Timeline) {
-	for _, c := range tl.Conditions {
-		at := c.Observed
-		if at.IsZero() {
-			at = c.LastTransitionTime
-		}
-		if at.IsZero() {
-			continue
-		}
-		attrs := conditionAttrs(c)
-		b.leaf(ctx, ConditionSpanName(c.Type), at, at, "", append(attrs, b.alertAttrs(ConditionSpanName(c.Type))...)...)
-		root.AddEvent(ConditionSpanName(c.Type), trace.WithTimestamp(at), trace.WithAttributes(attrs...))
-	}
-}
-
-func conditionAttrs(c correlator.ConditionTransition) []attribute.KeyValue {
-	attrs := []attribute.KeyValue{AttrConditionType.String(c.Type)}
-	if !c.LastTransitionTime.IsZero() {
-		attrs = append(attrs, AttrConditionLTT.String(c.LastTransitionTime.UTC().Format(time.RFC3339)))
-	}
-	if c.CauseEvent != "" {
-		attrs = append(attrs, AttrConditionEvent.String(c.CauseEvent))
-	}
-	if !c.Cause.IsZero() {
-		attrs = append(attrs, AttrConditionCause.String(c.Cause.UTC().Format(time.RFC3339Nano)))
-		if !c.Coarse {
-			attrs = append(attrs, AttrConditionLagMS.Int64(c.Lag().Milliseconds()))
-		}
-	}
-	if c.Coarse {
-		attrs = append(attrs, AttrConditionCoarse.Bool(true))
-	}
-	if !c.Delivered.IsZero() {
-		attrs = append(attrs, AttrConditionDelivered.String(c.Delivered.UTC().Format(time.RFC3339Nano)))
-	}
-	return attrs
 }
 
 type event struct {
