@@ -1,13 +1,16 @@
 package correlator
 
-import "time"
+import (
+	"cmp"
+	"time"
+)
 
 // Step is one element of the critical path.
 type Step struct {
-	// Name is the row of the waterfall the step is on: a phase name,
-	// "<kind>/<container name>", "image.pull/<container>", "back-off",
-	// "RunPodSandbox", "postStart/<container>"...; consecutive steps may
-	// share it (a container's calls, run and probes).
+	// Name is the row of the waterfall the step is on: a phase name
+	// (Phase*) or one of the step names below (ContainerStepName,
+	// ImagePullStepName, BackOffStepName, SandboxCallsStepName, ...);
+	// consecutive steps may share it (a container's calls, run and probes).
 	Name string `json:"name"`
 	// Kind is what the step's time was (a ShareKind); What what it was for
 	// (a container, an image, a volume's wait), when it says more.
@@ -16,6 +19,56 @@ type Step struct {
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end"`
 }
+
+// Names of the critical path's steps that are not a phase's (those are
+// named by their Phase* name): the Name of the waterfall row each step is
+// on, so the waterfall names its rows with them.
+const (
+	// SandboxCallsStepName is the step of the final sandbox's failed
+	// RunPodSandbox calls and the back-off between them: the method's
+	// short name (event.CRIRunPodSandbox.Short()), as the waterfall names
+	// a call's row.
+	SandboxCallsStepName = "RunPodSandbox"
+	// BackOffStepName is a container's crash-loop back-off between its
+	// attempts.
+	BackOffStepName = "back-off"
+	// ReadinessProbeStepName is, on a Recovery's way back, a readiness
+	// probe failing with no container restarted.
+	ReadinessProbeStepName = "readinessProbe"
+)
+
+// ContainerStepName is the step of a container's calls, run, probes and
+// stop: "init/init-regular", "sidecar/mesh", "container/app".
+func ContainerStepName(kind ContainerKind, name string) string { return string(kind) + "/" + name }
+
+// PostStartStepName is the step of a container's postStart hook:
+// "postStart/app".
+func PostStartStepName(container string) string { return "postStart/" + container }
+
+// ImagePullStepName, ImagePullWaitStepName and ImagePullBackOffStepName are
+// the steps of an image pull: its PullImage call, its wait in the
+// serialized puller and the image back-off before it. forWhat is
+// ImagePull.StepFor: "image.pull/web".
+func ImagePullStepName(forWhat string) string { return "image.pull/" + forWhat }
+
+// ImagePullWaitStepName: see ImagePullStepName ("image.pull.wait/web").
+func ImagePullWaitStepName(forWhat string) string { return "image.pull.wait/" + forWhat }
+
+// ImagePullBackOffStepName: see ImagePullStepName
+// ("image.pull.back_off/web").
+func ImagePullBackOffStepName(forWhat string) string { return "image.pull.back_off/" + forWhat }
+
+// StepFor is what the steps of the pull are named after: the container
+// that needed the image, else the image volume, else the image.
+func (ip ImagePull) StepFor() string { return cmp.Or(ip.Container, ip.Volume, ip.Image) }
+
+// VolumeStepName is the step of a volume's setup (its provisioning,
+// attach or CSI call): "volume/data".
+func VolumeStepName(volume string) string { return "volume/" + volume }
+
+// ReadinessGateStepName is the wait for a readiness gate set by its
+// controller: "readinessGate/example.com/gate".
+func ReadinessGateStepName(gate string) string { return "readinessGate/" + gate }
 
 // ShareKind names what part of a start's time went to.
 type ShareKind string
