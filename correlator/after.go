@@ -493,15 +493,15 @@ func (a *afterState) recovery(regained time.Time) Recovery {
 			}
 		}
 		pr := a.procs[id]
-		cp.add("back-off", ShareBackOff, name, prevExit, begin)
-		cp.add("container/"+name, ShareCalls, name, begin, started)
+		cp.add(BackOffStepName, ShareBackOff, name, prevExit, begin)
+		cp.add(ContainerStepName(KindMain, name), ShareCalls, name, begin, started)
 		if pr != nil {
-			cp.add("container/"+name, ShareCalls, name, started, pr.exec)
-			cp.add("container/"+name, ShareRun, name, pr.exec, earlier(ready, regained))
+			cp.add(ContainerStepName(KindMain, name), ShareCalls, name, started, pr.exec)
+			cp.add(ContainerStepName(KindMain, name), ShareRun, name, pr.exec, earlier(ready, regained))
 		}
 	}
 	if len(r.Containers) == 0 {
-		cp.add("readinessProbe", ShareProbeFailing, "", r.Start, regained)
+		cp.add(ReadinessProbeStepName, ShareProbeFailing, "", r.Start, regained)
 	}
 	r.Steps = sequential(cp.steps, r.Start, regained)
 	for _, name := range r.Containers {

@@ -231,13 +231,6 @@ func New(cfg Config) *Correlator {
 	}
 }
 
-// sandboxCall is a RunPodSandbox call, to tell which sandbox a CNI plugin
-// process worked for.
-type sandboxCall struct {
-	uid        string
-	start, end time.Time
-}
-
 // Stats returns the counters so far.
 func (c *Correlator) Stats() Stats {
 	s := c.stats
@@ -312,16 +305,6 @@ func isCNIProcess(ev event.Event) bool {
 		return e.Scope == event.ScopeCNI
 	}
 	return false
-}
-
-// noteSandboxCall remembers a RunPodSandbox call (the last 10 minutes).
-func (c *Correlator) noteSandboxCall(call *event.CRICall) {
-	c.sandboxCalls = append(c.sandboxCalls, sandboxCall{uid: call.PodUID, start: call.Time, end: call.End})
-	i := 0
-	for i < len(c.sandboxCalls) && c.clock.now.Sub(c.sandboxCalls[i].end) > 10*time.Minute {
-		i++
-	}
-	c.sandboxCalls = c.sandboxCalls[i:]
 }
 
 // deriveContext is what a timeline is derived with beyond its pod.

@@ -1,7 +1,6 @@
 package correlator
 
 import (
-	"cmp"
 	"sort"
 	"time"
 
@@ -58,24 +57,24 @@ func (d *derivation) criticalPath(tl *Timeline) []Step {
 	// serialized puller and its back-off after a failed attempt hold every
 	// container after it. (Pulls inside a step kept, a restart's, are cut.)
 	for _, ip := range tl.ImagePulls {
-		name := cmp.Or(ip.Container, ip.Volume, ip.Image)
+		name := ip.StepFor()
 		if w := ip.Wait; w != nil {
-			cp.add("image.pull.wait/"+name, SharePullWait, ip.Image, w.Start, w.End)
+			cp.add(ImagePullWaitStepName(name), SharePullWait, ip.Image, w.Start, w.End)
 		}
 		if ip.BackOff > 0 && !ip.Call.Start.IsZero() {
-			cp.add("image.pull.back_off/"+name, SharePullBackOff, ip.Image, ip.Call.Start.Add(-ip.BackOff), ip.Call.Start)
+			cp.add(ImagePullBackOffStepName(name), SharePullBackOff, ip.Image, ip.Call.Start.Add(-ip.BackOff), ip.Call.Start)
 		}
 		kind := SharePull
 		if ip.Call.Err {
 			kind = SharePullFailed
 		}
-		cp.add("image.pull/"+name, kind, ip.Image, ip.Call.Start, ip.Call.End)
+		cp.add(ImagePullStepName(name), kind, ip.Image, ip.Call.Start, ip.Call.End)
 	}
 	// A start not Ready whose last pull of an image failed waits, in the
 	// image's back-off, for the next pull (ImagePullBackOff): to End.
 	for i, ip := range tl.ImagePulls {
 		if ip.Call.Err && tl.Outcome != OutcomeReady && !laterPull(tl.ImagePulls[i+1:], ip) {
-			cp.add("image.pull.back_off/"+cmp.Or(ip.Container, ip.Volume, ip.Image), SharePullBackOff, ip.Image, ip.Call.End, cp.end)
+			cp.add(ImagePullBackOffStepName(ip.StepFor()), SharePullBackOff, ip.Image, ip.Call.End, cp.end)
 		}
 	}
 	var last *containerView
@@ -87,13 +86,13 @@ func (d *derivation) criticalPath(tl *Timeline) []Step {
 			// next container is not even created until it returns
 			// (kuberuntime_container.go startContainer).
 			if h := d.blockingHook(i); h != nil {
-				cp.add("postStart/"+v.entry.name, ShareHook, v.entry.name, h.Start, h.End)
+				cp.add(PostStartStepName(v.entry.name), ShareHook, v.entry.name, h.Start, h.End)
 			}
 		case KindMain:
 			// A main container's hook holds the next one's creation too.
 			if h := d.blockingHook(i); h != nil {
-				cp.add(string(v.entry.kind)+"/"+v.entry.name, ShareCalls, v.entry.name, v.created, h.Start)
-				cp.add("postStart/"+v.entry.name, ShareHook, v.entry.name, h.Start, h.End)
+				cp.add(ContainerStepName(v.entry.kind, v.entry.name), ShareCalls, v.entry.name, v.created, h.Start)
+				cp.add(PostStartStepName(v.entry.name), ShareHook, v.entry.name, h.Start, h.End)
 			}
 			switch {
 			case v.ready.IsZero() && (last == nil || !last.ready.IsZero()):
@@ -119,7 +118,7 @@ func (d *derivation) criticalPath(tl *Timeline) []Step {
 			if f, ok := d.p.conds[corev1.ContainersReady]; ok && from.IsZero() {
 				from = d.observedAt(corev1.ContainersReady, f)
 			}
-			cp.add("readinessGate/"+g.Type, ShareGate, g.Type, from, g.Observed)
+			cp.add(ReadinessGateStepName(g.Type), ShareGate, g.Type, from, g.Observed)
 			break
 		}
 	}
@@ -162,15 +161,15 @@ func (d *derivation) sandboxSteps(cp *pathBuilder, sb *Sandbox, tl *Timeline) {
 	var prev time.Time
 	for _, c := range sb.FailedCalls {
 		if !prev.IsZero() {
-			cp.add("RunPodSandbox", ShareSandboxFailed, "back-off", prev, c.Start)
+			cp.add(SandboxCallsStepName, ShareSandboxFailed, "back-off", prev, c.Start)
 		}
-		cp.add("RunPodSandbox", ShareSandboxFailed, sb.Error, c.Start, c.End)
+		cp.add(SandboxCallsStepName, ShareSandboxFailed, sb.Error, c.Start, c.End)
 		prev = c.End
 	}
 	switch {
 	case sb.Call != nil && !sb.Call.Start.IsZero():
 		if !prev.IsZero() {
-			cp.add("RunPodSandbox", ShareSandboxFailed, "back-off", prev, sb.Call.Start)
+			cp.add(SandboxCallsStepName, ShareSandboxFailed, "back-off", prev, sb.Call.Start)
 		}
 		cp.add(PhaseSandbox, ShareSandbox, "", sb.Call.Start, sb.Call.End)
 	case sb.ID != "":
@@ -178,7 +177,7 @@ func (d *derivation) sandboxSteps(cp *pathBuilder, sb *Sandbox, tl *Timeline) {
 			cp.add(PhaseSandbox, ShareSandbox, "", latest(ph.Start, prev), ph.End)
 		}
 	case !prev.IsZero() && tl.Outcome != OutcomeReady:
-		cp.add("RunPodSandbox", ShareSandboxFailed, joinNonEmpty(": ", "waiting for the next RunPodSandbox", sb.Error), prev, cp.end)
+		cp.add(SandboxCallsStepName, ShareSandboxFailed, joinNonEmpty(": ", "waiting for the next RunPodSandbox", sb.Error), prev, cp.end)
 	}
 }
 
@@ -191,7 +190,7 @@ func (d *derivation) sandboxSteps(cp *pathBuilder, sb *Sandbox, tl *Timeline) {
 // attempt ended and nothing after it, to End).
 func (d *derivation) containerSteps(cp *pathBuilder, v *containerView, tl *Timeline) {
 	atts := v.out.Attempts
-	name := string(v.entry.kind) + "/" + v.entry.name
+	name := ContainerStepName(v.entry.kind, v.entry.name)
 	goalOf := func(m *milestones) time.Time {
 		switch v.entry.kind {
 		case KindInit:
@@ -214,7 +213,7 @@ func (d *derivation) containerSteps(cp *pathBuilder, v *containerView, tl *Timel
 			}
 		}
 		if !prevEnd.IsZero() {
-			cp.add("back-off", ShareBackOff, v.entry.name, prevEnd, begin)
+			cp.add(BackOffStepName, ShareBackOff, v.entry.name, prevEnd, begin)
 		}
 		exec := attemptStarted(a)
 		cp.add(name, ShareCalls, v.entry.name, begin, exec)
@@ -239,7 +238,7 @@ func (d *derivation) containerSteps(cp *pathBuilder, v *containerView, tl *Timel
 	}
 	if !prevEnd.IsZero() && tl.Outcome != OutcomeReady && goalOf(&v.milestones).IsZero() {
 		// Ended, and not started again yet: the crash-loop back-off.
-		cp.add("back-off", ShareBackOff, v.entry.name, prevEnd, cp.end)
+		cp.add(BackOffStepName, ShareBackOff, v.entry.name, prevEnd, cp.end)
 	}
 }
 
@@ -253,7 +252,7 @@ func (d *derivation) runSteps(cp *pathBuilder, v *containerView, a *ContainerAtt
 	}
 	if h := a.PostStart; h != nil && !h.Start.IsZero() && !h.End.IsZero() && h.Start.Before(stop) {
 		cp.add(name, ShareRun, v.entry.name, from, h.Start)
-		cp.add("postStart/"+v.entry.name, ShareHook, v.entry.name, h.Start, earlier(h.End, stop))
+		cp.add(PostStartStepName(v.entry.name), ShareHook, v.entry.name, h.Start, earlier(h.End, stop))
 		from = h.End
 	}
 	kill := d.killOf(a)

@@ -21,9 +21,10 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 // tests' daemon's (deploy/e2e, --start-timeout 60s), one pod each, cut out
 // of its recording by the pod's namespace. Those named gaps-* are e2e
 // recordings with sources' statuses written in (synthetic losses and
-// outages: gaps_test.go). pulls-node is synthetic too, written from the
-// scenarios of pull_recording_test.go (image pulls on a node with the
-// serialized puller: no recording of a real node has a PullImage yet).
+// outages: gaps_test.go). pulls-node and steps-node are synthetic too,
+// written from scenarios (syntheticRecordings): image pulls on a node with
+// the serialized puller, and the critical path's steps no other recording
+// has (no recording of a real node has a PullImage or a CSI call yet).
 var goldenConfig = Config{Timeout: 40 * time.Second}
 
 // configFor is the Config a recording was made with.

@@ -1,9 +1,6 @@
 package correlator
 
 import (
-	"bytes"
-	"flag"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,11 +8,9 @@ import (
 	"github.com/readyline/readyline/collector/event"
 )
 
-var writePullRecording = flag.Bool("write-pull-recording", false, "rewrite "+pullRecording+" from the pull scenarios")
-
 // pullRecording is a synthetic recording, written from the scenarios of
-// pullNode, that the golden test replays: its golden shows the image
-// pulls' rules as one reviewable diff.
+// pullNode (see syntheticRecordings), that the golden test replays: its
+// golden shows the image pulls' rules as one reviewable diff.
 const pullRecording = "testdata/recordings/pulls-node.jsonl"
 
 // pullNode is a node with the serialized puller where three pods start:
@@ -45,34 +40,6 @@ func pullNode(t *testing.T) []event.Event {
 	}
 	nope.ticks(0, 50)
 	return mergeEvents(web, cache, nope)
-}
-
-// TestPullRecordingCurrent fails when the committed recording is not what
-// pullNode writes (rewrite it with -write-pull-recording, then the golden
-// with -update).
-func TestPullRecordingCurrent(t *testing.T) {
-	var buf bytes.Buffer
-	w := event.NewWriter(&buf)
-	for _, ev := range pullNode(t) {
-		if err := w.Write(ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if *writePullRecording {
-		if err := os.WriteFile(pullRecording, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := os.ReadFile(pullRecording)
-	if err != nil {
-		t.Fatalf("%v (run with -write-pull-recording to create it)", err)
-	}
-	if !bytes.Equal(got, buf.Bytes()) {
-		t.Errorf("%s is not what pullNode writes (rerun with -write-pull-recording)", pullRecording)
-	}
 }
 
 // TestPullRecording checks what the pull recording must show,

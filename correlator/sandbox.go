@@ -211,6 +211,23 @@ func cniKey(sb *Sandbox, call *event.CRICall) string {
 	return ""
 }
 
+// sandboxCall is a RunPodSandbox call, to tell which sandbox a CNI plugin
+// process worked for.
+type sandboxCall struct {
+	uid        string
+	start, end time.Time
+}
+
+// noteSandboxCall remembers a RunPodSandbox call (the last 10 minutes).
+func (c *Correlator) noteSandboxCall(call *event.CRICall) {
+	c.sandboxCalls = append(c.sandboxCalls, sandboxCall{uid: call.PodUID, start: call.Time, end: call.End})
+	i := 0
+	for i < len(c.sandboxCalls) && c.clock.now.Sub(c.sandboxCalls[i].end) > 10*time.Minute {
+		i++
+	}
+	c.sandboxCalls = c.sandboxCalls[i:]
+}
+
 // cniWithin returns the CNI plugin processes that ran inside this pod's
 // RunPodSandbox call and inside no other pod's: when two sandboxes were
 // set up at once, their plugins cannot be told apart by time.

@@ -267,9 +267,6 @@ func podVolumeName(pod *corev1.Pod, source, driver string) string {
 	return source
 }
 
-// VolumeStepName is the critical path's name of a step of volume's setup.
-func VolumeStepName(volume string) string { return "volume/" + volume }
-
 // volumeSteps are the critical path's steps of the wait before the sandbox
 // [start, end]: the volumes' calls that held it (criticalVolumeCalls),
 // each named by what it did, how long and by which driver, and the wait

@@ -306,16 +306,16 @@ func (wc *Chart) pause() {
 			continue
 		}
 		// The names the critical path gives the pull's steps.
-		owner := cmp.Or(ip.Container, ip.Volume, ip.Image)
+		owner := ip.StepFor()
 		if w := ip.Wait; w != nil {
 			// The serialized puller's queue: the pull it began right after.
 			behind := BehindName(w.Behind[len(w.Behind)-1])
-			wc.emit(Row{Kind: RowPullWait, Label: "image.pull.wait behind " + behind, Name: "image.pull.wait/" + owner,
+			wc.emit(Row{Kind: RowPullWait, Label: "image.pull.wait behind " + behind, Name: correlator.ImagePullWaitStepName(owner),
 				Start: w.Start, End: w.End, Took: FormatSeconds(w.Duration()), Style: StyleBackOff, Detail: w.NeedEvent})
 		}
 		if ip.BackOff > 0 {
 			from := ip.Call.Start.Add(-ip.BackOff)
-			wc.emit(Row{Kind: RowBackOff, Label: "image.pull.back_off", Name: "image.pull.back_off/" + owner,
+			wc.emit(Row{Kind: RowBackOff, Label: "image.pull.back_off", Name: correlator.ImagePullBackOffStepName(owner),
 				Start: from, End: ip.Call.Start, Took: FormatSeconds(ip.BackOff), Style: StyleBackOff, Detail: ip.Image})
 		}
 		label := "image.pull " + ip.Image
@@ -334,7 +334,7 @@ func (wc *Chart) pause() {
 		} else if ip.Size > 0 {
 			detail += fmt.Sprintf(" (%.1f MiB)", float64(ip.Size)/(1<<20))
 		}
-		wc.emit(Row{Kind: RowPull, Label: label, Name: "image.pull/" + owner, Start: ip.Call.Start, End: ip.Call.End,
+		wc.emit(Row{Kind: RowPull, Label: label, Name: correlator.ImagePullStepName(owner), Start: ip.Call.Start, End: ip.Call.End,
 			Took: FormatSeconds(ip.Call.End.Sub(ip.Call.Start)), Style: StyleFull, Failed: ip.Call.Err, Detail: detail})
 	}
 }
@@ -405,14 +405,8 @@ func withDriver(s, driver string) string {
 	return s + " (" + driver + ")"
 }
 
-// containerStepName is how the critical path names a container's step:
-// "init/init-regular".
-func containerStepName(c *correlator.Container) string {
-	return string(c.Kind) + "/" + c.Name
-}
-
 func (wc *Chart) container(c *correlator.Container, depth int) {
-	name, owner := podtrace.ContainerSpanName(c), containerStepName(c)
+	name, owner := podtrace.ContainerSpanName(c), correlator.ContainerStepName(c.Kind, c.Name)
 	if len(c.Attempts) == 0 {
 		wc.emit(Row{Kind: RowNote, Depth: depth, Label: name, Name: owner, Container: owner, Note: "never started", Detail: c.Image})
 	}
@@ -440,7 +434,7 @@ func (wc *Chart) container(c *correlator.Container, depth int) {
 			if a.Created.IsZero() && a.Process != nil {
 				from = a.Process.Exec.Add(-a.BackOff)
 			}
-			wc.emit(Row{Kind: RowBackOff, Depth: depth, Label: "back-off", Name: "back-off", Container: owner,
+			wc.emit(Row{Kind: RowBackOff, Depth: depth, Label: "back-off", Name: correlator.BackOffStepName, Container: owner,
 				Start: from, End: from.Add(a.BackOff), Took: FormatSeconds(a.BackOff), Style: StyleBackOff})
 		}
 		if !ok {
@@ -489,7 +483,7 @@ func (wc *Chart) container(c *correlator.Container, depth int) {
 			if hend.IsZero() {
 				hend, dur, open = end, "?", true
 			}
-			wc.emit(Row{Kind: RowHook, Depth: sub, Label: label, Name: "postStart/" + c.Name, Container: owner,
+			wc.emit(Row{Kind: RowHook, Depth: sub, Label: label, Name: correlator.PostStartStepName(c.Name), Container: owner,
 				Start: h.Start, End: hend, Took: dur, Open: open, Style: style, Failed: failed, Detail: strings.Join(h.Command, " ")})
 		}
 		wc.probes(sub, owner, a.Probes, a.ProbesOmitted)
@@ -529,7 +523,7 @@ func (wc *Chart) inFlight() {
 			}
 			if q := f.Queued; q != nil {
 				// Its wait in the serialized puller, as a finished pull's.
-				wc.emit(Row{Kind: RowPullWait, Label: behindPulls(q.Behind), Name: "image.pull.wait/" + cmp.Or(f.Container, f.Image),
+				wc.emit(Row{Kind: RowPullWait, Label: behindPulls(q.Behind), Name: correlator.ImagePullWaitStepName(cmp.Or(f.Container, f.Image)),
 					Start: q.Start, End: q.End, Took: FormatSeconds(q.Duration()), Style: StyleBackOff})
 			}
 		case f.Container != "":
@@ -554,7 +548,7 @@ func behindPulls(n int) string {
 // its attempts, after them: the calls that made no attempt, then each
 // waiting reason from its first to its last observation, with its message.
 func (wc *Chart) containerFacts(depth int, c *correlator.Container) {
-	owner := containerStepName(c)
+	owner := correlator.ContainerStepName(c.Kind, c.Name)
 	for _, call := range c.FailedCalls {
 		wc.call(depth, owner, call)
 	}
