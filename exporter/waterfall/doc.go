@@ -3,13 +3,15 @@
 // drawing it again as it takes new facts (Watch, Redraw): what
 // `readyline explain` and `kubectl readyline explain` print.
 //
-// Its rows are a Chart (rows.go): one per phase, container attempt,
+// Its rows are a Chart (chart.go): one per phase, container attempt,
 // process, hook, probe kind, waiting reason and condition, in order, on
-// one time axis. The text (waterfall.go) and the exporter's HTML page
-// (exporter.RenderWaterfallHTML) both draw a Chart, so that they show the
-// same rows. Both label the rows with the spans' names (exporter/podtrace),
-// and the exporter's spans, alerts and pages word durations and pulls as
-// the waterfall does (words.go).
+// one time axis, each kind of fact drawn by a file of its own (sandbox.go,
+// volumes.go, containers.go, calls.go, probes.go), with the words above
+// and below them (header.go, footer.go). The text (waterfall.go) and the
+// exporter's HTML page (exporter.RenderWaterfallHTML) both draw a Chart,
+// so that they show the same rows. Both label the rows with the spans'
+// names (exporter/podtrace), and the exporter's spans, alerts and pages
+// word durations and pulls as the waterfall does (words.go).
 //
 // It imports neither OpenTelemetry, nor gRPC, nor Prometheus: the kubectl
 // plugin draws with it and links none of them (see

@@ -1,6 +1,8 @@
 package waterfall
 
 import (
+	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -53,4 +55,22 @@ func FormatOffset(d time.Duration) string {
 		return "-" + FormatDuration(-d)
 	}
 	return "+" + FormatDuration(d)
+}
+
+// FormatSeconds formats d in seconds with millisecond precision, shorter for
+// long durations: "0.045s", "27.097s", "123.4s"; past 11 days (no pod start
+// takes that long: a clock jump or a corrupt record) in whole days, so that
+// any duration fits the waterfall's columns: "106752d".
+func FormatSeconds(d time.Duration) string {
+	s := d.Seconds()
+	switch a := math.Abs(s); {
+	case a >= 1e6:
+		return fmt.Sprintf("%.0fd", s/(24*60*60))
+	case a >= 1000:
+		return fmt.Sprintf("%.0fs", s)
+	case a >= 100:
+		return fmt.Sprintf("%.1fs", s)
+	default:
+		return fmt.Sprintf("%.3fs", s)
+	}
 }
