@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -544,19 +545,40 @@ func testRestartMidStart(t *testing.T, d *Deployment) {
 	ns := newNamespace(t)
 	rec := recordPod(t, ns, "poststart-demo")
 	applyExample(t, ns, "poststart-demo.yaml")
-	if _, err := rec.WaitFor(ctx, ConditionTrue(corev1.PodReadyToStartContainers)); err != nil {
+	sandboxed, err := rec.WaitFor(ctx, ConditionTrue(corev1.PodReadyToStartContainers))
+	if err != nil {
 		t.Fatal(err)
 	}
-	// Well into the hook: the DaemonSet's next pod runs within a second of
+	// In the hook, which the API does not show (the kubelet writes no status
+	// until it returns): its process runs on the node.
+	inHook := func() error {
+		_, err := podProcess(sandboxed.Pod.UID, "postStart hook", func(cmdline []byte) bool {
+			return bytes.Contains(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}), []byte("sleep 15"))
+		})
+		return err
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return inHook() == nil, nil
+	}); err != nil {
+		t.Fatalf("poststart-demo's hook did not run within 30 s of PodReadyToStartContainers: %v", inHook())
+	}
+	// A hold, not a wait: the DaemonSet's next pod runs within a second of
 	// the delete (it does not wait for the old one to end), and a daemon
-	// that sees the pod within 2 s of its start has seen it from the start.
-	time.Sleep(5 * time.Second)
+	// that first sees the pod within 2 s of its sandbox (sightSlack) has
+	// seen it from the start. The sandbox came before
+	// PodReadyToStartContainers' lastTransitionTime, which the kubelet
+	// stamps to the second.
+	cond, _ := Condition(sandboxed.Pod, corev1.PodReadyToStartContainers)
+	time.Sleep(time.Until(cond.LastTransitionTime.Add(3 * time.Second)))
+	if err := inHook(); err != nil {
+		t.Fatalf("poststart-demo's hook ended before the daemon could be deleted in it: %v", err)
+	}
 	old := d.Pod.Name
 	if err := env.Client.CoreV1().Pods(ReadylineNamespace).Delete(ctx, old, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var next *corev1.Pod
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		list, err := env.Client.CoreV1().Pods(ReadylineNamespace).List(ctx, metav1.ListOptions{
 			FieldSelector: fields.OneTermEqualSelector("spec.nodeName", env.NodeName).String()})
 		if err != nil {
