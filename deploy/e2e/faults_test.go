@@ -169,6 +169,7 @@ func TestFaultJaegerOutage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A hold, not a wait: the outage under test lasts a minute.
 	if rest := 60*time.Second - time.Since(down); rest > 0 {
 		time.Sleep(rest)
 	}
