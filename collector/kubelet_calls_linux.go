@@ -131,8 +131,11 @@ type CRICallSource struct {
 	// ignored are the other kubelet-like processes warned about while cur
 	// runs; failed the processes that could not be probed, not retried.
 	ignored, failed map[procKey]bool
-	nsWarned        bool
-	binaries        binaryCache
+	// rejected are the processes named like the kubelet that the last
+	// full scan found not to be it ("pid: why"), each logged once.
+	rejected map[string]bool
+	nsWarned bool
+	binaries binaryCache
 
 	// emit is Run's; status what the source last said of itself.
 	emit   func(event.Event)
@@ -402,6 +405,7 @@ func (s *CRICallSource) rescan() {
 		s.logger.Warn("cannot read the node's PID namespace: a process named "+name+" in another PID namespace could be taken for the kubelet",
 			"error", scan.nsErr)
 	}
+	s.noteRejected(scan.rejected)
 	if s.cur != nil {
 		if scan.has(s.cur) {
 			s.curSeen = s.now()
@@ -532,6 +536,20 @@ func (s *CRICallSource) ignoreOthers(found []*kubeletProcess) {
 		}
 	}
 	s.ignored = seen
+}
+
+// noteRejected logs at Debug, once each, the processes named like the
+// kubelet that a full scan found not to be it (a pod's process, a fork): what
+// says which were looked at, and why they were passed over.
+func (s *CRICallSource) noteRejected(rejected []string) {
+	seen := make(map[string]bool, len(rejected))
+	for _, r := range rejected {
+		seen[r] = true
+		if !s.rejected[r] {
+			s.logger.Debug("a process named "+s.cfg.target.process+" is not the kubelet", "process", r)
+		}
+	}
+	s.rejected = seen
 }
 
 // pruneFailed forgets the failed processes that are gone.

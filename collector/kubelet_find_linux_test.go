@@ -276,6 +276,24 @@ func TestCRICallSourceFollowsTheKubelet(t *testing.T) {
 	if n := len(logs.matching(slog.LevelWarn, "a second kubelet-like process is ignored")); n != 1 {
 		t.Errorf("%d warnings of the second kubelet, want 1: %q", n, logs.messages(slog.LevelWarn))
 	}
+	// The kubelet's fork and the pod's process named kubelet, passed over
+	// by each full scan, are told once each (at Debug).
+	var passedOver []string
+	logs.mu.Lock()
+	for _, r := range logs.records {
+		if r.Level == slog.LevelDebug && r.Message == "a process named kubelet is not the kubelet" {
+			r.Attrs(func(a slog.Attr) bool {
+				if a.Key == "process" {
+					passedOver = append(passedOver, strings.SplitN(a.Value.String(), ":", 2)[0])
+				}
+				return true
+			})
+		}
+	}
+	logs.mu.Unlock()
+	if slices.Sort(passedOver); !slices.Equal(passedOver, []string{"11046", "200"}) {
+		t.Errorf("processes told as not the kubelet: %v, want 11046 (the fork) and 200 (the pod's), once each", passedOver)
+	}
 
 	// The kubelet restarts: the one left, which ran alongside, is taken.
 	removeFakeProc(t, root, 30245)

@@ -57,11 +57,3 @@ func checkRingStatuses(t *testing.T, what string, got []event.Event, want []even
 		}
 	}
 }
-
-// TestRingLossEveryIsTheREADMEs: the README says a ring's losses are
-// checked, and told, every second.
-func TestRingLossEveryIsTheREADMEs(t *testing.T) {
-	if ringLossEvery != time.Second {
-		t.Errorf("ring losses read every %v, the README says every second", ringLossEvery)
-	}
-}

@@ -266,19 +266,31 @@ func (busyLive) Snapshot(ctx context.Context, _ correlator.Query) (*correlator.T
 
 // TestBusyLoopAnswers503: the README's "a question it does not take within
 // 1.5 s is answered 503". A pod's start asked of a loop that never takes
-// the question is answered 503 after 1.5 s, not sooner, not much later.
+// the question is answered 503 after 1.5 s, not sooner, not much later,
+// and the answer's Server-Timing says so; a kept start asked of a daemon
+// with no loop to ask says it took no time at all.
 func TestBusyLoopAnswers503(t *testing.T) {
+	ask := func(s *Store, path string) (*httptest.ResponseRecorder, time.Duration) {
+		rec := httptest.NewRecorder()
+		begin := time.Now()
+		withReader(s.Handler(nil), &fakeReader{may: []string{"team"}}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec, time.Since(begin)
+	}
 	s := accessStore()
 	s.SetLive(busyLive{&fakeLive{}})
-	api := withReader(s.Handler(nil), &fakeReader{may: []string{"team"}})
-	begin := time.Now()
-	code, body := serve(t, api, "/api/v1/timelines/team/stuck")
-	took := time.Since(begin)
-	if code != http.StatusServiceUnavailable {
-		t.Errorf("a question the loop did not take: %d, want 503\n%s", code, body)
+	rec, took := ask(s, "/api/v1/timelines/team/stuck")
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("a question the loop did not take: %d, want 503\n%s", rec.Code, rec.Body)
 	}
 	if took < 1500*time.Millisecond || took > 3*time.Second {
 		t.Errorf("answered after %v, want 1.5 s", took)
+	}
+	if found, ok := apiclient.FindTook(rec.Header()); !ok || found < 1500*time.Millisecond || found > took {
+		t.Errorf("Server-Timing %q (%v) of an answer after %v: want the 1.5 s waited for the loop", rec.Header().Get(apiclient.ServerTimingHeader), found, took)
+	}
+	rec, took = ask(accessStore(), "/api/v1/timelines/team/web")
+	if found, ok := apiclient.FindTook(rec.Header()); rec.Code != http.StatusOK || !ok || found > took {
+		t.Errorf("a kept start: %d, Server-Timing %q after %v; want 200 and what the lookup took", rec.Code, rec.Header().Get(apiclient.ServerTimingHeader), took)
 	}
 }
 

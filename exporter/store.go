@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter/apiclient"
@@ -266,8 +267,9 @@ func (s *Store) listAll(ctx context.Context, waiting bool) []apiclient.TimelineS
 //	                                          ?kept=1: the kept timeline as it was exported
 //
 // Each answers with the starts the request's PodReader may read only (403
-// for a pod it may not). logger (may be nil) gets a Debug line per request
-// that fails.
+// for a pod it may not). An answer about a pod says in its Server-Timing
+// (apiclient.ServerTimingHeader) how long the daemon took to find it.
+// logger (may be nil) gets a Debug line per request that fails.
 func (s *Store) Handler(logger *slog.Logger) http.Handler {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -294,6 +296,7 @@ func (s *Store) Handler(logger *slog.Logger) http.Handler {
 		// kept: the timeline as it was exported, not the start in
 		// progress (a start reported at its deadline goes on).
 		q := r.URL.Query()
+		asked := time.Now()
 		tl, err := s.Find(r.Context(), ns, name, q.Get("uid"))
 		if q.Get("kept") != "" {
 			var ok bool
@@ -303,6 +306,7 @@ func (s *Store) Handler(logger *slog.Logger) http.Handler {
 				err = nil
 			}
 		}
+		w.Header().Set(apiclient.ServerTimingHeader, apiclient.ServerTiming(time.Since(asked)))
 		switch {
 		case errors.Is(err, apiclient.ErrNotFound):
 			logger.Debug("no timeline for pod", "namespace", ns, "pod", name)

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -131,17 +130,6 @@ func binaryRSS(t *testing.T) uint64 {
 		}
 	}
 	return rss
-}
-
-// TestBinaryTrimSchedule: the README's "every minute, from 30 s after its
-// start, the daemon gives those pages back".
-func TestBinaryTrimSchedule(t *testing.T) {
-	if binaryTrimAfter != 30*time.Second || binaryTrimEvery != time.Minute {
-		t.Errorf("binary pages given back %v after the start and every %v, the README says 30 s and a minute", binaryTrimAfter, binaryTrimEvery)
-	}
-	if heapKeepFree != 2<<20 {
-		t.Errorf("the free heap is given back over %d bytes, the README says 2 MiB", heapKeepFree)
-	}
 }
 
 // TestReleaseFreeHeap: a heap that grew and shrank is handed back at the

@@ -247,18 +247,10 @@ func TestRuntimeDefaults(t *testing.T) {
 	}
 }
 
-// TestLoopTickIsTheREADMEs: the README says the loop beats at its
-// one-second tick.
-func TestLoopTickIsTheREADMEs(t *testing.T) {
-	if loopTick != time.Second {
-		t.Errorf("the correlator loop ticks every %v, the README says every second", loopTick)
-	}
-}
-
-// TestKubeletCallsCounted: each of the kubelet's calls the probes report
-// reaches readyline_kubelet_calls_total under its method, whatever pod it
-// belongs to (one the correlator knows nothing of here).
-func TestKubeletCallsCounted(t *testing.T) {
+// pipelineDaemon is a daemon with metrics, an in-memory trace exporter and a
+// store, and no source: a test gives it events through its pipeline.
+func pipelineDaemon(t *testing.T) *daemon {
+	t.Helper()
 	logger := slog.New(slog.DiscardHandler)
 	metrics, err := exporter.NewMetrics(logger)
 	if err != nil {
@@ -268,8 +260,37 @@ func TestKubeletCallsCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{logger: logger, events: make(chan event.Event, 16), metrics: metrics, traces: traces,
+	return &daemon{logger: logger, events: make(chan event.Event, 16), metrics: metrics, traces: traces,
 		store: exporter.NewStore(exporter.StoreLimits{Timelines: 8})}
+}
+
+// TestQuietLoopTicksEachSecond: the README's "the loop beats at every
+// event and at its one-second tick". A daemon given no event at all comes
+// round on its tick (it polls the sources' losses there), as counted by the
+// loop itself: 3 times in 3.5 s, 2 if the last came late, never more.
+func TestQuietLoopTicksEachSecond(t *testing.T) {
+	const run = 3500 * time.Millisecond
+	d := pipelineDaemon(t)
+	var ticks atomic.Int32
+	d.losses = &lossCounter{sources: []lossSource{lossesOf{event.SourceProcess, func() []collector.Loss {
+		ticks.Add(1)
+		return nil
+	}}}}
+	ctx, cancel := context.WithTimeout(context.Background(), run)
+	defer cancel()
+	if err := d.pipeline(ctx, cancel, func(context.Context, *group) {}); err != nil {
+		t.Fatal(err)
+	}
+	if n := ticks.Load(); n < 2 || n > 3 {
+		t.Errorf("the loop came round %d times in %v with no event, want once a second", n, run)
+	}
+}
+
+// TestKubeletCallsCounted: each of the kubelet's calls the probes report
+// reaches readyline_kubelet_calls_total under its method, whatever pod it
+// belongs to (one the correlator knows nothing of here).
+func TestKubeletCallsCounted(t *testing.T) {
+	d := pipelineDaemon(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -290,7 +311,7 @@ func TestKubeletCallsCounted(t *testing.T) {
 	}()
 	calls := func(method event.CRIMethod) string {
 		rec := httptest.NewRecorder()
-		metrics.Handler(nil).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		d.metrics.Handler(nil).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 		for _, line := range strings.Split(rec.Body.String(), "\n") {
 			if strings.HasPrefix(line, `readyline_kubelet_calls_total{method="`+string(method)+`"} `) {
 				return strings.Fields(line)[1]

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -195,9 +196,11 @@ func checkDaemonLog(t *testing.T, d *Deployment, allowed ...string) {
 	}
 }
 
-// checkPagesGivenBack: 30 s after its start, the daemon in its container
-// gave back most of its binary's pages (cmd/readyline/binary_pages.go), which it
-// finds there by path, the binary being on overlayfs.
+// checkPagesGivenBack: 30 s after its start (the README's figure, by the
+// daemon's own log stamps from its sources' start), the daemon in its
+// container gave back most of its binary's pages
+// (cmd/readyline/binary_pages.go), which it finds there by path, the binary
+// being on overlayfs.
 func checkPagesGivenBack(t *testing.T, d *Deployment) {
 	t.Helper()
 	const msg = "gave back the pages of readyline's binary it was not using"
@@ -207,18 +210,30 @@ func checkPagesGivenBack(t *testing.T, d *Deployment) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		var started time.Time // the pod watch's first line: its sources' start, and the trim's
 		for _, line := range strings.Split(logs, "\n") {
 			var rec struct {
-				Msg string `json:"msg"`
-				MiB string `json:"MiB"`
+				Time time.Time `json:"time"`
+				Msg  string    `json:"msg"`
+				MiB  string    `json:"MiB"`
 			}
-			if json.Unmarshal([]byte(line), &rec) != nil || rec.Msg != msg {
+			if json.Unmarshal([]byte(line), &rec) != nil {
+				continue
+			}
+			if rec.Msg == "watching pods" && started.IsZero() {
+				started = rec.Time
+			}
+			if rec.Msg != msg {
 				continue
 			}
 			if mb, err := strconv.ParseFloat(rec.MiB, 64); err != nil || mb < 4 {
 				t.Errorf("the daemon gave back %s MiB of its binary's pages, want most of them (>= 4 MiB): %s", rec.MiB, line)
 			} else {
 				t.Logf("the daemon gave back %.1f MiB of its binary's pages", mb)
+			}
+			// From the same moment, within a second or so (parsing its smaps).
+			if after := rec.Time.Sub(started); started.IsZero() || after < 29*time.Second || after > 35*time.Second {
+				t.Errorf("the daemon gave back its binary's pages %v after its sources started (%v), want 30 s", after, started)
 			}
 			return
 		}
@@ -544,19 +559,40 @@ func testRestartMidStart(t *testing.T, d *Deployment) {
 	ns := newNamespace(t)
 	rec := recordPod(t, ns, "poststart-demo")
 	applyExample(t, ns, "poststart-demo.yaml")
-	if _, err := rec.WaitFor(ctx, ConditionTrue(corev1.PodReadyToStartContainers)); err != nil {
+	sandboxed, err := rec.WaitFor(ctx, ConditionTrue(corev1.PodReadyToStartContainers))
+	if err != nil {
 		t.Fatal(err)
 	}
-	// Well into the hook: the DaemonSet's next pod runs within a second of
+	// In the hook, which the API does not show (the kubelet writes no status
+	// until it returns): its process runs on the node.
+	inHook := func() error {
+		_, err := podProcess(sandboxed.Pod.UID, "postStart hook", func(cmdline []byte) bool {
+			return bytes.Contains(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}), []byte("sleep 15"))
+		})
+		return err
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return inHook() == nil, nil
+	}); err != nil {
+		t.Fatalf("poststart-demo's hook did not run within 30 s of PodReadyToStartContainers: %v", inHook())
+	}
+	// A hold, not a wait: the DaemonSet's next pod runs within a second of
 	// the delete (it does not wait for the old one to end), and a daemon
-	// that sees the pod within 2 s of its start has seen it from the start.
-	time.Sleep(5 * time.Second)
+	// that first sees the pod within 2 s of its sandbox (sightSlack) has
+	// seen it from the start. The sandbox came before
+	// PodReadyToStartContainers' lastTransitionTime, which the kubelet
+	// stamps to the second.
+	cond, _ := Condition(sandboxed.Pod, corev1.PodReadyToStartContainers)
+	time.Sleep(time.Until(cond.LastTransitionTime.Add(3 * time.Second)))
+	if err := inHook(); err != nil {
+		t.Fatalf("poststart-demo's hook ended before the daemon could be deleted in it: %v", err)
+	}
 	old := d.Pod.Name
 	if err := env.Client.CoreV1().Pods(ReadylineNamespace).Delete(ctx, old, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var next *corev1.Pod
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		list, err := env.Client.CoreV1().Pods(ReadylineNamespace).List(ctx, metav1.ListOptions{
 			FieldSelector: fields.OneTermEqualSelector("spec.nodeName", env.NodeName).String()})
 		if err != nil {

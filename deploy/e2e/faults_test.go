@@ -169,6 +169,7 @@ func TestFaultJaegerOutage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A hold, not a wait: the outage under test lasts a minute.
 	if rest := 60*time.Second - time.Since(down); rest > 0 {
 		time.Sleep(rest)
 	}
@@ -417,8 +418,22 @@ spec:
 	if impostor > kubeletPID {
 		t.Logf("the impostor's pid is above the kubelet's: this run checks the other rules, not the pid order")
 	}
-	// Two rescans (2 s each), then a pod whose CRI calls must be there.
-	time.Sleep(5 * time.Second)
+	// readyline looks at every process named kubelet at its full rescans
+	// (every 30 s while the kubelet it probes runs) and says, at Debug, the
+	// ones it passes over: once it has looked at the impostor, a pod whose
+	// CRI calls must be there.
+	passedOver := fmt.Sprintf(`"process":"%d: `, impostor)
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 45*time.Second, true, func(context.Context) (bool, error) {
+		log, _ := os.ReadFile(d.Log)
+		for _, line := range strings.Split(string(log), "\n") {
+			if strings.Contains(line, `"a process named kubelet is not the kubelet"`) && strings.Contains(line, passedOver) {
+				return true, nil
+			}
+		}
+		return false, nil
+	}); err != nil {
+		t.Fatalf("readyline did not look at the impostor (pid %d) within 45 s, a full rescan and more: %v; see %s", impostor, err, d.Log)
+	}
 	mfs := scrapeDaemon(t, d)
 	if up := counterValue(mfs, "readyline_source_up", map[string]string{"source": event.SourceCRICalls}); up != 1 {
 		t.Errorf("readyline_source_up{source=cri_calls} = %v with the impostor running, want 1", up)

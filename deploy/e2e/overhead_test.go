@@ -89,22 +89,30 @@ spec:
 	}
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if _, err := WaitForPod(wctx, env.Client, ns, "p", ConditionTrue(corev1.PodReady)); err != nil {
+	pod, err := WaitForPod(wctx, env.Client, ns, "p", ConditionTrue(corev1.PodReady))
+	if err != nil {
 		b.Fatal(err)
 	}
 	to := time.Now()
-	time.Sleep(2 * time.Second) // the kubelet's batch of spans
+	// The kubelet exports its spans in batches: each method's call for
+	// this pod is asked for until it is there.
 	out := map[string][]time.Duration{}
 	for _, m := range methods {
-		traces, err := SearchTraces(wctx, JaegerQueryURL, SearchQuery("kubelet", "runtime.v1.RuntimeService/"+m, from, to))
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, tr := range traces {
-			for _, s := range tr.Spans {
-				if s.OperationName == "runtime.v1.RuntimeService/"+m && !start(s).Before(from) && !start(s).After(to) {
-					out[m] = append(out[m], dur(s))
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(time.Second) {
+			calls, err := kubeletCalls(wctx, "runtime.v1.RuntimeService/"+m, from, to)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, c := range calls {
+				if c.podUID == string(pod.UID) {
+					out[m] = append(out[m], dur(c.Span))
 				}
+			}
+			if len(out[m]) > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("no %s span of pod %s/p from the kubelet within 20 s of its Ready (is KUBELET_TRACING on?)", m, ns)
 			}
 		}
 	}

@@ -278,12 +278,17 @@ func checkPodStartsRestarts(t *testing.T, ctx context.Context, d *Deployment, vi
 	}
 	// The daemon, deleted mid-list.
 	daemons := metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=readyline,app.kubernetes.io/component=node-agent"}
-	// Deleted a second into the lists; its grace period (15 s) is its
-	// flush, then the DaemonSet makes the next.
-	deleted := make(chan error, 1)
+	// Deleted once the first list has the start; its grace period (15 s)
+	// is its flush, then the DaemonSet makes the next.
+	deleted, listed := make(chan error, 1), make(chan struct{})
 	var deletedAt atomic.Int64
 	go func() {
-		time.Sleep(time.Second)
+		select {
+		case <-listed:
+		case <-ctx.Done():
+			deleted <- ctx.Err()
+			return
+		}
 		err := env.Client.CoreV1().Pods(ReadylineNamespace).Delete(ctx, d.Pod.Name, metav1.DeleteOptions{})
 		deletedAt.Store(time.Now().UnixNano())
 		deleted <- err
@@ -310,10 +315,16 @@ func checkPodStartsRestarts(t *testing.T, ctx context.Context, d *Deployment, vi
 		if err != nil || !strings.Contains(out, "/"+name+"\n") {
 			t.Fatalf("list %d, the node's daemon deleted (%v): %v\n%s", lists, deletedAt.Load() != 0, err, out)
 		}
+		if lists == 0 {
+			close(listed)
+		}
 		if deletedAt.Load() != 0 {
 			during++
 		}
 		time.Sleep(300 * time.Millisecond)
+	}
+	if lists == 0 {
+		close(listed) // a new daemon ran before the first list
 	}
 	if err := <-deleted; err != nil {
 		t.Fatal(err)

@@ -132,11 +132,18 @@ spec:
 // pauseOf finds the pause process of pod uid on the host: the process
 // whose executable is /pause in a cgroup naming the pod.
 func pauseOf(uid types.UID) (int, error) {
+	return podProcess(uid, "pause", func(cmdline []byte) bool { return bytes.HasPrefix(cmdline, []byte("/pause")) })
+}
+
+// podProcess finds a process of pod uid on the host: one whose command line
+// (NUL-separated, as /proc has it) is, by is, the process named what, in a
+// cgroup naming the pod.
+func podProcess(uid types.UID, what string, is func(cmdline []byte) bool) (int, error) {
 	cg := strings.ReplaceAll(string(uid), "-", "_")
 	procs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, p := range procs {
 		cmdline, err := os.ReadFile(filepath.Join(p, "cmdline"))
-		if err != nil || !bytes.HasPrefix(cmdline, []byte("/pause")) {
+		if err != nil || !is(cmdline) {
 			continue
 		}
 		groups, err := os.ReadFile(filepath.Join(p, "cgroup"))
@@ -145,7 +152,7 @@ func pauseOf(uid types.UID) (int, error) {
 		}
 		return strconv.Atoi(filepath.Base(p))
 	}
-	return 0, fmt.Errorf("no pause process of pod %s", uid)
+	return 0, fmt.Errorf("no %s process of pod %s", what, uid)
 }
 
 func short(id string) string { return id[:min(len(id), 12)] }

@@ -15,6 +15,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,6 +58,33 @@ type TimelineSummary struct {
 // cluster's Events reads (reads a second): the budget divided among the
 // nodes with starts in progress.
 const EventsShareParam = "eventsShare"
+
+// ServerTimingHeader is the header in which the daemon's answer about a
+// pod's start says how long the daemon took to find it, by its own clock:
+// "find;dur=MS" (W3C Server Timing), the wait for its loop's answer, which
+// it bounds at 1.5 s, included. A client's round trip is that and the way
+// there and back.
+const ServerTimingHeader = "Server-Timing"
+
+// ServerTiming is the value of ServerTimingHeader for an answer found in
+// took.
+func ServerTiming(took time.Duration) string {
+	return "find;dur=" + strconv.FormatFloat(float64(took)/float64(time.Millisecond), 'f', 3, 64)
+}
+
+// FindTook is how long the daemon took to find its answer, as its
+// ServerTimingHeader says; false when h has none.
+func FindTook(h http.Header) (time.Duration, bool) {
+	ms, ok := strings.CutPrefix(h.Get(ServerTimingHeader), "find;dur=")
+	if !ok {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(ms, 64)
+	if err != nil || f < 0 {
+		return 0, false
+	}
+	return time.Duration(f * float64(time.Millisecond)), true
+}
 
 // TimelineList is the body of GET /api/v1/timelines.
 type TimelineList struct {
