@@ -234,7 +234,7 @@ type daemonPod struct {
 // second of every daemon together (0: no bound but each node's own): the
 // budget divided among the nodes that had a start in progress at their
 // last answer, the ones that read Events. Each node keeps to its share
-// (collector.PodEventReader.SetShare): the cluster's reads stay within
+// (podevents.Reader.SetShare): the cluster's reads stay within
 // the budget, give or take a poll's worth of nodes turning busy.
 type poller struct {
 	client       *nodeClient

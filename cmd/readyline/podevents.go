@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/readyline/readyline/collector"
 	"github.com/readyline/readyline/collector/event"
+	"github.com/readyline/readyline/collector/podevents"
 	"github.com/readyline/readyline/correlator"
 )
 
@@ -20,7 +20,7 @@ import (
 // that ended other than Ready at once; a start asked about (explain) at
 // most every eventsAskedEvery. All reads share the reader's rate limit.
 type eventReads struct {
-	reader *collector.PodEventReader
+	reader *podevents.Reader
 	logger *slog.Logger
 	// wants goes from the loop to the reading goroutine (Run).
 	wants chan correlator.EventsWanted
@@ -45,7 +45,7 @@ const (
 	eventsQuestionWait = 500 * time.Millisecond
 )
 
-func newEventReads(reader *collector.PodEventReader, logger *slog.Logger) *eventReads {
+func newEventReads(reader *podevents.Reader, logger *slog.Logger) *eventReads {
 	return &eventReads{reader: reader, logger: logger, wants: make(chan correlator.EventsWanted, 64),
 		next: map[string]time.Time{}, every: map[string]time.Duration{}, ended: map[string]bool{}, asked: map[string]time.Time{}}
 }
@@ -91,7 +91,7 @@ func (r *eventReads) Run(ctx context.Context, emit func(event.Event)) error {
 		case <-ctx.Done():
 			return nil
 		case w := <-r.wants:
-			for _, ev := range r.read(ctx, w.Query, collector.Background, emit, w.Claims...) {
+			for _, ev := range r.read(ctx, w.Query, podevents.Background, emit, w.Claims...) {
 				emit(ev)
 			}
 		}
@@ -156,5 +156,5 @@ func (r *eventReads) readForQuestion(ctx context.Context, q correlator.Query, em
 	}
 	ctx, cancel := context.WithTimeout(ctx, eventsQuestionWait)
 	defer cancel()
-	return r.read(ctx, q, collector.Asked, emit)
+	return r.read(ctx, q, podevents.Asked, emit)
 }

@@ -12,8 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/readyline/readyline/collector"
 	"github.com/readyline/readyline/collector/event"
+	"github.com/readyline/readyline/collector/podevents"
 	"github.com/readyline/readyline/correlator"
 )
 
@@ -60,7 +60,7 @@ func (l countingLister) List(context.Context, metav1.ListOptions) (*corev1.Event
 // last read reads again.
 func TestEventReadsForQuestions(t *testing.T) {
 	lists := 0
-	reader, err := collector.NewPodEventReader(collector.PodEventsConfig{Events: func(string) collector.EventLister { return countingLister{&lists} }}, nil)
+	reader, err := podevents.NewReader(podevents.Config{Events: func(string) podevents.EventLister { return countingLister{&lists} }}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,8 +89,8 @@ func TestEventReadsForQuestions(t *testing.T) {
 // bounds the node's background Events reads; a malformed or infinite one,
 // or one on another path, changes nothing.
 func TestNodeAPIEventsShare(t *testing.T) {
-	reader, err := collector.NewPodEventReader(collector.PodEventsConfig{
-		Events: func(string) collector.EventLister { return nil }}, nil)
+	reader, err := podevents.NewReader(podevents.Config{
+		Events: func(string) podevents.EventLister { return nil }}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

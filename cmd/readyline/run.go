@@ -20,6 +20,7 @@ import (
 	"github.com/readyline/readyline/collector"
 	"github.com/readyline/readyline/collector/event"
 	"github.com/readyline/readyline/collector/kubeapi"
+	"github.com/readyline/readyline/collector/podevents"
 	"github.com/readyline/readyline/collector/secrets"
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter"
@@ -275,8 +276,8 @@ func (d *daemon) run(ctx context.Context) error {
 	node := collector.NodeSources{Process: procs, Runtime: cri, Pods: pods, Calls: calls, TCP: tcp, Logger: d.logger}
 	sources := node.Sources()
 	d.watchSources(sources, node.Refused(time.Now().UTC()))
-	reader, err := collector.NewPodEventReader(collector.PodEventsConfig{
-		Events: func(ns string) collector.EventLister { return client.Events(ns) }, Argv: d.cfg.process.cfg.Argv},
+	reader, err := podevents.NewReader(podevents.Config{
+		Events: func(ns string) podevents.EventLister { return client.Events(ns) }, Argv: d.cfg.process.cfg.Argv},
 		d.logger.With("source", event.SourcePodEvents))
 	if err != nil {
 		return err

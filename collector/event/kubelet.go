@@ -3,13 +3,17 @@ package event
 import (
 	"time"
 	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/readyline/readyline/collector/redact"
 )
 
 // TypePodEvents names PodEvents in the JSON encoding.
 const TypePodEvents Type = "pod_events"
 
 // PodEvents are the Events the API server holds about one pod, as read on
-// request (collector.PodEventReader): the kubelet's own words about the
+// request (podevents.Reader): the kubelet's own words about the
 // pod's start (FailedMount, FailedCreatePodSandBox, Pulled, BackOff,
 // Unhealthy, Killing, FailedPostStartHook, Evicted, Preempting...), and
 // those of other components about it. Every read lists them all, so a
@@ -99,4 +103,41 @@ func CutMessage(msg string, max int) string {
 		cut--
 	}
 	return msg[:cut] + CutMarker
+}
+
+// PodEventOf is one core/v1 Event as a PodEvent: its first and
+// last time from the deprecated timestamps or, for Events written through
+// events.k8s.io (eventTime, series), from those; the component and host
+// likewise; the message as argv lets it leave the node (redact.Policy's
+// Message), then cut at MaxEventMessage bytes.
+func PodEventOf(ev *corev1.Event, argv redact.Policy) PodEvent {
+	pe := PodEvent{
+		Type: ev.Type, Reason: ev.Reason, FieldPath: ev.InvolvedObject.FieldPath,
+		Component: ev.Source.Component, Host: ev.Source.Host, Count: ev.Count,
+		First: ev.FirstTimestamp.Time, Last: ev.LastTimestamp.Time,
+	}
+	if pe.Component == "" {
+		pe.Component = ev.ReportingController
+	}
+	if pe.Host == "" {
+		pe.Host = ev.ReportingInstance
+	}
+	if pe.First.IsZero() {
+		pe.First = ev.EventTime.Time
+	}
+	if s := ev.Series; s != nil {
+		pe.Count = max(pe.Count, s.Count)
+		if s.LastObservedTime.After(pe.Last) {
+			pe.Last = s.LastObservedTime.Time
+		}
+	}
+	if pe.Last.IsZero() {
+		pe.Last = pe.First
+	}
+	if pe.Count == 0 {
+		pe.Count = 1
+	}
+	pe.First, pe.Last = pe.First.UTC(), pe.Last.UTC()
+	pe.Message = CutMessage(argv.Message(ev.Message), MaxEventMessage)
+	return pe
 }

@@ -37,7 +37,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/readyline/readyline/collector"
+	"github.com/readyline/readyline/collector/podevents"
 	"github.com/readyline/readyline/exporter/apiauth"
 	"github.com/readyline/readyline/exporter/apiauth/pkitest"
 	"github.com/readyline/readyline/exporter/podstartapi"
@@ -466,7 +466,7 @@ func (e incident) report(b *testing.B) {
 
 // eventsIncident stages a registry outage on nodes [0, size): each
 // stuck pod has the kubelet's Events of it, and each node's daemon reads
-// them as readyline's does (collector.PodEventReader: a pod in progress
+// them as readyline's does (podevents.Reader: a pod in progress
 // every minute, within the node's limits). It measures the LISTs and the
 // Events they read from etcd with the shares readyline-api sends, then
 // with each node's own limit alone.
@@ -543,8 +543,8 @@ func (c *cluster) readEvents(size int, shared bool, warm, window time.Duration) 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for n := range size {
-		reader, err := collector.NewPodEventReader(collector.PodEventsConfig{
-			Events: func(ns string) collector.EventLister { return client.CoreV1().Events(ns) }}, nil)
+		reader, err := podevents.NewReader(podevents.Config{
+			Events: func(ns string) podevents.EventLister { return client.CoreV1().Events(ns) }}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -564,7 +564,7 @@ func (c *cluster) readEvents(size int, shared bool, warm, window time.Duration) 
 					}
 				}
 				pd := podOf(n, i)
-				_, _ = reader.Read(ctx, pd.namespace, pd.name, pd.uid, collector.Background)
+				_, _ = reader.Read(ctx, pd.namespace, pd.name, pd.uid, podevents.Background)
 				due[i] = time.Now().Add(time.Minute) // a start in progress: a read a minute
 			}
 		}()

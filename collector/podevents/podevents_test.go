@@ -1,4 +1,4 @@
-package collector
+package podevents
 
 import (
 	"context"
@@ -39,7 +39,7 @@ func TestPodEventsKeepTheLatest64(t *testing.T) {
 			LastTimestamp: metav1.NewTime(t0.Add(time.Duration(i) * time.Second)),
 		})
 	}
-	got := PodEventsOf(list, "default", "p", "u", t0, redact.Redacted)
+	got := Of(list, "default", "p", "u", t0, redact.Redacted)
 	if len(got) != 1 || len(got[0].Events) != 64 || got[0].Omitted != 6 || event.MaxPodEvents != 64 {
 		t.Fatalf("got %d PodEvents, %d Events, %d omitted: want 64 kept, 6 omitted", len(got), len(got[0].Events), got[0].Omitted)
 	}
@@ -53,7 +53,7 @@ func TestPodEventsKeepTheLatest64(t *testing.T) {
 // waits about half a second, so one that may wait 0.2 s is refused.
 func TestPodEventReaderRate(t *testing.T) {
 	lister := &eventList{}
-	r, err := NewPodEventReader(PodEventsConfig{Events: func(string) EventLister { return lister }}, nil)
+	r, err := NewReader(Config{Events: func(string) EventLister { return lister }}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestPodEventReaderRate(t *testing.T) {
 // own limit; a share over the own rate, or none, gives the own back.
 func TestPodEventReaderShare(t *testing.T) {
 	lister := &eventList{}
-	r, err := NewPodEventReader(PodEventsConfig{Events: func(string) EventLister { return lister }}, nil)
+	r, err := NewReader(Config{Events: func(string) EventLister { return lister }}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestPodEventReaderClaims(t *testing.T) {
 		ev("PersistentVolumeClaim", "logs", "c2", "Provisioning", 2),
 		ev("PersistentVolumeClaim", "other", "c3", "Provisioning", 2), // not the pod's
 	}}
-	r, err := NewPodEventReader(PodEventsConfig{Events: func(string) EventLister { return lister }, Burst: 10}, nil)
+	r, err := NewReader(Config{Events: func(string) EventLister { return lister }, Burst: 10}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

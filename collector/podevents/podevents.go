@@ -1,4 +1,4 @@
-package collector
+package podevents
 
 import (
 	"context"
@@ -22,8 +22,8 @@ type EventLister interface {
 	List(ctx context.Context, opts metav1.ListOptions) (*corev1.EventList, error)
 }
 
-// PodEventsConfig configures a PodEventReader.
-type PodEventsConfig struct {
+// Config configures a Reader.
+type Config struct {
 	// Events returns the Events of a namespace.
 	Events func(namespace string) EventLister
 	// QPS and Burst bound the reads, all pods together (default 2 and 5):
@@ -39,13 +39,13 @@ type PodEventsConfig struct {
 	Argv redact.Policy
 }
 
-// PodEventReader reads the Events of one pod at a time from the API server
+// Reader reads the Events of one pod at a time from the API server
 // (a list with a field selector on the pod's UID or name), bounded in reads
 // per second. Reads of its own (Background) and reads a reader asked for
 // have a limit each: the cluster's share of a node (SetShare) bounds the
 // first. It is safe for concurrent use.
-type PodEventReader struct {
-	cfg        PodEventsConfig
+type Reader struct {
+	cfg        Config
 	asked      *rate.Limiter
 	background *rate.Limiter
 	logger     *slog.Logger
@@ -61,8 +61,8 @@ const (
 	Asked = true
 )
 
-// NewPodEventReader returns a PodEventReader.
-func NewPodEventReader(cfg PodEventsConfig, logger *slog.Logger) (*PodEventReader, error) {
+// NewReader returns a Reader.
+func NewReader(cfg Config, logger *slog.Logger) (*Reader, error) {
 	if cfg.Events == nil {
 		return nil, fmt.Errorf("pod events: no Events client")
 	}
@@ -78,7 +78,7 @@ func NewPodEventReader(cfg PodEventsConfig, logger *slog.Logger) (*PodEventReade
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Second
 	}
-	return &PodEventReader{cfg: cfg, logger: logger,
+	return &Reader{cfg: cfg, logger: logger,
 		asked:      rate.NewLimiter(rate.Limit(cfg.QPS), cfg.Burst),
 		background: rate.NewLimiter(rate.Limit(cfg.QPS), cfg.Burst)}, nil
 }
@@ -89,7 +89,7 @@ func NewPodEventReader(cfg PodEventsConfig, logger *slog.Logger) (*PodEventReade
 // node's own QPS; qps <= 0 gives the node's own back. A share under the
 // own QPS reads one at a time (burst 1): a thousand nodes that each
 // saved a burst would spend it together when an incident starts.
-func (r *PodEventReader) SetShare(qps float64) {
+func (r *Reader) SetShare(qps float64) {
 	limit, burst := rate.Limit(r.cfg.QPS), r.cfg.Burst
 	if qps > 0 && qps < r.cfg.QPS {
 		limit, burst = rate.Limit(qps), 1
@@ -101,7 +101,7 @@ func (r *PodEventReader) SetShare(qps float64) {
 }
 
 // Share is the background reads' rate now.
-func (r *PodEventReader) Share() float64 { return float64(r.background.Limit()) }
+func (r *Reader) Share() float64 { return float64(r.background.Limit()) }
 
 // maxEventsListed bounds one read: a pod with more Events (a crash loop
 // of hours has few, the API server de-duplicates them by count) is cut,
@@ -115,7 +115,7 @@ const maxEventsListed = 500
 // error; the caller reports it. With claims (the names of the pod's
 // PersistentVolumeClaims, uid set), their Events are read too, one list
 // each, into PodEvents.Claims.
-func (r *PodEventReader) Read(ctx context.Context, namespace, name, uid string, why bool, claims ...string) ([]*event.PodEvents, error) {
+func (r *Reader) Read(ctx context.Context, namespace, name, uid string, why bool, claims ...string) ([]*event.PodEvents, error) {
 	limit := r.background
 	if why == Asked {
 		limit = r.asked
@@ -139,7 +139,7 @@ func (r *PodEventReader) Read(ctx context.Context, namespace, name, uid string, 
 		return []*event.PodEvents{{Time: now, PodUID: uid, Namespace: namespace, Name: name, Err: reason + ": " + err.Error()}},
 			fmt.Errorf("listing the events of pod %s/%s: %w", namespace, name, err)
 	}
-	out := PodEventsOf(list, namespace, name, uid, now, r.cfg.Argv)
+	out := Of(list, namespace, name, uid, now, r.cfg.Argv)
 	if uid != "" && len(claims) > 0 {
 		r.readClaims(ctx, out[0], claims)
 	}
@@ -152,7 +152,7 @@ const maxClaimsRead = 4
 // readClaims adds the Events of the claims of pe's pod to it; a claim's
 // list that fails leaves ClaimsRead false (the claims' Events an earlier
 // read had stand).
-func (r *PodEventReader) readClaims(ctx context.Context, pe *event.PodEvents, claims []string) {
+func (r *Reader) readClaims(ctx context.Context, pe *event.PodEvents, claims []string) {
 	pe.ClaimsRead = true
 	for _, claim := range claims[:min(len(claims), maxClaimsRead)] {
 		sel := fields.Set{"involvedObject.kind": "PersistentVolumeClaim", "involvedObject.name": claim}
@@ -163,7 +163,7 @@ func (r *PodEventReader) readClaims(ctx context.Context, pe *event.PodEvents, cl
 			return
 		}
 		for i := range list.Items {
-			ev := ConvertEvent(&list.Items[i], r.cfg.Argv)
+			ev := event.PodEventOf(&list.Items[i], r.cfg.Argv)
 			ev.Claim = claim
 			pe.Claims = append(pe.Claims, ev)
 		}
@@ -174,12 +174,12 @@ func (r *PodEventReader) readClaims(ctx context.Context, pe *event.PodEvents, cl
 	}
 }
 
-// PodEventsOf groups the listed Events by the pod UID they are about
+// Of groups the listed Events by the pod UID they are about
 // (uid when not empty: the one asked for; every one asked by name gets
-// its own, even with no Events), each converted (ConvertEvent) and the
+// its own, even with no Events), each converted (event.PodEventOf) and the
 // latest event.MaxPodEvents kept; argv is what of a command line in a
 // message leaves the node.
-func PodEventsOf(list *corev1.EventList, namespace, name, uid string, now time.Time, argv redact.Policy) []*event.PodEvents {
+func Of(list *corev1.EventList, namespace, name, uid string, now time.Time, argv redact.Policy) []*event.PodEvents {
 	byUID := map[string]*event.PodEvents{}
 	var out []*event.PodEvents
 	if uid != "" {
@@ -198,7 +198,7 @@ func PodEventsOf(list *corev1.EventList, namespace, name, uid string, now time.T
 			byUID[u] = pe
 			out = append(out, pe)
 		}
-		pe.Events = append(pe.Events, ConvertEvent(ev, argv))
+		pe.Events = append(pe.Events, event.PodEventOf(ev, argv))
 	}
 	if list.Continue != "" {
 		for _, pe := range out {
@@ -212,41 +212,4 @@ func PodEventsOf(list *corev1.EventList, namespace, name, uid string, now time.T
 		}
 	}
 	return out
-}
-
-// ConvertEvent is one core/v1 Event as an event.PodEvent: its first and
-// last time from the deprecated timestamps or, for Events written through
-// events.k8s.io (eventTime, series), from those; the component and host
-// likewise; the message as argv lets it leave the node (redact.Policy's
-// Message), then cut at event.MaxEventMessage bytes.
-func ConvertEvent(ev *corev1.Event, argv redact.Policy) event.PodEvent {
-	pe := event.PodEvent{
-		Type: ev.Type, Reason: ev.Reason, FieldPath: ev.InvolvedObject.FieldPath,
-		Component: ev.Source.Component, Host: ev.Source.Host, Count: ev.Count,
-		First: ev.FirstTimestamp.Time, Last: ev.LastTimestamp.Time,
-	}
-	if pe.Component == "" {
-		pe.Component = ev.ReportingController
-	}
-	if pe.Host == "" {
-		pe.Host = ev.ReportingInstance
-	}
-	if pe.First.IsZero() {
-		pe.First = ev.EventTime.Time
-	}
-	if s := ev.Series; s != nil {
-		pe.Count = max(pe.Count, s.Count)
-		if s.LastObservedTime.After(pe.Last) {
-			pe.Last = s.LastObservedTime.Time
-		}
-	}
-	if pe.Last.IsZero() {
-		pe.Last = pe.First
-	}
-	if pe.Count == 0 {
-		pe.Count = 1
-	}
-	pe.First, pe.Last = pe.First.UTC(), pe.Last.UTC()
-	pe.Message = event.CutMessage(argv.Message(ev.Message), event.MaxEventMessage)
-	return pe
 }
