@@ -309,7 +309,7 @@ func (c *Correlator) WantEvents() []EventsWanted {
 		p := c.pods[uid]
 		w := EventsWanted{Query: Query{UID: p.uid, Namespace: p.pod.Namespace, Name: p.pod.Name}, LastRead: p.events.read}
 		if p.waitedForClaims() {
-			w.Claims = podClaims(p.pod)
+			w.Claims = PodClaims(p.pod)
 		}
 		switch {
 		case p.outcome == "" && (c.clock.now.Sub(p.since) >= eventsAfter || (w.Claims != nil && !p.events.claimsRead)):
@@ -374,12 +374,12 @@ func (p *podState) waitedForClaims() bool {
 	if !ok || f.lastTransition.Sub(p.firstPod.CreationTimestamp.Time) < claimWait {
 		return false
 	}
-	return len(podClaims(p.pod)) > 0
+	return len(PodClaims(p.pod)) > 0
 }
 
-// podClaims are the names of pod's PersistentVolumeClaims: its claims',
+// PodClaims are the names of pod's PersistentVolumeClaims: its claims',
 // and those the API server makes for its ephemeral volumes (<pod>-<volume>).
-func podClaims(pod *corev1.Pod) []string {
+func PodClaims(pod *corev1.Pod) []string {
 	var out []string
 	for _, v := range pod.Spec.Volumes {
 		switch {

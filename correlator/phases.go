@@ -13,6 +13,11 @@ func (d *derivation) phases(tl *Timeline) []Phase {
 			out = append(out, Phase{Name: name, Start: start, End: end, Source: source})
 		}
 	}
+	if unscheduled(d.p.pod) {
+		// On no node yet (Unscheduled): all of it so far is scheduling.
+		add(PhaseSchedule, tl.Start, tl.End, "api")
+		return out
+	}
 	if f, ok := d.p.conds[corev1.PodScheduled]; ok {
 		add(PhaseSchedule, tl.Start, f.lastTransition, "api-coarse")
 	}

@@ -85,6 +85,9 @@ func disruption(pod *corev1.Pod) string {
 // joined with "; ".
 func (p *podState) stuckDetail(tl *Timeline) string {
 	pod := p.pod
+	if unscheduled(pod) {
+		return p.schedulingDetail(tl)
+	}
 	var parts []string
 	if tl.Sandbox == nil {
 		if v := p.events.volumeWait(); v != "" {

@@ -54,6 +54,10 @@ type Provision struct {
 	End      time.Time `json:"end"`
 	Failures int       `json:"failures,omitempty"`
 	Error    string    `json:"error,omitempty"`
+	// Open is set on a start in progress whose pod is not scheduled yet
+	// when the provisioner has not said it succeeded: End is then the
+	// timeline's End (its AsOf), and the provisioning goes on.
+	Open bool `json:"open,omitempty"`
 }
 
 // Duration is End - Start.
@@ -68,9 +72,13 @@ const (
 )
 
 // provisions adds the provisioning of the pod's claims, as their Events
-// read (kubeletEvents.claims) tell it, to the volume of each.
-func (d *derivation) provisions(volumes []VolumeSetup) []VolumeSetup {
-	for _, claim := range podClaims(d.p.pod) {
+// read (kubeletEvents.claims) tell it, to the volume of each. For a start
+// still being scheduled (tl in progress, the pod on no node yet), a claim
+// whose provisioner began and has not succeeded is provisioning still: its
+// Provision is Open, to tl's End.
+func (d *derivation) provisions(volumes []VolumeSetup, tl *Timeline) []VolumeSetup {
+	inFlight := tl.Outcome == OutcomeStarting && unscheduled(d.p.pod)
+	for _, claim := range PodClaims(d.p.pod) {
 		var pr *Provision
 		var driver string
 		for _, e := range d.p.events.claims {
@@ -92,6 +100,9 @@ func (d *derivation) provisions(volumes []VolumeSetup) []VolumeSetup {
 				pr.Error = e.Message
 			}
 		}
+		if pr != nil && !pr.Start.IsZero() && pr.End.Before(pr.Start) && inFlight {
+			pr.End, pr.Open = tl.End, true
+		}
 		if pr == nil || pr.Start.IsZero() || pr.End.Before(pr.Start) {
 			continue // not provisioned while the start watched (bound, or its words lost)
 		}
@@ -107,7 +118,7 @@ func (d *derivation) provisions(volumes []VolumeSetup) []VolumeSetup {
 	return volumes
 }
 
-// claimVolume is the pod's volume of claim (podClaims' name of it).
+// claimVolume is the pod's volume of claim (PodClaims' name of it).
 func claimVolume(pod *corev1.Pod, claim string) string {
 	for _, v := range pod.Spec.Volumes {
 		if (v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim) || (v.Ephemeral != nil && pod.Name+"-"+v.Name == claim) {
@@ -137,13 +148,30 @@ func provisionSteps(cp *pathBuilder, volumes []VolumeSetup, start, end time.Time
 	from, to := latest(start, p.Start), earliest(end, p.End)
 	cp.add(PhaseSchedule, ShareSchedule, "", start, from)
 	cp.add(VolumeStepName(last.Name), ShareWaitVolumes, describeProvision(last), from, to)
-	cp.add(PhaseSchedule, ShareSchedule, "", to, end)
+	if !p.Open { // provisioning still: the start ends in it
+		cp.add(PhaseSchedule, ShareSchedule, "", to, end)
+	}
 }
 
 // describeProvision is "volume data: provisioned in 4.0s
-// (csi.example.dev)", with "after 2 failed attempts" when it failed first.
+// (csi.example.dev)", with "after 2 failed attempts" when it failed first;
+// in flight "volume data: provisioning 5.0s so far, 2 attempts failed
+// (csi.example.dev): <the provisioner's last error>".
 func describeProvision(v *VolumeSetup) string {
 	p := v.Provision
+	if p.Open {
+		s := "volume " + v.Name + ": provisioning " + fmtDur(p.Duration()) + " so far"
+		if p.Failures > 0 {
+			s += fmt.Sprintf(", %d %s failed", p.Failures, plural(p.Failures, "attempt", "attempts"))
+		}
+		if v.Driver != "" {
+			s += " (" + v.Driver + ")"
+		}
+		if p.Failures > 0 && p.Error != "" {
+			s += ": " + p.Error
+		}
+		return s
+	}
 	s := "volume " + v.Name + ": provisioned in " + fmtDur(p.Duration())
 	if p.Failures > 0 {
 		s += fmt.Sprintf(", after %d failed %s", p.Failures, plural(p.Failures, "attempt", "attempts"))
@@ -213,7 +241,7 @@ func (d *derivation) volumeSetups(tl *Timeline) []VolumeSetup {
 			}
 		}
 	}
-	return d.provisions(out)
+	return d.provisions(out, tl)
 }
 
 // unsetWorth is how long a claim's volume may go without a step of its

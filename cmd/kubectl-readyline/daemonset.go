@@ -67,7 +67,7 @@ func (ds *daemonSet) targetPod(ctx context.Context, namespace, name string) (*co
 	case err != nil:
 		return nil, ds.apiError(err, "get", "pods", namespace, "finding the pod's node")
 	case pod.Spec.NodeName == "":
-		return nil, fmt.Errorf("pod %s/%s is not scheduled to a node yet (no spec.nodeName): it has not started anywhere", namespace, name)
+		return nil, &notScheduledError{pod}
 	}
 	return pod, nil
 }

@@ -114,6 +114,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if ds.api != nil {
 		fetch = ds.api.explain
 	}
+	fetch = ds.orUnscheduled(fetch)
 	if o.watch {
 		return waterfall.Watch(ctx, func(ctx context.Context) (*correlator.Timeline, error) {
 			return fetch(ctx, namespace, o.pod)

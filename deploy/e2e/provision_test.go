@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -145,6 +146,14 @@ const claimName = "data-claim"
 // the claim and wait for the volume's deletion, then the class.
 func startProvisionedPod(t *testing.T, timeout time.Duration, name string, params map[string]string) *provisionedPod {
 	t.Helper()
+	c := applyProvisionedPod(t, timeout, name, params)
+	c.waitReady(t)
+	return c
+}
+
+// applyProvisionedPod is startProvisionedPod without the wait for Ready.
+func applyProvisionedPod(t *testing.T, timeout time.Duration, name string, params map[string]string) *provisionedPod {
+	t.Helper()
 	c := &provisionedPod{d: readyline(t), ctx: testContext(t, timeout)}
 	c.driver = startDriver(t, c.ctx, provisionDriverName, driverNeeds{provision: true})
 	c.ns = newNamespace(t)
@@ -157,13 +166,19 @@ func startProvisionedPod(t *testing.T, timeout time.Duration, name string, param
 	if _, err := env.Apply(c.ctx, c.ns, []byte(claimPodManifest(name, claimName))); err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+// waitReady waits for the pod to be Ready and logs what the recorder saw
+// of its scheduling.
+func (c *provisionedPod) waitReady(t *testing.T) {
+	t.Helper()
 	if _, err := c.rec.WaitFor(c.ctx, ConditionTrue(corev1.PodReady)); err != nil {
 		t.Fatal(err)
 	}
 	for _, ev := range c.rec.Events() {
 		t.Logf("pod %s at %s: %s", ev.Type, ev.ObservedAt.Format("15:04:05.000"), describePodWait(ev.Pod))
 	}
-	return c
 }
 
 // createCalls are the provisioner's CreateVolume calls of the claim's
@@ -375,5 +390,71 @@ func TestVolumeProvisionFailsTwice(t *testing.T) {
 	c.logPodEvents(t, name)
 	if _, p := c.provision(t, name); p.Failures != 2 || !strings.Contains(p.Error, "code = Unavailable") {
 		t.Errorf("provision %+v: want its 2 failed attempts, the last one's words", p)
+	}
+}
+
+// TestVolumeProvisionInFlight: while a pod waits, on no node yet, for its
+// claim's provisioner (20 s), `kubectl readyline explain` tells it from the
+// API server, as its user, in the provisioner's words: the claim's
+// provisioning in flight since its Provisioning Event, drawn open; no
+// node's readyline has seen the pod. Once bound and Ready, the node's
+// readyline tells the same provisioning, ended.
+func TestVolumeProvisionInFlight(t *testing.T) {
+	t.Parallel()
+	const name = "provisioning"
+	c := applyProvisionedPod(t, 4*time.Minute, name, map[string]string{csi.ParamProvisionDelay: "20s"})
+	plugin := buildPlugin(t, c.ctx)
+	var provisioning corev1.Event
+	err := wait.PollUntilContextTimeout(c.ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		events, err := objectEvents(ctx, c.ns, "PersistentVolumeClaim", claimName)
+		var ok bool
+		provisioning, ok = eventOf(events, csi.ReasonProvisioning)
+		return err == nil && ok, nil
+	})
+	if err != nil {
+		t.Fatalf("no %s Event on claim %s/%s within 30s: %v", csi.ReasonProvisioning, c.ns, claimName, err)
+	}
+	r := runPlugin(t, c.ctx, plugin, env.Kubeconfig, "explain", "-n", c.ns, name, "--output", "json")
+	r.wantOK(t)
+	var tl correlator.Timeline
+	if err := json.Unmarshal([]byte(r.stdout), &tl); err != nil {
+		t.Fatalf("explain -o json: %v\n%s", err, r.stdout)
+	}
+	// The answer came while the volume was being made: before the
+	// provisioner's CreateVolume returned, by its own stamp.
+	creates := c.createCalls()
+	if len(creates) > 0 && !creates[0].End.IsZero() && !tl.AsOf.Before(creates[0].End) {
+		t.Fatalf("the answer (as of %v) came after the volume was made (%v): the machine was too slow for the test's 20s", tl.AsOf, creates[0].End)
+	}
+	pod, err := env.Client.CoreV1().Pods(c.ns).Get(c.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl.Pod.UID != string(pod.UID) || tl.Pod.Node != "" || tl.Outcome != correlator.OutcomeStarting {
+		t.Fatalf("explain answered %+v %s, want the start in progress of the pod on no node", tl.Pod, tl.Outcome)
+	}
+	want := "not scheduled yet: volume data: provisioning "
+	if !strings.HasPrefix(tl.Waiting, want) || !strings.HasSuffix(tl.Waiting, "s so far ("+provisionDriverName+")") {
+		t.Errorf("waiting %q, want %q...s so far (%s)", tl.Waiting, want, provisionDriverName)
+	}
+	if len(tl.Volumes) != 1 || tl.Volumes[0].Provision == nil {
+		t.Fatalf("volumes %+v, want data's provisioning", tl.Volumes)
+	}
+	inFlight := *tl.Volumes[0].Provision
+	if !inFlight.Open || inFlight.Claim != claimName || !inFlight.Start.Equal(provisioning.FirstTimestamp.Time) || !inFlight.End.Equal(tl.AsOf) {
+		t.Errorf("provision %+v, want open from the Provisioning Event (%v) to the answer's as-of (%v)", inFlight, provisioning.FirstTimestamp, tl.AsOf)
+	}
+	r = runPlugin(t, c.ctx, plugin, env.Kubeconfig, "explain", "-n", c.ns, name)
+	r.wantOK(t)
+	t.Logf("explain while provisioning:\n%s", r.stdout)
+	for _, w := range []string{want, "volume data provision (in flight)"} {
+		if !strings.Contains(r.stdout, w) {
+			t.Errorf("explain's waterfall does not say %q", w)
+		}
+	}
+
+	c.waitReady(t)
+	if _, p := c.provision(t, name); p.Open || !p.Start.Equal(inFlight.Start) {
+		t.Errorf("the node's provision %+v, want it ended, begun where the one in flight did (%v)", p, inFlight.Start)
 	}
 }

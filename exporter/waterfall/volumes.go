@@ -54,13 +54,16 @@ func (wc *Chart) provisions() {
 	for _, v := range wc.Timeline.Volumes {
 		if p := v.Provision; p != nil {
 			label := "volume " + v.Name + " provision"
+			if p.Open {
+				label += " (in flight)"
+			}
 			detail := "claim " + p.Claim + " (the claim's Events, 1 s)"
 			if p.Failures > 0 {
 				label += fmt.Sprintf(" (%d failed)", p.Failures)
 				detail += ": " + p.Error
 			}
 			wc.emit(Row{Kind: RowCall, Depth: 1, Label: label, Name: correlator.VolumeStepName(v.Name), Start: p.Start, End: p.End,
-				Took: FormatSeconds(p.Duration()), Style: StyleFull, Detail: withDriver(detail, v.Driver)})
+				Took: FormatSeconds(p.Duration()), Open: p.Open, Style: StyleFull, Detail: withDriver(detail, v.Driver)})
 		}
 	}
 }
