@@ -17,8 +17,8 @@ func TestNodeSources(t *testing.T) {
 		}
 		return out
 	}
-	all := NodeSources{Process: &ProcessSource{}, Runtime: &CRISource{}, Pods: &PodWatch{}, Calls: &CRICallSource{}, TCP: &TCPSource{}}
-	want := []string{event.SourceProcess, event.SourceCRI, event.SourcePodWatch, event.SourceCRICalls, event.SourceTCP}
+	all := NodeSources{Process: &ProcessSource{}, Runtime: &CRISource{}, Pods: &PodWatch{}, Calls: &KubeletCallSource{}, TCP: &TCPSource{}}
+	want := []string{event.SourceProcess, event.SourceCRI, event.SourcePodWatch, event.SourceKubeletCalls, event.SourceTCP}
 	if got := names(all.Sources()); !slices.Equal(got, want) {
 		t.Errorf("all loaded: sources %v, want %v", got, want)
 	}
@@ -46,7 +46,7 @@ func TestNodeSources(t *testing.T) {
 		}
 		refused = append(refused, st.Source)
 	}
-	if want := []string{event.SourceCRICalls, event.SourceTCP}; !slices.Equal(refused, want) {
+	if want := []string{event.SourceKubeletCalls, event.SourceTCP}; !slices.Equal(refused, want) {
 		t.Errorf("refused %v, want %v", refused, want)
 	}
 }

@@ -24,7 +24,7 @@ import (
 // SourceGap says that one of readyline's sources was blind during part of
 // a pod start.
 type SourceGap struct {
-	// Source names the source (event.SourceProcess, event.SourceCRICalls,
+	// Source names the source (event.SourceProcess, event.SourceKubeletCalls,
 	// ...).
 	Source string `json:"source"`
 	// Windows are its blind windows that overlap the start, oldest first.
@@ -160,16 +160,16 @@ func (g SourceGap) Lost() uint64 {
 	return n
 }
 
-// Lacks says what the windows leave out of the timeline: "CRI calls in
+// Lacks says what the windows leave out of the timeline: "kubelet calls in
 // this window are not seen".
 func (g SourceGap) Lacks() string {
 	what := map[string]string{
-		event.SourceProcess:   "process execs and exits",
-		event.SourceCRICalls:  "CRI calls",
-		event.SourceTCP:       "probe connections",
-		event.SourceCRI:       "runtime state changes",
-		event.SourcePodWatch:  "pod updates",
-		event.SourcePodEvents: "the kubelet's Events",
+		event.SourceProcess:      "process execs and exits",
+		event.SourceKubeletCalls: "kubelet calls",
+		event.SourceTCP:          "probe connections",
+		event.SourceCRI:          "runtime state changes",
+		event.SourcePodWatch:     "pod updates",
+		event.SourcePodEvents:    "the kubelet's Events",
 	}[g.Source]
 	if what == "" {
 		what = g.Source + " facts"
@@ -200,7 +200,7 @@ const maxDescribedWindows = 3
 
 // Describe says in one line what the gap is and what it leaves out, with
 // times written by at: "cri_calls: kubelet_restarted 12:00:01.200–12:00:03.600:
-// CRI calls in this window are not seen".
+// kubelet calls in this window are not seen".
 func (g SourceGap) Describe(at func(time.Time) string) string {
 	var b strings.Builder
 	b.WriteString(g.Source)

@@ -58,16 +58,16 @@ func TestGaps(t *testing.T) {
 	}{
 		{name: "none"},
 		{name: "before the start",
-			statuses: []*event.SourceStatus{down(-5, event.SourceCRICalls, "no_kubelet", 0, 0), up(-4, event.SourceCRICalls)}},
+			statuses: []*event.SourceStatus{down(-5, event.SourceKubeletCalls, "no_kubelet", 0, 0), up(-4, event.SourceKubeletCalls)}},
 		{name: "after the end",
 			statuses: []*event.SourceStatus{down(2, event.SourceCRI, event.ReasonDisconnected, 0, 0), up(2.5, event.SourceCRI)}},
 		{name: "inside",
-			statuses: []*event.SourceStatus{down(0.5, event.SourceCRICalls, "kubelet_restarted", 0, 0), up(1.2, event.SourceCRICalls)},
-			want:     []SourceGap{{Source: event.SourceCRICalls, Windows: []BlindWindow{window("kubelet_restarted", 0.5, 1.2, 0)}}},
-			text:     []string{"cri_calls: kubelet_restarted 01:51:18.500–01:51:19.200: CRI calls in this window are not seen"}},
+			statuses: []*event.SourceStatus{down(0.5, event.SourceKubeletCalls, "kubelet_restarted", 0, 0), up(1.2, event.SourceKubeletCalls)},
+			want:     []SourceGap{{Source: event.SourceKubeletCalls, Windows: []BlindWindow{window("kubelet_restarted", 0.5, 1.2, 0)}}},
+			text:     []string{"cri_calls: kubelet_restarted 01:51:18.500–01:51:19.200: kubelet calls in this window are not seen"}},
 		{name: "across the start",
-			statuses: []*event.SourceStatus{down(-3, event.SourceCRICalls, "no_kubelet", 0, 0), up(0.4, event.SourceCRICalls)},
-			want:     []SourceGap{{Source: event.SourceCRICalls, Windows: []BlindWindow{window("no_kubelet", -3, 0.4, 0)}}}},
+			statuses: []*event.SourceStatus{down(-3, event.SourceKubeletCalls, "no_kubelet", 0, 0), up(0.4, event.SourceKubeletCalls)},
+			want:     []SourceGap{{Source: event.SourceKubeletCalls, Windows: []BlindWindow{window("no_kubelet", -3, 0.4, 0)}}}},
 		{name: "still blind",
 			statuses: []*event.SourceStatus{down(1, event.SourcePodWatch, event.ReasonDisconnected, 0, 0)},
 			want:     []SourceGap{{Source: event.SourcePodWatch, Windows: []BlindWindow{window(event.ReasonDisconnected, 1, open, 0)}}},
@@ -158,16 +158,16 @@ func TestGapsReportAndCompletion(t *testing.T) {
 	sc.status(false, running("app", idMain, 1, true, true))
 	sc.cond(corev1.PodReady, 15)
 	sc.update(15)
-	sc.events = withStatuses(sc.events, down(8, event.SourceCRICalls, "kubelet_restarted", 0, 0), up(12, event.SourceCRICalls))
+	sc.events = withStatuses(sc.events, down(8, event.SourceKubeletCalls, "kubelet_restarted", 0, 0), up(12, event.SourceKubeletCalls))
 	got := feed(New(Config{Timeout: 10 * time.Second}), sc.events, 3*time.Second)
 	if len(got) != 2 || !got[0].Partial {
 		t.Fatalf("%d timelines, want the report at 10 s and the completion", len(got))
 	}
-	open := []SourceGap{{Source: event.SourceCRICalls, Windows: []BlindWindow{window("kubelet_restarted", 8, -1, 0)}}}
+	open := []SourceGap{{Source: event.SourceKubeletCalls, Windows: []BlindWindow{window("kubelet_restarted", 8, -1, 0)}}}
 	if !reflect.DeepEqual(got[0].Gaps, open) {
 		t.Errorf("report's gaps %+v, want %+v", got[0].Gaps, open)
 	}
-	closed := []SourceGap{{Source: event.SourceCRICalls, Windows: []BlindWindow{window("kubelet_restarted", 8, 12, 0)}}}
+	closed := []SourceGap{{Source: event.SourceKubeletCalls, Windows: []BlindWindow{window("kubelet_restarted", 8, 12, 0)}}}
 	if !reflect.DeepEqual(got[1].Gaps, closed) {
 		t.Errorf("completion's gaps %+v, want %+v", got[1].Gaps, closed)
 	}
@@ -242,12 +242,12 @@ func TestGapsRecording(t *testing.T) {
 	for i, want := range []string{
 		// The report, at 15:30:58.4: the API server is still down.
 		`process: ring_full 15:29:58.900–15:29:59.900 (37 records lost): process execs and exits in this window may be missing
-cri_calls: kubelet_restarted 15:30:20.000–15:30:23.500: CRI calls in this window are not seen
+cri_calls: kubelet_restarted 15:30:20.000–15:30:23.500: kubelet calls in this window are not seen
 cri: disconnected 15:30:40.000–15:30:41.000: runtime state changes in this window are seen late or not at all
 pod_watch: disconnected since 15:30:55.000 (still blind): pod updates in this window are seen late or not at all`,
 		// The completion: the API outage ended; a later ring loss too.
 		`process: ring_full 15:29:58.900–15:29:59.900, ring_full 15:31:05.000–15:31:06.000 (45 records lost): process execs and exits in these windows may be missing
-cri_calls: kubelet_restarted 15:30:20.000–15:30:23.500: CRI calls in this window are not seen
+cri_calls: kubelet_restarted 15:30:20.000–15:30:23.500: kubelet calls in this window are not seen
 cri: disconnected 15:30:40.000–15:30:41.000: runtime state changes in this window are seen late or not at all
 pod_watch: disconnected 15:30:55.000–15:31:00.000: pod updates in this window are seen late or not at all`,
 	} {

@@ -435,7 +435,7 @@ spec:
 		t.Fatalf("readyline did not look at the impostor (pid %d) within 45 s, a full rescan and more: %v; see %s", impostor, err, d.Log)
 	}
 	mfs := scrapeDaemon(t, d)
-	if up := counterValue(mfs, "readyline_source_up", map[string]string{"source": event.SourceCRICalls}); up != 1 {
+	if up := counterValue(mfs, "readyline_source_up", map[string]string{"source": event.SourceKubeletCalls}); up != 1 {
 		t.Errorf("readyline_source_up{source=cri_calls} = %v with the impostor running, want 1", up)
 	}
 	log, _ := os.ReadFile(d.Log)
