@@ -26,7 +26,7 @@
 //     the methods probed per kubelet version (kubelet_methods.go) and the
 //     probes' records (kubelet_gocall.go).
 //   - cri.go, cri_cache.go, cricodec.go: the container runtime's own API
-//     (CRISource), asked for names and timestamps; nothing is probed there.
+//     (RuntimeSource), asked for names and timestamps; nothing is probed there.
 //   - podwatch.go, podevents.go: the API server's pods and their Events
 //     (PodWatch).
 //   - ringbuf_linux.go, ringloss.go, drained.go: what the kernel sources

@@ -40,7 +40,7 @@ func (s *TCPSource) Ring() (RingUsage, bool) { return s.ring.fill.usage(), true 
 // (nil: discard) gets what the wiring between them has to say.
 type NodeSources struct {
 	Process *ProcessSource
-	Runtime *CRISource
+	Runtime *RuntimeSource
 	Pods    *PodWatch
 	Calls   *KubeletCallSource
 	TCP     *TCPSource
@@ -52,7 +52,7 @@ type NodeSources struct {
 // daemon needs:
 //
 //   - the process source has the runtime name each container it sees exec
-//     (CRISource.Observe): the kernel sees a container before anything
+//     (RuntimeSource.Observe): the kernel sees a container before anything
 //     else, and the runtime is asked while the container still exists;
 //   - the kubelet-call source's successful PullImage calls get their
 //     image's size from the runtime before they are emitted (sizePull);
@@ -95,7 +95,7 @@ func (n NodeSources) Refused(now time.Time) []event.Event {
 // containers whose processes exec.
 type namingContainers struct {
 	*ProcessSource
-	runtime *CRISource
+	runtime *RuntimeSource
 }
 
 func (s namingContainers) Run(ctx context.Context, emit func(event.Event)) error {
@@ -112,7 +112,7 @@ func (s namingContainers) Run(ctx context.Context, emit func(event.Event)) error
 // sizingPulls is the kubelet-call source whose pulls the runtime sizes.
 type sizingPulls struct {
 	*KubeletCallSource
-	runtime *CRISource
+	runtime *RuntimeSource
 	logger  *slog.Logger
 }
 
@@ -128,8 +128,8 @@ func (s sizingPulls) Run(ctx context.Context, emit func(event.Event)) error {
 // runtime for the size right after (images/puller.go GetImageSize); readyline
 // asks the same, before the call goes on to the correlator, so that the
 // pull's span, metric and insight know its size and rate. A runtime that
-// does not answer within the CRI source's call timeout leaves it unknown.
-func sizePull(ctx context.Context, runtime *CRISource, ev event.Event, logger *slog.Logger) {
+// does not answer within the runtime source's call timeout leaves it unknown.
+func sizePull(ctx context.Context, runtime *RuntimeSource, ev event.Event, logger *slog.Logger) {
 	c, ok := ev.(*event.CRICall)
 	if !ok || c.Method != event.CRIPullImage || c.Err || c.ImageRef == "" || c.ImageSize != 0 {
 		return

@@ -21,10 +21,10 @@ func TestDrainedBuildsBeforeGrace(t *testing.T) {
 		return []event.Event{drain(event.SourceProcess, s), drain(event.SourceKubeletCalls, s), drain(event.SourceTCP, s)}
 	}
 	tcpDown := &event.SourceStatus{Time: ready.Add(-time.Second), Source: event.SourceTCP, Reason: event.ReasonRingFull}
-	criDown := &event.SourceStatus{Time: ready.Add(-time.Second), Source: event.SourceCRI, Reason: event.ReasonDisconnected}
+	criDown := &event.SourceStatus{Time: ready.Add(-time.Second), Source: event.SourceRuntime, Reason: event.ReasonDisconnected}
 	// The daemon's sources say Up as they start.
 	var up []event.Event
-	for _, s := range []string{event.SourceProcess, event.SourceKubeletCalls, event.SourceTCP, event.SourceCRI, event.SourcePodWatch} {
+	for _, s := range []string{event.SourceProcess, event.SourceKubeletCalls, event.SourceTCP, event.SourceRuntime, event.SourcePodWatch} {
 		up = append(up, &event.SourceStatus{Time: t0.Add(-time.Minute), Source: s, Up: true})
 	}
 	cases := []struct {

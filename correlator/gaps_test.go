@@ -60,7 +60,7 @@ func TestGaps(t *testing.T) {
 		{name: "before the start",
 			statuses: []*event.SourceStatus{down(-5, event.SourceKubeletCalls, "no_kubelet", 0, 0), up(-4, event.SourceKubeletCalls)}},
 		{name: "after the end",
-			statuses: []*event.SourceStatus{down(2, event.SourceCRI, event.ReasonDisconnected, 0, 0), up(2.5, event.SourceCRI)}},
+			statuses: []*event.SourceStatus{down(2, event.SourceRuntime, event.ReasonDisconnected, 0, 0), up(2.5, event.SourceRuntime)}},
 		{name: "inside",
 			statuses: []*event.SourceStatus{down(0.5, event.SourceKubeletCalls, "kubelet_restarted", 0, 0), up(1.2, event.SourceKubeletCalls)},
 			want:     []SourceGap{{Source: event.SourceKubeletCalls, Windows: []BlindWindow{window("kubelet_restarted", 0.5, 1.2, 0)}}},
@@ -85,14 +85,14 @@ func TestGaps(t *testing.T) {
 			want: []SourceGap{{Source: event.SourceProcess, Windows: []BlindWindow{window(event.ReasonRingFull, -0.5, 2.5, 60)}}}},
 		{name: "two windows, several reasons, two sources",
 			statuses: []*event.SourceStatus{
-				down(0.1, event.SourceCRI, event.ReasonDisconnected, 0, 0),
-				down(0.2, event.SourceCRI, event.ReasonStreamBehind, 0, 3),
-				up(0.3, event.SourceCRI),
+				down(0.1, event.SourceRuntime, event.ReasonDisconnected, 0, 0),
+				down(0.2, event.SourceRuntime, event.ReasonStreamBehind, 0, 3),
+				up(0.3, event.SourceRuntime),
 				down(1.1, event.SourceProcess, event.ReasonRingFull, 1.0, 5), up(1.1, event.SourceProcess),
-				down(1.4, event.SourceCRI, event.ReasonDisconnected, 0, 0),
+				down(1.4, event.SourceRuntime, event.ReasonDisconnected, 0, 0),
 			},
 			want: []SourceGap{
-				{Source: event.SourceCRI, Windows: []BlindWindow{
+				{Source: event.SourceRuntime, Windows: []BlindWindow{
 					window("disconnected,stream_behind", 0.1, 0.3, 3), window(event.ReasonDisconnected, 1.4, open, 0)}},
 				{Source: event.SourceProcess, Windows: []BlindWindow{window(event.ReasonRingFull, 1.0, 1.1, 5)}},
 			},
@@ -181,10 +181,10 @@ func TestGapsBounded(t *testing.T) {
 	// 1000 outages 5 s apart, each 1 s long.
 	for i := range 1000 {
 		s := float64(5 * i)
-		c.Handle(down(s, event.SourceCRI, event.ReasonDisconnected, 0, 0))
-		c.Handle(up(s+1, event.SourceCRI))
+		c.Handle(down(s, event.SourceRuntime, event.ReasonDisconnected, 0, 0))
+		c.Handle(up(s+1, event.SourceRuntime))
 	}
-	ws := c.blind[event.SourceCRI]
+	ws := c.blind[event.SourceRuntime]
 	// Nothing tracked: only those that ended in the last minute (Timeout)
 	// are kept, from 4935..4936 s to 4995..4996 s.
 	if len(ws) != 13 || !ws[0].From.Equal(at(4935)) || !ws[len(ws)-1].To.Equal(at(4996)) {
@@ -203,10 +203,10 @@ func TestGapsBounded(t *testing.T) {
 	}
 	for i := range 1000 {
 		s := 5001 + float64(5*i)
-		c.Handle(down(s, event.SourceCRI, event.ReasonDisconnected, 0, 0))
-		c.Handle(up(s+1, event.SourceCRI))
+		c.Handle(down(s, event.SourceRuntime, event.ReasonDisconnected, 0, 0))
+		c.Handle(up(s+1, event.SourceRuntime))
 	}
-	ws = c.blind[event.SourceCRI]
+	ws = c.blind[event.SourceRuntime]
 	if len(ws) != maxBlindWindows {
 		t.Fatalf("%d windows, want %d", len(ws), maxBlindWindows)
 	}
@@ -276,7 +276,7 @@ func TestGapsWaitForTheRuntime(t *testing.T) {
 	sc.cond(corev1.PodScheduled, 0)
 	sc.update(0.05)
 	sc.sandboxUp(0.3)
-	sc.events = append(sc.events, down(0.5, event.SourceCRI, event.ReasonDisconnected, 0, 0))
+	sc.events = append(sc.events, down(0.5, event.SourceRuntime, event.ReasonDisconnected, 0, 0))
 	sc.exec(1.01, idMain, 1100, shimPID, "sleep", "3600")
 	sc.cond(corev1.PodReadyToStartContainers, 0.5)
 	sc.cond(corev1.PodInitialized, 0.05)
@@ -288,7 +288,7 @@ func TestGapsWaitForTheRuntime(t *testing.T) {
 		sc.events = append(sc.events, &event.Tick{Time: at(s)})
 	}
 	sc.runtime(4, idMain, "app", 0, 0.9, 1, 0, 0)
-	sc.events = append(sc.events, up(4.01, event.SourceCRI))
+	sc.events = append(sc.events, up(4.01, event.SourceRuntime))
 	tl := sc.run(Config{})
 	if len(tl.Containers) != 1 || len(tl.Containers[0].Attempts) != 1 {
 		t.Fatalf("containers %+v", tl.Containers)
@@ -296,7 +296,7 @@ func TestGapsWaitForTheRuntime(t *testing.T) {
 	if a := tl.Containers[0].Attempts[0]; !a.Created.Equal(at(0.9)) || !a.Started.Equal(at(1)) {
 		t.Errorf("app created %v started %v, want the runtime's %v and %v from its list after the reconnect", a.Created, a.Started, at(0.9), at(1))
 	}
-	want := []SourceGap{{Source: event.SourceCRI, Windows: []BlindWindow{window(event.ReasonDisconnected, 0.5, 4.01, 0)}}}
+	want := []SourceGap{{Source: event.SourceRuntime, Windows: []BlindWindow{window(event.ReasonDisconnected, 0.5, 4.01, 0)}}}
 	if !reflect.DeepEqual(tl.Gaps, want) {
 		t.Errorf("gaps %+v, want %+v", tl.Gaps, want)
 	}

@@ -59,11 +59,11 @@ func TestTraceMarksBlindSources(t *testing.T) {
 // deadline or after it.
 func TestTraceBlindAfterTheReport(t *testing.T) {
 	report, done := reportedAndCompleted() // reported at 5 s
-	report.Gaps = []correlator.SourceGap{{Source: rlevent.SourceCRI, Windows: []correlator.BlindWindow{
+	report.Gaps = []correlator.SourceGap{{Source: rlevent.SourceRuntime, Windows: []correlator.BlindWindow{
 		{Reason: rlevent.ReasonDisconnected, From: at(1000), To: at(2000)},
 		{Reason: rlevent.ReasonDisconnected, From: at(4000)},
 	}}}
-	done.Gaps = []correlator.SourceGap{{Source: rlevent.SourceCRI, Windows: []correlator.BlindWindow{
+	done.Gaps = []correlator.SourceGap{{Source: rlevent.SourceRuntime, Windows: []correlator.BlindWindow{
 		{Reason: rlevent.ReasonDisconnected, From: at(1000), To: at(2000)},
 		{Reason: rlevent.ReasonDisconnected, From: at(4000), To: at(7000)},
 		{Reason: rlevent.ReasonStreamBehind, From: at(20000), To: at(20100), Lost: 3},

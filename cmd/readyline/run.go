@@ -254,13 +254,13 @@ func (d *daemon) run(ctx context.Context) error {
 			return err
 		}
 	}
-	cri, err := collector.NewCRISource(collector.CRIConfig{Endpoint: d.cfg.criEndpoint}, d.logger.With("source", "cri"))
+	rt, err := collector.NewRuntimeSource(collector.RuntimeConfig{Endpoint: d.cfg.criEndpoint}, d.logger.With("source", event.SourceRuntime))
 	if err != nil {
 		return err
 	}
 	// The values of the pods' Secrets, read where the node holds them: the
 	// environment the kubelet gave the runtime, the files of the volumes.
-	d.secrets = secrets.New(secrets.Config{Env: cri, Files: &collector.KubeletVolumes{}}, d.logger.With("source", "secrets"))
+	d.secrets = secrets.New(secrets.Config{Env: rt, Files: &collector.KubeletVolumes{}}, d.logger.With("source", "secrets"))
 	// The kernel-level view of the kubelet is optional: without it, the
 	// timelines fall back on the runtime's and the API's times.
 	calls, err := collector.NewKubeletCallSource(collector.KubeletCallConfig{RingBufferBytes: uint32(d.cfg.callsRing), MaxCallsInFlight: uint32(d.cfg.inFlight),
@@ -272,7 +272,7 @@ func (d *daemon) run(ctx context.Context) error {
 	if err != nil {
 		d.logger.Warn("httpGet/tcpSocket probe attempts are not traced: the kernel refused the TCP program; they are inferred from the API's status flips", "error", err)
 	}
-	node := collector.NodeSources{Process: procs, Runtime: cri, Pods: pods, Calls: calls, TCP: tcp, Logger: d.logger}
+	node := collector.NodeSources{Process: procs, Runtime: rt, Pods: pods, Calls: calls, TCP: tcp, Logger: d.logger}
 	sources := node.Sources()
 	d.watchSources(sources, node.Refused(time.Now().UTC()))
 	reader, err := collector.NewPodEventReader(collector.PodEventsConfig{
@@ -289,7 +289,7 @@ func (d *daemon) run(ctx context.Context) error {
 	d.live = newLiveStarts(inFlight, func(ctx context.Context, q correlator.Query) []*event.PodEvents {
 		return d.reads.readForQuestion(ctx, q, d.emitter(ctx))
 	})
-	d.live.pulls = (&pullProgress{endpoint: cri.Endpoint, read: d.metrics.CountPullProgressRead}).Progress
+	d.live.pulls = (&pullProgress{endpoint: rt.Endpoint, read: d.metrics.CountPullProgressRead}).Progress
 	d.store.SetLive(d.live)
 	var secureAPI func(context.Context) error
 	if d.cfg.secureAPI.addr != "" {

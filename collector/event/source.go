@@ -11,7 +11,7 @@ const (
 	SourceProcess      = "process"   // exec/fork/exit, kernel ring buffer
 	SourceKubeletCalls = "cri_calls" // the kubelet's calls (CRI, volumes), uprobes
 	SourceTCP          = "tcp"       // the kubelet's probe connections
-	SourceCRI          = "cri"       // the runtime's CRI API (containers, sandboxes)
+	SourceRuntime      = "cri"       // the runtime's CRI API (containers, sandboxes)
 	SourcePodWatch     = "pod_watch" // the API server's watch of this node's pods
 	// SourcePodEvents: the pods' Events, read from the API server when a
 	// start needs them. Up once they can be read; Down (e.g. "forbidden":
