@@ -25,8 +25,9 @@
 //     (kubelet_find_linux.go), reading its binary (kubelet_binary_linux.go),
 //     the methods probed per kubelet version (kubelet_methods.go) and the
 //     probes' records (kubelet_gocall.go).
-//   - cri.go, cri_cache.go, cricodec.go: the container runtime's own API
-//     (RuntimeSource), asked for names and timestamps; nothing is probed there.
+//   - runtime*.go: the container runtime's own API, through the CRI
+//     (RuntimeSource), asked for names and timestamps; nothing is probed
+//     there.
 //   - podwatch.go, podevents.go: the API server's pods and their Events
 //     (PodWatch).
 //   - ringbuf_linux.go, ringloss.go, drained.go: what the kernel sources
