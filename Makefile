@@ -121,7 +121,7 @@ test: test-deps lint verify-generate ## unit + privileged (root), privileged on 
 	# The node's own checks (deploy/node/check: no readyline), then what
 	# needs the node's kubelet (built by node.sh up) and runtime.
 	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -tags e2e ./deploy/node/check/
-	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -tags e2e -run 'TestIntegration(PodWatch|CRI)$$' ./collector/
+	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -tags e2e -run 'TestIntegration(PodWatch|Runtime)$$' ./collector/
 	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -run '^TestIntegrationKubelet' ./collector/gofunc/
 	./deploy/node/test-fresh-cache.sh
 	./deploy/alerts/test.sh

@@ -38,7 +38,7 @@ func TestArgvPolicy(t *testing.T) {
 				t.Errorf("process argv %q, want %q", got, tc.proc)
 			}
 
-			calls := &CRICallSource{cfg: CRICallConfig{Argv: tc.argv}, methods: map[uint32]*criMethod{0: execSync}}
+			calls := &KubeletCallSource{cfg: KubeletCallConfig{Argv: tc.argv}, methods: map[uint32]*criMethod{0: execSync}}
 			c := calls.toEvent(&GoCallRecord{Str: "cid", Cmd: []string{"sh", "-c", "mysqladmin ping -phunter2"}})
 			if got := c.(*event.CRICall).Cmd; !slices.Equal(got, tc.call) {
 				t.Errorf("ExecSync command %q, want %q", got, tc.call)

@@ -10,7 +10,7 @@
 // daemon runs and accounts for all of them alike; NodeSources
 // (sources_linux.go) wires them to one another (the runtime names the
 // containers the kernel sees, sizes the kubelet's pulls, and the TCP
-// source follows the kubelet the CRI-call source probes).
+// source follows the kubelet the kubelet-call source probes).
 //
 // Where each source lives:
 //
@@ -18,13 +18,16 @@
 //     kernel's exec, fork and exit records (ProcessSource).
 //   - tcp*.go: the kubelet's TCP connections to pods, its httpGet and
 //     tcpSocket probes (TCPSource).
-//   - kubelet_*.go: the kubelet's own CRI calls, timed by uprobes on its
-//     CRI client (CRICallSource, kubelet_calls_linux.go): finding the
-//     kubelet process (kubelet_find_linux.go), reading its binary
-//     (kubelet_binary_linux.go), the methods probed per kubelet version
-//     (kubelet_methods.go) and the probes' records (kubelet_gocall.go).
-//   - cri.go, cri_cache.go, cricodec.go: the container runtime's own API
-//     (CRISource), asked for names and timestamps; nothing is probed there.
+//   - kubelet_*.go: the kubelet's own calls, to the runtime (its CRI
+//     client) and to volume plugins (kubelet_volumes.go), timed by uprobes
+//     (KubeletCallSource, kubelet_calls_linux.go; its eBPF program is
+//     bpf/goprobe.bpf.c): finding the kubelet process
+//     (kubelet_find_linux.go), reading its binary (kubelet_binary_linux.go),
+//     the methods probed per kubelet version (kubelet_methods.go) and the
+//     probes' records (kubelet_gocall.go).
+//   - runtime*.go: the container runtime's own API, through the CRI
+//     (RuntimeSource), asked for names and timestamps; nothing is probed
+//     there.
 //   - podwatch.go, podevents.go: the API server's pods and their Events
 //     (PodWatch).
 //   - ringbuf_linux.go, ringloss.go, drained.go: what the kernel sources

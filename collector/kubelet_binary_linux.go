@@ -62,7 +62,7 @@ func (c *binaryCache) put(e *kubeletBinary) {
 // readBinary returns what the executable at exe (a /proc/<pid>/exe) offers
 // to probe: from the cache when the same file was read before, else read
 // from the very file opened, whose identity keys the cache.
-func (s *CRICallSource) readBinary(exe string) (*kubeletBinary, error) {
+func (s *KubeletCallSource) readBinary(exe string) (*kubeletBinary, error) {
 	f, err := os.Open(exe)
 	if err != nil {
 		return nil, fmt.Errorf("opening the kubelet binary: %w", err)
@@ -84,7 +84,7 @@ func (s *CRICallSource) readBinary(exe string) (*kubeletBinary, error) {
 
 // lookupMethods reads the CRI client methods and the cri-api version out of
 // the executable f holds.
-func (s *CRICallSource) lookupMethods(f *os.File, size int64) *kubeletBinary {
+func (s *KubeletCallSource) lookupMethods(f *os.File, size int64) *kubeletBinary {
 	s.binaryReads.Add(1)
 	bin, err := gofunc.NewBinary(f, size)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 
 // BenchmarkProbedCRICall measures what the uprobes cost a probed process:
 // crilike (the kubelet's CRI client shapes) runs the same calls without and
-// with the CRI-call source attached, alternating, in the same run. Each
+// with the kubelet-call source attached, alternating, in the same run. Each
 // iteration is one pair of runs; the metrics are per call. With -sleep 0
 // the calls do nothing, so probed-unprobed is the probes' own cost; with
 // -sleep 1ms they last 1-4 ms like quick CRI calls, and the ratio is what a
@@ -37,7 +37,7 @@ func BenchmarkProbedCRICall(b *testing.B) {
 	}
 }
 
-// runCrilike runs crilike and times its calls, with the CRI-call source
+// runCrilike runs crilike and times its calls, with the kubelet-call source
 // probing it when target is set: crilike waits on stdin until the probes
 // are attached.
 func runCrilike(b *testing.B, bin string, rounds int, sleep time.Duration, target *probeTarget) time.Duration {
@@ -49,12 +49,12 @@ func runCrilike(b *testing.B, bin string, rounds int, sleep time.Duration, targe
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	var src *CRICallSource
+	var src *KubeletCallSource
 	var done chan error
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if target != nil {
-		if src, err = NewCRICallSource(CRICallConfig{Rescan: 20 * time.Millisecond, target: target}, nil); err != nil {
+		if src, err = NewKubeletCallSource(KubeletCallConfig{Rescan: 20 * time.Millisecond, target: target}, nil); err != nil {
 			b.Fatal(err)
 		}
 		done = make(chan error, 1)

@@ -1,5 +1,12 @@
 package collector
 
+// This file is the kubelet-call source (KubeletCallSource, the "cri_calls"
+// source of the metrics and SourceStatus events): the calls the kubelet
+// makes, to the runtime through its CRI client and to CSI plugins and
+// in-tree volume plugins while it sets up a pod's volumes. goprobe
+// (bpf/goprobe.bpf.c, bpf.GoProbeProgram) is its eBPF program, named after
+// its technique: uprobes on Go functions, at their entry and their RETs.
+
 import (
 	"context"
 	"fmt"
@@ -21,8 +28,8 @@ import (
 	"github.com/readyline/readyline/collector/redact"
 )
 
-// CRICallConfig configures a CRICallSource. The zero value is usable.
-type CRICallConfig struct {
+// KubeletCallConfig configures a KubeletCallSource. The zero value is usable.
+type KubeletCallConfig struct {
 	// ProcRoot is where to look for the kubelet process; default /proc.
 	ProcRoot string
 	// Rescan is how often to look for a (re)started kubelet; default 2 s.
@@ -31,10 +38,10 @@ type CRICallConfig struct {
 	// instead of uprobe_multi.
 	PerAddress bool
 	// RingBufferBytes sizes the kernel ring buffer (power of two); 0 =
-	// DefaultCRICallsRingBytes.
+	// DefaultKubeletCallsRingBytes.
 	RingBufferBytes uint32
 	// MaxCallsInFlight bounds the calls the kernel side follows between
-	// their entry and return; 0 = DefaultCRICallsInFlight.
+	// their entry and return; 0 = DefaultKubeletCallsInFlight.
 	MaxCallsInFlight uint32
 	// Argv is what of an ExecSync command leaves the source: redacted (the
 	// default), or the program's name only (redact.ProgramOnly).
@@ -70,8 +77,8 @@ func kubeletCRIOffsets(info *debug.BuildInfo, logger *slog.Logger) *criOffsets {
 	return o
 }
 
-// CRICallStats counts what a CRICallSource saw.
-type CRICallStats struct {
+// KubeletCallStats counts what a KubeletCallSource saw.
+type KubeletCallStats struct {
 	Calls        uint64 // CRICall events emitted
 	DecodeErrors uint64
 	Attaches     uint64 // times probes were attached to a kubelet
@@ -96,25 +103,26 @@ type CRICallStats struct {
 	Ring                      RingUsage // the kernel ring buffer's size and peak fill
 }
 
-// How a CRICallSource attaches its probes (CRICallStats.Uprobes).
+// How a KubeletCallSource attaches its probes (KubeletCallStats.Uprobes).
 const (
 	// UprobeMulti is one uprobe_multi link for every address (Linux 6.6+).
 	UprobeMulti = "uprobe_multi"
 	// UprobePerAddress is one perf-event uprobe per address: the fallback
-	// on kernels without uprobe_multi, or with CRICallConfig.PerAddress.
+	// on kernels without uprobe_multi, or with KubeletCallConfig.PerAddress.
 	UprobePerAddress = "per_address"
 )
 
-// CRICallSource reports the kubelet's CRI calls, timed in the kernel by
-// uprobes on its CRI client (stripped release binaries included). It finds
+// KubeletCallSource reports the kubelet's calls, timed in the kernel by
+// uprobes on its CRI client and its volume plugins (kubelet_volumes.go;
+// stripped release binaries included). It finds
 // the kubelet by scanning /proc every Rescan: among the processes named
 // kubelet it takes the oldest that runs a file named kubelet, in the node's
 // PID namespace, outside any pod's cgroup and not forked from another
 // such process. It keeps probing that one while it lives (another
 // kubelet-like process is warned about once, and ignored) and follows it
 // when it restarts. Not safe for concurrent use, but for Stats.
-type CRICallSource struct {
-	cfg    CRICallConfig
+type KubeletCallSource struct {
+	cfg    KubeletCallConfig
 	logger *slog.Logger
 	prog   *bpf.GoProbeProgram
 
@@ -153,8 +161,8 @@ type CRICallSource struct {
 	ring                                                   ringSource
 	calls, decodeErrors, attaches, threadHops, binaryReads atomic.Uint64
 	kubeletPID                                             atomic.Int64
-	uprobes                                                atomic.Value // string: CRICallStats.Uprobes
-	// lost: CRICallStats.EntriesLost, counted when ReturnsWithoutEntry
+	uprobes                                                atomic.Value // string: KubeletCallStats.Uprobes
+	// lost: KubeletCallStats.EntriesLost, counted when ReturnsWithoutEntry
 	// was without.
 	lost struct {
 		sync.Mutex
@@ -162,9 +170,9 @@ type CRICallSource struct {
 	}
 }
 
-// NewCRICallSource loads the uprobe programs. A kernel that refuses them is
+// NewKubeletCallSource loads the uprobe programs. A kernel that refuses them is
 // an error the caller should report as one lost feature, not a fatal one.
-func NewCRICallSource(cfg CRICallConfig, logger *slog.Logger) (*CRICallSource, error) {
+func NewKubeletCallSource(cfg KubeletCallConfig, logger *slog.Logger) (*KubeletCallSource, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -178,21 +186,21 @@ func NewCRICallSource(cfg CRICallConfig, logger *slog.Logger) (*CRICallSource, e
 		cfg.target = &kubeletTarget
 	}
 	prog, err := bpf.LoadGoProbeProgram(bpf.GoProbeOptions{
-		RingBufferBytes:  orDefault(cfg.RingBufferBytes, DefaultCRICallsRingBytes),
-		MaxCallsInFlight: orDefault(cfg.MaxCallsInFlight, DefaultCRICallsInFlight)})
+		RingBufferBytes:  orDefault(cfg.RingBufferBytes, DefaultKubeletCallsRingBytes),
+		MaxCallsInFlight: orDefault(cfg.MaxCallsInFlight, DefaultKubeletCallsInFlight)})
 	if err != nil {
 		return nil, err
 	}
-	s := &CRICallSource{cfg: cfg, logger: logger, prog: prog}
+	s := &KubeletCallSource{cfg: cfg, logger: logger, prog: prog}
 	s.attachTo = s.attach
-	s.ring = ringSource{name: event.SourceCRICalls, logger: logger, events: prog.Events(), poll: bpf.GoCallPollInterval}
+	s.ring = ringSource{name: event.SourceKubeletCalls, logger: logger, events: prog.Events(), poll: bpf.GoCallPollInterval}
 	s.ring.sampleClock()
 	return s, nil
 }
 
 // Stats returns the counters so far. Safe for concurrent use.
-func (s *CRICallSource) Stats() CRICallStats {
-	st := CRICallStats{Calls: s.calls.Load(), DecodeErrors: s.decodeErrors.Load(), Attaches: s.attaches.Load(),
+func (s *KubeletCallSource) Stats() KubeletCallStats {
+	st := KubeletCallStats{Calls: s.calls.Load(), DecodeErrors: s.decodeErrors.Load(), Attaches: s.attaches.Load(),
 		BinaryReads: s.binaryReads.Load(), KubeletPID: int(s.kubeletPID.Load()), ThreadHops: s.threadHops.Load(),
 		Ring: s.ring.fill.usage()}
 	st.Uprobes, _ = s.uprobes.Load().(string)
@@ -206,7 +214,7 @@ func (s *CRICallSource) Stats() CRICallStats {
 // again (the map's calls counted, up to MaxCallsInFlight reads) only when
 // a call returned without its entry since the last count, as a lost entry
 // shows then.
-func (s *CRICallSource) entriesLost(before bpf.GoProbeCounters) uint64 {
+func (s *KubeletCallSource) entriesLost(before bpf.GoProbeCounters) uint64 {
 	s.lost.Lock()
 	defer s.lost.Unlock()
 	if before.ReturnsWithoutEntry == s.lost.without {
@@ -227,14 +235,14 @@ func (s *CRICallSource) entriesLost(before bpf.GoProbeCounters) uint64 {
 // cancellation, with the probes detached.
 //
 // Around the calls it emits an event.SourceStatus of source
-// event.SourceCRICalls each time it starts or stops seeing them: Up once
+// event.SourceKubeletCalls each time it starts or stops seeing them: Up once
 // probes are attached (first at start), Down when none are, with the
 // reason "no_kubelet" (none found), "kubelet_restarted" (the kubelet probed
 // is gone and another is there: Since its start, or since the one probed
 // was last seen if they ran together, until it is probed) or
 // "attach_failed" (the kubelet cannot be probed). A Down that follows a
 // Down, with another reason, has the first one's start as Since.
-func (s *CRICallSource) Run(ctx context.Context, emit func(event.Event)) error {
+func (s *KubeletCallSource) Run(ctx context.Context, emit func(event.Event)) error {
 	s.emit = emit
 	defer s.prog.Close()
 	defer s.detach()
@@ -280,7 +288,7 @@ func (s *CRICallSource) Run(ctx context.Context, emit func(event.Event)) error {
 			s.rescan()
 		case r := <-records:
 			if !r.drained.IsZero() {
-				emit(&event.Drained{Time: r.drained, Source: event.SourceCRICalls})
+				emit(&event.Drained{Time: r.drained, Source: event.SourceKubeletCalls})
 				break
 			}
 			if ev := s.toEvent(&r.rec); ev != nil {
@@ -301,7 +309,7 @@ type callRecord struct {
 }
 
 // toEvent turns a record of the probed kubelet into a CRICall.
-func (s *CRICallSource) toEvent(r *GoCallRecord) event.Event {
+func (s *KubeletCallSource) toEvent(r *GoCallRecord) event.Event {
 	// The links are limited to the kubelet's pid, so every record is its;
 	// r.TGID is numbered in the initial PID namespace, s.pid in readyline's.
 	m := s.methods[r.Func]
@@ -344,12 +352,12 @@ type inFlightView struct {
 // kubelet bounds its runtime calls at minutes (runtimeRequestTimeout).
 const maxInFlightAge = time.Hour
 
-// CallsInFlight returns the CRI calls the probed kubelet has entered and
+// CallsInFlight returns the calls the probed kubelet has entered and
 // not returned from, End zero, oldest first. It reads the kernel's map of
-// calls in flight (at most CRICallConfig.MaxCallsInFlight of them) and is
+// calls in flight (at most KubeletCallConfig.MaxCallsInFlight of them) and is
 // safe for concurrent use with Run; before the kubelet is probed it
 // returns none.
-func (s *CRICallSource) CallsInFlight() ([]*event.CRICall, error) {
+func (s *KubeletCallSource) CallsInFlight() ([]*event.CRICall, error) {
 	view := s.inFlight.Load()
 	if view == nil {
 		return nil, nil
@@ -389,7 +397,7 @@ func (s *CRICallSource) CallsInFlight() ([]*event.CRICall, error) {
 const fullRescanEvery = 15
 
 // rescan finds the kubelet and (re)attaches when it changed.
-func (s *CRICallSource) rescan() {
+func (s *KubeletCallSource) rescan() {
 	name := s.cfg.target.process
 	s.rescans++
 	if s.cur != nil && s.rescans%fullRescanEvery != 0 && s.stillRunning(s.cur) {
@@ -398,7 +406,7 @@ func (s *CRICallSource) rescan() {
 	}
 	scan, err := findKubelets(s.cfg.ProcRoot, name, s.cur)
 	if err != nil {
-		s.warnOnce("cannot look for the kubelet: CRI calls are not traced", "error", err)
+		s.warnOnce("cannot look for the kubelet: its calls are not traced", "error", err)
 	}
 	if scan.nsErr != nil && !s.nsWarned {
 		s.nsWarned = true
@@ -412,11 +420,11 @@ func (s *CRICallSource) rescan() {
 			s.ignoreOthers(scan.found)
 			return
 		}
-		s.logger.Info("the kubelet is gone: detaching CRI probes", "pid", s.cur.pid)
+		s.logger.Info("the kubelet is gone: detaching the kubelet-call probes", "pid", s.cur.pid)
 		old, seen := s.cur.pid, s.curSeen
 		s.detach()
 		if len(scan.found) > 0 {
-			s.logger.Info("kubelet restarted: re-attaching CRI probes", "old_pid", old, "pid", scan.found[0].pid)
+			s.logger.Info("kubelet restarted: re-attaching the kubelet-call probes", "old_pid", old, "pid", scan.found[0].pid)
 			// Its calls are lost from its start, or from when the one
 			// probed was last seen if it ran alongside.
 			since := s.startTime(scan.found[0])
@@ -434,7 +442,7 @@ func (s *CRICallSource) rescan() {
 			continue
 		}
 		if err := s.attachTo(p); err != nil {
-			s.warnOnce("cannot probe the kubelet's CRI client: CRI calls are not traced (pod starts keep their other sources)",
+			s.warnOnce("cannot probe the kubelet: its calls are not traced (pod starts keep their other sources)",
 				"pid", p.pid, "exe", p.exe, "error", err)
 			s.failed[p.key()] = true // not retried every rescan
 			continue
@@ -452,12 +460,12 @@ func (s *CRICallSource) rescan() {
 		s.setStatus(false, "attach_failed", time.Time{})
 	case scan.denied > 0:
 		// The kubelet is most likely there, out of readyline's reach.
-		s.warnOnce("cannot look into the processes named "+name+" (readyline needs CAP_SYS_PTRACE): CRI calls are not traced",
+		s.warnOnce("cannot look into the processes named "+name+" (readyline needs CAP_SYS_PTRACE): the kubelet's calls are not traced",
 			"rejected", rejectedList(scan.rejected))
 		s.setStatus(false, "attach_failed", time.Time{})
 	default:
 		if err == nil {
-			s.warnOnce("no "+name+" process found: CRI calls are not traced until one starts", "rejected", rejectedList(scan.rejected))
+			s.warnOnce("no "+name+" process found: kubelet calls are not traced until one starts", "rejected", rejectedList(scan.rejected))
 		}
 		s.setStatus(false, "no_kubelet", time.Time{})
 	}
@@ -465,7 +473,7 @@ func (s *CRICallSource) rescan() {
 
 // stillRunning reports whether p, the kubelet probed, still runs the file
 // it was probed in and still looks like the kubelet.
-func (s *CRICallSource) stillRunning(p *kubeletProcess) bool {
+func (s *KubeletCallSource) stillRunning(p *kubeletProcess) bool {
 	nodeNS, _ := nodePIDNamespace(s.cfg.ProcRoot) // unread: checked by the full scan, which warns
 	q, why, _ := inspectProcess(s.cfg.ProcRoot, p.pid, s.cfg.target.process, nodeNS, p)
 	return why == "" && p.sameProcess(q)
@@ -482,12 +490,12 @@ type sourceState struct {
 
 // setStatus emits a SourceStatus when up or reason changed; since, on a
 // Down, is where the loss began when that is before now.
-func (s *CRICallSource) setStatus(up bool, reason string, since time.Time) {
+func (s *KubeletCallSource) setStatus(up bool, reason string, since time.Time) {
 	st := &s.status
 	if st.sent && st.up == up && st.reason == reason {
 		return
 	}
-	ev := &event.SourceStatus{Time: s.now(), Source: event.SourceCRICalls, Up: up, Reason: reason}
+	ev := &event.SourceStatus{Time: s.now(), Source: event.SourceKubeletCalls, Up: up, Reason: reason}
 	if !up {
 		switch {
 		case st.sent && !st.up:
@@ -507,12 +515,12 @@ func (s *CRICallSource) setStatus(up bool, reason string, since time.Time) {
 }
 
 // now is the time on the clock of the source's records.
-func (s *CRICallSource) now() time.Time {
+func (s *KubeletCallSource) now() time.Time {
 	return s.ring.clock().Time(bootTimeNS())
 }
 
 // startTime is when p started, on the clock of the source's records.
-func (s *CRICallSource) startTime(p *kubeletProcess) time.Time {
+func (s *KubeletCallSource) startTime(p *kubeletProcess) time.Time {
 	return s.ring.clock().Time(p.start * (1e9 / clockTicksPerSecond))
 }
 
@@ -522,7 +530,7 @@ const clockTicksPerSecond = 100
 
 // ignoreOthers warns, once each, about the kubelet-like processes found
 // besides the one probed.
-func (s *CRICallSource) ignoreOthers(found []*kubeletProcess) {
+func (s *KubeletCallSource) ignoreOthers(found []*kubeletProcess) {
 	seen := make(map[procKey]bool, len(s.ignored))
 	for _, p := range found {
 		if p.sameProcess(s.cur) {
@@ -541,7 +549,7 @@ func (s *CRICallSource) ignoreOthers(found []*kubeletProcess) {
 // noteRejected logs at Debug, once each, the processes named like the
 // kubelet that a full scan found not to be it (a pod's process, a fork): what
 // says which were looked at, and why they were passed over.
-func (s *CRICallSource) noteRejected(rejected []string) {
+func (s *KubeletCallSource) noteRejected(rejected []string) {
 	seen := make(map[string]bool, len(rejected))
 	for _, r := range rejected {
 		seen[r] = true
@@ -553,7 +561,7 @@ func (s *CRICallSource) noteRejected(rejected []string) {
 }
 
 // pruneFailed forgets the failed processes that are gone.
-func (s *CRICallSource) pruneFailed(found []*kubeletProcess) {
+func (s *KubeletCallSource) pruneFailed(found []*kubeletProcess) {
 	if s.failed == nil {
 		s.failed = make(map[procKey]bool)
 	}
@@ -577,7 +585,7 @@ func rejectedList(rejected []string) string {
 	return strings.Join(rejected, "; ")
 }
 
-func (s *CRICallSource) warnOnce(msg string, args ...any) {
+func (s *KubeletCallSource) warnOnce(msg string, args ...any) {
 	if s.warned == msg {
 		return
 	}
@@ -585,7 +593,7 @@ func (s *CRICallSource) warnOnce(msg string, args ...any) {
 	s.logger.Warn(msg, args...)
 }
 
-func (s *CRICallSource) detach() {
+func (s *KubeletCallSource) detach() {
 	for _, l := range s.links {
 		l.Close()
 	}
@@ -598,7 +606,7 @@ func (s *CRICallSource) detach() {
 
 // attach locates the CRI client methods in the kubelet binary (or takes
 // them from the cache) and probes their entries and every RET.
-func (s *CRICallSource) attach(p *kubeletProcess) error {
+func (s *KubeletCallSource) attach(p *kubeletProcess) error {
 	pid := p.pid
 	exe := filepath.Join(s.cfg.ProcRoot, strconv.Itoa(pid), "exe")
 	bin, err := s.readBinary(exe)

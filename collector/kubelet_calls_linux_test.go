@@ -26,7 +26,7 @@ import (
 )
 
 // crilikeName is what this test binary names its builds of crilike, and its
-// CRI-call sources look for: its own name, so that tests run at the same
+// kubelet-call sources look for: its own name, so that tests run at the same
 // time on one machine (other worktrees, other packages) never take each
 // other's crilike for their target.
 var crilikeName = fmt.Sprintf("crilike%d", os.Getpid())
@@ -139,7 +139,7 @@ type crilikeCall struct {
 // emitted as a call (appended to calls, under mu) or counted as
 // undecodable. A positive end, where waiting for the stream to go quiet
 // would end early on a busy machine.
-func waitAllCalls(t *testing.T, src *CRICallSource, mu *sync.Mutex, calls *[]*event.CRICall) {
+func waitAllCalls(t *testing.T, src *KubeletCallSource, mu *sync.Mutex, calls *[]*event.CRICall) {
 	t.Helper()
 	waitFor(t, 30*time.Second, "every call the kernel recorded", func() bool {
 		st := src.Stats()
@@ -166,13 +166,13 @@ func eventArgs(c *event.CRICall) (arg, result string) {
 	return "", ""
 }
 
-// expectCRIUprobesEnv, when set, is how the CRI-call probes must attach on
+// expectCRIUprobesEnv, when set, is how the kubelet-call probes must attach on
 // this kernel (UprobeMulti or UprobePerAddress): deploy/kernel/run-6.1.sh
 // sets per_address, so that a 6.1 guest cannot pass on another path. Unset,
 // the tests ask the kernel whether it has uprobe_multi.
 const expectCRIUprobesEnv = "READYLINE_EXPECT_CRI_UPROBES"
 
-// expectedUprobes is how a CRICallSource should attach here when left to
+// expectedUprobes is how a KubeletCallSource should attach here when left to
 // choose.
 func expectedUprobes(t *testing.T) string {
 	if want := os.Getenv(expectCRIUprobesEnv); want != "" {
@@ -185,7 +185,7 @@ func expectedUprobes(t *testing.T) string {
 	return UprobeMulti
 }
 
-func TestIntegrationCRICallsOfAStrippedBinary(t *testing.T) {
+func TestIntegrationKubeletCallsOfAStrippedBinary(t *testing.T) {
 	testenv.RequirePrivileged(t)
 	for _, tc := range []struct {
 		name       string
@@ -204,10 +204,10 @@ func TestIntegrationCRICallsOfAStrippedBinary(t *testing.T) {
 				wantUprobes = UprobePerAddress
 			}
 			logs := &logRecorder{}
-			run := probeCrilike(t, CRICallConfig{PerAddress: tc.perAddress}, logs, bin,
+			run := probeCrilike(t, KubeletCallConfig{PerAddress: tc.perAddress}, logs, bin,
 				append([]string{"-print", "-calls", "40", "-goroutines", "4", "-sleep", "5ms", "-err-every", "3"}, tc.run...))
 			printed, events, attached, st := run.printed, run.events, run.attached, run.st
-			t.Logf("CRI-call probes attached as %s on Linux %s", st.Uprobes, kernelRelease(t))
+			t.Logf("kubelet-call probes attached as %s on Linux %s", st.Uprobes, kernelRelease(t))
 			if st.Uprobes != wantUprobes {
 				t.Errorf("probes attached as %q, want %q", st.Uprobes, wantUprobes)
 			}
@@ -233,21 +233,21 @@ func TestIntegrationCRICallsOfAStrippedBinary(t *testing.T) {
 	}
 }
 
-// crilikeRun is what a CRICallSource saw of one run of crilike.
+// crilikeRun is what a KubeletCallSource saw of one run of crilike.
 type crilikeRun struct {
 	printed  []crilikeCall    // the calls crilike made, as it printed them
 	events   []*event.CRICall // the calls the source reported
 	attached time.Time        // when the source said it was up: every probe in place
-	st       CRICallStats     // after every call came through
+	st       KubeletCallStats // after every call came through
 }
 
-// probeCrilike runs crilike (bin, with args) under a CRICallSource of cfg
+// probeCrilike runs crilike (bin, with args) under a KubeletCallSource of cfg
 // (its Rescan and target set here) until it exits and every call it made
 // came through, and checks that none is left in flight.
-func probeCrilike(t *testing.T, cfg CRICallConfig, logs *logRecorder, bin string, args []string) crilikeRun {
+func probeCrilike(t *testing.T, cfg KubeletCallConfig, logs *logRecorder, bin string, args []string) crilikeRun {
 	t.Helper()
 	cfg.Rescan, cfg.target = 50*time.Millisecond, crilikeTarget()
-	src, err := NewCRICallSource(cfg, slog.New(logs))
+	src, err := NewKubeletCallSource(cfg, slog.New(logs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,15 +309,15 @@ func probeCrilike(t *testing.T, cfg CRICallConfig, logs *logRecorder, bin string
 	return run
 }
 
-// TestIntegrationCRICallsPushedOutAreLost: with room for two calls in
+// TestIntegrationKubeletCallsPushedOutAreLost: with room for two calls in
 // flight and eight goroutines calling at once, saved entries are pushed
 // out of the kernel's map before their return; those calls come without
 // their start and are counted as lost (entry_missed), apart from the calls
 // under way when the probes attached, which are not a loss.
-func TestIntegrationCRICallsPushedOutAreLost(t *testing.T) {
+func TestIntegrationKubeletCallsPushedOutAreLost(t *testing.T) {
 	testenv.RequirePrivileged(t)
 	bin := buildCrilike(t, "stripped")
-	run := probeCrilike(t, CRICallConfig{MaxCallsInFlight: 2}, &logRecorder{}, bin,
+	run := probeCrilike(t, KubeletCallConfig{MaxCallsInFlight: 2}, &logRecorder{}, bin,
 		[]string{"-print", "-calls", "20", "-goroutines", "8", "-sleep", "5ms"})
 	st := run.st
 	withoutEntry, before := 0, 0
@@ -362,7 +362,7 @@ func TestIntegrationCRICallsPushedOutAreLost(t *testing.T) {
 // attached (all probes in place: per-address uprobes go in one by one) was
 // seen, with its arguments, results and times, and that each call seen
 // without its entry began before.
-func checkCRICalls(t *testing.T, printed []crilikeCall, events []*event.CRICall, attached time.Time, st CRICallStats) {
+func checkCRICalls(t *testing.T, printed []crilikeCall, events []*event.CRICall, attached time.Time, st KubeletCallStats) {
 	t.Helper()
 	if len(events) == 0 || attached.IsZero() {
 		t.Fatalf("no calls seen, or the source never said it was up (stats %+v)", st)
@@ -456,12 +456,12 @@ func checkCRICalls(t *testing.T, printed []crilikeCall, events []*event.CRICall,
 		matched, len(events), gaps[len(gaps)/2], gaps[len(gaps)*99/100], st)
 }
 
-// TestIntegrationCRICallsOfTheNodesTargetOnly runs, before the real
+// TestIntegrationKubeletCallsOfTheNodesTargetOnly runs, before the real
 // target, two copies of it that must not be taken for it although they are
 // older: one in a pod's cgroup, one in a PID namespace of its own (the
 // target here is crilike, named crilikeName, not a binary named kubelet,
 // so that a kubelet running on this machine cannot enter the test).
-func TestIntegrationCRICallsOfTheNodesTargetOnly(t *testing.T) {
+func TestIntegrationKubeletCallsOfTheNodesTargetOnly(t *testing.T) {
 	testenv.RequirePrivileged(t)
 	bin := buildCrilike(t, "stripped")
 	start := func(cmd *exec.Cmd) (*exec.Cmd, io.WriteCloser) {
@@ -483,7 +483,7 @@ func TestIntegrationCRICallsOfTheNodesTargetOnly(t *testing.T) {
 	target, stdin := start(exec.Command(bin, "-calls", "3", "-sleep", "1ms", "-wait-stdin"))
 
 	logs := &logRecorder{}
-	src, err := NewCRICallSource(CRICallConfig{Rescan: 20 * time.Millisecond, target: crilikeTarget()}, slog.New(logs))
+	src, err := NewKubeletCallSource(KubeletCallConfig{Rescan: 20 * time.Millisecond, target: crilikeTarget()}, slog.New(logs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -557,11 +557,11 @@ func TestIntegrationCRICallsOfTheNodesTargetOnly(t *testing.T) {
 	t.Logf("%d calls, all of crilike %d; stats %+v", len(calls), target.Process.Pid, st)
 }
 
-// TestIntegrationCRICallsReadEachBinaryOnce restarts the target from the
+// TestIntegrationKubeletCallsReadEachBinaryOnce restarts the target from the
 // same file and runs, twice, a program of its name that is not a Go
 // program: each file is read once, the restart probed from what was found
 // then, the other refused from what was found then.
-func TestIntegrationCRICallsReadEachBinaryOnce(t *testing.T) {
+func TestIntegrationKubeletCallsReadEachBinaryOnce(t *testing.T) {
 	testenv.RequirePrivileged(t)
 	bin := buildCrilike(t, "stripped")
 	impostor := filepath.Join(t.TempDir(), crilikeName)
@@ -573,7 +573,7 @@ func TestIntegrationCRICallsReadEachBinaryOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	src, err := NewCRICallSource(CRICallConfig{Rescan: 20 * time.Millisecond, target: crilikeTarget()}, nil)
+	src, err := NewKubeletCallSource(KubeletCallConfig{Rescan: 20 * time.Millisecond, target: crilikeTarget()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -163,10 +163,11 @@ func (f *fakeAttach) attach(p *kubeletProcess) error {
 	return nil
 }
 
-// newFakeCRICallSource is a CRICallSource over the tree at root, with the
-// probes' attach faked (no kernel involved), that emits into statuses.
-func newFakeCRICallSource(root string, f *fakeAttach, logs *logRecorder, statuses *[]*event.SourceStatus) *CRICallSource {
-	s := &CRICallSource{cfg: CRICallConfig{ProcRoot: root, target: &kubeletTarget}, logger: slog.New(logs)}
+// newFakeKubeletCallSource is a KubeletCallSource over the tree at root,
+// with the probes' attach faked (no kernel involved), that emits into
+// statuses.
+func newFakeKubeletCallSource(root string, f *fakeAttach, logs *logRecorder, statuses *[]*event.SourceStatus) *KubeletCallSource {
+	s := &KubeletCallSource{cfg: KubeletCallConfig{ProcRoot: root, target: &kubeletTarget}, logger: slog.New(logs)}
 	s.attachTo = f.attach
 	s.ring.sampleClock()
 	s.emit = func(ev event.Event) { *statuses = append(*statuses, ev.(*event.SourceStatus)) }
@@ -203,14 +204,14 @@ func (w wantStatus) matches(st *event.SourceStatus) bool {
 // source, each at the time it was emitted (on the source's clock, from
 // from, a reading before the first rescan, to now), with the Since
 // expected.
-func checkStatuses(t *testing.T, s *CRICallSource, from time.Time, got []*event.SourceStatus, want []wantStatus) {
+func checkStatuses(t *testing.T, s *KubeletCallSource, from time.Time, got []*event.SourceStatus, want []wantStatus) {
 	t.Helper()
 	now := s.now()
 	var gotW []wantStatus
 	for _, st := range got {
 		gotW = append(gotW, wantStatus{up: st.Up, reason: st.Reason, since: st.Since})
-		if st.Source != event.SourceCRICalls || st.Time.Before(from) || st.Time.After(now) || !st.Since.IsZero() && !st.Since.Before(st.Time) {
-			t.Errorf("status %+v: want source %q, time in [%v, %v], since before it", *st, event.SourceCRICalls, from, now)
+		if st.Source != event.SourceKubeletCalls || st.Time.Before(from) || st.Time.After(now) || !st.Since.IsZero() && !st.Since.Before(st.Time) {
+			t.Errorf("status %+v: want source %q, time in [%v, %v], since before it", *st, event.SourceKubeletCalls, from, now)
 		}
 	}
 	if !slices.EqualFunc(got, want, func(st *event.SourceStatus, w wantStatus) bool { return w.matches(st) }) {
@@ -225,11 +226,11 @@ func removeFakeProc(t *testing.T, root string, pid int) {
 	}
 }
 
-// TestCRICallSourceFollowsTheKubelet goes through a kubelet's life as the
+// TestKubeletCallSourceFollowsTheKubelet goes through a kubelet's life as the
 // rescans see it: found among its forks and impostors, a second one
 // ignored while it lives, replaced when it is gone, a process that cannot
 // be probed not retried.
-func TestCRICallSourceFollowsTheKubelet(t *testing.T) {
+func TestKubeletCallSourceFollowsTheKubelet(t *testing.T) {
 	dir := t.TempDir()
 	root := fakeProcfs(t, dir, []fakeProc{
 		kubelet,
@@ -239,7 +240,7 @@ func TestCRICallSourceFollowsTheKubelet(t *testing.T) {
 	f := &fakeAttach{fail: map[int]bool{}}
 	logs := &logRecorder{}
 	var statuses []*event.SourceStatus
-	s := newFakeCRICallSource(root, f, logs, &statuses)
+	s := newFakeKubeletCallSource(root, f, logs, &statuses)
 	from := s.now()
 	started := func(ticks uint64) time.Time { return s.startTime(&kubeletProcess{start: ticks}) }
 	// rescan rescans and returns the times around it, on the source's clock.
@@ -343,9 +344,9 @@ func TestCRICallSourceFollowsTheKubelet(t *testing.T) {
 	})
 }
 
-// TestCRICallSourceStatusAtStart: the first rescan says whether the
+// TestKubeletCallSourceStatusAtStart: the first rescan says whether the
 // source sees, and why not.
-func TestCRICallSourceStatusAtStart(t *testing.T) {
+func TestKubeletCallSourceStatusAtStart(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		procs []fakeProc
@@ -361,7 +362,7 @@ func TestCRICallSourceStatusAtStart(t *testing.T) {
 			root := fakeProcfs(t, dir, tc.procs)
 			f := &fakeAttach{fail: map[int]bool{kubelet.pid: tc.fail}}
 			var statuses []*event.SourceStatus
-			s := newFakeCRICallSource(root, f, &logRecorder{}, &statuses)
+			s := newFakeKubeletCallSource(root, f, &logRecorder{}, &statuses)
 			from := s.now()
 			s.rescan()
 			s.rescan()
@@ -479,7 +480,7 @@ func deniedChild(t *testing.T) {
 	}
 	logs := &logRecorder{}
 	var statuses []*event.SourceStatus
-	s := newFakeCRICallSource("/proc", &fakeAttach{}, logs, &statuses)
+	s := newFakeKubeletCallSource("/proc", &fakeAttach{}, logs, &statuses)
 	s.cfg.target = &probeTarget{process: name}
 	from := s.now()
 	s.rescan()

@@ -51,7 +51,7 @@ func TestKubeletCRIOffsetsUnknownVersion(t *testing.T) {
 // methods (a kubelet before 1.31, whose client was in another package) is
 // refused with an error naming its version and the versions readyline
 // knows; the source then says attach_failed and the daemon goes on
-// (TestCRICallSourceStatusAtStart).
+// (TestKubeletCallSourceStatusAtStart).
 func TestKubeletWithoutTheCRIClient(t *testing.T) {
 	self, err := os.Executable() // a Go binary, no CRI client in it
 	if err != nil {
@@ -69,7 +69,7 @@ func TestKubeletWithoutTheCRIClient(t *testing.T) {
 }
 
 // TestIntegrationKubeletVersions reads each kubelet deploy/node builds
-// (stripped, as released) as the CRI-call source does: every probed
+// (stripped, as released) as the kubelet-call source does: every probed
 // method is found, the message layout is known (pod UID, container name
 // and image are read) and nothing is warned about.
 func TestIntegrationKubeletVersions(t *testing.T) {
@@ -102,7 +102,7 @@ func readKubeletFile(t *testing.T, path string) *kubeletBinary {
 	return readKubeletFileLogged(t, path, &logRecorder{})
 }
 
-// readKubeletFileLogged reads path as the CRI-call source reads a kubelet.
+// readKubeletFileLogged reads path as the kubelet-call source reads a kubelet.
 func readKubeletFileLogged(t *testing.T, path string, logs *logRecorder) *kubeletBinary {
 	t.Helper()
 	f, err := os.Open(path)
@@ -114,6 +114,6 @@ func readKubeletFileLogged(t *testing.T, path string, logs *logRecorder) *kubele
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &CRICallSource{cfg: CRICallConfig{target: &kubeletTarget}, logger: slog.New(logs)}
+	s := &KubeletCallSource{cfg: KubeletCallConfig{target: &kubeletTarget}, logger: slog.New(logs)}
 	return s.lookupMethods(f, st.Size())
 }

@@ -16,7 +16,7 @@ type Loss struct {
 // behind the stream (a resync follows: states are caught up, the moments
 // they changed are not), and the Observe calls dropped because their queue
 // was full (the next list finds those containers, later).
-func (s CRIStats) Losses() []Loss {
+func (s RuntimeStats) Losses() []Loss {
 	return []Loss{
 		{event.ReasonStreamBehind, s.EventsDropped},
 		{event.ReasonObserveQueueFull, s.ObserveDropped},

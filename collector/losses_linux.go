@@ -28,12 +28,12 @@ func (s TCPStats) Losses() []Loss {
 // the records that could not be decoded, and the calls whose saved entry
 // was pushed out of the full map of calls in flight: those are reported
 // without their start and arguments. The calls under way when the probes
-// attached come the same way, but are no loss (CRICallStats.BeforeAttach). The kernel's counters are left out
+// attached come the same way, but are no loss (KubeletCallStats.BeforeAttach). The kernel's counters are left out
 // when they read all zero: Stats reads zeros when it cannot read them, and
 // counters that seem to start over would be counted again once read.
-func (s CRICallStats) Losses() []Loss {
+func (s KubeletCallStats) Losses() []Loss {
 	losses := []Loss{{event.ReasonDecodeError, s.DecodeErrors}}
-	if s.Kernel != (CRICallStats{}).Kernel {
+	if s.Kernel != (KubeletCallStats{}).Kernel {
 		losses = append(losses,
 			Loss{event.ReasonRingFull, s.Kernel.Drops},
 			Loss{event.ReasonEntryMissed, s.EntriesLost})

@@ -30,7 +30,7 @@ const (
 // node container's namespace, while the kernel numbers tasks in the
 // initial one): pids must come out as readyline sees them, processes
 // outside its namespace must not come out at all, the TCP tracer must
-// follow a process by its pid there, and the CRI-call probes must attach
+// follow a process by its pid there, and the kubelet-call probes must attach
 // to a process found in its /proc.
 func TestIntegrationPIDNamespace(t *testing.T) {
 	if os.Getenv(pidnsChildEnv) == "1" {
@@ -166,7 +166,7 @@ func pidnsChild(t *testing.T) {
 	// The parent named crilike (crilikeName is this process's).
 	target := crilikeTarget()
 	target.process = filepath.Base(os.Getenv("CRILIKE"))
-	src, err := NewCRICallSource(CRICallConfig{Rescan: 20 * time.Millisecond, target: target}, nil)
+	src, err := NewKubeletCallSource(KubeletCallConfig{Rescan: 20 * time.Millisecond, target: target}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

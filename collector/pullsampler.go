@@ -12,7 +12,7 @@ import (
 // take the defaults.
 type PullSamplerConfig struct {
 	// InFlight reads the kubelet's CRI calls in flight
-	// (CRICallSource.CallsInFlight), oldest first.
+	// (KubeletCallSource.CallsInFlight), oldest first.
 	InFlight func() ([]*event.CRICall, error)
 	// Progress reads how far the pull of image begun at since has come:
 	// a PullProgressReader's Progress, or a cache before it that the

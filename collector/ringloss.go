@@ -13,23 +13,23 @@ import (
 // 3.5 MiB for these, 14 MiB for the 4, 2 and 1 MiB they were before.
 // bench-node's burst (100 pods at once, each with an init container and an
 // exec readiness probe; the readers poll every 100 ms) took at most 70 KiB
-// of the process ring, 52 KiB of the CRI calls' and 0.5 KiB of the TCP
+// of the process ring, 52 KiB of the kubelet calls' and 0.5 KiB of the TCP
 // one's: the defaults are 15, 10 and 256 times that, and
 // readyline_ring_buffer_peak_bytes says when a node needs more.
 const (
-	DefaultProcessRingBytes  = 1 << 20
-	DefaultCRICallsRingBytes = 512 << 10
-	DefaultTCPRingBytes      = 256 << 10
+	DefaultProcessRingBytes      = 1 << 20
+	DefaultKubeletCallsRingBytes = 512 << 10
+	DefaultTCPRingBytes          = 256 << 10
 )
 
-// DefaultCRICallsInFlight is how many of the kubelet's CRI calls the
+// DefaultKubeletCallsInFlight is how many of the kubelet's calls the
 // kernel side follows at once, between their entry and their return, when
 // the config says 0. The kubelet makes a few dozen at once (an ExecSync per
 // exec probe due, a pod worker's call per pod starting): 2048 leaves room
 // for 110 pods' worth many times over, in 2.5 MiB of kernel memory (the
 // compiled-in 16384 took 20 MiB, charged to readyline's memory cgroup). A
 // call forgotten past it is counted: its return makes an entry_missed drop.
-const DefaultCRICallsInFlight = 2048
+const DefaultKubeletCallsInFlight = 2048
 
 // orDefault is n, or def when n is 0.
 func orDefault(n, def uint32) uint32 {

@@ -24,14 +24,14 @@ type Source interface {
 	Ring() (u RingUsage, ok bool)
 }
 
-// Name is event.SourceCRI.
-func (s *CRISource) Name() string { return event.SourceCRI }
+// Name is event.SourceRuntime.
+func (s *RuntimeSource) Name() string { return event.SourceRuntime }
 
 // Losses are Stats().Losses().
-func (s *CRISource) Losses() []Loss { return s.Stats().Losses() }
+func (s *RuntimeSource) Losses() []Loss { return s.Stats().Losses() }
 
 // Ring is not ok: the runtime's API has no ring buffer.
-func (s *CRISource) Ring() (RingUsage, bool) { return RingUsage{}, false }
+func (s *RuntimeSource) Ring() (RingUsage, bool) { return RingUsage{}, false }
 
 // Name is event.SourcePodWatch.
 func (w *PodWatch) Name() string { return event.SourcePodWatch }

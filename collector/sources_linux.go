@@ -17,14 +17,14 @@ func (s *ProcessSource) Losses() []Loss { return s.Stats().Losses() }
 // Ring is Stats().Ring.
 func (s *ProcessSource) Ring() (RingUsage, bool) { return s.ring.fill.usage(), true }
 
-// Name is event.SourceCRICalls.
-func (s *CRICallSource) Name() string { return event.SourceCRICalls }
+// Name is event.SourceKubeletCalls.
+func (s *KubeletCallSource) Name() string { return event.SourceKubeletCalls }
 
 // Losses are Stats().Losses().
-func (s *CRICallSource) Losses() []Loss { return s.Stats().Losses() }
+func (s *KubeletCallSource) Losses() []Loss { return s.Stats().Losses() }
 
 // Ring is Stats().Ring.
-func (s *CRICallSource) Ring() (RingUsage, bool) { return s.ring.fill.usage(), true }
+func (s *KubeletCallSource) Ring() (RingUsage, bool) { return s.ring.fill.usage(), true }
 
 // Name is event.SourceTCP.
 func (s *TCPSource) Name() string { return event.SourceTCP }
@@ -40,9 +40,9 @@ func (s *TCPSource) Ring() (RingUsage, bool) { return s.ring.fill.usage(), true 
 // (nil: discard) gets what the wiring between them has to say.
 type NodeSources struct {
 	Process *ProcessSource
-	Runtime *CRISource
+	Runtime *RuntimeSource
 	Pods    *PodWatch
-	Calls   *CRICallSource
+	Calls   *KubeletCallSource
 	TCP     *TCPSource
 	Logger  *slog.Logger
 }
@@ -52,7 +52,7 @@ type NodeSources struct {
 // daemon needs:
 //
 //   - the process source has the runtime name each container it sees exec
-//     (CRISource.Observe): the kernel sees a container before anything
+//     (RuntimeSource.Observe): the kernel sees a container before anything
 //     else, and the runtime is asked while the container still exists;
 //   - the kubelet-call source's successful PullImage calls get their
 //     image's size from the runtime before they are emitted (sizePull);
@@ -83,7 +83,7 @@ func (n NodeSources) Sources() []Source {
 func (n NodeSources) Refused(now time.Time) []event.Event {
 	var out []event.Event
 	if n.Calls == nil {
-		out = append(out, &event.SourceStatus{Time: now, Source: event.SourceCRICalls, Reason: event.ReasonLoadFailed})
+		out = append(out, &event.SourceStatus{Time: now, Source: event.SourceKubeletCalls, Reason: event.ReasonLoadFailed})
 	}
 	if n.TCP == nil {
 		out = append(out, &event.SourceStatus{Time: now, Source: event.SourceTCP, Reason: event.ReasonLoadFailed})
@@ -95,7 +95,7 @@ func (n NodeSources) Refused(now time.Time) []event.Event {
 // containers whose processes exec.
 type namingContainers struct {
 	*ProcessSource
-	runtime *CRISource
+	runtime *RuntimeSource
 }
 
 func (s namingContainers) Run(ctx context.Context, emit func(event.Event)) error {
@@ -111,13 +111,13 @@ func (s namingContainers) Run(ctx context.Context, emit func(event.Event)) error
 
 // sizingPulls is the kubelet-call source whose pulls the runtime sizes.
 type sizingPulls struct {
-	*CRICallSource
-	runtime *CRISource
+	*KubeletCallSource
+	runtime *RuntimeSource
 	logger  *slog.Logger
 }
 
 func (s sizingPulls) Run(ctx context.Context, emit func(event.Event)) error {
-	return s.CRICallSource.Run(ctx, func(ev event.Event) {
+	return s.KubeletCallSource.Run(ctx, func(ev event.Event) {
 		sizePull(ctx, s.runtime, ev, s.logger)
 		emit(ev)
 	})
@@ -128,8 +128,8 @@ func (s sizingPulls) Run(ctx context.Context, emit func(event.Event)) error {
 // runtime for the size right after (images/puller.go GetImageSize); readyline
 // asks the same, before the call goes on to the correlator, so that the
 // pull's span, metric and insight know its size and rate. A runtime that
-// does not answer within the CRI source's call timeout leaves it unknown.
-func sizePull(ctx context.Context, runtime *CRISource, ev event.Event, logger *slog.Logger) {
+// does not answer within the runtime source's call timeout leaves it unknown.
+func sizePull(ctx context.Context, runtime *RuntimeSource, ev event.Event, logger *slog.Logger) {
 	c, ok := ev.(*event.CRICall)
 	if !ok || c.Method != event.CRIPullImage || c.Err || c.ImageRef == "" || c.ImageSize != 0 {
 		return
@@ -146,7 +146,7 @@ func sizePull(ctx context.Context, runtime *CRISource, ev event.Event, logger *s
 // kubelet-call source probes.
 type followingKubelet struct {
 	*TCPSource
-	calls  *CRICallSource
+	calls  *KubeletCallSource
 	logger *slog.Logger
 }
 
@@ -161,9 +161,9 @@ func (s followingKubelet) Run(ctx context.Context, emit func(event.Event)) error
 	return s.TCPSource.Run(ctx, emit)
 }
 
-// followKubelet points the TCP tracer at the kubelet the CRI-call source
+// followKubelet points the TCP tracer at the kubelet the kubelet-call source
 // found, looking every second until ctx is done.
-func followKubelet(ctx context.Context, calls *CRICallSource, tcp *TCPSource, logger *slog.Logger) {
+func followKubelet(ctx context.Context, calls *KubeletCallSource, tcp *TCPSource, logger *slog.Logger) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	watched := 0

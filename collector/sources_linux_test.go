@@ -17,8 +17,8 @@ func TestNodeSources(t *testing.T) {
 		}
 		return out
 	}
-	all := NodeSources{Process: &ProcessSource{}, Runtime: &CRISource{}, Pods: &PodWatch{}, Calls: &CRICallSource{}, TCP: &TCPSource{}}
-	want := []string{event.SourceProcess, event.SourceCRI, event.SourcePodWatch, event.SourceCRICalls, event.SourceTCP}
+	all := NodeSources{Process: &ProcessSource{}, Runtime: &RuntimeSource{}, Pods: &PodWatch{}, Calls: &KubeletCallSource{}, TCP: &TCPSource{}}
+	want := []string{event.SourceProcess, event.SourceRuntime, event.SourcePodWatch, event.SourceKubeletCalls, event.SourceTCP}
 	if got := names(all.Sources()); !slices.Equal(got, want) {
 		t.Errorf("all loaded: sources %v, want %v", got, want)
 	}
@@ -27,12 +27,12 @@ func TestNodeSources(t *testing.T) {
 	}
 	for _, s := range all.Sources() {
 		_, ok := s.Ring()
-		if kernel := s.Name() != event.SourceCRI && s.Name() != event.SourcePodWatch; ok != kernel {
+		if kernel := s.Name() != event.SourceRuntime && s.Name() != event.SourcePodWatch; ok != kernel {
 			t.Errorf("%s: has a ring %v, want %v", s.Name(), ok, kernel)
 		}
 	}
 
-	none := NodeSources{Process: &ProcessSource{}, Runtime: &CRISource{}, Pods: &PodWatch{}}
+	none := NodeSources{Process: &ProcessSource{}, Runtime: &RuntimeSource{}, Pods: &PodWatch{}}
 	want = want[:3]
 	if got := names(none.Sources()); !slices.Equal(got, want) {
 		t.Errorf("calls and tcp refused: sources %v, want %v", got, want)
@@ -46,7 +46,7 @@ func TestNodeSources(t *testing.T) {
 		}
 		refused = append(refused, st.Source)
 	}
-	if want := []string{event.SourceCRICalls, event.SourceTCP}; !slices.Equal(refused, want) {
+	if want := []string{event.SourceKubeletCalls, event.SourceTCP}; !slices.Equal(refused, want) {
 		t.Errorf("refused %v, want %v", refused, want)
 	}
 }

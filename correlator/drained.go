@@ -45,7 +45,7 @@ func (c *Correlator) noteDrained(e *event.Drained) {
 // it drains: one that sees and has not said how far is not caught up.
 func (c *Correlator) noteRingSource(e *event.SourceStatus) {
 	switch e.Source {
-	case event.SourceProcess, event.SourceCRICalls, event.SourceTCP:
+	case event.SourceProcess, event.SourceKubeletCalls, event.SourceTCP:
 		if _, ok := c.drained[e.Source]; !ok && e.Up {
 			c.drained[e.Source] = time.Time{}
 		}

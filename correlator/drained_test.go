@@ -18,13 +18,13 @@ func TestDrainedBuildsBeforeGrace(t *testing.T) {
 		return &event.Drained{Time: ready.Add(time.Duration(s * float64(time.Second))), Source: source}
 	}
 	all := func(s float64) []event.Event {
-		return []event.Event{drain(event.SourceProcess, s), drain(event.SourceCRICalls, s), drain(event.SourceTCP, s)}
+		return []event.Event{drain(event.SourceProcess, s), drain(event.SourceKubeletCalls, s), drain(event.SourceTCP, s)}
 	}
 	tcpDown := &event.SourceStatus{Time: ready.Add(-time.Second), Source: event.SourceTCP, Reason: event.ReasonRingFull}
-	criDown := &event.SourceStatus{Time: ready.Add(-time.Second), Source: event.SourceCRI, Reason: event.ReasonDisconnected}
+	criDown := &event.SourceStatus{Time: ready.Add(-time.Second), Source: event.SourceRuntime, Reason: event.ReasonDisconnected}
 	// The daemon's sources say Up as they start.
 	var up []event.Event
-	for _, s := range []string{event.SourceProcess, event.SourceCRICalls, event.SourceTCP, event.SourceCRI, event.SourcePodWatch} {
+	for _, s := range []string{event.SourceProcess, event.SourceKubeletCalls, event.SourceTCP, event.SourceRuntime, event.SourcePodWatch} {
 		up = append(up, &event.SourceStatus{Time: t0.Add(-time.Minute), Source: s, Up: true})
 	}
 	cases := []struct {
@@ -43,11 +43,11 @@ func TestDrainedBuildsBeforeGrace(t *testing.T) {
 		{name: "all drained past", after: all(0.05), built: 3},
 		{name: "marks from before the start do not count", before: all(-25), after: all(0.02), built: 3},
 		{name: "one behind waits",
-			after: []event.Event{drain(event.SourceProcess, 0.05), drain(event.SourceCRICalls, 0.05),
+			after: []event.Event{drain(event.SourceProcess, 0.05), drain(event.SourceKubeletCalls, 0.05),
 				drain(event.SourceTCP, -0.01), drain(event.SourceProcess, 0.1), drain(event.SourceTCP, 0.06)},
 			built: 5},
 		{name: "a blind source is not waited for", before: []event.Event{drain(event.SourceTCP, -2), tcpDown},
-			after: []event.Event{drain(event.SourceProcess, 0.05), drain(event.SourceCRICalls, 0.05)}, built: 2},
+			after: []event.Event{drain(event.SourceProcess, 0.05), drain(event.SourceKubeletCalls, 0.05)}, built: 2},
 		{name: "the runtime's word is waited for", dropRuntime: true, after: all(0.05), built: -1},
 		{name: "and waited for while the runtime's source is blind", before: []event.Event{criDown},
 			after: all(0.05), built: -2},

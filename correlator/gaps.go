@@ -24,7 +24,7 @@ import (
 // SourceGap says that one of readyline's sources was blind during part of
 // a pod start.
 type SourceGap struct {
-	// Source names the source (event.SourceProcess, event.SourceCRICalls,
+	// Source names the source (event.SourceProcess, event.SourceKubeletCalls,
 	// ...).
 	Source string `json:"source"`
 	// Windows are its blind windows that overlap the start, oldest first.
@@ -160,16 +160,16 @@ func (g SourceGap) Lost() uint64 {
 	return n
 }
 
-// Lacks says what the windows leave out of the timeline: "CRI calls in
+// Lacks says what the windows leave out of the timeline: "kubelet calls in
 // this window are not seen".
 func (g SourceGap) Lacks() string {
 	what := map[string]string{
-		event.SourceProcess:   "process execs and exits",
-		event.SourceCRICalls:  "CRI calls",
-		event.SourceTCP:       "probe connections",
-		event.SourceCRI:       "runtime state changes",
-		event.SourcePodWatch:  "pod updates",
-		event.SourcePodEvents: "the kubelet's Events",
+		event.SourceProcess:      "process execs and exits",
+		event.SourceKubeletCalls: "kubelet calls",
+		event.SourceTCP:          "probe connections",
+		event.SourceRuntime:      "runtime state changes",
+		event.SourcePodWatch:     "pod updates",
+		event.SourcePodEvents:    "the kubelet's Events",
 	}[g.Source]
 	if what == "" {
 		what = g.Source + " facts"
@@ -180,7 +180,7 @@ func (g SourceGap) Lacks() string {
 	}
 	// A source that lost some records may have seen the rest; the runtime
 	// and the API server, once they answer, tell the state they reached.
-	partial, late := true, g.Source == event.SourceCRI || g.Source == event.SourcePodWatch || g.Source == event.SourcePodEvents
+	partial, late := true, g.Source == event.SourceRuntime || g.Source == event.SourcePodWatch || g.Source == event.SourcePodEvents
 	for _, w := range g.Windows {
 		for _, r := range strings.Split(w.Reason, ",") {
 			partial = partial && (r == event.ReasonRingFull || r == event.ReasonStreamBehind)
@@ -200,7 +200,7 @@ const maxDescribedWindows = 3
 
 // Describe says in one line what the gap is and what it leaves out, with
 // times written by at: "cri_calls: kubelet_restarted 12:00:01.200–12:00:03.600:
-// CRI calls in this window are not seen".
+// kubelet calls in this window are not seen".
 func (g SourceGap) Describe(at func(time.Time) string) string {
 	var b strings.Builder
 	b.WriteString(g.Source)
@@ -240,12 +240,12 @@ func (g SourceGap) String() string {
 const maxRuntimeWait = 15 * time.Second
 
 // waitsForRuntime tells whether finished start p should wait past its
-// grace: the runtime's source (event.SourceCRI) is blind (the runtime
+// grace: the runtime's source (event.SourceRuntime) is blind (the runtime
 // restarted, or does not answer), and when it sees again its first full
 // list reports the containers created and started meanwhile, with the
 // runtime's own times, which belong in the start. The list comes before the
 // source's Up; the wait ends with it, or after maxRuntimeWait.
 func (c *Correlator) waitsForRuntime(p *podState) bool {
-	ws := c.blind[event.SourceCRI]
+	ws := c.blind[event.SourceRuntime]
 	return len(ws) > 0 && ws[len(ws)-1].To.IsZero() && c.clock.now.Sub(p.doneStamp) < maxRuntimeWait
 }

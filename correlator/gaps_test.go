@@ -58,16 +58,16 @@ func TestGaps(t *testing.T) {
 	}{
 		{name: "none"},
 		{name: "before the start",
-			statuses: []*event.SourceStatus{down(-5, event.SourceCRICalls, "no_kubelet", 0, 0), up(-4, event.SourceCRICalls)}},
+			statuses: []*event.SourceStatus{down(-5, event.SourceKubeletCalls, "no_kubelet", 0, 0), up(-4, event.SourceKubeletCalls)}},
 		{name: "after the end",
-			statuses: []*event.SourceStatus{down(2, event.SourceCRI, event.ReasonDisconnected, 0, 0), up(2.5, event.SourceCRI)}},
+			statuses: []*event.SourceStatus{down(2, event.SourceRuntime, event.ReasonDisconnected, 0, 0), up(2.5, event.SourceRuntime)}},
 		{name: "inside",
-			statuses: []*event.SourceStatus{down(0.5, event.SourceCRICalls, "kubelet_restarted", 0, 0), up(1.2, event.SourceCRICalls)},
-			want:     []SourceGap{{Source: event.SourceCRICalls, Windows: []BlindWindow{window("kubelet_restarted", 0.5, 1.2, 0)}}},
-			text:     []string{"cri_calls: kubelet_restarted 01:51:18.500–01:51:19.200: CRI calls in this window are not seen"}},
+			statuses: []*event.SourceStatus{down(0.5, event.SourceKubeletCalls, "kubelet_restarted", 0, 0), up(1.2, event.SourceKubeletCalls)},
+			want:     []SourceGap{{Source: event.SourceKubeletCalls, Windows: []BlindWindow{window("kubelet_restarted", 0.5, 1.2, 0)}}},
+			text:     []string{"cri_calls: kubelet_restarted 01:51:18.500–01:51:19.200: kubelet calls in this window are not seen"}},
 		{name: "across the start",
-			statuses: []*event.SourceStatus{down(-3, event.SourceCRICalls, "no_kubelet", 0, 0), up(0.4, event.SourceCRICalls)},
-			want:     []SourceGap{{Source: event.SourceCRICalls, Windows: []BlindWindow{window("no_kubelet", -3, 0.4, 0)}}}},
+			statuses: []*event.SourceStatus{down(-3, event.SourceKubeletCalls, "no_kubelet", 0, 0), up(0.4, event.SourceKubeletCalls)},
+			want:     []SourceGap{{Source: event.SourceKubeletCalls, Windows: []BlindWindow{window("no_kubelet", -3, 0.4, 0)}}}},
 		{name: "still blind",
 			statuses: []*event.SourceStatus{down(1, event.SourcePodWatch, event.ReasonDisconnected, 0, 0)},
 			want:     []SourceGap{{Source: event.SourcePodWatch, Windows: []BlindWindow{window(event.ReasonDisconnected, 1, open, 0)}}},
@@ -85,14 +85,14 @@ func TestGaps(t *testing.T) {
 			want: []SourceGap{{Source: event.SourceProcess, Windows: []BlindWindow{window(event.ReasonRingFull, -0.5, 2.5, 60)}}}},
 		{name: "two windows, several reasons, two sources",
 			statuses: []*event.SourceStatus{
-				down(0.1, event.SourceCRI, event.ReasonDisconnected, 0, 0),
-				down(0.2, event.SourceCRI, event.ReasonStreamBehind, 0, 3),
-				up(0.3, event.SourceCRI),
+				down(0.1, event.SourceRuntime, event.ReasonDisconnected, 0, 0),
+				down(0.2, event.SourceRuntime, event.ReasonStreamBehind, 0, 3),
+				up(0.3, event.SourceRuntime),
 				down(1.1, event.SourceProcess, event.ReasonRingFull, 1.0, 5), up(1.1, event.SourceProcess),
-				down(1.4, event.SourceCRI, event.ReasonDisconnected, 0, 0),
+				down(1.4, event.SourceRuntime, event.ReasonDisconnected, 0, 0),
 			},
 			want: []SourceGap{
-				{Source: event.SourceCRI, Windows: []BlindWindow{
+				{Source: event.SourceRuntime, Windows: []BlindWindow{
 					window("disconnected,stream_behind", 0.1, 0.3, 3), window(event.ReasonDisconnected, 1.4, open, 0)}},
 				{Source: event.SourceProcess, Windows: []BlindWindow{window(event.ReasonRingFull, 1.0, 1.1, 5)}},
 			},
@@ -158,16 +158,16 @@ func TestGapsReportAndCompletion(t *testing.T) {
 	sc.status(false, running("app", idMain, 1, true, true))
 	sc.cond(corev1.PodReady, 15)
 	sc.update(15)
-	sc.events = withStatuses(sc.events, down(8, event.SourceCRICalls, "kubelet_restarted", 0, 0), up(12, event.SourceCRICalls))
+	sc.events = withStatuses(sc.events, down(8, event.SourceKubeletCalls, "kubelet_restarted", 0, 0), up(12, event.SourceKubeletCalls))
 	got := feed(New(Config{Timeout: 10 * time.Second}), sc.events, 3*time.Second)
 	if len(got) != 2 || !got[0].Partial {
 		t.Fatalf("%d timelines, want the report at 10 s and the completion", len(got))
 	}
-	open := []SourceGap{{Source: event.SourceCRICalls, Windows: []BlindWindow{window("kubelet_restarted", 8, -1, 0)}}}
+	open := []SourceGap{{Source: event.SourceKubeletCalls, Windows: []BlindWindow{window("kubelet_restarted", 8, -1, 0)}}}
 	if !reflect.DeepEqual(got[0].Gaps, open) {
 		t.Errorf("report's gaps %+v, want %+v", got[0].Gaps, open)
 	}
-	closed := []SourceGap{{Source: event.SourceCRICalls, Windows: []BlindWindow{window("kubelet_restarted", 8, 12, 0)}}}
+	closed := []SourceGap{{Source: event.SourceKubeletCalls, Windows: []BlindWindow{window("kubelet_restarted", 8, 12, 0)}}}
 	if !reflect.DeepEqual(got[1].Gaps, closed) {
 		t.Errorf("completion's gaps %+v, want %+v", got[1].Gaps, closed)
 	}
@@ -181,10 +181,10 @@ func TestGapsBounded(t *testing.T) {
 	// 1000 outages 5 s apart, each 1 s long.
 	for i := range 1000 {
 		s := float64(5 * i)
-		c.Handle(down(s, event.SourceCRI, event.ReasonDisconnected, 0, 0))
-		c.Handle(up(s+1, event.SourceCRI))
+		c.Handle(down(s, event.SourceRuntime, event.ReasonDisconnected, 0, 0))
+		c.Handle(up(s+1, event.SourceRuntime))
 	}
-	ws := c.blind[event.SourceCRI]
+	ws := c.blind[event.SourceRuntime]
 	// Nothing tracked: only those that ended in the last minute (Timeout)
 	// are kept, from 4935..4936 s to 4995..4996 s.
 	if len(ws) != 13 || !ws[0].From.Equal(at(4935)) || !ws[len(ws)-1].To.Equal(at(4996)) {
@@ -203,10 +203,10 @@ func TestGapsBounded(t *testing.T) {
 	}
 	for i := range 1000 {
 		s := 5001 + float64(5*i)
-		c.Handle(down(s, event.SourceCRI, event.ReasonDisconnected, 0, 0))
-		c.Handle(up(s+1, event.SourceCRI))
+		c.Handle(down(s, event.SourceRuntime, event.ReasonDisconnected, 0, 0))
+		c.Handle(up(s+1, event.SourceRuntime))
 	}
-	ws = c.blind[event.SourceCRI]
+	ws = c.blind[event.SourceRuntime]
 	if len(ws) != maxBlindWindows {
 		t.Fatalf("%d windows, want %d", len(ws), maxBlindWindows)
 	}
@@ -242,12 +242,12 @@ func TestGapsRecording(t *testing.T) {
 	for i, want := range []string{
 		// The report, at 15:30:58.4: the API server is still down.
 		`process: ring_full 15:29:58.900–15:29:59.900 (37 records lost): process execs and exits in this window may be missing
-cri_calls: kubelet_restarted 15:30:20.000–15:30:23.500: CRI calls in this window are not seen
+cri_calls: kubelet_restarted 15:30:20.000–15:30:23.500: kubelet calls in this window are not seen
 cri: disconnected 15:30:40.000–15:30:41.000: runtime state changes in this window are seen late or not at all
 pod_watch: disconnected since 15:30:55.000 (still blind): pod updates in this window are seen late or not at all`,
 		// The completion: the API outage ended; a later ring loss too.
 		`process: ring_full 15:29:58.900–15:29:59.900, ring_full 15:31:05.000–15:31:06.000 (45 records lost): process execs and exits in these windows may be missing
-cri_calls: kubelet_restarted 15:30:20.000–15:30:23.500: CRI calls in this window are not seen
+cri_calls: kubelet_restarted 15:30:20.000–15:30:23.500: kubelet calls in this window are not seen
 cri: disconnected 15:30:40.000–15:30:41.000: runtime state changes in this window are seen late or not at all
 pod_watch: disconnected 15:30:55.000–15:31:00.000: pod updates in this window are seen late or not at all`,
 	} {
@@ -276,7 +276,7 @@ func TestGapsWaitForTheRuntime(t *testing.T) {
 	sc.cond(corev1.PodScheduled, 0)
 	sc.update(0.05)
 	sc.sandboxUp(0.3)
-	sc.events = append(sc.events, down(0.5, event.SourceCRI, event.ReasonDisconnected, 0, 0))
+	sc.events = append(sc.events, down(0.5, event.SourceRuntime, event.ReasonDisconnected, 0, 0))
 	sc.exec(1.01, idMain, 1100, shimPID, "sleep", "3600")
 	sc.cond(corev1.PodReadyToStartContainers, 0.5)
 	sc.cond(corev1.PodInitialized, 0.05)
@@ -288,7 +288,7 @@ func TestGapsWaitForTheRuntime(t *testing.T) {
 		sc.events = append(sc.events, &event.Tick{Time: at(s)})
 	}
 	sc.runtime(4, idMain, "app", 0, 0.9, 1, 0, 0)
-	sc.events = append(sc.events, up(4.01, event.SourceCRI))
+	sc.events = append(sc.events, up(4.01, event.SourceRuntime))
 	tl := sc.run(Config{})
 	if len(tl.Containers) != 1 || len(tl.Containers[0].Attempts) != 1 {
 		t.Fatalf("containers %+v", tl.Containers)
@@ -296,7 +296,7 @@ func TestGapsWaitForTheRuntime(t *testing.T) {
 	if a := tl.Containers[0].Attempts[0]; !a.Created.Equal(at(0.9)) || !a.Started.Equal(at(1)) {
 		t.Errorf("app created %v started %v, want the runtime's %v and %v from its list after the reconnect", a.Created, a.Started, at(0.9), at(1))
 	}
-	want := []SourceGap{{Source: event.SourceCRI, Windows: []BlindWindow{window(event.ReasonDisconnected, 0.5, 4.01, 0)}}}
+	want := []SourceGap{{Source: event.SourceRuntime, Windows: []BlindWindow{window(event.ReasonDisconnected, 0.5, 4.01, 0)}}}
 	if !reflect.DeepEqual(tl.Gaps, want) {
 		t.Errorf("gaps %+v, want %+v", tl.Gaps, want)
 	}

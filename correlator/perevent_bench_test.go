@@ -15,7 +15,7 @@ import (
 
 // The per-event costs of a busy node (issue 28): 110 pods Ready, each
 // probed. The events are shaped as the sources emit them (collector's
-// ProcessSource after attribution, its CRICallSource, its PodWatch after
+// ProcessSource after attribution, its KubeletCallSource, its PodWatch after
 // event.StripPod); decoding and attributing a process event is measured in
 // collector (BenchmarkProcessEventPath). Event time moves on
 // by perEventGap per event, so the correlator's expiry pass (every

@@ -21,7 +21,7 @@ func TestTraceMarksBlindSources(t *testing.T) {
 	st := newSpanTree(t, spans)
 	wantAttrs(t, st.root, map[string]string{
 		"readyline.blind": "cri_calls,process,pod_watch",
-		"readyline.missing": `["cri_calls: kubelet_restarted 01:51:15.000–01:51:19.200: CRI calls in this window are not seen",` +
+		"readyline.missing": `["cri_calls: kubelet_restarted 01:51:15.000–01:51:19.200: kubelet calls in this window are not seen",` +
 			`"process: ring_full 01:51:27.100–01:51:28.100, ring_full 01:51:40.000–01:51:41.000 (150 records lost): process execs and exits in these windows may be missing",` +
 			`"pod_watch: disconnected since 01:51:44.000 (still blind): pod updates in this window are seen late or not at all"]`,
 	})
@@ -59,11 +59,11 @@ func TestTraceMarksBlindSources(t *testing.T) {
 // deadline or after it.
 func TestTraceBlindAfterTheReport(t *testing.T) {
 	report, done := reportedAndCompleted() // reported at 5 s
-	report.Gaps = []correlator.SourceGap{{Source: rlevent.SourceCRI, Windows: []correlator.BlindWindow{
+	report.Gaps = []correlator.SourceGap{{Source: rlevent.SourceRuntime, Windows: []correlator.BlindWindow{
 		{Reason: rlevent.ReasonDisconnected, From: at(1000), To: at(2000)},
 		{Reason: rlevent.ReasonDisconnected, From: at(4000)},
 	}}}
-	done.Gaps = []correlator.SourceGap{{Source: rlevent.SourceCRI, Windows: []correlator.BlindWindow{
+	done.Gaps = []correlator.SourceGap{{Source: rlevent.SourceRuntime, Windows: []correlator.BlindWindow{
 		{Reason: rlevent.ReasonDisconnected, From: at(1000), To: at(2000)},
 		{Reason: rlevent.ReasonDisconnected, From: at(4000), To: at(7000)},
 		{Reason: rlevent.ReasonStreamBehind, From: at(20000), To: at(20100), Lost: 3},
@@ -102,15 +102,15 @@ func TestMetricsSourceUp(t *testing.T) {
 		t.Helper()
 		return series(t, scrape(t, m.Handler(nil)), "readyline_source_up", map[string]string{"source": source}).GetGauge().GetValue()
 	}
-	m.ExpectSources(rlevent.SourceProcess, rlevent.SourceCRICalls, rlevent.SourcePodWatch)
-	for _, s := range []string{rlevent.SourceProcess, rlevent.SourceCRICalls, rlevent.SourcePodWatch} {
+	m.ExpectSources(rlevent.SourceProcess, rlevent.SourceKubeletCalls, rlevent.SourcePodWatch)
+	for _, s := range []string{rlevent.SourceProcess, rlevent.SourceKubeletCalls, rlevent.SourcePodWatch} {
 		if v := gauge(s); v != 0 {
 			t.Errorf("%s before its first status: %v, want 0", s, v)
 		}
 	}
 	m.ObserveSource(&rlevent.SourceStatus{Time: now, Source: rlevent.SourceProcess, Up: true})
 	m.ObserveSource(&rlevent.SourceStatus{Time: now, Source: rlevent.SourcePodWatch, Up: true})
-	if gauge(rlevent.SourceProcess) != 1 || gauge(rlevent.SourcePodWatch) != 1 || gauge(rlevent.SourceCRICalls) != 0 {
+	if gauge(rlevent.SourceProcess) != 1 || gauge(rlevent.SourcePodWatch) != 1 || gauge(rlevent.SourceKubeletCalls) != 0 {
 		t.Error("after Up: want process and pod_watch 1, cri_calls (never up) 0")
 	}
 	m.ObserveSource(&rlevent.SourceStatus{Time: now, Source: rlevent.SourcePodWatch, Reason: rlevent.ReasonDisconnected})

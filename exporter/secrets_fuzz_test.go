@@ -48,7 +48,7 @@ var demoEvents = sync.OnceValues(func() ([]rlevent.Event, error) {
 // command of poststart-demo's spec, in the argv the kernel reports for the
 // two (cut at cut bytes, at most 512) as the process source hands it on,
 // and in the kubelet's ExecSync call for the hook (63 bytes an argument)
-// as the CRI call source hands it on. It then follows the recording
+// as the kubelet-call source hands it on. It then follows the recording
 // through everything that leaves the node: the recording event.Writer
 // writes, the correlator's timeline as the API serves it as JSON and as
 // the waterfall page, and its OTel spans. None may hold a planted value or
@@ -122,7 +122,7 @@ func plantIn(t *testing.T, events []rlevent.Event, p redacttest.Planted, cut int
 			if e.Argv[2] == "sleep 15" {                           // the hook, which the kubelet ran with ExecSync
 				out = append(out, &rlevent.CRICall{Time: e.Time.Add(-5 * time.Millisecond), End: e.Time.Add(15 * time.Second),
 					Method: rlevent.CRIExecSync, ContainerID: e.ContainerID, PodUID: uid,
-					Cmd: argv.Argv(redacttest.ExecSync(p.Argv))}) // as the CRI call source does
+					Cmd: argv.Argv(redacttest.ExecSync(p.Argv))}) // as the kubelet-call source does
 			}
 			planted++
 			ev = &x

@@ -12,9 +12,9 @@ import (
 )
 
 // pullProgress reads how far pulls in flight have come from the content
-// store of the runtime the CRI source is connected to (containerd's; a
+// store of the runtime that RuntimeSource is connected to (containerd's; a
 // runtime without it answers an error, and the pull is drawn without
-// bytes). Its reader follows the CRI source to another endpoint.
+// bytes). Its reader follows RuntimeSource to another endpoint.
 type pullProgress struct {
 	endpoint func() string
 

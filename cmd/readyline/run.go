@@ -75,10 +75,10 @@ func parseRunConfig(args []string, stderr io.Writer) (runConfig, error) {
 	c.process.register(fs)
 	fs.Uint(&c.tcpRing, "tcp-ring-buffer-size", collector.DefaultTCPRingBytes,
 		"the kubelet's probe connections' kernel ring buffer size in bytes (a power of two, at least 4096); see readyline_ring_buffer_peak_bytes{source=\"tcp\"}")
-	fs.Uint(&c.callsRing, "cri-calls-ring-buffer-size", collector.DefaultCRICallsRingBytes,
-		"the kubelet's CRI calls' kernel ring buffer size in bytes (a power of two, at least 4096); see readyline_ring_buffer_peak_bytes{source=\"cri_calls\"}")
-	fs.Uint(&c.inFlight, "cri-calls-in-flight", collector.DefaultCRICallsInFlight,
-		"how many of the kubelet's CRI calls the kernel follows at once between entry and return (~1.2 KiB of kernel memory each); past it the oldest is forgotten and counted in readyline_events_dropped_total{source=\"cri_calls\",reason=\"entry_missed\"}")
+	fs.Uint(&c.callsRing, "cri-calls-ring-buffer-size", collector.DefaultKubeletCallsRingBytes,
+		"the kubelet calls' kernel ring buffer size in bytes (a power of two, at least 4096); see readyline_ring_buffer_peak_bytes{source=\"cri_calls\"}")
+	fs.Uint(&c.inFlight, "cri-calls-in-flight", collector.DefaultKubeletCallsInFlight,
+		"how many of the kubelet's calls the kernel follows at once between entry and return (~1.2 KiB of kernel memory each); past it the oldest is forgotten and counted in readyline_events_dropped_total{source=\"cri_calls\",reason=\"entry_missed\"}")
 	registerCorrelatorFlags(fs, &c.correlator)
 	c.alerts.register(fs)
 	if err := fs.parse(args); err != nil {
@@ -255,25 +255,25 @@ func (d *daemon) run(ctx context.Context) error {
 			return err
 		}
 	}
-	cri, err := collector.NewCRISource(collector.CRIConfig{Endpoint: d.cfg.criEndpoint}, d.logger.With("source", "cri"))
+	rt, err := collector.NewRuntimeSource(collector.RuntimeConfig{Endpoint: d.cfg.criEndpoint}, d.logger.With("source", event.SourceRuntime))
 	if err != nil {
 		return err
 	}
 	// The values of the pods' Secrets, read where the node holds them: the
 	// environment the kubelet gave the runtime, the files of the volumes.
-	d.secrets = secrets.New(secrets.Config{Env: cri, Files: &collector.KubeletVolumes{}}, d.logger.With("source", "secrets"))
+	d.secrets = secrets.New(secrets.Config{Env: rt, Files: &collector.KubeletVolumes{}}, d.logger.With("source", "secrets"))
 	// The kernel-level view of the kubelet is optional: without it, the
 	// timelines fall back on the runtime's and the API's times.
-	calls, err := collector.NewCRICallSource(collector.CRICallConfig{RingBufferBytes: uint32(d.cfg.callsRing), MaxCallsInFlight: uint32(d.cfg.inFlight),
-		Argv: d.cfg.process.cfg.Argv}, d.logger.With("source", "cri_calls"))
+	calls, err := collector.NewKubeletCallSource(collector.KubeletCallConfig{RingBufferBytes: uint32(d.cfg.callsRing), MaxCallsInFlight: uint32(d.cfg.inFlight),
+		Argv: d.cfg.process.cfg.Argv}, d.logger.With("source", event.SourceKubeletCalls))
 	if err != nil {
-		d.logger.Warn("CRI calls are not traced: the kernel refused the uprobe programs; sandbox and container phases use the runtime's times", "error", err)
+		d.logger.Warn("kubelet calls are not traced: the kernel refused the uprobe programs; sandbox and container phases use the runtime's times", "error", err)
 	}
 	tcp, err := collector.NewTCPSource(collector.TCPConfig{RingBufferBytes: uint32(d.cfg.tcpRing)}, d.logger.With("source", "tcp"))
 	if err != nil {
 		d.logger.Warn("httpGet/tcpSocket probe attempts are not traced: the kernel refused the TCP program; they are inferred from the API's status flips", "error", err)
 	}
-	node := collector.NodeSources{Process: procs, Runtime: cri, Pods: pods, Calls: calls, TCP: tcp, Logger: d.logger}
+	node := collector.NodeSources{Process: procs, Runtime: rt, Pods: pods, Calls: calls, TCP: tcp, Logger: d.logger}
 	sources := node.Sources()
 	d.watchSources(sources, node.Refused(time.Now().UTC()))
 	reader, err := podevents.NewReader(podevents.Config{
@@ -290,7 +290,7 @@ func (d *daemon) run(ctx context.Context) error {
 	d.live = newLiveStarts(inFlight, func(ctx context.Context, q correlator.Query) []*event.PodEvents {
 		return d.reads.readForQuestion(ctx, q, d.emitter(ctx))
 	})
-	d.live.pulls = (&pullProgress{endpoint: cri.Endpoint, read: d.metrics.CountPullProgressRead}).Progress
+	d.live.pulls = (&pullProgress{endpoint: rt.Endpoint, read: d.metrics.CountPullProgressRead}).Progress
 	d.store.SetLive(d.live)
 	var secureAPI func(context.Context) error
 	if d.cfg.secureAPI.addr != "" {

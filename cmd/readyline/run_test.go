@@ -124,7 +124,7 @@ func TestSourcesBlindnessReachesTracesAndMetrics(t *testing.T) {
 		losses: &lossCounter{sources: []lossSource{lossesOf{event.SourceProcess, func() []collector.Loss {
 			return []collector.Loss{{Reason: event.ReasonRingFull, N: lost.Load()}}
 		}}}}}
-	metrics.ExpectSources(event.SourceProcess, event.SourceCRI)
+	metrics.ExpectSources(event.SourceProcess, event.SourceRuntime)
 
 	const uid = "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f"
 	created := time.Now().Add(-3 * time.Second).UTC().Truncate(time.Second)
@@ -142,7 +142,7 @@ func TestSourcesBlindnessReachesTracesAndMetrics(t *testing.T) {
 			g.Go(ctx, "fake sources", func(ctx context.Context) error {
 				emit := d.emitter(ctx)
 				emit(&event.SourceStatus{Time: created, Source: event.SourceProcess, Up: true})
-				emit(&event.SourceStatus{Time: created.Add(50 * time.Millisecond), Source: event.SourceCRI, Reason: event.ReasonDisconnected})
+				emit(&event.SourceStatus{Time: created.Add(50 * time.Millisecond), Source: event.SourceRuntime, Reason: event.ReasonDisconnected})
 				emit(&event.PodUpdate{Time: created.Add(100 * time.Millisecond), Action: event.PodAdded, Pod: pod})
 				lost.Store(7)
 				close(emitted)
@@ -177,7 +177,7 @@ func TestSourcesBlindnessReachesTracesAndMetrics(t *testing.T) {
 	for (gauge(event.SourceProcess) != 1 || dropped() != "7") && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond) // the loss counts are polled every second
 	}
-	if p, c, n := gauge(event.SourceProcess), gauge(event.SourceCRI), dropped(); p != 1 || c != 0 || n != "7" {
+	if p, c, n := gauge(event.SourceProcess), gauge(event.SourceRuntime), dropped(); p != 1 || c != 0 || n != "7" {
 		t.Errorf("readyline_source_up process %v, cri %v; dropped %q: want 1, 0 and 7", p, c, n)
 	}
 	cancel()
@@ -198,7 +198,7 @@ func TestSourcesBlindnessReachesTracesAndMetrics(t *testing.T) {
 	for _, kv := range root.Attributes {
 		attrs[string(kv.Key)] = kv.Value.Emit()
 	}
-	if attrs["readyline.blind"] != event.SourceCRI || !strings.Contains(attrs["readyline.missing"], "cri: disconnected since") {
+	if attrs["readyline.blind"] != event.SourceRuntime || !strings.Contains(attrs["readyline.missing"], "cri: disconnected since") {
 		t.Errorf("root attributes %v: want the runtime's outage marked", attrs)
 	}
 }

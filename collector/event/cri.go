@@ -104,7 +104,7 @@ type CRICall struct {
 	// unknown. The uprobe on PullImage does not see it (the kubelet asks it
 	// with a separate ImageStatus call: k8s.io/kubernetes
 	// pkg/kubelet/images/puller.go GetImageSize); readyline run asks the
-	// runtime the same (collector.CRISource.ImageSize) before the call
+	// runtime the same (collector.RuntimeSource.ImageSize) before the call
 	// goes on, and a recording carries it.
 	ImageSize uint64 `json:"image_size,omitempty"`
 	// Progress is, for a PullImage in flight, how far the runtime has

@@ -25,7 +25,7 @@ func TestRecordingRoundTrip(t *testing.T) {
 		&Tick{Time: at},
 		&Tick{Time: at, Mono: 3*time.Hour + 5*time.Nanosecond},
 		&Drained{Time: at, Source: SourceProcess},
-		&SourceStatus{Time: at, Source: SourceCRI, Reason: ReasonDisconnected, Since: at.Add(-time.Second)},
+		&SourceStatus{Time: at, Source: SourceRuntime, Reason: ReasonDisconnected, Since: at.Add(-time.Second)},
 		&ProcessExit{Time: at, Process: Process{PID: 1, Scope: ScopePod}, ExitCode: 3},
 	}
 	var buf bytes.Buffer

@@ -8,11 +8,11 @@ const TypeSource Type = "source"
 // Names of readyline's sources, as SourceStatus.Source and the source label
 // of readyline_events_dropped_total and readyline_source_up.
 const (
-	SourceProcess  = "process"   // exec/fork/exit, kernel ring buffer
-	SourceCRICalls = "cri_calls" // the kubelet's CRI client, uprobes
-	SourceTCP      = "tcp"       // the kubelet's probe connections
-	SourceCRI      = "cri"       // the runtime's CRI API (containers, sandboxes)
-	SourcePodWatch = "pod_watch" // the API server's watch of this node's pods
+	SourceProcess      = "process"   // exec/fork/exit, kernel ring buffer
+	SourceKubeletCalls = "cri_calls" // the kubelet's calls (CRI, volumes), uprobes
+	SourceTCP          = "tcp"       // the kubelet's probe connections
+	SourceRuntime      = "cri"       // the runtime's CRI API (containers, sandboxes)
+	SourcePodWatch     = "pod_watch" // the API server's watch of this node's pods
 	// SourcePodEvents: the pods' Events, read from the API server when a
 	// start needs them. Up once they can be read; Down (e.g. "forbidden":
 	// the node's readyline may not list Events) while they cannot.

@@ -135,7 +135,7 @@ func checkKubeletBinary(t *testing.T, want, path string) {
 }
 
 // BenchmarkOpenLookup opens an executable and looks up the CRI client
-// methods, as the CRI-call source does for each kubelet (re)start. Besides
+// methods, as the kubelet-call source does for each kubelet (re)start. Besides
 // time and allocations it reports the process's peak RSS during the run
 // (VmHWM, reset first) and the RSS it started from.
 func BenchmarkOpenLookup(b *testing.B) {

@@ -15,7 +15,7 @@ import (
 )
 
 // EnvReader reads a container's environment as its runtime holds it
-// ("NAME=value" each): collector.CRISource.ContainerEnv.
+// ("NAME=value" each): collector.RuntimeSource.ContainerEnv.
 type EnvReader interface {
 	ContainerEnv(ctx context.Context, containerID string) ([]string, error)
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // fakeEnv is a runtime's answer by container id (pure unit tests: the real
-// one is collector.CRISource.ContainerEnv, tested against containerd).
+// one is collector.RuntimeSource.ContainerEnv, tested against containerd).
 type fakeEnv struct {
 	env   map[string][]string
 	err   error

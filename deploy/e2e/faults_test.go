@@ -308,7 +308,8 @@ func logTimelineSummary(t *testing.T, tl *correlator.Timeline) {
 
 // TestFaultContainerdRestart restarts containerd for 5 s while a pod's init
 // container runs: the pod still starts, its trace is whole where readyline
-// could see and says which source was blind, and the CRI source reconnects.
+// could see and says which source was blind, and the runtime source
+// reconnects.
 func TestFaultContainerdRestart(t *testing.T) {
 	d := readyline(t)
 	ctx := testContext(t, 5*time.Minute)
@@ -351,8 +352,8 @@ func TestFaultContainerdRestart(t *testing.T) {
 	if app == nil || len(app.Attempts) == 0 || app.Attempts[0].Started.IsZero() {
 		t.Errorf("app's start is not in the timeline: %+v", app)
 	}
-	if g, ok := blindGap(tl, event.SourceCRI); !ok {
-		t.Errorf("gaps %+v: want containerd's restart named (source %s)", tl.Gaps, event.SourceCRI)
+	if g, ok := blindGap(tl, event.SourceRuntime); !ok {
+		t.Errorf("gaps %+v: want containerd's restart named (source %s)", tl.Gaps, event.SourceRuntime)
 	} else {
 		t.Logf("cri blind: %+v", g.Windows)
 	}
@@ -363,7 +364,7 @@ func TestFaultContainerdRestart(t *testing.T) {
 	spanIDsOnce(t, tr)
 	// The runtime's stream is back.
 	err = wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(context.Context) (bool, error) {
-		return counterValue(scrapeDaemon(t, d), "readyline_source_up", map[string]string{"source": event.SourceCRI}) == 1, nil
+		return counterValue(scrapeDaemon(t, d), "readyline_source_up", map[string]string{"source": event.SourceRuntime}) == 1, nil
 	})
 	if err != nil {
 		t.Errorf("readyline_source_up{source=cri} is not 1 30 s after containerd came back")
@@ -435,7 +436,7 @@ spec:
 		t.Fatalf("readyline did not look at the impostor (pid %d) within 45 s, a full rescan and more: %v; see %s", impostor, err, d.Log)
 	}
 	mfs := scrapeDaemon(t, d)
-	if up := counterValue(mfs, "readyline_source_up", map[string]string{"source": event.SourceCRICalls}); up != 1 {
+	if up := counterValue(mfs, "readyline_source_up", map[string]string{"source": event.SourceKubeletCalls}); up != 1 {
 		t.Errorf("readyline_source_up{source=cri_calls} = %v with the impostor running, want 1", up)
 	}
 	log, _ := os.ReadFile(d.Log)

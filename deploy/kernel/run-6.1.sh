@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run-6.1.sh — readyline's privileged eBPF tests on Debian 12's kernel, Linux
-# 6.1 (no uprobe_multi: the CRI-call probes must take their per-address
+# 6.1 (no uprobe_multi: the kubelet-call probes must take their per-address
 # fallback), booted under QEMU without KVM. See deploy/kernel/README.md.
 #
 #   run-6.1.sh         fetch (once) the kernel and QEMU, build the test
@@ -31,7 +31,7 @@ KERNEL_SKIP=${KERNEL_SKIP:-^(TestIntegrationCRIAPILayouts|TestIntegrationKubelet
 # The collector's tests run again in a pod's container with a cgroup
 # namespace of its own: those of attribution by cgroup. Not those that
 # start a process of their own as the host's or the node's: in the pod's
-# cgroup it is a pod's (the CRI-client look-alike of the CRI-call tests,
+# cgroup it is a pod's (the CRI-client look-alike of the kubelet-call tests,
 # which the kubelet search rightly refuses there; the host process of
 # TestIntegrationCNIPluginEnvironment).
 CGROUPNS_TESTS=${CGROUPNS_TESTS:-^TestIntegration(ExecExitInContainerCgroup|ShortLivedContainer|CgroupRemovedWhileRead|KilledBySignal|NestedNodesPodsAreNotThisNodes|PIDNamespace)$}
@@ -189,7 +189,7 @@ write_guest_script() {
 set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TMPDIR=/tmp
 export READYLINE_REQUIRE_PRIVILEGED=1 READYLINE_CRILIKE_DIR=$TESTS
-# The kernel has no uprobe_multi: the CRI-call probes must be per address.
+# The kernel has no uprobe_multi: the kubelet-call probes must be per address.
 export READYLINE_EXPECT_CRI_UPROBES=per_address
 rc=0
 run() {
@@ -292,8 +292,8 @@ summary() {
 			}
 			cur != "" && /^ / && n[cur]++ < 40 {said[cur] = said[cur] "    " $0 "\n"}' "$f"
 	done | sed "s|$OUT/||"
-	# How the CRI-call probes attached, and why (collector's tests log it).
-	grep -hE 'CRI-call probes attached|the source logged' "$OUT"/collector.log 2>/dev/null |
+	# How the kubelet-call probes attached, and why (collector's tests log it).
+	grep -hE 'kubelet-call probes attached|the source logged' "$OUT"/collector.log 2>/dev/null |
 		sed -E 's/^ *[a-z_]+\.go:[0-9]+: //; s/pid=[0-9]+|[0-9]+\/exe/N/g' | sort | uniq -c || true
 	if [[ -z $status ]]; then
 		die "the guest did not finish (no $OUT/status): see $KERNEL_RUN_DIR/console.log and $LOG_DIR/qemu.log"

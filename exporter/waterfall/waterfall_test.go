@@ -96,7 +96,7 @@ func TestWaterfallBlindSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"  blind: cri_calls: kubelet_restarted -3.000s–+1.200s: CRI calls in this window are not seen\n",
+		"  blind: cri_calls: kubelet_restarted -3.000s–+1.200s: kubelet calls in this window are not seen\n",
 		"  blind: process: ring_full +9.100s–+10.100s, ring_full +22.000s–+23.000s (150 records lost): process execs and exits in\n" +
 			"         these windows may be missing\n",
 		"  blind: pod_watch: disconnected since +26.000s (still blind): pod updates in this window are seen late or not at all\n",

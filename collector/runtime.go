@@ -25,7 +25,7 @@ import (
 	"github.com/readyline/readyline/collector/event"
 )
 
-// DefaultCRIEndpoints are the runtime sockets a CRISource without an
+// DefaultCRIEndpoints are the runtime sockets a RuntimeSource without an
 // endpoint tries, in order: containerd's, then CRI-O's.
 var DefaultCRIEndpoints = []string{
 	"unix:///run/containerd/containerd.sock",
@@ -34,7 +34,7 @@ var DefaultCRIEndpoints = []string{
 	"unix:///var/run/crio/crio.sock",
 }
 
-// Errors of the CRI source.
+// Errors of the runtime source.
 var (
 	// ErrRuntimeUnavailable is returned while no container runtime answers.
 	ErrRuntimeUnavailable = errors.New("container runtime unavailable")
@@ -64,7 +64,7 @@ const (
 	StateNotReady = "notready"
 )
 
-// RuntimeClient is the part of the CRI runtime service a CRISource uses.
+// RuntimeClient is the part of the CRI runtime service a RuntimeSource uses.
 // runtimeapi.RuntimeServiceClient implements it; tests implement fakes.
 type RuntimeClient interface {
 	Version(ctx context.Context, in *runtimeapi.VersionRequest, opts ...grpc.CallOption) (*runtimeapi.VersionResponse, error)
@@ -75,14 +75,15 @@ type RuntimeClient interface {
 	GetContainerEvents(ctx context.Context, in *runtimeapi.GetEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[runtimeapi.ContainerEventResponse], error)
 }
 
-// ImageClient is the part of the CRI image service a CRISource uses
+// ImageClient is the part of the CRI image service a RuntimeSource uses
 // (ImageSize). runtimeapi.ImageServiceClient implements it.
 type ImageClient interface {
 	ImageStatus(ctx context.Context, in *runtimeapi.ImageStatusRequest, opts ...grpc.CallOption) (*runtimeapi.ImageStatusResponse, error)
 }
 
-// CRIConfig configures a CRISource. The zero value auto-detects the runtime.
-type CRIConfig struct {
+// RuntimeConfig configures a RuntimeSource. The zero value auto-detects the
+// runtime.
+type RuntimeConfig struct {
 	// Endpoint is the runtime's socket (--cri-endpoint): unix:///path or
 	// /path. "" tries DefaultCRIEndpoints and uses the first that answers.
 	Endpoint string
@@ -111,19 +112,19 @@ type CRIConfig struct {
 
 const maxRetryInterval = 30 * time.Second
 
-// CRISource knows what the container runtime says about each container and
-// pod sandbox on the node: the pod and container it belongs to (CRI labels)
-// and the runtime's own timestamps. Run reports every container and sandbox
-// when it appears and when its state changes; Lookup and Observe answer
-// about single ids. Lookup, Observe, Endpoint and Stats are safe for
+// RuntimeSource knows what the container runtime says about each container
+// and pod sandbox on the node: the pod and container it belongs to (CRI
+// labels) and the runtime's own timestamps. Run reports every container and
+// sandbox when it appears and when its state changes; Lookup and Observe
+// answer about single ids. Lookup, Observe, Endpoint and Stats are safe for
 // concurrent use, also while Run runs.
-type CRISource struct {
-	cfg    CRIConfig
+type RuntimeSource struct {
+	cfg    RuntimeConfig
 	logger *slog.Logger
 	now    func() time.Time
 
-	conn    atomic.Pointer[criConn] // nil while no runtime answers
-	cache   *criCache
+	conn    atomic.Pointer[runtimeConn] // nil while no runtime answers
+	cache   *runtimeCache
 	observe chan string
 	// queued: the ids in observe, each queued once (a container's
 	// processes all name it before the runtime's word on it is in).
@@ -140,8 +141,8 @@ type CRISource struct {
 	behindReported uint64
 }
 
-// criConn is one connection to the runtime.
-type criConn struct {
+// runtimeConn is one connection to the runtime.
+type runtimeConn struct {
 	client   RuntimeClient
 	images   ImageClient // nil when the runtime's image service is not known
 	endpoint string
@@ -149,8 +150,8 @@ type criConn struct {
 	close    func()
 }
 
-// CRIStats counts what a CRISource did. Safe to read while it runs.
-type CRIStats struct {
+// RuntimeStats counts what a RuntimeSource did. Safe to read while it runs.
+type RuntimeStats struct {
 	Emitted        uint64 // ContainerInfo events handed to emit
 	Events         uint64 // events received from the runtime's stream
 	EventsDropped  uint64 // events dropped because Run fell behind (a resync follows)
@@ -162,10 +163,10 @@ type CRIStats struct {
 	Streaming      bool   // the runtime's event stream is in use (else polling)
 }
 
-// NewCRISource checks cfg. It does not contact the runtime: Run connects,
+// NewRuntimeSource checks cfg. It does not contact the runtime: Run connects,
 // and keeps retrying while the runtime is unavailable. A nil logger
 // discards logs.
-func NewCRISource(cfg CRIConfig, logger *slog.Logger) (*CRISource, error) {
+func NewRuntimeSource(cfg RuntimeConfig, logger *slog.Logger) (*RuntimeSource, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -182,11 +183,11 @@ func NewCRISource(cfg CRIConfig, logger *slog.Logger) (*CRISource, error) {
 	cfg.RetryInterval = cmp.Or(cfg.RetryInterval, time.Second)
 	cfg.CacheSize = cmp.Or(cfg.CacheSize, 4096)
 	cfg.RemovedTTL = cmp.Or(cfg.RemovedTTL, 10*time.Minute)
-	return &CRISource{
+	return &RuntimeSource{
 		cfg:     cfg,
 		logger:  logger,
 		now:     time.Now,
-		cache:   newCRICache(cfg.CacheSize, cfg.RemovedTTL),
+		cache:   newRuntimeCache(cfg.CacheSize, cfg.RemovedTTL),
 		observe: make(chan string, 256),
 		queued:  make(map[string]struct{}),
 		dirty:   make(chan struct{}, 1),
@@ -206,7 +207,7 @@ func normalizeCRIEndpoint(ep string) (string, error) {
 
 // Endpoint returns the endpoint of the runtime in use, or "" while none
 // answers.
-func (s *CRISource) Endpoint() string {
+func (s *RuntimeSource) Endpoint() string {
 	if c := s.conn.Load(); c != nil {
 		return c.endpoint
 	}
@@ -214,8 +215,8 @@ func (s *CRISource) Endpoint() string {
 }
 
 // Stats returns the counters so far.
-func (s *CRISource) Stats() CRIStats {
-	return CRIStats{
+func (s *RuntimeSource) Stats() RuntimeStats {
+	return RuntimeStats{
 		Emitted:        s.emitted.Load(),
 		Events:         s.events.Load(),
 		EventsDropped:  s.eventsDropped.Load(),
@@ -245,7 +246,7 @@ func (s *CRISource) Stats() CRIStats {
 // the list that catches up and an Up after it.
 //
 // Run returns nil on cancellation after closing its connection. Call it once.
-func (s *CRISource) Run(ctx context.Context, emit func(event.Event)) error {
+func (s *RuntimeSource) Run(ctx context.Context, emit func(event.Event)) error {
 	delay := s.cfg.RetryInterval
 	warned, connected := false, false
 	blind := false // a Down was emitted, no Up since
@@ -264,7 +265,7 @@ func (s *CRISource) Run(ctx context.Context, emit func(event.Event)) error {
 					s.logger.Debug("container runtime reconnected", "endpoint", conn.endpoint)
 				}
 				warned, connected, blind = false, true, false
-				emit(&event.SourceStatus{Time: s.now(), Source: event.SourceCRI, Up: true})
+				emit(&event.SourceStatus{Time: s.now(), Source: event.SourceRuntime, Up: true})
 			}
 			established, err = s.serve(ctx, conn, up, emit)
 			conn.close()
@@ -274,7 +275,7 @@ func (s *CRISource) Run(ctx context.Context, emit func(event.Event)) error {
 		}
 		if !blind {
 			blind = true
-			emit(&event.SourceStatus{Time: s.now(), Source: event.SourceCRI, Reason: event.ReasonDisconnected})
+			emit(&event.SourceStatus{Time: s.now(), Source: event.SourceRuntime, Reason: event.ReasonDisconnected})
 		}
 		switch {
 		case established:
@@ -301,13 +302,13 @@ func (s *CRISource) Run(ctx context.Context, emit func(event.Event)) error {
 }
 
 // connect returns a connection to the first runtime that answers Version.
-func (s *CRISource) connect(ctx context.Context) (*criConn, error) {
+func (s *RuntimeSource) connect(ctx context.Context) (*runtimeConn, error) {
 	if s.cfg.Client != nil {
 		v, err := s.version(ctx, s.cfg.Client)
 		if err != nil {
 			return nil, err
 		}
-		return &criConn{client: s.cfg.Client, images: s.cfg.Images, endpoint: "client", runtime: v, close: func() {}}, nil
+		return &runtimeConn{client: s.cfg.Client, images: s.cfg.Images, endpoint: "client", runtime: v, close: func() {}}, nil
 	}
 	endpoints, auto := []string{s.cfg.Endpoint}, s.cfg.Endpoint == ""
 	if auto {
@@ -338,7 +339,7 @@ func (s *CRISource) connect(ctx context.Context) (*criConn, error) {
 			errs = append(errs, fmt.Errorf("%s: %w", ep, err))
 			continue
 		}
-		return &criConn{client: client, images: runtimeapi.NewImageServiceClient(cc), endpoint: ep, runtime: v, close: func() { cc.Close() }}, nil
+		return &runtimeConn{client: client, images: runtimeapi.NewImageServiceClient(cc), endpoint: ep, runtime: v, close: func() { cc.Close() }}, nil
 	}
 	if auto {
 		return nil, fmt.Errorf("%w: none of the default sockets answers: %w", ErrRuntimeUnavailable, errors.Join(errs...))
@@ -346,7 +347,7 @@ func (s *CRISource) connect(ctx context.Context) (*criConn, error) {
 	return nil, errors.Join(errs...)
 }
 
-func (s *CRISource) version(ctx context.Context, c RuntimeClient) (string, error) {
+func (s *RuntimeSource) version(ctx context.Context, c RuntimeClient) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	v, err := c.Version(ctx, &runtimeapi.VersionRequest{})
@@ -374,7 +375,7 @@ type streamItem struct {
 
 // serve follows one connection until it fails or ctx is done; established
 // says whether the first full list succeeded, after which serve calls up.
-func (s *CRISource) serve(ctx context.Context, conn *criConn, up func(), emit func(event.Event)) (established bool, err error) {
+func (s *RuntimeSource) serve(ctx context.Context, conn *runtimeConn, up func(), emit func(event.Event)) (established bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	events := make(chan streamItem, eventBuffer)
 	readerDone := make(chan struct{})
@@ -448,7 +449,7 @@ func (s *CRISource) serve(ctx context.Context, conn *criConn, up func(), emit fu
 					return true, err
 				}
 				s.flush(emit)
-				emit(&event.SourceStatus{Time: s.now(), Source: event.SourceCRI, Up: true})
+				emit(&event.SourceStatus{Time: s.now(), Source: event.SourceRuntime, Up: true})
 			}
 		}
 		s.flush(emit)
@@ -457,9 +458,9 @@ func (s *CRISource) serve(ctx context.Context, conn *criConn, up func(), emit fu
 
 // behind is the Down status of events the stream's reader dropped since
 // the last resync: from the first of them, how many.
-func (s *CRISource) behind() *event.SourceStatus {
+func (s *RuntimeSource) behind() *event.SourceStatus {
 	now := s.now()
-	st := &event.SourceStatus{Time: now, Source: event.SourceCRI, Reason: event.ReasonStreamBehind}
+	st := &event.SourceStatus{Time: now, Source: event.SourceRuntime, Reason: event.ReasonStreamBehind}
 	if ns := s.behindSince.Swap(0); ns != 0 {
 		if since := time.Unix(0, ns).UTC(); since.Before(now) {
 			st.Since = since
@@ -480,7 +481,7 @@ const eventBuffer = 1024
 // synchronously, and a subscriber that stops reading blocks the runtime's
 // container operations for every pod on the node. When out is full the
 // event is dropped and Run lists everything instead.
-func (s *CRISource) readEvents(ctx context.Context, c RuntimeClient, out chan<- streamItem) {
+func (s *RuntimeSource) readEvents(ctx context.Context, c RuntimeClient, out chan<- streamItem) {
 	stream, err := c.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
 	for err == nil {
 		var resp *runtimeapi.ContainerEventResponse
@@ -502,7 +503,7 @@ func (s *CRISource) readEvents(ctx context.Context, c RuntimeClient, out chan<- 
 }
 
 // flush emits the cache's unreported state changes.
-func (s *CRISource) flush(emit func(event.Event)) {
+func (s *RuntimeSource) flush(emit func(event.Event)) {
 	for _, info := range s.cache.take() {
 		s.emitted.Add(1)
 		emit(info)
@@ -511,7 +512,7 @@ func (s *CRISource) flush(emit func(event.Event)) {
 
 // applyEvent folds one runtime event into the cache. containerd sends with
 // each event the sandbox's status and the statuses of all its containers.
-func (s *CRISource) applyEvent(ctx context.Context, c RuntimeClient, ev *runtimeapi.ContainerEventResponse) {
+func (s *RuntimeSource) applyEvent(ctx context.Context, c RuntimeClient, ev *runtimeapi.ContainerEventResponse) {
 	now := s.now()
 	id := ev.GetContainerId()
 	s.logger.Debug("container event", "container_id", id, "type", ev.GetContainerEventType().String())
@@ -537,7 +538,7 @@ func (s *CRISource) applyEvent(ctx context.Context, c RuntimeClient, ev *runtime
 
 // resync lists all sandboxes and containers, asks the status of those that
 // are new or changed state, and marks the ones no longer listed as removed.
-func (s *CRISource) resync(ctx context.Context, c RuntimeClient) error {
+func (s *RuntimeSource) resync(ctx context.Context, c RuntimeClient) error {
 	s.resyncs.Add(1)
 	start := s.now()
 	lctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)

@@ -21,7 +21,7 @@ var ErrNoContainerEnv = errors.New("the runtime tells no environment of the cont
 // spec's process environment (which adds the image's). package secrets
 // reads it to learn the values it must remove; nothing else keeps it.
 // Bounded by CallTimeout; safe for concurrent use, also while Run runs.
-func (s *CRISource) ContainerEnv(ctx context.Context, id string) ([]string, error) {
+func (s *RuntimeSource) ContainerEnv(ctx context.Context, id string) ([]string, error) {
 	c := s.conn.Load()
 	if c == nil {
 		return nil, ErrRuntimeUnavailable

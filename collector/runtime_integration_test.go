@@ -48,9 +48,9 @@ func (c *collected) forPod(uid string) []*event.ContainerInfo {
 	return out
 }
 
-func collect(t *testing.T, src *CRISource) *collected {
+func collect(t *testing.T, src *RuntimeSource) *collected {
 	c := &collected{}
-	out := runCRI(t, src)
+	out := runRuntimeSource(t, src)
 	go func() {
 		for info := range out {
 			c.mu.Lock()
@@ -78,11 +78,11 @@ func states(infos []*event.ContainerInfo) string {
 	return strings.Join(s, ",")
 }
 
-func TestIntegrationCRI(t *testing.T) {
+func TestIntegrationRuntime(t *testing.T) {
 	node := requireNode(t)
 	ns := node.namespace(t)
 
-	streamed, err := NewCRISource(CRIConfig{Endpoint: node.CRISocket}, nil)
+	streamed, err := NewRuntimeSource(RuntimeConfig{Endpoint: node.CRISocket}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestIntegrationCRI(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	polled, err := NewCRISource(CRIConfig{Client: withoutEvents{runtimeapi.NewRuntimeServiceClient(conn)}}, nil)
+	polled, err := NewRuntimeSource(RuntimeConfig{Client: withoutEvents{runtimeapi.NewRuntimeServiceClient(conn)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

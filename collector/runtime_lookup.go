@@ -13,7 +13,7 @@ import (
 	"github.com/readyline/readyline/collector/event"
 )
 
-// What a CRISource answers outside its stream: the runtime asked about
+// What a RuntimeSource answers outside its stream: the runtime asked about
 // one container, sandbox or image (the API's lookups, an id seen in a
 // cgroup before the stream told of it).
 
@@ -26,7 +26,7 @@ var ErrNoImageSize = errors.New("the runtime tells no size of the image")
 // (pkg/kubelet/images/puller.go GetImageSize: ImageStatus, Image.Size). It
 // fails with ErrRuntimeUnavailable while no runtime answers, and is bounded
 // by CallTimeout. Safe for concurrent use, also while Run runs.
-func (s *CRISource) ImageSize(ctx context.Context, image string) (uint64, error) {
+func (s *RuntimeSource) ImageSize(ctx context.Context, image string) (uint64, error) {
 	c := s.conn.Load()
 	if c == nil {
 		return 0, ErrRuntimeUnavailable
@@ -51,8 +51,8 @@ func (s *CRISource) ImageSize(ctx context.Context, image string) (uint64, error)
 // else from the runtime, which then also updates the cache (Run emits the
 // news). It fails with ErrRuntimeUnavailable while Run is not connected,
 // and with ErrContainerNotFound for an unknown id. Each call to the runtime
-// is bounded by CRIConfig.CallTimeout. The result is the caller's.
-func (s *CRISource) Lookup(ctx context.Context, id string) (*event.ContainerInfo, error) {
+// is bounded by RuntimeConfig.CallTimeout. The result is the caller's.
+func (s *RuntimeSource) Lookup(ctx context.Context, id string) (*event.ContainerInfo, error) {
 	if info, ok := s.cache.get(id); ok {
 		return info, nil
 	}
@@ -74,7 +74,7 @@ func (s *CRISource) Lookup(ctx context.Context, id string) (*event.ContainerInfo
 // Observe never blocks; an id already queued is not queued again, and
 // when the queue is full the id is dropped (the next list finds it
 // anyway).
-func (s *CRISource) Observe(id string) {
+func (s *RuntimeSource) Observe(id string) {
 	if id == "" || s.cache.known(id) {
 		return
 	}
@@ -91,7 +91,7 @@ func (s *CRISource) Observe(id string) {
 	}
 }
 
-func (s *CRISource) signal() {
+func (s *RuntimeSource) signal() {
 	select {
 	case s.dirty <- struct{}{}:
 	default:
@@ -99,7 +99,7 @@ func (s *CRISource) signal() {
 }
 
 // observed looks up an id the cache does not know.
-func (s *CRISource) observed(ctx context.Context, c RuntimeClient, id string) {
+func (s *RuntimeSource) observed(ctx context.Context, c RuntimeClient, id string) {
 	s.queuedMu.Lock()
 	delete(s.queued, id)
 	s.queuedMu.Unlock()
@@ -119,7 +119,7 @@ func (s *CRISource) observed(ctx context.Context, c RuntimeClient, id string) {
 }
 
 // fetch asks the runtime about one container or sandbox id.
-func (s *CRISource) fetch(ctx context.Context, c RuntimeClient, id string) (event.ContainerInfo, error) {
+func (s *RuntimeSource) fetch(ctx context.Context, c RuntimeClient, id string) (event.ContainerInfo, error) {
 	s.lookups.Add(1)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
@@ -144,7 +144,7 @@ func (s *CRISource) fetch(ctx context.Context, c RuntimeClient, id string) (even
 
 // containerStatus completes a listed container with its status (the
 // start and finish times); if the status is gone, the list's data is used.
-func (s *CRISource) containerStatus(ctx context.Context, c RuntimeClient, ctr *runtimeapi.Container, now time.Time) (event.ContainerInfo, error) {
+func (s *RuntimeSource) containerStatus(ctx context.Context, c RuntimeClient, ctr *runtimeapi.Container, now time.Time) (event.ContainerInfo, error) {
 	st, err := c.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: ctr.GetId()})
 	switch {
 	case status.Code(err) == codes.NotFound:

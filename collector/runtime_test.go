@@ -128,7 +128,7 @@ func TestContainerInfoMapping(t *testing.T) {
 	}
 }
 
-func TestNewCRISourceEndpoint(t *testing.T) {
+func TestNewRuntimeSourceEndpoint(t *testing.T) {
 	for in, want := range map[string]string{
 		"/run/containerd/containerd.sock":                           "unix:///run/containerd/containerd.sock",
 		"unix:///var/lib/readyline-node/containerd/containerd.sock": "unix:///var/lib/readyline-node/containerd/containerd.sock",
@@ -138,7 +138,7 @@ func TestNewCRISourceEndpoint(t *testing.T) {
 		"npipe:////./pipe/containerd-containerd":                    "",
 		"":                                                          "",
 	} {
-		s, err := NewCRISource(CRIConfig{Endpoint: in}, nil)
+		s, err := NewRuntimeSource(RuntimeConfig{Endpoint: in}, nil)
 		switch {
 		case want == "" && in != "":
 			if !errors.Is(err, ErrBadCRIEndpoint) {
@@ -152,20 +152,20 @@ func TestNewCRISourceEndpoint(t *testing.T) {
 	}
 }
 
-// TestCRIEventStream follows a pod's life over a real gRPC connection on a
+// TestRuntimeEventStream follows a pod's life over a real gRPC connection on a
 // unix socket, from the runtime's event stream.
-func TestCRIEventStream(t *testing.T) {
+func TestRuntimeEventStream(t *testing.T) {
 	rt := newFakeRuntime()
 	path := socketPath(t)
 	serveCRI(t, path, rt)
 	rec := &logRecorder{}
-	src, err := NewCRISource(CRIConfig{Endpoint: path, ResyncInterval: time.Hour}, slog.New(rec))
+	src, err := NewRuntimeSource(RuntimeConfig{Endpoint: path, ResyncInterval: time.Hour}, slog.New(rec))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// One sandbox exists before Run: the first list reports it.
 	rt.addSandbox("sb-old", "old", "ns", "uid-old")
-	out := runCRI(t, src)
+	out := runRuntimeSource(t, src)
 	expect(t, out, "sb-old", StateReady)
 	waitFor(t, 5*time.Second, "event subscription", func() bool { return rt.count("GetContainerEvents") == 1 })
 
@@ -218,17 +218,17 @@ func TestCRIEventStream(t *testing.T) {
 	}
 }
 
-// TestCRIPollingFallback: a runtime without GetContainerEvents is listed
+// TestRuntimePollingFallback: a runtime without GetContainerEvents is listed
 // every PollInterval, and each state is emitted once however many polls.
-func TestCRIPollingFallback(t *testing.T) {
+func TestRuntimePollingFallback(t *testing.T) {
 	rt := newFakeRuntime()
 	rt.noEvents = true
 	rec := &logRecorder{}
-	src, err := NewCRISource(CRIConfig{Client: &fakeClient{rt: rt}, PollInterval: 10 * time.Millisecond}, slog.New(rec))
+	src, err := NewRuntimeSource(RuntimeConfig{Client: &fakeClient{rt: rt}, PollInterval: 10 * time.Millisecond}, slog.New(rec))
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := runCRI(t, src)
+	out := runRuntimeSource(t, src)
 	waitFor(t, 5*time.Second, "polling", func() bool { return src.Stats().Resyncs >= 3 })
 	if !contains(rec.messages(slog.LevelInfo), "container runtime has no event stream (GetContainerEvents); polling") {
 		t.Errorf("fallback not logged: %q", rec.messages(slog.LevelInfo))
@@ -275,12 +275,12 @@ func TestCRIPollingFallback(t *testing.T) {
 	noMoreInfo(t, out)
 }
 
-// TestCRILookup: unknown ids are asked from the runtime and then cached;
+// TestRuntimeLookup: unknown ids are asked from the runtime and then cached;
 // Run emits what Lookup learned.
-func TestCRILookup(t *testing.T) {
+func TestRuntimeLookup(t *testing.T) {
 	rt := newFakeRuntime()
 	rt.noEvents = true
-	src, err := NewCRISource(CRIConfig{Client: &fakeClient{rt: rt}, PollInterval: time.Hour}, nil)
+	src, err := NewRuntimeSource(RuntimeConfig{Client: &fakeClient{rt: rt}, PollInterval: time.Hour}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func TestCRILookup(t *testing.T) {
 	if _, err := src.Lookup(ctx, "c1"); !errors.Is(err, ErrRuntimeUnavailable) {
 		t.Errorf("Lookup before Run: %v", err)
 	}
-	out := runCRI(t, src)
+	out := runRuntimeSource(t, src)
 	waitFor(t, 5*time.Second, "connection", func() bool { return src.Endpoint() != "" })
 
 	rt.addSandbox("sb1", "web", "ns", "uid-1")
@@ -322,17 +322,17 @@ func TestCRILookup(t *testing.T) {
 	}
 }
 
-// TestCRIObserve: an id seen in a cgroup first is looked up and emitted
+// TestRuntimeObserve: an id seen in a cgroup first is looked up and emitted
 // without waiting for the next list; unknown ids are not asked again at
 // once.
-func TestCRIObserve(t *testing.T) {
+func TestRuntimeObserve(t *testing.T) {
 	rt := newFakeRuntime()
 	rt.noEvents = true
-	src, err := NewCRISource(CRIConfig{Client: &fakeClient{rt: rt}, PollInterval: time.Hour}, nil)
+	src, err := NewRuntimeSource(RuntimeConfig{Client: &fakeClient{rt: rt}, PollInterval: time.Hour}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := runCRI(t, src)
+	out := runRuntimeSource(t, src)
 	waitFor(t, 5*time.Second, "connection", func() bool { return src.Endpoint() != "" })
 	rt.addSandbox("sb1", "web", "ns", "uid-1")
 	rt.createContainer("c1", "sb1", "app", 0)
@@ -357,8 +357,8 @@ func TestCRIObserve(t *testing.T) {
 	}
 }
 
-func TestCRIObserveNeverBlocks(t *testing.T) {
-	src, err := NewCRISource(CRIConfig{}, nil)
+func TestRuntimeObserveNeverBlocks(t *testing.T) {
+	src, err := NewRuntimeSource(RuntimeConfig{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,12 +372,12 @@ func TestCRIObserveNeverBlocks(t *testing.T) {
 	}
 }
 
-// TestCRIObserveQueuesAnIDOnce: the processes of a hundred new containers,
+// TestRuntimeObserveQueuesAnIDOnce: the processes of a hundred new containers,
 // each naming its container before the runtime's word on it is in, take a
 // place in the queue per container, not per process (bench-node's churn
 // filled the queue of 256 and dropped lookups).
-func TestCRIObserveQueuesAnIDOnce(t *testing.T) {
-	src, err := NewCRISource(CRIConfig{}, nil)
+func TestRuntimeObserveQueuesAnIDOnce(t *testing.T) {
+	src, err := NewRuntimeSource(RuntimeConfig{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,10 +391,10 @@ func TestCRIObserveQueuesAnIDOnce(t *testing.T) {
 	}
 }
 
-// TestCRIRuntimeDown: a runtime that is not there costs one Warn, however
+// TestRuntimeDown: a runtime that is not there costs one Warn, however
 // many retries; when it comes, everything is reported; when it goes away
 // again and returns, the cache spares duplicate emissions.
-func TestCRIRuntimeDown(t *testing.T) {
+func TestRuntimeDown(t *testing.T) {
 	rt := newFakeRuntime()
 	rt.addSandbox("sb1", "web", "ns", "uid-1")
 	rt.createContainer("c1", "sb1", "app", 0)
@@ -403,12 +403,12 @@ func TestCRIRuntimeDown(t *testing.T) {
 	// A call would wait CallTimeout: a minute, far beyond what a busy
 	// machine makes of the moment Lookup takes when it calls nothing.
 	const callTimeout = time.Minute
-	src, err := NewCRISource(CRIConfig{Endpoint: path, RetryInterval: 10 * time.Millisecond, ResyncInterval: time.Hour,
+	src, err := NewRuntimeSource(RuntimeConfig{Endpoint: path, RetryInterval: 10 * time.Millisecond, ResyncInterval: time.Hour,
 		CallTimeout: callTimeout}, slog.New(rec))
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := runCRI(t, src)
+	out := runRuntimeSource(t, src)
 	waitFor(t, 5*time.Second, "retries", func() bool { return len(rec.messages(slog.LevelDebug)) >= 3 })
 	warns := rec.messages(slog.LevelWarn)
 	if len(warns) != 1 || !strings.Contains(warns[0], "container names and runtime timestamps are lost") {
@@ -441,7 +441,7 @@ func TestCRIRuntimeDown(t *testing.T) {
 	}
 }
 
-func TestCRIAutoDetect(t *testing.T) {
+func TestRuntimeAutoDetect(t *testing.T) {
 	rt := newFakeRuntime()
 	path := socketPath(t)
 	serveCRI(t, path, rt)
@@ -449,11 +449,11 @@ func TestCRIAutoDetect(t *testing.T) {
 	t.Cleanup(func() { DefaultCRIEndpoints = defaults })
 	DefaultCRIEndpoints = []string{"unix://" + path + ".missing", "unix://" + path}
 
-	src, err := NewCRISource(CRIConfig{}, nil)
+	src, err := NewRuntimeSource(RuntimeConfig{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCRI(t, src)
+	runRuntimeSource(t, src)
 	waitFor(t, 5*time.Second, "detection", func() bool { return src.Endpoint() == "unix://"+path })
 
 	// Nothing answers: the error names ErrRuntimeUnavailable.
@@ -464,8 +464,8 @@ func TestCRIAutoDetect(t *testing.T) {
 	}
 }
 
-func TestCRICacheNeverGoesBack(t *testing.T) {
-	c := newCRICache(10, time.Minute)
+func TestRuntimeCacheNeverGoesBack(t *testing.T) {
+	c := newRuntimeCache(10, time.Minute)
 	now := time.Now()
 	info := func(state string) event.ContainerInfo {
 		return event.ContainerInfo{ContainerID: "c1", SandboxID: "", State: state}
@@ -501,8 +501,8 @@ func TestCRICacheNeverGoesBack(t *testing.T) {
 	}
 }
 
-func TestCRICacheEviction(t *testing.T) {
-	c := newCRICache(3, time.Minute)
+func TestRuntimeCacheEviction(t *testing.T) {
+	c := newRuntimeCache(3, time.Minute)
 	t0 := time.Now()
 	for i := range 5 {
 		c.put(event.ContainerInfo{ContainerID: fmt.Sprint("c", i), State: StateRunning}, t0)
@@ -539,8 +539,8 @@ func TestCRICacheEviction(t *testing.T) {
 	}
 }
 
-func BenchmarkCRILookupCacheHit(b *testing.B) {
-	src, err := NewCRISource(CRIConfig{}, nil)
+func BenchmarkRuntimeLookupCacheHit(b *testing.B) {
+	src, err := NewRuntimeSource(RuntimeConfig{}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -576,20 +576,20 @@ func BenchmarkCRILookupCacheHit(b *testing.B) {
 	})
 }
 
-// TestCRISlowConsumerNeverBlocksRuntime: containerd blocks its container
-// operations while a subscriber does not read its events (the fake does the
-// same). With emit stuck, the runtime must still make progress; the events
-// that did not fit are dropped and a resync reports the final states.
-// TestCRIStatuses: the source says when it stops and starts seeing the
+// TestRuntimeSlowConsumerNeverBlocksTheRuntime: containerd blocks its
+// container operations while a subscriber does not read its events (the fake
+// does the same). With emit stuck, the runtime must still make progress; the
+// events that did not fit are dropped and a resync reports the final states.
+// TestRuntimeStatuses: the source says when it stops and starts seeing the
 // runtime, once per outage: Down "disconnected" while nothing answers (from
 // the start, and when the runtime goes away), Up once it has listed
 // everything again.
-func TestCRIStatuses(t *testing.T) {
+func TestRuntimeStatuses(t *testing.T) {
 	rt := newFakeRuntime()
 	rt.addSandbox("sb1", "web", "ns", "uid-1")
 	path := socketPath(t)
 	rec := &logRecorder{}
-	src, err := NewCRISource(CRIConfig{Endpoint: path, RetryInterval: 10 * time.Millisecond, ResyncInterval: time.Hour}, slog.New(rec))
+	src, err := NewRuntimeSource(RuntimeConfig{Endpoint: path, RetryInterval: 10 * time.Millisecond, ResyncInterval: time.Hour}, slog.New(rec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -602,8 +602,8 @@ func TestCRIStatuses(t *testing.T) {
 			if !st.Up {
 				got = "down " + st.Reason
 			}
-			if st.Source != event.SourceCRI || got != want {
-				t.Fatalf("status %+v, want %s of %s", *st, want, event.SourceCRI)
+			if st.Source != event.SourceRuntime || got != want {
+				t.Fatalf("status %+v, want %s of %s", *st, want, event.SourceRuntime)
 			}
 			return st
 		case <-time.After(5 * time.Second):
@@ -632,11 +632,11 @@ func TestCRIStatuses(t *testing.T) {
 	}
 }
 
-func TestCRISlowConsumerNeverBlocksRuntime(t *testing.T) {
+func TestRuntimeSlowConsumerNeverBlocksTheRuntime(t *testing.T) {
 	rt := newFakeRuntime()
 	path := socketPath(t)
 	serveCRI(t, path, rt)
-	src, err := NewCRISource(CRIConfig{Endpoint: path, ResyncInterval: time.Hour}, nil)
+	src, err := NewRuntimeSource(RuntimeConfig{Endpoint: path, ResyncInterval: time.Hour}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -733,20 +733,20 @@ func TestCRISlowConsumerNeverBlocksRuntime(t *testing.T) {
 	t.Logf("%d runtime events in %v with emit blocked; %+v; %d stream_behind statuses", rt.sent(), time.Since(start).Round(time.Millisecond), st, behind)
 }
 
-// TestCRIRuntimeAnswersButCannotList: Version alone does not make a
+// TestRuntimeAnswersButCannotList: Version alone does not make a
 // runtime usable; failing lists are one outage with one Warn, not a
 // Warn/Info pair per retry.
-func TestCRIRuntimeAnswersButCannotList(t *testing.T) {
+func TestRuntimeAnswersButCannotList(t *testing.T) {
 	rt := newFakeRuntime()
 	rt.addSandbox("sb1", "web", "ns", "uid-1")
 	client := &fakeClient{rt: rt}
 	client.failLists.Store(true)
 	rec := &logRecorder{}
-	src, err := NewCRISource(CRIConfig{Client: client, RetryInterval: 5 * time.Millisecond}, slog.New(rec))
+	src, err := NewRuntimeSource(RuntimeConfig{Client: client, RetryInterval: 5 * time.Millisecond}, slog.New(rec))
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := runCRI(t, src)
+	out := runRuntimeSource(t, src)
 	waitFor(t, 5*time.Second, "retries", func() bool { return rt.count("Version") >= 4 })
 	client.failLists.Store(false)
 	expect(t, out, "sb1", StateReady)
@@ -761,18 +761,18 @@ func TestCRIRuntimeAnswersButCannotList(t *testing.T) {
 	}
 }
 
-// TestCRISlowListKeepsTheStream: one periodic list that times out while the
-// event stream goes on (a runtime busy with a burst of pod starts) keeps the
-// connection and the source up; two in a row count as the runtime lost.
-func TestCRISlowListKeepsTheStream(t *testing.T) {
+// TestRuntimeSlowListKeepsTheStream: one periodic list that times out while
+// the event stream goes on (a runtime busy with a burst of pod starts) keeps
+// the connection and the source up; two in a row count as the runtime lost.
+func TestRuntimeSlowListKeepsTheStream(t *testing.T) {
 	rt := newFakeRuntime()
 	client := &fakeClient{rt: rt}
 	rec := &logRecorder{}
-	src, err := NewCRISource(CRIConfig{Client: client, ResyncInterval: 20 * time.Millisecond, RetryInterval: 5 * time.Millisecond}, slog.New(rec))
+	src, err := NewRuntimeSource(RuntimeConfig{Client: client, ResyncInterval: 20 * time.Millisecond, RetryInterval: 5 * time.Millisecond}, slog.New(rec))
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := runCRI(t, src)
+	out := runRuntimeSource(t, src)
 	waitFor(t, 5*time.Second, "event subscription", func() bool { return rt.count("GetContainerEvents") == 1 })
 	rt.addSandbox("sb1", "web", "ns", "uid-1")
 	expect(t, out, "sb1", StateReady)
@@ -812,13 +812,13 @@ func (f fakeImages) ImageStatus(_ context.Context, req *runtimeapi.ImageStatusRe
 	return &runtimeapi.ImageStatusResponse{Image: &runtimeapi.Image{Id: req.GetImage().GetImage(), Size: size}}, nil
 }
 
-// TestCRIImageSize: ImageSize is the runtime's ImageStatus size, an error
+// TestRuntimeImageSize: ImageSize is the runtime's ImageStatus size, an error
 // for an image it does not have, for a runtime without an image service,
 // and before Run connected.
-func TestCRIImageSize(t *testing.T) {
+func TestRuntimeImageSize(t *testing.T) {
 	rt := newFakeRuntime()
 	rt.noEvents = true
-	src, err := NewCRISource(CRIConfig{Client: &fakeClient{rt: rt}, Images: fakeImages{"sha256:big": 270587074}, PollInterval: time.Hour}, nil)
+	src, err := NewRuntimeSource(RuntimeConfig{Client: &fakeClient{rt: rt}, Images: fakeImages{"sha256:big": 270587074}, PollInterval: time.Hour}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -826,7 +826,7 @@ func TestCRIImageSize(t *testing.T) {
 	if _, err := src.ImageSize(ctx, "sha256:big"); !errors.Is(err, ErrRuntimeUnavailable) {
 		t.Errorf("ImageSize before Run: %v, want ErrRuntimeUnavailable", err)
 	}
-	runCRI(t, src)
+	runRuntimeSource(t, src)
 	waitFor(t, 5*time.Second, "connection", func() bool { return src.Endpoint() != "" })
 	if size, err := src.ImageSize(ctx, "sha256:big"); err != nil || size != 270587074 {
 		t.Errorf("ImageSize(sha256:big) = %d, %v; want 270587074", size, err)
@@ -835,11 +835,11 @@ func TestCRIImageSize(t *testing.T) {
 		t.Errorf("ImageSize of an image the runtime lacks = %d, %v; want ErrNoImageSize", size, err)
 	}
 
-	noImages, err := NewCRISource(CRIConfig{Client: &fakeClient{rt: rt}, PollInterval: time.Hour}, nil)
+	noImages, err := NewRuntimeSource(RuntimeConfig{Client: &fakeClient{rt: rt}, PollInterval: time.Hour}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCRI(t, noImages)
+	runRuntimeSource(t, noImages)
 	waitFor(t, 5*time.Second, "connection", func() bool { return noImages.Endpoint() != "" })
 	if _, err := noImages.ImageSize(ctx, "sha256:big"); !errors.Is(err, ErrNoImageSize) {
 		t.Errorf("ImageSize without an image service: %v, want ErrNoImageSize", err)

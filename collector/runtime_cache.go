@@ -8,23 +8,23 @@ import (
 	"github.com/readyline/readyline/collector/event"
 )
 
-// criCache holds the last known ContainerInfo per container or sandbox id,
+// runtimeCache holds the last known ContainerInfo per container or sandbox id,
 // the state last emitted for each, and the ids the runtime did not know. It
 // is safe for concurrent use.
 //
 // States only move forward (created -> running -> exited; a sandbox's
 // notready after ready is final), so an event that arrives after a newer
 // list cannot take an entry back, and each (id, state) is emitted once.
-type criCache struct {
+type runtimeCache struct {
 	mu      sync.RWMutex
-	entries map[string]*criEntry
+	entries map[string]*runtimeEntry
 	pending []string // ids with a state not yet emitted, in order of change
 	misses  map[string]time.Time
 	max     int
 	ttl     time.Duration
 }
 
-type criEntry struct {
+type runtimeEntry struct {
 	info    event.ContainerInfo
 	rank    int       // how far along its lifecycle info is
 	emitted string    // state last emitted; "" before the first
@@ -38,8 +38,8 @@ const missTTL = time.Second
 
 const maxMisses = 1024
 
-func newCRICache(max int, ttl time.Duration) *criCache {
-	return &criCache{entries: make(map[string]*criEntry), misses: make(map[string]time.Time), max: max, ttl: ttl}
+func newRuntimeCache(max int, ttl time.Duration) *runtimeCache {
+	return &runtimeCache{entries: make(map[string]*runtimeEntry), misses: make(map[string]time.Time), max: max, ttl: ttl}
 }
 
 // rank orders the states of one id's lifecycle; wasReady says whether the
@@ -60,14 +60,14 @@ func rank(info *event.ContainerInfo, wasReady bool) int {
 	return 0 // unknown; notready before ready
 }
 
-func (c *criCache) len() int {
+func (c *runtimeCache) len() int {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return len(c.entries)
 }
 
 // get returns a copy of the info about id.
-func (c *criCache) get(id string) (*event.ContainerInfo, bool) {
+func (c *runtimeCache) get(id string) (*event.ContainerInfo, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	e, ok := c.entries[id]
@@ -78,7 +78,7 @@ func (c *criCache) get(id string) (*event.ContainerInfo, bool) {
 	return &info, true
 }
 
-func (c *criCache) known(id string) bool {
+func (c *runtimeCache) known(id string) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	_, ok := c.entries[id]
@@ -87,7 +87,7 @@ func (c *criCache) known(id string) bool {
 
 // unchanged reports whether id is cached with state, and if so notes that
 // the runtime listed it at now.
-func (c *criCache) unchanged(id, state string, now time.Time) bool {
+func (c *runtimeCache) unchanged(id, state string, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[id]
@@ -100,12 +100,12 @@ func (c *criCache) unchanged(id, state string, now time.Time) bool {
 
 // put stores info unless the entry is further along its lifecycle, queues
 // a new state for emission, and returns what is stored.
-func (c *criCache) put(info event.ContainerInfo, now time.Time) event.ContainerInfo {
+func (c *runtimeCache) put(info event.ContainerInfo, now time.Time) event.ContainerInfo {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[info.ContainerID]
 	if !ok {
-		e = &criEntry{}
+		e = &runtimeEntry{}
 		c.entries[info.ContainerID] = e
 		delete(c.misses, info.ContainerID)
 	}
@@ -134,7 +134,7 @@ func (c *criCache) put(info event.ContainerInfo, now time.Time) event.ContainerI
 
 // take returns the infos whose state was not emitted yet, in the order they
 // changed, and marks them emitted.
-func (c *criCache) take() []*event.ContainerInfo {
+func (c *runtimeCache) take() []*event.ContainerInfo {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []*event.ContainerInfo
@@ -155,7 +155,7 @@ func (c *criCache) take() []*event.ContainerInfo {
 }
 
 // markGone notes that the runtime removed id.
-func (c *criCache) markGone(id string, now time.Time) {
+func (c *runtimeCache) markGone(id string, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.entries[id]; ok && e.goneAt.IsZero() {
@@ -164,7 +164,7 @@ func (c *criCache) markGone(id string, now time.Time) {
 }
 
 // markUnseen marks as removed the entries not seen since before.
-func (c *criCache) markUnseen(before, now time.Time) {
+func (c *runtimeCache) markUnseen(before, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, e := range c.entries {
@@ -174,7 +174,7 @@ func (c *criCache) markUnseen(before, now time.Time) {
 	}
 }
 
-func (c *criCache) evict(now time.Time) {
+func (c *runtimeCache) evict(now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.evictLocked(now)
@@ -188,7 +188,7 @@ func (c *criCache) evict(now time.Time) {
 // evictLocked drops removed entries older than the TTL, then, while the
 // cache is over its size, the removed entries removed longest ago. Entries
 // of existing containers stay: the node bounds their number.
-func (c *criCache) evictLocked(now time.Time) {
+func (c *runtimeCache) evictLocked(now time.Time) {
 	var gone []string
 	for id, e := range c.entries {
 		switch {
@@ -209,7 +209,7 @@ func (c *criCache) evictLocked(now time.Time) {
 }
 
 // missed notes that the runtime did not know id at now.
-func (c *criCache) missed(id string, now time.Time) {
+func (c *runtimeCache) missed(id string, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.misses) >= maxMisses {
@@ -225,7 +225,7 @@ func (c *criCache) missed(id string, now time.Time) {
 	c.misses[id] = now
 }
 
-func (c *criCache) missedRecently(id string, now time.Time) bool {
+func (c *runtimeCache) missedRecently(id string, now time.Time) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	at, ok := c.misses[id]

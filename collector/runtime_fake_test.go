@@ -22,7 +22,7 @@ import (
 )
 
 // fakeRuntime is an in-memory container runtime implementing the part of
-// the CRI RuntimeService that CRISource uses. Its events mimic containerd
+// the CRI RuntimeService that RuntimeSource uses. Its events mimic containerd
 // 2.x: every event carries the sandbox's status and the statuses of all
 // the sandbox's containers. Safe for concurrent use.
 type fakeRuntime struct {
@@ -405,7 +405,7 @@ func (s *criServer) stop() {
 	<-s.done
 }
 
-// runCRI runs src until the test ends and returns what it emits.
-func runCRI(t *testing.T, src *CRISource) <-chan *event.ContainerInfo {
+// runRuntimeSource runs src until the test ends and returns what it emits.
+func runRuntimeSource(t *testing.T, src *RuntimeSource) <-chan *event.ContainerInfo {
 	return runSource[*event.ContainerInfo](t, src.Run, 1000)
 }
