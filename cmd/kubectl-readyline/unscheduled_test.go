@@ -70,7 +70,7 @@ func TestExplainUnscheduled(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", out.String())
-	for _, want := range []string{"team/db", "not scheduled yet", "provisioning"} {
+	for _, want := range []string{"team/db", "not scheduled yet", "volume data provisioning "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the waterfall does not say %q:\n%s", want, out.String())
 		}

@@ -447,7 +447,7 @@ func TestVolumeProvisionInFlight(t *testing.T) {
 	r = runPlugin(t, c.ctx, plugin, env.Kubeconfig, "explain", "-n", c.ns, name)
 	r.wantOK(t)
 	t.Logf("explain while provisioning:\n%s", r.stdout)
-	for _, w := range []string{want, "volume data provision (in flight)"} {
+	for _, w := range []string{want, "volume data provisioning "} {
 		if !strings.Contains(r.stdout, w) {
 			t.Errorf("explain's waterfall does not say %q", w)
 		}

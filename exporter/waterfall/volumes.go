@@ -55,7 +55,7 @@ func (wc *Chart) provisions() {
 		if p := v.Provision; p != nil {
 			label := "volume " + v.Name + " provision"
 			if p.Open {
-				label += " (in flight)"
+				label = "volume " + v.Name + " provisioning" // in flight: drawn open
 			}
 			detail := "claim " + p.Claim + " (the claim's Events, 1 s)"
 			if p.Failures > 0 {
