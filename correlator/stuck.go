@@ -336,7 +336,7 @@ func (f InFlightCall) describe(ran time.Duration, asOf time.Time) string {
 	if q := f.QueuedText(); q != "" {
 		s += " (" + q + ")"
 	}
-	s += ": running for " + fmtDur(ran) + ", not returned yet"
+	s += ": running for " + FormatDuration(ran) + ", not returned yet"
 	if p := f.ProgressText(asOf); p != "" {
 		s += ", " + p
 	}
@@ -349,7 +349,7 @@ func (f InFlightCall) QueuedText() string {
 	if f.Queued == nil {
 		return ""
 	}
-	return fmt.Sprintf("waited %s behind %d %s", fmtDur(f.Queued.Duration()), f.Queued.Behind, plural(f.Queued.Behind, "pull", "pulls"))
+	return fmt.Sprintf("waited %s behind %d %s", FormatDuration(f.Queued.Duration()), f.Queued.Behind, plural(f.Queued.Behind, "pull", "pulls"))
 }
 
 // ProgressText says how far a pull in flight has come as of asOf
@@ -374,9 +374,9 @@ func pullProgress(p *event.PullProgress, start, asOf time.Time) string {
 	}
 	if idle := asOf.Sub(last); idle >= stalledPull {
 		if p.LastByte.IsZero() {
-			return "no bytes for " + fmtDur(idle)
+			return "no bytes for " + FormatDuration(idle)
 		}
-		return fmtBytes(p.Bytes) + " so far, no bytes for " + fmtDur(idle)
+		return fmtBytes(p.Bytes) + " so far, no bytes for " + FormatDuration(idle)
 	}
 	var parts []string
 	switch {
