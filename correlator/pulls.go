@@ -350,7 +350,7 @@ func (d *derivation) needed(tl *Timeline, before time.Time) (time.Time, string) 
 				note(h.End, "postStart of "+ct.Name+" returned")
 			}
 			if ct.Kind == KindInit && a.Process != nil {
-				note(a.Process.Exit, "init container "+ct.Name+" exited")
+				note(a.Process.Exit, ContainerLabel(ct.Kind, ct.Name)+" exited")
 			}
 		}
 	}

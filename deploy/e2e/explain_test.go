@@ -244,8 +244,8 @@ spec:
 		return ok && cs.RestartCount >= 2
 	})
 	tl, _ := askWhileStarting(t, ctx, d, ns, "oominit", string(pod.UID))
-	if !strings.Contains(tl.Waiting, "init container hog") || !strings.Contains(tl.Waiting, "OOMKilled") {
-		t.Errorf("waiting %q: want init container hog and OOMKilled", tl.Waiting)
+	if !strings.Contains(tl.Waiting, correlator.ContainerLabel(correlator.KindInit, "hog")) || !strings.Contains(tl.Waiting, "OOMKilled") {
+		t.Errorf("waiting %q: want init hog and OOMKilled", tl.Waiting)
 	}
 	wantFirstShare(t, tl, correlator.ShareBackOff)
 }
