@@ -110,7 +110,7 @@ func TestAlertSlowSandbox(t *testing.T) {
 	}
 
 	// The trace of the second pod is marked.
-	tr, err := WaitForTrace(ctx, JaegerQueryURL, TraceIDFromPodUID(second.uid), 5, 30*time.Second)
+	tr, err := env.Jaeger.WaitForTrace(ctx, TraceIDFromPodUID(second.uid), 5, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
