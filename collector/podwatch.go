@@ -110,6 +110,13 @@ type PodWatchConfig struct {
 	Argv redact.Policy
 }
 
+func (c PodWatchConfig) withDefaults() PodWatchConfig {
+	if c.QueueLength <= 0 {
+		c.QueueLength = 1024
+	}
+	return c
+}
+
 // PodWatch reports every add, update and delete of the pods scheduled to one
 // node, as the API server's watch delivers them, each stamped with the time
 // it was observed. It holds this node's pods only (a spec.nodeName field
@@ -172,9 +179,7 @@ func NewPodWatch(cfg PodWatchConfig, logger *slog.Logger) (*PodWatch, error) {
 		}
 		pods = client.Pods(metav1.NamespaceAll)
 	}
-	if cfg.QueueLength <= 0 {
-		cfg.QueueLength = 1024
-	}
+	cfg = cfg.withDefaults()
 	return &PodWatch{node: cfg.NodeName, pods: pods, logger: logger, qlen: cfg.QueueLength, argv: cfg.Argv, now: time.Now}, nil
 }
 

@@ -35,6 +35,16 @@ type ProcessConfig struct {
 	KeepCNI bool
 }
 
+func (c ProcessConfig) withDefaults() ProcessConfig {
+	if c.RingBufferBytes == 0 {
+		c.RingBufferBytes = DefaultProcessRingBytes
+	}
+	if c.CNIBinDirs == nil {
+		c.CNIBinDirs = DefaultCNIBinDirs
+	}
+	return c
+}
+
 // ProcessStats counts what a ProcessSource saw. Safe to read while it runs.
 type ProcessStats struct {
 	Records      uint64 // ring-buffer records read
@@ -71,9 +81,7 @@ func NewProcessSource(cfg ProcessConfig, logger *slog.Logger) (*ProcessSource, e
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.CNIBinDirs == nil {
-		cfg.CNIBinDirs = DefaultCNIBinDirs
-	}
+	cfg = cfg.withDefaults()
 	s := &ProcessSource{cfg: cfg, logger: logger, procs: newProcessTable()}
 
 	mount := cfg.CgroupMount
@@ -105,7 +113,7 @@ func NewProcessSource(cfg ProcessConfig, logger *slog.Logger) (*ProcessSource, e
 	// The node's containers are one PID namespace below readyline's; what
 	// is deeper is another node's (kind's pods, seen from the host) or a
 	// container's own containers, and not this node's pod starts.
-	prog, err := bpf.LoadProcessProgram(bpf.ProcessOptions{RingBufferBytes: orDefault(cfg.RingBufferBytes, DefaultProcessRingBytes),
+	prog, err := bpf.LoadProcessProgram(bpf.ProcessOptions{RingBufferBytes: cfg.RingBufferBytes,
 		CNIDirs: cfg.CNIBinDirs, PIDNamespace: pidns, MaxPIDNamespaceDepth: 1})
 	if err != nil {
 		s.close()

@@ -29,6 +29,16 @@ type TCPConfig struct {
 	MaxConnections int
 }
 
+func (c TCPConfig) withDefaults() TCPConfig {
+	if c.RingBufferBytes == 0 {
+		c.RingBufferBytes = DefaultTCPRingBytes
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = DefaultTCPMaxConnections
+	}
+	return c
+}
+
 // TCPStats counts what a TCPSource saw. Safe to read while it runs.
 type TCPStats struct {
 	Records      uint64 // ring-buffer records read
@@ -64,11 +74,9 @@ func NewTCPSource(cfg TCPConfig, logger *slog.Logger) (*TCPSource, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.MaxConnections <= 0 {
-		cfg.MaxConnections = DefaultTCPMaxConnections
-	}
+	cfg = cfg.withDefaults()
 	prog, err := bpf.LoadTCPProgram(bpf.TCPOptions{
-		RingBufferBytes: orDefault(cfg.RingBufferBytes, DefaultTCPRingBytes),
+		RingBufferBytes: cfg.RingBufferBytes,
 		MaxConnections:  uint32(cfg.MaxConnections),
 	})
 	if err != nil {

@@ -312,7 +312,7 @@ func (a *afterState) observePod(pod *corev1.Pod, at time.Time, deleted bool) *Re
 		a.note(at, "", "Ready lost")
 	case !a.ready && ready && !a.notReady.IsZero():
 		r := a.recovery(at)
-		a.note(at, "", "Ready again after "+fmtDur(r.Duration()))
+		a.note(at, "", "Ready again after "+FormatDuration(r.Duration()))
 		rec = &r
 		a.notReady = time.Time{}
 	}
@@ -557,7 +557,7 @@ func (af *After) Summary(created time.Time) string {
 		return ""
 	}
 	var parts []string
-	off := func(t time.Time) string { return "+" + fmtDur(t.Sub(created)) }
+	off := func(t time.Time) string { return "+" + FormatDuration(t.Sub(created)) }
 	for _, e := range af.Events {
 		if strings.HasPrefix(e.What, "exited") || strings.HasPrefix(e.What, "killed") {
 			parts = append(parts, fmt.Sprintf("%s %s at %s", e.Container, e.What, off(e.At)))
@@ -578,7 +578,7 @@ func (af *After) Summary(created time.Time) string {
 	}
 	if n := len(af.Recoveries); n > 0 {
 		r := af.Recoveries[n-1]
-		parts = append(parts, fmt.Sprintf("Ready again %s, the last after %s", times(n+af.RecoveriesOmitted), fmtDur(r.Duration())))
+		parts = append(parts, fmt.Sprintf("Ready again %s, the last after %s", times(n+af.RecoveriesOmitted), FormatDuration(r.Duration())))
 	}
 	switch {
 	case af.Phase == string(corev1.PodFailed) || af.Phase == string(corev1.PodSucceeded):

@@ -117,7 +117,7 @@ func markAPILag(tl *Timeline) {
 	tl.Marks = append(tl.Marks, MarkAPILag)
 	tl.Missing = append(tl.Missing, fmt.Sprintf(
 		"when the API showed %s: the watch delivered them up to %s after their lastTransitionTime (1 s), which stands in",
-		strings.Join(names, ", "), fmtDur(most)))
+		strings.Join(names, ", "), FormatDuration(most)))
 }
 
 // flipsBy is when the containers' started and ready flips happened at the

@@ -110,10 +110,10 @@ func (tl *Timeline) WhereTheTimeWent() string {
 		if s.What != "" {
 			detail += ", " + s.What
 		}
-		parts = append(parts, fmt.Sprintf("%s %s (%s)", s.Kind.Name(), fmtDur(s.Duration), detail))
+		parts = append(parts, fmt.Sprintf("%s %s (%s)", s.Kind.Name(), FormatDuration(s.Duration), detail))
 	}
 	if rest > 0 {
-		parts = append(parts, fmt.Sprintf("%d more %s", len(tl.Breakdown)-maxSummaryShares, fmtDur(rest)))
+		parts = append(parts, fmt.Sprintf("%d more %s", len(tl.Breakdown)-maxSummaryShares, FormatDuration(rest)))
 	}
 	return strings.Join(parts, "; ")
 }

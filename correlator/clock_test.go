@@ -3,9 +3,7 @@ package correlator
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand"
 	"reflect"
 	"testing"
@@ -285,18 +283,9 @@ func TestClockReplayMatchesLive(t *testing.T) {
 	}
 	c := New(cfg)
 	var replayed []*Timeline
-	r := event.NewReader(bytes.NewReader(before.Bytes()))
-	for {
-		ev, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		replayed = append(replayed, c.Handle(ev)...)
+	if err := c.Replay(bytes.NewReader(before.Bytes()), func(tl *Timeline) error { replayed = append(replayed, tl); return nil }); err != nil {
+		t.Fatal(err)
 	}
-	replayed = append(replayed, c.Flush()...)
 	if g, w := mustJSON(t, replayed), mustJSON(t, live); g != w {
 		t.Errorf("replay differs from the live run:\n replay %s\n live %s", g, w)
 	}

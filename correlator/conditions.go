@@ -102,13 +102,13 @@ func (d *derivation) cause(typ corev1.PodConditionType, tl *Timeline, bound time
 			return time.Time{}, "no init containers"
 		case last.entry.kind == KindInit:
 			if m, ok := last.latest(bound, func(m *milestones) time.Time { return m.done }); ok {
-				return m.done, fmt.Sprintf("init container %s %s", last.entry.name, m.doneBy)
+				return m.done, ContainerLabel(KindInit, last.entry.name) + " " + m.doneBy
 			}
 		case last.entry.kind == KindSidecar:
 			// status/generate.go isInitContainerInitialized: a sidecar counts
 			// once started, whichever attempt that was.
 			if m, ok := last.latest(bound, func(m *milestones) time.Time { return m.started }); ok {
-				return m.started, fmt.Sprintf("sidecar %s started (%s)", last.entry.name, m.startedBy)
+				return m.started, fmt.Sprintf("%s started (%s)", ContainerLabel(KindSidecar, last.entry.name), m.startedBy)
 			}
 		}
 		return time.Time{}, "last init container's end not seen before the observation"

@@ -2,16 +2,12 @@ package correlator
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/readyline/readyline/collector/event"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -74,20 +70,11 @@ func replayFile(t *testing.T, path string, cfg Config) []*Timeline {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	c := New(cfg)
 	var out []*Timeline
-	r := event.NewReader(f)
-	for {
-		ev, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, c.Handle(ev)...)
+	if err := New(cfg).Replay(f, func(tl *Timeline) error { out = append(out, tl); return nil }); err != nil {
+		t.Fatal(err)
 	}
-	return append(out, c.Flush()...)
+	return out
 }
 
 // TestRecordedDemo checks what the recording of the seed's pods on the

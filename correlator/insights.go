@@ -33,10 +33,10 @@ func (d *derivation) insights(tl *Timeline) []Insight {
 				next := d.views[i+1].entry.name
 				w := span(h.Start, a.NextCreated)
 				out = append(out, Insight{Kind: InsightPostStartWait, Container: next, Duration: w,
-					Message: fmt.Sprintf("%s was created %s after %s's postStart hook began: the kubelet waits for the hook (%s) before the next container", next, fmtDur(w), name, fmtDur(span(h.Start, h.End)))})
+					Message: fmt.Sprintf("%s was created %s after %s's postStart hook began: the kubelet waits for the hook (%s) before the next container", next, FormatDuration(w), name, FormatDuration(span(h.Start, h.End)))})
 			} else if hd := span(h.Start, h.End); hd >= lagWorthNoting {
 				out = append(out, Insight{Kind: InsightPostStartWait, Container: name, Duration: hd,
-					Message: fmt.Sprintf("%s's postStart hook ran %s; the API showed %s running only after it returned", name, fmtDur(hd), name)})
+					Message: fmt.Sprintf("%s's postStart hook ran %s; the API showed %s running only after it returned", name, FormatDuration(hd), name)})
 			}
 		}
 		if ins, ok := probeDelayInsight(v.entry, a); ok {
@@ -46,7 +46,7 @@ func (d *derivation) insights(tl *Timeline) []Insight {
 			if r := span(v.done, a.NextCreated); r >= reactionWorthNoting {
 				next := d.views[i+1].entry.name
 				out = append(out, Insight{Kind: InsightKubeletReaction, Container: name, Duration: r,
-					Message: fmt.Sprintf("the kubelet created %s %s after %s exited", next, fmtDur(r), name)})
+					Message: fmt.Sprintf("the kubelet created %s %s after %s exited", next, FormatDuration(r), name)})
 			}
 		}
 	}
@@ -59,7 +59,7 @@ func (d *derivation) insights(tl *Timeline) []Insight {
 	for _, c := range tl.Conditions {
 		if lag := c.Lag(); lag >= lagWorthNoting {
 			out = append(out, Insight{Kind: InsightStatusLag, Duration: lag,
-				Message: fmt.Sprintf("%s was reported %s after %s", c.Type, fmtDur(lag), c.CauseEvent)})
+				Message: fmt.Sprintf("%s was reported %s after %s", c.Type, FormatDuration(lag), c.CauseEvent)})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Duration > out[j].Duration })
@@ -85,14 +85,14 @@ func retriesInsight(name string, atts []ContainerAttempt) Insight {
 		}
 		codes = append(codes, code)
 		if at.BackOff > 0 {
-			waits = append(waits, fmtDur(at.BackOff))
+			waits = append(waits, FormatDuration(at.BackOff))
 			backOff += at.BackOff
 		}
 	}
 	took := span(firstCreated(atts), firstCreated(atts[len(atts)-1:]))
-	msg := fmt.Sprintf("%s ran %d times (exit codes %s); the retries took %s", name, len(atts), strings.Join(codes, ", "), fmtDur(took))
+	msg := fmt.Sprintf("%s ran %d times (exit codes %s); the retries took %s", name, len(atts), strings.Join(codes, ", "), FormatDuration(took))
 	if len(waits) > 0 {
-		msg += fmt.Sprintf(", %s of it back-off (%s)", fmtDur(backOff), strings.Join(waits, ", "))
+		msg += fmt.Sprintf(", %s of it back-off (%s)", FormatDuration(backOff), strings.Join(waits, ", "))
 	}
 	return Insight{Kind: InsightRetries, Container: name, Duration: took, Message: msg}
 }
@@ -116,7 +116,7 @@ func sandboxChangedInsight(tl *Timeline) (Insight, bool) {
 	}
 	msg := fmt.Sprintf("sandbox changed: all containers restarted (%s replaced", what)
 	if lost > 0 {
-		msg += fmt.Sprintf("; %s from the first sandbox to the final one", fmtDur(lost))
+		msg += fmt.Sprintf("; %s from the first sandbox to the final one", FormatDuration(lost))
 	}
 	return Insight{Kind: InsightSandboxChanged, Duration: lost, Message: msg + ")"}, true
 }
@@ -138,19 +138,21 @@ func probeDelayInsight(e specEntry, a ContainerAttempt) (Insight, bool) {
 			}
 			idle := span(a.Process.Exec, pa.Start)
 			return Insight{Kind: InsightProbeDelay, Container: e.name, Duration: idle,
-				Message: fmt.Sprintf("%sProbe initialDelaySeconds=%d left %s idle %s after its process started", ps.kind, ps.probe.InitialDelaySeconds, e.name, fmtDur(idle))}, true
+				Message: fmt.Sprintf("%sProbe initialDelaySeconds=%d left %s idle %s after its process started", ps.kind, ps.probe.InitialDelaySeconds, e.name, FormatDuration(idle))}, true
 		}
 		return Insight{Kind: InsightProbeDelay, Container: e.name, Duration: delay,
-			Message: fmt.Sprintf("%sProbe initialDelaySeconds=%d kept %s's first %s probe at least %s after its process started", ps.kind, ps.probe.InitialDelaySeconds, e.name, ps.handler, fmtDur(delay))}, true
+			Message: fmt.Sprintf("%sProbe initialDelaySeconds=%d kept %s's first %s probe at least %s after its process started", ps.kind, ps.probe.InitialDelaySeconds, e.name, ps.handler, FormatDuration(delay))}, true
 	}
 	return Insight{}, false
 }
 
-// fmtDur prints a duration for humans: 1.234s, 15.0s, 120ms.
-func fmtDur(d time.Duration) string {
+// FormatDuration is readyline's one duration for people, in every
+// sentence it writes (insights, steps, alerts, the waterfall's notes):
+// "120ms", "15.0s", "1m30s".
+func FormatDuration(d time.Duration) string {
 	switch {
 	case d < 0:
-		return "-" + fmtDur(-d)
+		return "-" + FormatDuration(-d)
 	case d < time.Second:
 		return fmt.Sprintf("%dms", d.Milliseconds())
 	case d < time.Minute:

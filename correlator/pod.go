@@ -317,15 +317,6 @@ func (p *podState) noteTerminated(id string, at time.Time, code int, reason stri
 // it was not.
 func (p *podState) deletingSince() time.Time { return p.deleting }
 
-func isInitStatus(pod *corev1.Pod, name string) bool {
-	for _, c := range pod.Spec.InitContainers {
-		if c.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
 // record takes a node event (runtime or kernel) for this pod. It returns 1
 // when the event was dropped by the per-pod bound.
 func (p *podState) record(ev event.Event) uint64 {

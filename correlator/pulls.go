@@ -350,7 +350,7 @@ func (d *derivation) needed(tl *Timeline, before time.Time) (time.Time, string) 
 				note(h.End, "postStart of "+ct.Name+" returned")
 			}
 			if ct.Kind == KindInit && a.Process != nil {
-				note(a.Process.Exit, "init container "+ct.Name+" exited")
+				note(a.Process.Exit, ContainerLabel(ct.Kind, ct.Name)+" exited")
 			}
 		}
 	}
@@ -411,14 +411,14 @@ func pullInsight(tl *Timeline) (Insight, bool) {
 		}
 	}
 	if final.Call.Err {
-		fmt.Fprintf(&b, "%s failed %s over %s", what, times(failed), fmtDur(total))
+		fmt.Fprintf(&b, "%s failed %s over %s", what, times(failed), FormatDuration(total))
 		if final.ErrorReason != "" || final.Error != "" {
 			fmt.Fprintf(&b, " (%s)", joinNonEmpty(": ", final.ErrorReason, final.Error))
 		}
 	} else {
-		fmt.Fprintf(&b, "%s took %s", what, fmtDur(total))
+		fmt.Fprintf(&b, "%s took %s", what, FormatDuration(total))
 		if d := final.Duration(); d > 0 && d != total {
-			fmt.Fprintf(&b, ", the pull %s", fmtDur(d))
+			fmt.Fprintf(&b, ", the pull %s", FormatDuration(d))
 		}
 		b.WriteString(" (" + sizeAndRate(final.Size, final.Duration()) + ")")
 		if failed > 0 {
@@ -426,12 +426,12 @@ func pullInsight(tl *Timeline) (Insight, bool) {
 		}
 	}
 	if backOff > 0 {
-		fmt.Fprintf(&b, "; %s of it back-off (ImagePullBackOff)", fmtDur(backOff))
+		fmt.Fprintf(&b, "; %s of it back-off (ImagePullBackOff)", FormatDuration(backOff))
 	}
 	if wait > 0 {
 		// Not which: the other pods' images are for who may get them
 		// (Behind, which exporter.ReaderView hides from the others).
-		fmt.Fprintf(&b, "; %s waiting in the kubelet's serialized puller behind other pods' pulls", fmtDur(wait))
+		fmt.Fprintf(&b, "; %s waiting in the kubelet's serialized puller behind other pods' pulls", FormatDuration(wait))
 	}
 	return Insight{Kind: InsightImagePull, Container: final.Container, Duration: total, Message: b.String()}, true
 }

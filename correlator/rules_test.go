@@ -315,7 +315,7 @@ func TestInitFailureNeverFailsPod(t *testing.T) {
 	sc.pod.Status.Phase = corev1.PodFailed
 	sc.update(2.0)
 	tl := sc.run(Config{})
-	if tl.Outcome != OutcomeFailed || tl.Reason != "init container init-fail exited with code 1" {
+	if tl.Outcome != OutcomeFailed || tl.Reason != "init init-fail exited with code 1" {
 		t.Fatalf("outcome %s %q", tl.Outcome, tl.Reason)
 	}
 	a := findContainer(t, tl, "init-fail").Attempts[0]

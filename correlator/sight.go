@@ -145,7 +145,7 @@ func (d *derivation) missing(tl *Timeline, since time.Time) []string {
 			if !before(earliest(a.Created, a.Started)) {
 				continue
 			}
-			name := string(c.Kind) + " " + c.Name
+			name := ContainerLabel(c.Kind, c.Name)
 			if a.Attempt > 0 {
 				name += fmt.Sprintf(" #%d", a.Attempt)
 			}

@@ -38,6 +38,17 @@ func startOrder(pod *corev1.Pod) []specEntry {
 	return out
 }
 
+// kindOf is the kind of pod's container name (KindMain when the spec does
+// not list it as an init container).
+func kindOf(pod *corev1.Pod, name string) ContainerKind {
+	for _, e := range startOrder(pod) {
+		if e.name == name {
+			return e.kind
+		}
+	}
+	return KindMain
+}
+
 // handlerOf names a probe's or hook's handler.
 func handlerOf(h *corev1.ProbeHandler) string {
 	switch {

@@ -39,11 +39,7 @@ func failureReason(pod *corev1.Pod) string {
 			if t == nil || t.ExitCode == 0 {
 				continue
 			}
-			kind := "container"
-			if isInitStatus(pod, cs.Name) {
-				kind = "init container"
-			}
-			msg := fmt.Sprintf("%s %s exited with code %d", kind, cs.Name, t.ExitCode)
+			msg := fmt.Sprintf("%s exited with code %d", ContainerLabel(kindOf(pod, cs.Name), cs.Name), t.ExitCode)
 			if t.Reason != "" && t.Reason != "Error" {
 				msg += " (" + t.Reason + ")"
 			}
@@ -220,17 +216,11 @@ func (p *podState) describeContainer(e specEntry, cs *corev1.ContainerStatus, tl
 }
 
 // describeContainer is "app: CrashLoopBackOff (back-off 40s restarting
-// failed container=app ...), last exit 3", "init container wait: running",
+// failed container=app ...), last exit 3", "init wait: running",
 // "sidecar proxy: running, not ready"; detail, when given, follows a
 // waiting reason, before its message.
 func describeContainer(e specEntry, cs *corev1.ContainerStatus, detail string) string {
-	name := e.name
-	switch e.kind {
-	case KindInit:
-		name = "init container " + name
-	case KindSidecar:
-		name = "sidecar " + name
-	}
+	name := containerLabel(e)
 	if cs == nil {
 		return name + ": no status"
 	}
@@ -339,7 +329,7 @@ func (f InFlightCall) describe(ran time.Duration, asOf time.Time) string {
 	if q := f.QueuedText(); q != "" {
 		s += " (" + q + ")"
 	}
-	s += ": running for " + fmtDur(ran) + ", not returned yet"
+	s += ": running for " + FormatDuration(ran) + ", not returned yet"
 	if p := f.ProgressText(asOf); p != "" {
 		s += ", " + p
 	}
@@ -352,7 +342,7 @@ func (f InFlightCall) QueuedText() string {
 	if f.Queued == nil {
 		return ""
 	}
-	return fmt.Sprintf("waited %s behind %d %s", fmtDur(f.Queued.Duration()), f.Queued.Behind, plural(f.Queued.Behind, "pull", "pulls"))
+	return fmt.Sprintf("waited %s behind %d %s", FormatDuration(f.Queued.Duration()), f.Queued.Behind, plural(f.Queued.Behind, "pull", "pulls"))
 }
 
 // ProgressText says how far a pull in flight has come as of asOf
@@ -377,9 +367,9 @@ func pullProgress(p *event.PullProgress, start, asOf time.Time) string {
 	}
 	if idle := asOf.Sub(last); idle >= stalledPull {
 		if p.LastByte.IsZero() {
-			return "no bytes for " + fmtDur(idle)
+			return "no bytes for " + FormatDuration(idle)
 		}
-		return fmtBytes(p.Bytes) + " so far, no bytes for " + fmtDur(idle)
+		return fmtBytes(p.Bytes) + " so far, no bytes for " + FormatDuration(idle)
 	}
 	var parts []string
 	switch {
@@ -441,10 +431,7 @@ func stepOf(tl *Timeline) string {
 			continue
 		}
 		a := &c.Attempts[len(c.Attempts)-1]
-		name := c.Name
-		if c.Kind != KindMain {
-			name = string(c.Kind) + " container " + c.Name
-		}
+		name := containerLabel(specEntry{name: c.Name, kind: c.Kind})
 		switch {
 		case a.Finished.IsZero() && (a.Process == nil || a.Process.Exit.IsZero()):
 			return name + ": running"
@@ -499,16 +486,14 @@ func containerIn(tl *Timeline, name string) *Container {
 	return nil
 }
 
-// containerLabel is how a sentence names container e: "app", "init
-// container wait", "sidecar proxy".
+// containerLabel is how a sentence of what a start waits on names
+// container e: a main container bare ("app"), the others by their
+// ContainerLabel ("init wait", "sidecar proxy"), as the waterfall's rows.
 func containerLabel(e specEntry) string {
-	switch e.kind {
-	case KindInit:
-		return "init container " + e.name
-	case KindSidecar:
-		return "sidecar " + e.name
+	if e.kind == KindMain {
+		return e.name
 	}
-	return e.name
+	return ContainerLabel(e.kind, e.name)
 }
 
 // killsOf says how the kubelet killed c's attempts for a probe or hook:

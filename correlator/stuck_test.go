@@ -207,7 +207,7 @@ func TestStuckDetailOrder(t *testing.T) {
 		sc.status(false, waiting("app", "PodInitializing", ""))
 		sc.update(1.5)
 		tl := sc.run(Config{Timeout: 5 * time.Second})
-		if want := "not Ready within 5s: init container migrate: running; readiness gate example.com/lb not True"; tl.Reason != want {
+		if want := "not Ready within 5s: init migrate: running; readiness gate example.com/lb not True"; tl.Reason != want {
 			t.Errorf("reason\n %q, want\n %q", tl.Reason, want)
 		}
 	})

@@ -16,6 +16,13 @@ const (
 	KindMain    ContainerKind = "container" // spec.containers
 )
 
+// ContainerLabel is the one way readyline names a container with its kind,
+// for a reader: "init init-regular", "sidecar mesh", "container app". The
+// trace's span and the waterfall's row are named so, and so is a
+// container in a sentence that needs its kind (a reason, a cause, what a
+// start waits on). ContainerStepName is its id on the critical path.
+func ContainerLabel(kind ContainerKind, name string) string { return string(kind) + " " + name }
+
 // Container is one container of the pod and every attempt to run it.
 type Container struct {
 	Name string        `json:"name"`

@@ -160,7 +160,7 @@ func provisionSteps(cp *pathBuilder, volumes []VolumeSetup, start, end time.Time
 func describeProvision(v *VolumeSetup) string {
 	p := v.Provision
 	if p.Open {
-		s := "volume " + v.Name + ": provisioning " + fmtDur(p.Duration()) + " so far"
+		s := "volume " + v.Name + ": provisioning " + FormatDuration(p.Duration()) + " so far"
 		if p.Failures > 0 {
 			s += fmt.Sprintf(", %d %s failed", p.Failures, plural(p.Failures, "attempt", "attempts"))
 		}
@@ -172,7 +172,7 @@ func describeProvision(v *VolumeSetup) string {
 		}
 		return s
 	}
-	s := "volume " + v.Name + ": provisioned in " + fmtDur(p.Duration())
+	s := "volume " + v.Name + ": provisioned in " + FormatDuration(p.Duration())
 	if p.Failures > 0 {
 		s += fmt.Sprintf(", after %d failed %s", p.Failures, plural(p.Failures, "attempt", "attempts"))
 	}
@@ -265,7 +265,7 @@ func unsetClaims(pod *corev1.Pod, tl *Timeline) []string {
 	var out []string
 	for _, v := range pod.Spec.Volumes {
 		if (v.PersistentVolumeClaim != nil || v.Ephemeral != nil) && !set[v.Name] {
-			out = append(out, "volume "+v.Name+": not set up after "+fmtDur(tl.End.Sub(tl.Start))+
+			out = append(out, "volume "+v.Name+": not set up after "+FormatDuration(tl.End.Sub(tl.Start))+
 				" (the kubelet has made no call to its driver: not attached to the node yet, or its driver not registered)")
 		}
 	}
@@ -342,9 +342,9 @@ type volumeCall struct {
 // describe is "volume data: NodeStageVolume 5.0s (csi.example.dev)", for
 // the attach "volume data: attached after 3.1s (...)".
 func (v volumeCall) describe() string {
-	s := "volume " + v.volume.Name + ": " + v.call.Method.Short() + " " + fmtDur(v.call.End.Sub(v.call.Start))
+	s := "volume " + v.volume.Name + ": " + v.call.Method.Short() + " " + FormatDuration(v.call.End.Sub(v.call.Start))
 	if v.call.Method == event.VolumeWaitForAttach {
-		s = "volume " + v.volume.Name + ": attached after " + fmtDur(v.call.End.Sub(v.call.Start))
+		s = "volume " + v.volume.Name + ": attached after " + FormatDuration(v.call.End.Sub(v.call.Start))
 	}
 	if v.call.Err {
 		s += " failed"
@@ -384,7 +384,7 @@ func volumeCallsIn(volumes []VolumeSetup, start, end time.Time) []volumeCall {
 // describeVolumeCall is a CSI call in flight: "volume data: NodeStageVolume
 // 6.2s so far (csi.example.dev)".
 func (f InFlightCall) describeVolumeCall(ran time.Duration) string {
-	s := "volume " + f.Volume + ": " + f.Method.Short() + " " + fmtDur(ran) + " so far"
+	s := "volume " + f.Volume + ": " + f.Method.Short() + " " + FormatDuration(ran) + " so far"
 	if f.Driver != "" {
 		s += " (" + f.Driver + ")"
 	}

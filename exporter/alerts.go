@@ -214,13 +214,14 @@ func CheckAlerts(tl *correlator.Timeline, rules []AlertRule) []Alert {
 // notes over 1 kB).
 const maxAlertMessage = 1024
 
-// alertMessage is "NAME took 6.2s (threshold 5s): <breakdown>".
+// alertMessage is "NAME took 6.2s (threshold 5.0s): <breakdown>", every
+// duration in correlator.FormatDuration's words as the insights it quotes.
 func alertMessage(tl *correlator.Timeline, m *alertMeasure, a *Alert) string {
 	var b strings.Builder
 	if a.Reached {
-		fmt.Fprintf(&b, "%s took %s (threshold %s)", a.Name, waterfall.FormatDuration(a.Took), a.Threshold)
+		fmt.Fprintf(&b, "%s took %s (threshold %s)", a.Name, correlator.FormatDuration(a.Took), correlator.FormatDuration(a.Threshold))
 	} else {
-		fmt.Fprintf(&b, "%s not reached after %s (threshold %s; the pod start timed out)", a.Name, waterfall.FormatDuration(a.Took), a.Threshold)
+		fmt.Fprintf(&b, "%s not reached after %s (threshold %s; the pod start timed out)", a.Name, correlator.FormatDuration(a.Took), correlator.FormatDuration(a.Threshold))
 	}
 	if s := m.breakdown(tl, a.Start, a.End); s != "" {
 		b.WriteString(": ")
@@ -257,7 +258,7 @@ func truncateMessage(s string, n int) string {
 func sandboxBreakdown(tl *correlator.Timeline, start, end time.Time) string {
 	var parts []string
 	if d, ok := phaseDuration(tl, correlator.PhaseWaitSandbox); ok {
-		wait := "waiting before the sandbox " + waterfall.FormatDuration(d)
+		wait := "waiting before the sandbox " + correlator.FormatDuration(d)
 		var volumes []string // the volumes' steps that took time or failed, the kubelet's FailedMount
 		for _, st := range tl.CriticalPath {
 			quick := st.Name != correlator.PhaseWaitSandbox && st.End.Sub(st.Start) < waterfall.QuickVolumeCall && !strings.Contains(st.What, " failed")
@@ -280,13 +281,13 @@ func sandboxBreakdown(tl *correlator.Timeline, start, end time.Time) string {
 			call += " (" + sb.Error + ")"
 		}
 	case sb != nil && sb.Call != nil && !sb.Call.Start.IsZero() && !sb.Call.End.IsZero():
-		call = "RunPodSandbox " + waterfall.FormatDuration(sb.Call.End.Sub(sb.Call.Start))
+		call = "RunPodSandbox " + correlator.FormatDuration(sb.Call.End.Sub(sb.Call.Start))
 		if sb.Call.Err {
 			call += " (failed)"
 		}
 	default:
 		if d, ok := phaseDuration(tl, correlator.PhaseSandbox); ok {
-			call = "sandbox " + waterfall.FormatDuration(d)
+			call = "sandbox " + correlator.FormatDuration(d)
 		}
 	}
 	if cni := cniBreakdown(sb); cni != "" {
@@ -304,7 +305,7 @@ func sandboxBreakdown(tl *correlator.Timeline, start, end time.Time) string {
 	}
 	for _, c := range tl.Conditions {
 		if c.Type == correlator.CondPodReadyToStartContainers && !c.Cause.IsZero() && c.Lag() > 0 {
-			parts = append(parts, "status reported "+waterfall.FormatDuration(c.Lag())+" after "+cause(c.CauseEvent))
+			parts = append(parts, "status reported "+correlator.FormatDuration(c.Lag())+" after "+cause(c.CauseEvent))
 		}
 	}
 	if p := pullsBreakdown(tl, start, end); p != "" {
@@ -359,7 +360,7 @@ func cniBreakdown(sb *correlator.Sandbox) string {
 			name = "plugin"
 		}
 		if d, ok := between(p.Exec, p.Exit); ok {
-			name += " " + waterfall.FormatDuration(d)
+			name += " " + correlator.FormatDuration(d)
 		} else {
 			name += " (no exit seen)"
 		}
@@ -367,7 +368,7 @@ func cniBreakdown(sb *correlator.Sandbox) string {
 	}
 	total := "CNI ADD"
 	if d, ok := between(first, last); ok {
-		total += " " + waterfall.FormatDuration(d)
+		total += " " + correlator.FormatDuration(d)
 	}
 	return total + " (" + strings.Join(plugins, ", ") + ")"
 }
@@ -382,7 +383,7 @@ func phasesBreakdown(tl *correlator.Timeline, start, end time.Time) string {
 			continue
 		}
 		if d, ok := between(p.Start, p.End); ok {
-			parts = append(parts, p.Name+" "+waterfall.FormatDuration(d))
+			parts = append(parts, p.Name+" "+correlator.FormatDuration(d))
 		} else {
 			parts = append(parts, p.Name+" unfinished")
 		}

@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/readyline/readyline/correlator"
-	"github.com/readyline/readyline/exporter/waterfall"
 )
 
 // EventComponent is the source component (and reporting controller) of the
@@ -205,7 +204,7 @@ func (a *Alerter) Observe(tl *correlator.Timeline) []Alert {
 			a.cfg.Observer.AddAlerts(al.Name, 1)
 		}
 		a.logger.Info("slow pod start", "namespace", tl.Pod.Namespace, "pod", tl.Pod.Name, "uid", tl.Pod.UID,
-			"trace_id", TraceIDForPod(tl.Pod.UID).String(), "alert", al.Name, "took", waterfall.FormatDuration(al.Took),
+			"trace_id", TraceIDForPod(tl.Pod.UID).String(), "alert", al.Name, "took", correlator.FormatDuration(al.Took),
 			"threshold", al.Threshold.String(), "message", al.Message)
 		if a.cfg.Events == nil {
 			continue

@@ -64,8 +64,8 @@ func slowSandbox() *correlator.Timeline {
 	}
 }
 
-const slowSandboxMessage = "PodReadyToStartContainers took 6.2s (threshold 5s): waiting before the sandbox 400ms, " +
-	"RunPodSandbox 5.7s of which CNI ADD 5.2s (bridge 100ms, host-local 10ms, portmap 45ms, loopback 8ms, slow-cni 5s), " +
+const slowSandboxMessage = "PodReadyToStartContainers took 6.2s (threshold 5.0s): waiting before the sandbox 400ms, " +
+	"RunPodSandbox 5.7s of which CNI ADD 5.2s (bridge 100ms, host-local 10ms, portmap 45ms, loopback 8ms, slow-cni 5.0s), " +
 	"pause started at +5.9s, status reported 88ms after sandbox ready"
 
 func TestAlertMessageSlowSandbox(t *testing.T) {
@@ -142,13 +142,13 @@ func TestCheckAlerts(t *testing.T) {
 	}
 
 	a := CheckAlerts(timedOut, []AlertRule{{"PodReadyToStartContainers", 5 * time.Second}})[0]
-	want := "PodReadyToStartContainers not reached after 5m0s (threshold 5s; the pod start timed out): waiting before the sandbox 400ms, " +
-		"CNI ADD 5.2s (bridge 100ms, host-local 10ms, portmap 45ms, loopback 8ms, slow-cni 5s), pause started at +5.9s"
+	want := "PodReadyToStartContainers not reached after 5m0s (threshold 5.0s; the pod start timed out): waiting before the sandbox 400ms, " +
+		"CNI ADD 5.2s (bridge 100ms, host-local 10ms, portmap 45ms, loopback 8ms, slow-cni 5.0s), pause started at +5.9s"
 	if a.Reached || a.Message != want {
 		t.Errorf("timed out: reached %v, message\n got %s\nwant %s", a.Reached, a.Message, want)
 	}
 	r := CheckAlerts(lifecycleDemo(), []AlertRule{{"Ready", 20 * time.Second}})[0]
-	want = "Ready took 27.1s (threshold 20s): pod.schedule 45ms, pod.wait_sandbox 258ms, pod.sandbox 432ms, pod.init 10.3s, pod.containers 5.2s; " +
+	want = "Ready took 27.1s (threshold 20.0s): pod.schedule 45ms, pod.wait_sandbox 258ms, pod.sandbox 432ms, pod.init 10.3s, pod.containers 5.2s; " +
 		"startupProbe initialDelaySeconds left init-sidecar idle 5.0s after its process was up; " +
 		"where the time went: between steps (kubelet, unseen) 10.8s (40%); running 10.3s (38%); probe delay 5.2s (19%, init-sidecar); sandbox 432ms (2%); 3 more 310ms"
 	if r.Reason != "SlowReady" || r.Message != want {

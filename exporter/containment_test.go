@@ -1,8 +1,6 @@
 package exporter
 
 import (
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,20 +85,11 @@ func replayRecording(t testing.TB, path string) []*correlator.Timeline {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	c := correlator.New(correlator.Config{})
 	var out []*correlator.Timeline
-	r := rlevent.NewReader(f)
-	for {
-		ev, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, c.Handle(ev)...)
+	if err := correlator.New(correlator.Config{}).Replay(f, func(tl *correlator.Timeline) error { out = append(out, tl); return nil }); err != nil {
+		t.Fatal(err)
 	}
-	return append(out, c.Flush()...)
+	return out
 }
 
 // TestKilledProcessIsNoExitZero: a process ended by a signal reads as

@@ -3,9 +3,8 @@ package exporter
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"reflect"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/deploy/e2e/jaeger"
 )
 
 // The Jaeger that 'make jaeger-up' starts (deploy/node/config/jaeger.yaml);
@@ -24,6 +24,7 @@ var (
 	jaegerQueryURL = envOr("READYLINE_JAEGER_QUERY_URL", "http://127.0.0.1:16686")
 	jaegerOTLPGRPC = envOr("READYLINE_JAEGER_OTLP_GRPC", "127.0.0.1:4317")
 	jaegerOTLPHTTP = envOr("READYLINE_JAEGER_OTLP_HTTP", "http://127.0.0.1:4318")
+	jaegerQuery    = jaeger.NewClient(jaegerQueryURL)
 )
 
 func envOr(name, def string) string {
@@ -38,73 +39,17 @@ func envOr(name, def string) string {
 // 'make test' as root) make that a failure.
 func requireJaeger(t *testing.T) {
 	t.Helper()
-	client := http.Client{Timeout: 2 * time.Second}
-	resp, err := client.Get(jaegerQueryURL + "/api/services")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := jaegerQuery.Up(ctx)
 	if err == nil {
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			return
-		}
-		err = fmt.Errorf("GET /api/services: %s", resp.Status)
+		return
 	}
 	msg := fmt.Sprintf("Jaeger is not reachable at %s (%v): start it with 'make jaeger-up'", jaegerQueryURL, err)
 	if os.Getenv("READYLINE_REQUIRE_JAEGER") == "1" || os.Getenv("READYLINE_REQUIRE_PRIVILEGED") == "1" {
 		t.Fatal(msg + " (failing, not skipping: READYLINE_REQUIRE_JAEGER or READYLINE_REQUIRE_PRIVILEGED is set)")
 	}
 	t.Skip("SKIPPING the real-Jaeger test. " + msg)
-}
-
-// jaegerTrace is the part of Jaeger's /api/traces/{id} answer the test reads.
-type jaegerTrace struct {
-	TraceID string `json:"traceID"`
-	Spans   []struct {
-		SpanID        string `json:"spanID"`
-		OperationName string `json:"operationName"`
-		References    []struct {
-			RefType string `json:"refType"`
-			SpanID  string `json:"spanID"`
-		} `json:"references"`
-		StartTime int64 `json:"startTime"` // µs since the epoch
-		Duration  int64 `json:"duration"`  // µs
-		Tags      []struct {
-			Key   string `json:"key"`
-			Value any    `json:"value"`
-		} `json:"tags"`
-		ProcessID string `json:"processID"`
-	} `json:"spans"`
-	Processes map[string]struct {
-		ServiceName string `json:"serviceName"`
-	} `json:"processes"`
-}
-
-// getJaegerTrace returns the trace with this id, or nil when Jaeger does
-// not have it (yet).
-func getJaegerTrace(ctx context.Context, id string) (*jaegerTrace, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, jaegerQueryURL+"/api/traces/"+id, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound {
-		return nil, nil
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /api/traces/%s: %s", id, resp.Status)
-	}
-	var body struct {
-		Data []jaegerTrace `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return nil, err
-	}
-	if len(body.Data) == 0 {
-		return nil, nil
-	}
-	return &body.Data[0], nil
 }
 
 func TestIntegrationJaeger(t *testing.T) {
@@ -155,12 +100,14 @@ func TestIntegrationJaeger(t *testing.T) {
 				}
 				flushed = time.Since(exported)
 			}
-			var tr *jaegerTrace
+			var tr *jaeger.Trace
 			polls := 0
 			for {
 				polls++
-				tr, err = getJaegerTrace(ctx, traceID)
-				if err != nil {
+				tr, err = jaegerQuery.Trace(ctx, traceID)
+				if errors.Is(err, jaeger.ErrTraceNotFound) {
+					tr = nil
+				} else if err != nil {
 					t.Fatal(err)
 				}
 				if tr != nil && len(tr.Spans) >= 21 {

@@ -2,11 +2,10 @@ package exporter
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/deploy/e2e/jaeger"
 )
 
 // jaegerBinary returns the Jaeger v2 that deploy/node builds, as `node.sh
@@ -87,11 +87,12 @@ exporters:
 
 // testJaeger is a Jaeger of the test's own, on free loopback ports.
 type testJaeger struct {
-	bin, dir              string
-	grpc, http, query     string // host:port
-	cmd                   *exec.Cmd
-	logPath               string
-	configPath, queryBase string
+	bin, dir          string
+	grpc, http, query string // host:port
+	cmd               *exec.Cmd
+	logPath           string
+	configPath        string
+	api               *jaeger.Client // its query API
 }
 
 func newTestJaeger(t *testing.T) *testJaeger {
@@ -109,7 +110,7 @@ func newTestJaeger(t *testing.T) *testJaeger {
 		t.Fatal(err)
 	}
 	j.grpc, j.http = "127.0.0.1:"+ports["grpc"], "127.0.0.1:"+ports["http"]
-	j.queryBase = "http://127.0.0.1:" + ports["query"]
+	j.api = jaeger.NewClient("http://127.0.0.1:" + ports["query"])
 	j.logPath = filepath.Join(j.dir, "jaeger.log")
 	t.Cleanup(func() {
 		j.stop()
@@ -163,12 +164,9 @@ func (j *testJaeger) start(t *testing.T) {
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		resp, err := http.Get(j.queryBase + "/api/services")
+		err := j.api.Up(context.Background())
 		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("jaeger's query API did not answer within 60 s: %v", err)
@@ -190,32 +188,16 @@ func (j *testJaeger) stop() {
 // spanIDs returns the span ids Jaeger stores for trace id (raw: no
 // adjuster deduplicates them), nil when it has none yet.
 func (j *testJaeger) spanIDs(ctx context.Context, id string) ([]string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, j.queryBase+"/api/traces/"+id+"?raw=true", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound {
+	tr, err := j.api.RawTrace(ctx, id)
+	if errors.Is(err, jaeger.ErrTraceNotFound) {
 		return nil, nil
 	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /api/traces/%s: %s", id, resp.Status)
-	}
-	var body struct {
-		Data []jaegerTrace `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+	if err != nil {
 		return nil, err
 	}
-	var ids []string
-	for _, tr := range body.Data {
-		for _, s := range tr.Spans {
-			ids = append(ids, s.SpanID)
-		}
+	ids := make([]string, len(tr.Spans))
+	for i, s := range tr.Spans {
+		ids[i] = s.SpanID
 	}
 	return ids, nil
 }

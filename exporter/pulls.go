@@ -350,7 +350,7 @@ func pullsBreakdown(tl *correlator.Timeline, start, end time.Time) string {
 	}
 	var parts []string
 	for _, im := range order {
-		s := im.name + " " + waterfall.FormatDuration(im.took)
+		s := im.name + " " + correlator.FormatDuration(im.took)
 		if im.lastOK && im.size > 0 && im.last > 0 {
 			// The rate of the pull that got the image, not of the failed ones.
 			mb := float64(im.size) / 1e6
@@ -360,10 +360,10 @@ func pullsBreakdown(tl *correlator.Timeline, start, end time.Time) string {
 			s += fmt.Sprintf(", %d of %d attempts failed", im.failed, im.calls)
 		}
 		if im.backOff > 0 {
-			s += ", " + waterfall.FormatDuration(im.backOff) + " back-off"
+			s += ", " + correlator.FormatDuration(im.backOff) + " back-off"
 		}
 		if im.wait > 0 {
-			s += ", waited " + waterfall.FormatDuration(im.wait) + " behind other pods' pulls (last " + im.behind + ")"
+			s += ", waited " + correlator.FormatDuration(im.wait) + " behind other pods' pulls (last " + im.behind + ")"
 		}
 		parts = append(parts, s)
 	}

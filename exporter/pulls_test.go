@@ -187,7 +187,7 @@ func TestAlertBreakdownNamesPulls(t *testing.T) {
 	if len(alerts) != 1 {
 		t.Fatalf("alerts %+v", alerts)
 	}
-	want := "image pulls: nginx:1.27 4.8s (50.0 MB, 13.2 MB/s), 1 of 2 attempts failed, 1s back-off, waited 700ms behind other pods' pulls (last redis:7)"
+	want := "image pulls: nginx:1.27 4.8s (50.0 MB, 13.2 MB/s), 1 of 2 attempts failed, 1.0s back-off, waited 700ms behind other pods' pulls (last redis:7)"
 	if !strings.Contains(alerts[0].Message, want) {
 		t.Errorf("message %q\nwant it to contain %q", alerts[0].Message, want)
 	}

@@ -68,25 +68,27 @@ type TraceConfig struct {
 }
 
 func (c TraceConfig) withDefaults() TraceConfig {
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
+	if c.QueueSize <= 0 {
+		c.QueueSize = 256
 	}
-	defDur := func(v *time.Duration, d time.Duration) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&c.QueueSize, 256)
 	if c.QueueBytes <= 0 {
 		c.QueueBytes = 16 << 20
 	}
-	def(&c.MaxBatchSpans, 512)
-	defDur(&c.ExportTimeout, 10*time.Second)
-	defDur(&c.RetryInitial, time.Second)
-	defDur(&c.RetryMax, 30*time.Second)
+	if c.MaxBatchSpans <= 0 {
+		c.MaxBatchSpans = 512
+	}
+	if c.ExportTimeout <= 0 {
+		c.ExportTimeout = 10 * time.Second
+	}
+	if c.RetryInitial <= 0 {
+		c.RetryInitial = time.Second
+	}
+	if c.RetryMax <= 0 {
+		c.RetryMax = 30 * time.Second
+	}
 	c.RetryMax = max(c.RetryMax, c.RetryInitial)
-	defDur(&c.ShutdownTimeout, 5*time.Second)
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = 5 * time.Second
+	}
 	return c
 }

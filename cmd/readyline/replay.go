@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"time"
 
-	"github.com/readyline/readyline/collector/event"
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/exporter/termtext"
 )
@@ -89,28 +87,12 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return printWaterfall(stdout, tl, int(cfg.width))
 	}
 	c := correlator.New(cfg.correlator)
-	r := event.NewReader(f)
-	for {
-		ev, err := r.Next()
-		if ctx.Err() != nil {
-			return stopped()
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		for _, tl := range c.Handle(ev) {
-			if err := print(tl); err != nil {
-				return err
-			}
-		}
+	err = c.Replay(f, print)
+	if ctx.Err() != nil {
+		return stopped()
 	}
-	for _, tl := range c.Flush() {
-		if err := print(tl); err != nil {
-			return err
-		}
+	if err != nil {
+		return err
 	}
 	st := c.Stats()
 	if st.Orphaned+st.Overflow+st.Trimmed+st.ArgvTrimmed > 0 {

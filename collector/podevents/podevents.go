@@ -39,6 +39,19 @@ type Config struct {
 	Argv redact.Policy
 }
 
+func (c Config) withDefaults() Config {
+	if c.QPS <= 0 {
+		c.QPS = 2
+	}
+	if c.Burst <= 0 {
+		c.Burst = 5
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 5 * time.Second
+	}
+	return c
+}
+
 // Reader reads the Events of one pod at a time from the API server
 // (a list with a field selector on the pod's UID or name), bounded in reads
 // per second. Reads of its own (Background) and reads a reader asked for
@@ -69,15 +82,7 @@ func NewReader(cfg Config, logger *slog.Logger) (*Reader, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.QPS <= 0 {
-		cfg.QPS = 2
-	}
-	if cfg.Burst <= 0 {
-		cfg.Burst = 5
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 5 * time.Second
-	}
+	cfg = cfg.withDefaults()
 	return &Reader{cfg: cfg, logger: logger,
 		asked:      rate.NewLimiter(rate.Limit(cfg.QPS), cfg.Burst),
 		background: rate.NewLimiter(rate.Limit(cfg.QPS), cfg.Burst)}, nil

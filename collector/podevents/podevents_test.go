@@ -3,6 +3,7 @@ package podevents
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -192,5 +193,21 @@ func TestPodEventReaderClaims(t *testing.T) {
 	got, err = r.Read(context.Background(), "default", "p", "u", Background, "data", "logs")
 	if err != nil || got[0].ClaimsRead || len(got[0].Claims) != 0 || len(got[0].Events) != 1 {
 		t.Errorf("a claim's list failing: %v, %+v", err, got[0])
+	}
+}
+
+// TestConfigDefaults: a zero field of Config takes the default its doc
+// comment gives when the reader is made, and a set one is kept.
+func TestConfigDefaults(t *testing.T) {
+	r, err := NewReader(Config{Events: func(string) EventLister { return nil }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.cfg.Events = nil
+	if want := (Config{QPS: 2, Burst: 5, Timeout: 5 * time.Second}); !reflect.DeepEqual(r.cfg, want) {
+		t.Errorf("Config %+v, want %+v", r.cfg, want)
+	}
+	if set := (Config{QPS: 0.5, Burst: 1, Timeout: time.Second}); !reflect.DeepEqual(set.withDefaults(), set) {
+		t.Errorf("Config %+v, want %+v kept", set.withDefaults(), set)
 	}
 }

@@ -28,6 +28,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/yaml"
+
+	"github.com/readyline/readyline/correlator"
 )
 
 // The slow CNI plugin of TestAlertSlowSandbox.
@@ -108,7 +110,7 @@ func TestAlertSlowSandbox(t *testing.T) {
 	}
 
 	// The trace of the second pod is marked.
-	tr, err := WaitForTrace(ctx, JaegerQueryURL, TraceIDFromPodUID(second.uid), 5, 30*time.Second)
+	tr, err := env.Jaeger.WaitForTrace(ctx, TraceIDFromPodUID(second.uid), 5, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +174,7 @@ spec:
 	}
 	t.Logf("%s: Event %s: %s", name, ev.Reason, ev.Message)
 	for _, want := range []string{
-		correlatorCond + " took ", "(threshold " + alertThreshold.String() + ")", "RunPodSandbox ", " of which CNI ADD ", slowPlugin + " 5.",
+		correlatorCond + " took ", "(threshold " + correlator.FormatDuration(alertThreshold) + ")", "RunPodSandbox ", " of which CNI ADD ", slowPlugin + " 5.",
 		// How to open the pod's trace and its waterfall.
 		". Trace " + TraceIDFromPodUID(string(ready.Pod.UID)) + " (kubectl readyline explain -n " + ns + " " + name + ")",
 	} {

@@ -24,6 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/readyline/readyline/deploy/e2e/jaeger"
 )
 
 // benchPods is how many pods each round of BenchmarkNodePodStarts creates at
@@ -558,7 +560,7 @@ func ringPeaks(tb testing.TB, d *Daemon) string {
 
 // traceOutcome is the outcome of the pod start a trace shows: its
 // completion's when the start was reported at its deadline, else the root's.
-func traceOutcome(tr *Trace) string {
+func traceOutcome(tr *jaeger.Trace) string {
 	if c, ok := tr.SpanByName("pod.startup.completed"); ok {
 		return tagString(c, "readyline.outcome")
 	}
@@ -589,7 +591,7 @@ func lookupTraces(ctx context.Context, uids []string) []lookup {
 			defer wg.Done()
 			defer func() { <-sem }()
 			asked := time.Now()
-			tr, err := GetTrace(ctx, JaegerQueryURL, TraceIDFromPodUID(uid))
+			tr, err := env.Jaeger.Trace(ctx, TraceIDFromPodUID(uid))
 			now := time.Now()
 			out[i] = lookup{uid: uid, at: now, took: now.Sub(asked), ready: err == nil && traceOutcome(tr) == "ready"}
 		}()

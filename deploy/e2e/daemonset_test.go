@@ -23,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/readyline/readyline/deploy/e2e/jaeger"
 )
 
 // The log lines of `readyline run` that say each source is up (as
@@ -114,14 +116,14 @@ components:
 	// Until Jaeger is up, the daemon's first exports (its own pod's start)
 	// may fail: kind-up applies both at once too.
 	checkDaemonLog(t, d, "trace export failing")
-	jaeger, stop, err := env.PortForward(ctx, ReadylineNamespace, "service/jaeger", 16686)
+	queryURL, stop, err := env.PortForward(ctx, ReadylineNamespace, "service/jaeger", 16686)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stop()
-	pod, tr, _ := traceFromDaemonSetTo(t, d, jaeger)
+	pod, tr, _ := traceFromDaemonSetTo(t, d, jaeger.NewClient(queryURL))
 	checkDaemonSetTrace(t, d, pod, tr)
-	if _, err := GetTrace(ctx, JaegerQueryURL, tr.TraceID); !errors.Is(err, ErrTraceNotFound) {
+	if _, err := env.Jaeger.Trace(ctx, tr.TraceID); !errors.Is(err, jaeger.ErrTraceNotFound) {
 		t.Errorf("the node's own Jaeger has trace %s too (%v): readyline did not send to deploy/kind's", tr.TraceID, err)
 	}
 }
@@ -276,14 +278,14 @@ func usage(t *testing.T, ctx context.Context, d *Deployment, after time.Time) Co
 // traceFromDaemonSet starts lifecycle-demo and returns the pod and its
 // trace once the node's Jaeger has it, with the daemon's usage from the pod's creation
 // to then.
-func traceFromDaemonSet(t *testing.T, d *Deployment) (*corev1.Pod, *Trace, [2]ContainerUsage) {
+func traceFromDaemonSet(t *testing.T, d *Deployment) (*corev1.Pod, *jaeger.Trace, [2]ContainerUsage) {
 	t.Helper()
-	return traceFromDaemonSetTo(t, d, JaegerQueryURL)
+	return traceFromDaemonSetTo(t, d, env.Jaeger)
 }
 
-// traceFromDaemonSetTo is traceFromDaemonSet with the Jaeger at query URL
-// jaeger.
-func traceFromDaemonSetTo(t *testing.T, d *Deployment, jaeger string) (*corev1.Pod, *Trace, [2]ContainerUsage) {
+// traceFromDaemonSetTo is traceFromDaemonSet with the Jaeger that jc
+// reads.
+func traceFromDaemonSetTo(t *testing.T, d *Deployment, jc *jaeger.Client) (*corev1.Pod, *jaeger.Trace, [2]ContainerUsage) {
 	t.Helper()
 	ctx := testContext(t, 4*time.Minute)
 	ns, err := env.CreateNamespace(ctx, "e2e-daemonset")
@@ -312,7 +314,7 @@ func traceFromDaemonSetTo(t *testing.T, d *Deployment, jaeger string) (*corev1.P
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := WaitForTrace(ctx, jaeger, TraceIDFromPodUID(string(ev.Pod.UID)), 15, time.Minute)
+	tr, err := jc.WaitForTrace(ctx, TraceIDFromPodUID(string(ev.Pod.UID)), 15, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +324,7 @@ func traceFromDaemonSetTo(t *testing.T, d *Deployment, jaeger string) (*corev1.P
 // checkDaemonSetTrace: the trace is whole (root span, outcome ready), has
 // what only the kernel sees (the kubelet's CRI calls by uprobes, the
 // processes by tracepoints), and came from the DaemonSet's pod.
-func checkDaemonSetTrace(t *testing.T, d *Deployment, pod *corev1.Pod, tr *Trace) {
+func checkDaemonSetTrace(t *testing.T, d *Deployment, pod *corev1.Pod, tr *jaeger.Trace) {
 	t.Helper()
 	st := newSpanTree(t, tr)
 	root := st.one("pod.startup")
@@ -616,7 +618,7 @@ func testRestartMidStart(t *testing.T, d *Deployment) {
 		t.Fatal(err)
 	}
 	traceID := TraceIDFromPodUID(string(ready.Pod.UID))
-	instance := func(tr *Trace, s Span) string {
+	instance := func(tr *jaeger.Trace, s jaeger.Span) string {
 		for _, kv := range tr.Processes[s.ProcessID].Tags {
 			if kv.Key == "service.instance.id" {
 				return fmt.Sprint(kv.Value)
@@ -625,13 +627,13 @@ func testRestartMidStart(t *testing.T, d *Deployment) {
 		return ""
 	}
 	oldID, newID := ReadylineNamespace+"."+old+".readyline", ReadylineNamespace+"."+next.Name+".readyline"
-	var tr *Trace
-	var oldRoot, newRoot Span
+	var tr *jaeger.Trace
+	var oldRoot, newRoot jaeger.Span
 	err = wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
-		if tr, err = GetTrace(ctx, JaegerQueryURL, traceID); err != nil {
+		if tr, err = env.Jaeger.Trace(ctx, traceID); err != nil {
 			return false, nil
 		}
-		oldRoot, newRoot = Span{}, Span{}
+		oldRoot, newRoot = jaeger.Span{}, jaeger.Span{}
 		for _, s := range tr.Spans {
 			if s.OperationName != "pod.startup" {
 				continue

@@ -32,6 +32,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/readyline/readyline/deploy/e2e/jaeger"
 )
 
 // Module is the main module's path; RepoRoot looks for its go.mod.
@@ -101,6 +103,8 @@ type Env struct {
 	Client  kubernetes.Interface
 	Dynamic dynamic.Interface
 	Mapper  *restmapper.DeferredDiscoveryRESTMapper
+	// Jaeger reads the node's Jaeger (JaegerQueryURL).
+	Jaeger *jaeger.Client
 
 	// Log receives the output of node.sh; tests usually pass os.Stderr.
 	Log io.Writer
@@ -147,7 +151,7 @@ func Setup(ctx context.Context, log io.Writer) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{RepoRoot: root, NodeDir: NodeDir(), Log: log}
+	e := &Env{RepoRoot: root, NodeDir: NodeDir(), Log: log, Jaeger: jaeger.NewClient(JaegerQueryURL)}
 	e.Kubeconfig = filepath.Join(e.NodeDir, "admin.kubeconfig")
 	if err := e.NodeScript(ctx, "up"); err != nil {
 		return nil, err

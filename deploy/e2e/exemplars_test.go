@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/deploy/e2e/jaeger"
 	"github.com/readyline/readyline/exporter"
 	"github.com/readyline/readyline/exporter/apiclient"
 )
@@ -64,7 +65,7 @@ spec:
 	// exemplars are in its histograms. A start over --start-timeout is
 	// first stored partial; its completion records the startup duration.
 	tl := completedTimeline(t, ctx, d, ns, name)
-	tr, err := WaitForTrace(ctx, JaegerQueryURL, traceID, 3, time.Minute)
+	tr, err := env.Jaeger.WaitForTrace(ctx, traceID, 3, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +113,7 @@ spec:
 	// What a Grafana exemplar link does: open the trace by the exemplar's
 	// trace_id.
 	if e := per["readyline_pod_startup_duration_seconds"]; len(e) == 1 {
-		linked, err := GetTrace(ctx, JaegerQueryURL, e[0].TraceID)
+		linked, err := env.Jaeger.Trace(ctx, e[0].TraceID)
 		if err != nil {
 			t.Fatalf("the exemplar's trace %s: %v", e[0].TraceID, err)
 		}
@@ -173,9 +174,9 @@ func mustReadyToStart(t *testing.T, tl *correlator.Timeline) time.Duration {
 
 // rootOf returns a trace's one pod.startup root: the span without a parent
 // (a root may have links, FOLLOWS_FROM references to other traces).
-func rootOf(t *testing.T, tr *Trace) Span {
+func rootOf(t *testing.T, tr *jaeger.Trace) jaeger.Span {
 	t.Helper()
-	var roots []Span
+	var roots []jaeger.Span
 	for _, s := range tr.Spans {
 		if s.OperationName == "pod.startup" && !hasParent(s) {
 			roots = append(roots, s)
@@ -188,7 +189,7 @@ func rootOf(t *testing.T, tr *Trace) Span {
 }
 
 // hasParent reports whether s has a CHILD_OF reference.
-func hasParent(s Span) bool {
+func hasParent(s jaeger.Span) bool {
 	for _, r := range s.References {
 		if r.RefType == "CHILD_OF" {
 			return true

@@ -244,8 +244,8 @@ spec:
 		return ok && cs.RestartCount >= 2
 	})
 	tl, _ := askWhileStarting(t, ctx, d, ns, "oominit", string(pod.UID))
-	if !strings.Contains(tl.Waiting, "init container hog") || !strings.Contains(tl.Waiting, "OOMKilled") {
-		t.Errorf("waiting %q: want init container hog and OOMKilled", tl.Waiting)
+	if !strings.Contains(tl.Waiting, correlator.ContainerLabel(correlator.KindInit, "hog")) || !strings.Contains(tl.Waiting, "OOMKilled") {
+		t.Errorf("waiting %q: want init hog and OOMKilled", tl.Waiting)
 	}
 	wantFirstShare(t, tl, correlator.ShareBackOff)
 }
@@ -364,7 +364,7 @@ spec:
 		t.Errorf("recovery cause %q, breakdown %v of %v: %+v", r.Cause, sum, r.Duration(), r.Breakdown)
 	}
 	// The return is a span of the pod's trace.
-	trace, err := WaitForTrace(ctx, JaegerQueryURL, TraceIDFromPodUID(tl.Pod.UID), 2, time.Minute)
+	trace, err := env.Jaeger.WaitForTrace(ctx, TraceIDFromPodUID(tl.Pod.UID), 2, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +375,7 @@ spec:
 		if time.Now().After(deadline) {
 			t.Fatalf("no %s span in the pod's trace", exporter.SpanPodReadyAgain)
 		}
-		if trace, err = GetTrace(ctx, JaegerQueryURL, TraceIDFromPodUID(tl.Pod.UID)); err != nil {
+		if trace, err = env.Jaeger.Trace(ctx, TraceIDFromPodUID(tl.Pod.UID)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/readyline/readyline/collector/event"
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/deploy/e2e/jaeger"
 )
 
 // The fault tests break a component every other test relies on (Jaeger,
@@ -97,7 +98,7 @@ func counterValue(mfs map[string]*dto.MetricFamily, family string, want map[stri
 }
 
 // spanIDsOnce fails when a span id appears twice in the trace.
-func spanIDsOnce(t *testing.T, tr *Trace) {
+func spanIDsOnce(t *testing.T, tr *jaeger.Trace) {
 	t.Helper()
 	seen := map[string]int{}
 	for _, s := range tr.Spans {
@@ -189,7 +190,7 @@ func TestFaultJaegerOutage(t *testing.T) {
 	tctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	for i, uid := range uids {
-		tr, err := WaitForTrace(tctx, JaegerQueryURL, TraceIDFromPodUID(uid), 5, 90*time.Second)
+		tr, err := env.Jaeger.WaitForTrace(tctx, TraceIDFromPodUID(uid), 5, 90*time.Second)
 		if err != nil {
 			t.Errorf("outage-%d: %v", i, err)
 			continue
@@ -357,7 +358,7 @@ func TestFaultContainerdRestart(t *testing.T) {
 	} else {
 		t.Logf("cri blind: %+v", g.Windows)
 	}
-	tr, err := WaitForTrace(ctx, JaegerQueryURL, TraceIDFromPodUID(string(ready.Pod.UID)), 5, 30*time.Second)
+	tr, err := env.Jaeger.WaitForTrace(ctx, TraceIDFromPodUID(string(ready.Pod.UID)), 5, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,18 +13,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/deploy/e2e/jaeger"
 	"github.com/readyline/readyline/exporter/apiclient"
 )
 
 // rootSpans returns the pod.startup spans of trace traceID that have no
 // parent.
-func rootSpans(ctx context.Context, t *testing.T, traceID string) []Span {
+func rootSpans(ctx context.Context, t *testing.T, traceID string) []jaeger.Span {
 	t.Helper()
-	tr, err := GetTrace(ctx, JaegerQueryURL, traceID)
+	tr, err := env.Jaeger.Trace(ctx, traceID)
 	if err != nil {
 		t.Fatalf("trace %s: %v", traceID, err)
 	}
-	var roots []Span
+	var roots []jaeger.Span
 	for _, s := range tr.Spans {
 		if s.OperationName == "pod.startup" && !hasParent(s) {
 			roots = append(roots, s)
@@ -249,9 +250,9 @@ spec:
 		t.Errorf("timeline ends at %v, outside [%v, %v]: Ready's lastTransitionTime and the fetch of the timeline", tl.End, readyCond.LastTransitionTime.Time, fetched)
 	}
 	traceID := TraceIDFromPodUID(string(ready.Pod.UID))
-	var tr *Trace
+	var tr *jaeger.Trace
 	for {
-		if tr, err = GetTrace(ctx, JaegerQueryURL, traceID); err == nil {
+		if tr, err = env.Jaeger.Trace(ctx, traceID); err == nil {
 			if _, ok := tr.SpanByName("pod.startup.completed"); ok {
 				break
 			}

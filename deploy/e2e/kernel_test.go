@@ -12,6 +12,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/readyline/readyline/deploy/e2e/jaeger"
 )
 
 // kubeletCall is one of the kubelet's own CRI client spans (KEP-2831
@@ -19,20 +21,20 @@ import (
 // ancestor span (syncPod carries it), "" for calls made outside a pod sync,
 // such as the prober's ExecSync.
 type kubeletCall struct {
-	Span
+	jaeger.Span
 	podUID string
 }
 
 // kubeletCalls returns the kubelet's spans named op that started in
 // [from, to], each with the pod it belongs to.
 func kubeletCalls(ctx context.Context, op string, from, to time.Time) ([]kubeletCall, error) {
-	traces, err := SearchTraces(ctx, JaegerQueryURL, SearchQuery("kubelet", op, from, to))
+	traces, err := env.Jaeger.Search(ctx, jaeger.SearchQuery("kubelet", op, from, to))
 	if err != nil {
 		return nil, err
 	}
 	var out []kubeletCall
 	for _, tr := range traces {
-		byID := make(map[string]Span, len(tr.Spans))
+		byID := make(map[string]jaeger.Span, len(tr.Spans))
 		for _, s := range tr.Spans {
 			byID[s.SpanID] = s
 		}
@@ -47,7 +49,7 @@ func kubeletCalls(ctx context.Context, op string, from, to time.Time) ([]kubelet
 
 // ancestorTag returns the value of tag key on s or its nearest ancestor
 // that has it.
-func ancestorTag(byID map[string]Span, s Span, key string) string {
+func ancestorTag(byID map[string]jaeger.Span, s jaeger.Span, key string) string {
 	for range len(byID) + 1 {
 		if v := tagString(s, key); v != "" {
 			return v
@@ -67,8 +69,8 @@ func ancestorTag(byID map[string]Span, s Span, key string) string {
 
 // criSpans are readyline's CRI call spans of a trace, with the ExecSync
 // calls that became probe or hook spans, by method.
-func criSpans(tr *Trace) map[string][]Span {
-	out := map[string][]Span{}
+func criSpans(tr *jaeger.Trace) map[string][]jaeger.Span {
+	out := map[string][]jaeger.Span{}
 	for _, s := range tr.Spans {
 		method := tagString(s, "rpc.method")
 		if method == "" {
@@ -198,10 +200,10 @@ const overhangLimit = 100 * time.Millisecond
 // clockSlack). It logs the distribution of the start and end offsets. The
 // kubelet exports its spans in batches, so a call not found yet is looked
 // for again for up to 20 s.
-func matchKubeletCalls(t *testing.T, ctx context.Context, podUID string, ours map[string][]Span) {
+func matchKubeletCalls(t *testing.T, ctx context.Context, podUID string, ours map[string][]jaeger.Span) {
 	t.Helper()
 	type pair struct {
-		ours             Span
+		ours             jaeger.Span
 		theirs           kubeletCall
 		startOff, endOff time.Duration
 	}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/deploy/e2e/jaeger"
 )
 
 // kernelSlack is how far a time readyline converted from the kernel's boot
@@ -141,7 +142,7 @@ func TestLifecycleDemo(t *testing.T) {
 	if len(probes) == 0 {
 		t.Fatal("no startupProbe attempt under init-sidecar")
 	}
-	var success Span
+	var success jaeger.Span
 	for _, p := range probes {
 		if tagString(p, "readyline.probe.result") == "success" {
 			success = p

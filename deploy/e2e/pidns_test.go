@@ -16,6 +16,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/readyline/readyline/deploy/e2e/jaeger"
 )
 
 // TestPIDNamespaceNode runs the node the way kind does, in a PID namespace
@@ -79,7 +81,7 @@ func readylineRunInNode(t *testing.T, kubeletInside int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := WaitForTrace(ctx, JaegerQueryURL, TraceIDFromPodUID(string(ev.Pod.UID)), 15, time.Minute)
+	tr, err := env.Jaeger.WaitForTrace(ctx, TraceIDFromPodUID(string(ev.Pod.UID)), 15, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,9 +181,9 @@ func probedKubeletPIDs(log string) []int {
 // checkRunningProcessSpan asserts that the process span under a container
 // that still runs carries the pid the node's namespace gives that process
 // (the container's own namespace is one level further down), not its host pid.
-func checkRunningProcessSpan(t *testing.T, st *spanTree, container Span) {
+func checkRunningProcessSpan(t *testing.T, st *spanTree, container jaeger.Span) {
 	t.Helper()
-	var proc Span
+	var proc jaeger.Span
 	for _, s := range st.tr.Spans {
 		if strings.HasPrefix(s.OperationName, "process ") && st.parent[s.SpanID] == container.SpanID {
 			proc = s

@@ -21,6 +21,7 @@ import (
 
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/deploy/csi"
+	"github.com/readyline/readyline/deploy/e2e/jaeger"
 	"github.com/readyline/readyline/exporter"
 )
 
@@ -325,11 +326,11 @@ func TestVolumeProvisionWaits(t *testing.T) {
 	if volumes < p.End.Sub(p.Start) {
 		t.Errorf("where the time went: %v waiting for volumes, want the provision's %v at least: %+v", volumes, p.End.Sub(p.Start), tl.Breakdown)
 	}
-	tr, err := WaitForTrace(c.ctx, JaegerQueryURL, TraceIDFromPodUID(tl.Pod.UID), 5, 30*time.Second)
+	tr, err := env.Jaeger.WaitForTrace(c.ctx, TraceIDFromPodUID(tl.Pod.UID), 5, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(tr.Spans, func(s Span) bool { return s.OperationName == exporter.SpanVolumeProvision })
+	i := slices.IndexFunc(tr.Spans, func(s jaeger.Span) bool { return s.OperationName == exporter.SpanVolumeProvision })
 	if i < 0 || tagString(tr.Spans[i], string(exporter.AttrVolumeClaim)) != claimName || tagString(tr.Spans[i], "k8s.volume.name") != "data" {
 		t.Errorf("trace %s: no volume.provision span of claim %s", tr.TraceID, claimName)
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/readyline/readyline/collector/event"
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/deploy/e2e/jaeger"
 	"github.com/readyline/readyline/exporter"
 	"github.com/readyline/readyline/exporter/apiclient"
 )
@@ -125,7 +126,7 @@ spec:
 
 // readyTimeline starts a one-container pod, waits until it is Ready and
 // returns its timeline and its trace.
-func readyTimeline(t *testing.T, ctx context.Context, name, image string, policy corev1.PullPolicy) (*correlator.Timeline, *Trace) {
+func readyTimeline(t *testing.T, ctx context.Context, name, image string, policy corev1.PullPolicy) (*correlator.Timeline, *jaeger.Trace) {
 	t.Helper()
 	d := readyline(t)
 	ns, rec := startPod(t, ctx, name, onePodManifest(name, image, policy))
@@ -137,7 +138,7 @@ func readyTimeline(t *testing.T, ctx context.Context, name, image string, policy
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := WaitForTrace(ctx, JaegerQueryURL, TraceIDFromPodUID(string(ev.Pod.UID)), 5, 30*time.Second)
+	tr, err := env.Jaeger.WaitForTrace(ctx, TraceIDFromPodUID(string(ev.Pod.UID)), 5, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +201,7 @@ func TestPullLargeImage(t *testing.T) {
 	if dur(span) < dur(ours[0]) {
 		t.Errorf("%s (%v) is shorter than its call (%v)", pullSpan, dur(span), dur(ours[0]))
 	}
-	matchKubeletCalls(t, ctx, tl.Pod.UID, map[string][]Span{pullMethod: ours})
+	matchKubeletCalls(t, ctx, tl.Pod.UID, map[string][]jaeger.Span{pullMethod: ours})
 }
 
 // TestPullsSerialized: two pods that need the large image, which is not on
@@ -276,7 +277,7 @@ func TestPullsSerialized(t *testing.T) {
 	if w := b.Wait.Duration(); w <= 0 || w > a.Duration()+time.Second {
 		t.Errorf("%s's wait %v, want (0, %v]", waiter, w, a.Duration()+time.Second)
 	}
-	tr, err := WaitForTrace(ctx, JaegerQueryURL, TraceIDFromPodUID(uids[waiter]), 5, 30*time.Second)
+	tr, err := env.Jaeger.WaitForTrace(ctx, TraceIDFromPodUID(uids[waiter]), 5, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -509,7 +510,7 @@ func TestPullMissingTag(t *testing.T) {
 	if tl.ImagePulls[0].ErrorReason != "ErrImagePull" || !strings.Contains(tl.ImagePulls[0].Error, "not found") {
 		t.Errorf("first attempt's error %s %q, want ErrImagePull and the runtime's not found", tl.ImagePulls[0].ErrorReason, tl.ImagePulls[0].Error)
 	}
-	tr, err := WaitForTrace(ctx, JaegerQueryURL, TraceIDFromPodUID(tl.Pod.UID), 5, 30*time.Second)
+	tr, err := env.Jaeger.WaitForTrace(ctx, TraceIDFromPodUID(tl.Pod.UID), 5, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -710,7 +711,7 @@ func TestPullBytesInFlight(t *testing.T) {
 	}
 	ready = true
 	// The pull's span in Jaeger carries the bytes sampled while it ran.
-	tr, err := WaitForTrace(ctx, JaegerQueryURL, TraceIDFromPodUID(string(pod.UID)), 5, time.Minute)
+	tr, err := env.Jaeger.WaitForTrace(ctx, TraceIDFromPodUID(string(pod.UID)), 5, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -721,10 +722,10 @@ func TestPullBytesInFlight(t *testing.T) {
 // carry image.pull.progress events (the daemon samples a pull every 2 s):
 // about one every 2 s, at times within the span, their bytes rising and never
 // past the image's total.
-func checkPullProgressEvents(t *testing.T, tr *Trace, image string) {
+func checkPullProgressEvents(t *testing.T, tr *jaeger.Trace, image string) {
 	t.Helper()
 	name := image[:strings.LastIndex(image, ":")] // image names a tag
-	var pull *Span
+	var pull *jaeger.Span
 	for i, s := range tr.Spans {
 		if s.OperationName == "image.pull" && tagString(s, "container.image.name") == name {
 			pull = &tr.Spans[i]

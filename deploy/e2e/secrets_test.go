@@ -118,7 +118,7 @@ func TestSecretValuesNeverLeave(t *testing.T) {
 		t.Errorf("the spec's view %q", app.SpecArgv)
 	}
 
-	tr, err := WaitForTrace(ctx, JaegerQueryURL, TraceIDFromPodUID(string(pod.UID)), 3, time.Minute)
+	tr, err := env.Jaeger.WaitForTrace(ctx, TraceIDFromPodUID(string(pod.UID)), 3, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,7 +84,7 @@ spec:
 	if took := tl.End.Sub(tl.Start); took <= 0 || tl.Start.Before(written.Truncate(time.Second)) || tl.End.After(fetched) {
 		t.Errorf("the start ran %v to %v (%v): want it between the manifest's writing %v and the fetch %v", tl.Start, tl.End, took, written, fetched)
 	}
-	tr, err := WaitForTrace(ctx, JaegerQueryURL, TraceIDFromPodUID(string(ev.Pod.UID)), 6, 30*time.Second)
+	tr, err := env.Jaeger.WaitForTrace(ctx, TraceIDFromPodUID(string(ev.Pod.UID)), 6, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

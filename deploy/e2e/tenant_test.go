@@ -80,7 +80,7 @@ func TestTenantLargeProbeCommand(t *testing.T) {
 	victim := startFaultPod(t, ctx, d, ns, "beside-tenant")
 	ready := readyWatched(t, victim)
 	delivered := deliveredAt(t, d, victim.Pod.UID)
-	if _, err := WaitForTrace(ctx, JaegerQueryURL, TraceIDFromPodUID(victim.Pod.UID), 1, time.Minute); err != nil {
+	if _, err := env.Jaeger.WaitForTrace(ctx, TraceIDFromPodUID(victim.Pod.UID), 1, time.Minute); err != nil {
 		t.Fatalf("%s's start is not in Jaeger a minute after it was Ready: %v", victim.Pod.Name, err)
 	}
 	t.Logf("the tenant patched its pod %d times; the daemon handed %s's start to its exporters %v after its watch saw Ready; in Jaeger %v after that",

@@ -55,7 +55,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := WaitForTrace(ctx, JaegerQueryURL, TraceIDFromPodUID(string(ev.Pod.UID)), 3, time.Minute)
+	tr, err := env.Jaeger.WaitForTrace(ctx, TraceIDFromPodUID(string(ev.Pod.UID)), 3, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ spec:
 		}
 	}
 	// The link leads somewhere: the controller's span is in Jaeger.
-	ctr, err := WaitForTrace(ctx, JaegerQueryURL, controller.TraceID, 1, 30*time.Second)
+	ctr, err := env.Jaeger.WaitForTrace(ctx, controller.TraceID, 1, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err = WaitForTrace(ctx, JaegerQueryURL, TraceIDFromPodUID(string(ev.Pod.UID)), 3, time.Minute)
+	tr, err = env.Jaeger.WaitForTrace(ctx, TraceIDFromPodUID(string(ev.Pod.UID)), 3, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

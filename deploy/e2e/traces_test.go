@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/readyline/readyline/correlator"
+	"github.com/readyline/readyline/deploy/e2e/jaeger"
 )
 
 // The daemon shared by the trace tests: started on first use, stopped by
@@ -65,7 +66,7 @@ type tracedStart struct {
 	rec *PodRecorder
 	end PodEvent
 	tl  *correlator.Timeline
-	tr  *Trace
+	tr  *jaeger.Trace
 }
 
 // startAndTrace applies an example in a new namespace under the shared
@@ -83,7 +84,7 @@ func startAndTrace(t *testing.T, example, pod string, done func(*corev1.Pod) boo
 		t.Fatal(err)
 	}
 	endAt := time.Now()
-	tr, err := WaitForTrace(ctx, JaegerQueryURL, TraceIDFromPodUID(string(ev.Pod.UID)), minSpans, 30*time.Second)
+	tr, err := env.Jaeger.WaitForTrace(ctx, TraceIDFromPodUID(string(ev.Pod.UID)), minSpans, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,13 +107,13 @@ func startAndTrace(t *testing.T, example, pod string, done func(*corev1.Pod) boo
 // spanTree indexes a trace's spans.
 type spanTree struct {
 	t      *testing.T
-	tr     *Trace
-	byID   map[string]Span
+	tr     *jaeger.Trace
+	byID   map[string]jaeger.Span
 	parent map[string]string
 }
 
-func newSpanTree(t *testing.T, tr *Trace) *spanTree {
-	st := &spanTree{t: t, tr: tr, byID: map[string]Span{}, parent: map[string]string{}}
+func newSpanTree(t *testing.T, tr *jaeger.Trace) *spanTree {
+	st := &spanTree{t: t, tr: tr, byID: map[string]jaeger.Span{}, parent: map[string]string{}}
 	for _, s := range tr.Spans {
 		st.byID[s.SpanID] = s
 		for _, r := range s.References {
@@ -125,9 +126,9 @@ func newSpanTree(t *testing.T, tr *Trace) *spanTree {
 }
 
 // one returns the only span named op.
-func (st *spanTree) one(op string) Span {
+func (st *spanTree) one(op string) jaeger.Span {
 	st.t.Helper()
-	var found []Span
+	var found []jaeger.Span
 	for _, s := range st.tr.Spans {
 		if s.OperationName == op {
 			found = append(found, s)
@@ -140,8 +141,8 @@ func (st *spanTree) one(op string) Span {
 }
 
 // children returns the spans named op under parent, in time order.
-func (st *spanTree) children(parent Span, op string) []Span {
-	var out []Span
+func (st *spanTree) children(parent jaeger.Span, op string) []jaeger.Span {
+	var out []jaeger.Span
 	for _, s := range st.tr.Spans {
 		if s.OperationName == op && st.parent[s.SpanID] == parent.SpanID {
 			out = append(out, s)
@@ -151,7 +152,7 @@ func (st *spanTree) children(parent Span, op string) []Span {
 	return out
 }
 
-func (st *spanTree) child(parent Span, op string) Span {
+func (st *spanTree) child(parent jaeger.Span, op string) jaeger.Span {
 	st.t.Helper()
 	c := st.children(parent, op)
 	if len(c) == 0 {
@@ -160,13 +161,13 @@ func (st *spanTree) child(parent Span, op string) Span {
 	return c[0]
 }
 
-func start(s Span) time.Time { return time.UnixMicro(s.StartTime) }
-func end(s Span) time.Time   { return time.UnixMicro(s.StartTime + s.Duration) }
-func dur(s Span) time.Duration {
+func start(s jaeger.Span) time.Time { return time.UnixMicro(s.StartTime) }
+func end(s jaeger.Span) time.Time   { return time.UnixMicro(s.StartTime + s.Duration) }
+func dur(s jaeger.Span) time.Duration {
 	return time.Duration(s.Duration) * time.Microsecond
 }
 
-func tagString(s Span, key string) string {
+func tagString(s jaeger.Span, key string) string {
 	v, ok := s.Tag(key)
 	if !ok {
 		return ""
@@ -174,7 +175,7 @@ func tagString(s Span, key string) string {
 	return fmt.Sprint(v)
 }
 
-func tagFloat(t *testing.T, s Span, key string) float64 {
+func tagFloat(t *testing.T, s jaeger.Span, key string) float64 {
 	t.Helper()
 	v, ok := s.Tag(key)
 	if !ok {
@@ -194,7 +195,7 @@ func (st *spanTree) conditionOrder() []string {
 	for i, c := range LifecycleConditions {
 		rank[string(c)] = i
 	}
-	var conds []Span
+	var conds []jaeger.Span
 	for _, s := range st.tr.Spans {
 		if tagString(s, "readyline.condition.type") != "" && st.parent[s.SpanID] == st.one("pod.startup").SpanID {
 			conds = append(conds, s)

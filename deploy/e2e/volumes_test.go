@@ -24,6 +24,7 @@ import (
 	"github.com/readyline/readyline/collector/event"
 	"github.com/readyline/readyline/correlator"
 	"github.com/readyline/readyline/deploy/csi"
+	"github.com/readyline/readyline/deploy/e2e/jaeger"
 	"github.com/readyline/readyline/exporter"
 )
 
@@ -394,11 +395,11 @@ func TestVolumeStageInFlight(t *testing.T) {
 			volumes, callsTook, wait.End.Sub(wait.Start), tl.Breakdown)
 	}
 
-	tr, err := WaitForTrace(ctx, JaegerQueryURL, TraceIDFromPodUID(uid), 5, 30*time.Second)
+	tr, err := env.Jaeger.WaitForTrace(ctx, TraceIDFromPodUID(uid), 5, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(tr.Spans, func(s Span) bool {
+	i := slices.IndexFunc(tr.Spans, func(s jaeger.Span) bool {
 		return s.OperationName == exporter.SpanVolumeSetup && tagString(s, "k8s.volume.name") == "data"
 	})
 	if i < 0 || tagString(tr.Spans[i], string(exporter.AttrVolumeCSIDriver)) != csiDriverName {

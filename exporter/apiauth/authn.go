@@ -13,7 +13,6 @@
 package apiauth
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/x509"
@@ -98,14 +97,23 @@ const (
 	DefaultTimeout          = 5 * time.Second
 )
 
-func (c *AuthenticatorConfig) setDefaults() {
-	c.TTL = cmp.Or(c.TTL, DefaultTTL)
-	c.MaxTokens = cmp.Or(c.MaxTokens, DefaultMaxAnswers)
-	c.ClientCAInterval = cmp.Or(c.ClientCAInterval, DefaultClientCAInterval)
-	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
+func (c AuthenticatorConfig) withDefaults() AuthenticatorConfig {
+	if c.TTL == 0 {
+		c.TTL = DefaultTTL
+	}
+	if c.MaxTokens == 0 {
+		c.MaxTokens = DefaultMaxAnswers
+	}
+	if c.ClientCAInterval == 0 {
+		c.ClientCAInterval = DefaultClientCAInterval
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	return c
 }
 
 // Authenticator tells who sent a request, as the API server would: its
@@ -133,7 +141,7 @@ type tokenAnswer struct {
 // logger (may be nil) gets a Warn when the client CA cannot be read, and
 // an Info when it can again.
 func NewAuthenticator(cfg AuthenticatorConfig, logger *slog.Logger) *Authenticator {
-	cfg.setDefaults()
+	cfg = cfg.withDefaults()
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}

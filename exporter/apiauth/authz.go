@@ -1,7 +1,6 @@
 package apiauth
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -46,6 +45,25 @@ type AuthorizerConfig struct {
 // DefaultPodReviews is AuthorizerConfig.PodReviews' default.
 const DefaultPodReviews = 64
 
+func (c AuthorizerConfig) withDefaults() AuthorizerConfig {
+	if c.TTL == 0 {
+		c.TTL = DefaultTTL
+	}
+	if c.MaxAnswers == 0 {
+		c.MaxAnswers = DefaultMaxAnswers
+	}
+	if c.PodReviews == 0 {
+		c.PodReviews = DefaultPodReviews
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
 // Authorizer asks the API server whether a user may get a pod, the
 // permission that reading its start takes. It is safe for concurrent use.
 type Authorizer struct {
@@ -55,13 +73,7 @@ type Authorizer struct {
 
 // NewAuthorizer returns an Authorizer that asks what cfg says.
 func NewAuthorizer(cfg AuthorizerConfig) *Authorizer {
-	cfg.TTL = cmp.Or(cfg.TTL, DefaultTTL)
-	cfg.MaxAnswers = cmp.Or(cfg.MaxAnswers, DefaultMaxAnswers)
-	cfg.PodReviews = cmp.Or(cfg.PodReviews, DefaultPodReviews)
-	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	cfg = cfg.withDefaults()
 	return &Authorizer{cfg: cfg, answers: newAnswers[[sha256.Size]byte, error](cfg.TTL, cfg.MaxAnswers, cfg.Now)}
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/readyline/readyline/exporter/apiclient"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -167,5 +168,29 @@ func TestReaderBoundsPodReviews(t *testing.T) {
 	}
 	if err := r.MayRead("ns", "p9"); !errors.Is(err, errTooManyPods) {
 		t.Errorf("past the second budget: %v", err)
+	}
+}
+
+// TestConfigDefaults: the zero fields of AuthorizerConfig and
+// AuthenticatorConfig take the Default* their doc comments name, and set
+// ones (a negative PodReviews too: no single pod reviewed) are kept.
+func TestConfigDefaults(t *testing.T) {
+	a := NewAuthorizer(AuthorizerConfig{})
+	if a.cfg.TTL != DefaultTTL || a.cfg.MaxAnswers != DefaultMaxAnswers || a.cfg.PodReviews != DefaultPodReviews ||
+		a.cfg.Timeout != DefaultTimeout || a.cfg.Now == nil {
+		t.Errorf("Authorizer %+v, want the defaults", a.cfg)
+	}
+	if c := (AuthorizerConfig{TTL: time.Second, MaxAnswers: 1, PodReviews: -1, Timeout: time.Second}).withDefaults(); c.TTL != time.Second ||
+		c.MaxAnswers != 1 || c.PodReviews != -1 || c.Timeout != time.Second {
+		t.Errorf("Authorizer %+v, want what was set", c)
+	}
+	n := NewAuthenticator(AuthenticatorConfig{}, nil)
+	if n.cfg.TTL != DefaultTTL || n.cfg.MaxTokens != DefaultMaxAnswers || n.cfg.ClientCAInterval != DefaultClientCAInterval ||
+		n.cfg.Timeout != DefaultTimeout || n.cfg.Now == nil {
+		t.Errorf("Authenticator %+v, want the defaults", n.cfg)
+	}
+	if c := (AuthenticatorConfig{TTL: time.Second, MaxTokens: 1, ClientCAInterval: time.Second, Timeout: time.Second}).withDefaults(); c.TTL != time.Second ||
+		c.MaxTokens != 1 || c.ClientCAInterval != time.Second || c.Timeout != time.Second {
+		t.Errorf("Authenticator %+v, want what was set", c)
 	}
 }

@@ -7,10 +7,11 @@ import (
 	"github.com/readyline/readyline/correlator"
 )
 
-// ContainerSpanName is the name of the span of one container attempt:
-// "init <name>", "sidecar <name>" or "container <name>".
+// ContainerSpanName is the name of the span of one container attempt, its
+// correlator.ContainerLabel: "init <name>", "sidecar <name>" or
+// "container <name>".
 func ContainerSpanName(c *correlator.Container) string {
-	return string(c.Kind) + " " + c.Name
+	return correlator.ContainerLabel(c.Kind, c.Name)
 }
 
 // ProbeSpanName is the name of a probe attempt's span: "startupProbe",

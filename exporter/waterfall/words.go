@@ -36,25 +36,13 @@ func JoinNonEmpty(sep string, parts ...string) string {
 	return strings.Join(out, sep)
 }
 
-// FormatDuration rounds for people: "10ms", "5.7s", "1m30s".
-func FormatDuration(d time.Duration) string {
-	switch {
-	case d < time.Second:
-		return d.Round(time.Millisecond).String()
-	case d < time.Minute:
-		return d.Round(100 * time.Millisecond).String()
-	default:
-		return d.Round(time.Second).String()
-	}
-}
-
-// FormatOffset is d from a start, signed, as FormatDuration rounds it:
-// "+1.5s", "-200ms".
+// FormatOffset is d from a start, signed, in correlator.FormatDuration's
+// words: "+1.5s", "-200ms".
 func FormatOffset(d time.Duration) string {
 	if d < 0 {
-		return "-" + FormatDuration(-d)
+		return correlator.FormatDuration(d)
 	}
-	return "+" + FormatDuration(d)
+	return "+" + correlator.FormatDuration(d)
 }
 
 // FormatSeconds formats d in seconds with millisecond precision, shorter for

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/readyline/readyline/deploy/e2e"
+	"github.com/readyline/readyline/deploy/e2e/jaeger"
 )
 
 const (
@@ -238,24 +239,12 @@ func grown(before, after map[string]float64) map[string]float64 {
 	return g
 }
 
-// trace fetches a trace from the cluster's Jaeger through the API server's
+// clusterJaeger reads the cluster's Jaeger through the API server's
 // service proxy.
-func trace(ctx context.Context, id string) (*e2e.Trace, error) {
-	out, err := kindSh(ctx, nil, "kubectl", "get", "--raw", "/api/v1/namespaces/readyline/services/jaeger:16686/proxy/api/traces/"+id)
-	if err != nil {
-		return nil, err
-	}
-	var resp struct {
-		Data []e2e.Trace `json:"data"`
-	}
-	if err := json.Unmarshal([]byte(out), &resp); err != nil {
-		return nil, err
-	}
-	if len(resp.Data) == 0 {
-		return nil, e2e.ErrTraceNotFound
-	}
-	return &resp.Data[0], nil
-}
+var clusterJaeger = jaeger.NewClientVia(func(ctx context.Context, path string) ([]byte, error) {
+	out, err := kindSh(ctx, nil, "kubectl", "get", "--raw", "/api/v1/namespaces/readyline/services/jaeger:16686/proxy"+path)
+	return []byte(out), err
+})
 
 // prometheus GETs path of the cluster's Prometheus API (deploy/kind/prometheus)
 // through the API server's service proxy and decodes its data into v.
@@ -285,7 +274,7 @@ type promAlert struct {
 	Value  string            `json:"value"`
 }
 
-func processTag(t *e2e.Trace, s e2e.Span, key string) string {
+func processTag(t *jaeger.Trace, s jaeger.Span, key string) string {
 	for _, kv := range t.Processes[s.ProcessID].Tags {
 		if kv.Key == key {
 			return fmt.Sprint(kv.Value)
@@ -428,9 +417,9 @@ func TestSeedPodsOnWorker(t *testing.T) {
 			t.Errorf("%s: the worker's waterfall does not say Ready on %s:\n%s", p, worker, out)
 		}
 		id := e2e.TraceIDFromPodUID(podUID(t, demoNS, p))
-		var tr *e2e.Trace
+		var tr *jaeger.Trace
 		eventually(t, 90*time.Second, "the trace of "+p+" in Jaeger", func() (err error) {
-			tr, err = trace(ctx, id)
+			tr, err = clusterJaeger.Trace(ctx, id)
 			if err == nil {
 				for _, want := range wantSpans[p] {
 					if _, ok := tr.SpanByName(want); !ok {
@@ -509,7 +498,7 @@ func TestStaticPodThroughMirror(t *testing.T) {
 		t.Errorf("the control plane's waterfall of %s has no probe seen in the kernel:\n%s", pod, out)
 	}
 	eventually(t, 90*time.Second, "the trace of "+pod, func() error {
-		_, err := trace(ctx, e2e.TraceIDFromPodUID(uid))
+		_, err := clusterJaeger.Trace(ctx, e2e.TraceIDFromPodUID(uid))
 		return err
 	})
 	list, err := explain(ctx, t, worker)

@@ -128,7 +128,7 @@ spec:
 	})
 	id := e2e.TraceIDFromPodUID(podUID(t, ns, pod))
 	eventually(t, 60*time.Second, "the trace of "+pod+" with its volume.setup span", func() error {
-		tr, err := trace(ctx, id)
+		tr, err := clusterJaeger.Trace(ctx, id)
 		if err != nil {
 			return err
 		}

@@ -26,7 +26,7 @@ func TestLocalNodeJaegerOTLPRoundTrip(t *testing.T) {
 	if err := e2e.SendSpanOTLP(ctx, e2e.OTLPHTTPEndpoint, span); err != nil {
 		t.Fatal(err)
 	}
-	trace, err := e2e.WaitForTrace(ctx, e2e.JaegerQueryURL, span.TraceID, 1, 30*time.Second)
+	trace, err := env.Jaeger.WaitForTrace(ctx, span.TraceID, 1, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
