@@ -2,6 +2,7 @@ package collector
 
 import (
 	"testing"
+	"time"
 
 	"k8s.io/client-go/kubernetes/fake"
 )
@@ -20,4 +21,12 @@ func TestConfigDefaults(t *testing.T) {
 		t.Errorf("PodWatch queue %d, want the 7 set", got)
 	}
 
+	rt := RuntimeConfig{}.withDefaults()
+	if rt.PollInterval != time.Second || rt.ResyncInterval != 10*time.Second || rt.CallTimeout != 2*time.Second ||
+		rt.RetryInterval != time.Second || rt.CacheSize != 4096 || rt.RemovedTTL != 10*time.Minute {
+		t.Errorf("Runtime %+v, want the documented defaults", rt)
+	}
+	if set := (RuntimeConfig{PollInterval: 3, ResyncInterval: 4, CallTimeout: 5, RetryInterval: 6, CacheSize: 7, RemovedTTL: 8}); set.withDefaults() != set {
+		t.Errorf("Runtime %+v, want %+v kept", set.withDefaults(), set)
+	}
 }

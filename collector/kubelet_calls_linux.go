@@ -170,24 +170,33 @@ type KubeletCallSource struct {
 	}
 }
 
+func (c KubeletCallConfig) withDefaults() KubeletCallConfig {
+	if c.ProcRoot == "" {
+		c.ProcRoot = "/proc"
+	}
+	if c.Rescan <= 0 {
+		c.Rescan = 2 * time.Second
+	}
+	if c.target == nil {
+		c.target = &kubeletTarget
+	}
+	if c.RingBufferBytes == 0 {
+		c.RingBufferBytes = DefaultKubeletCallsRingBytes
+	}
+	if c.MaxCallsInFlight == 0 {
+		c.MaxCallsInFlight = DefaultKubeletCallsInFlight
+	}
+	return c
+}
+
 // NewKubeletCallSource loads the uprobe programs. A kernel that refuses them is
 // an error the caller should report as one lost feature, not a fatal one.
 func NewKubeletCallSource(cfg KubeletCallConfig, logger *slog.Logger) (*KubeletCallSource, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.ProcRoot == "" {
-		cfg.ProcRoot = "/proc"
-	}
-	if cfg.Rescan <= 0 {
-		cfg.Rescan = 2 * time.Second
-	}
-	if cfg.target == nil {
-		cfg.target = &kubeletTarget
-	}
-	prog, err := bpf.LoadGoProbeProgram(bpf.GoProbeOptions{
-		RingBufferBytes:  orDefault(cfg.RingBufferBytes, DefaultKubeletCallsRingBytes),
-		MaxCallsInFlight: orDefault(cfg.MaxCallsInFlight, DefaultKubeletCallsInFlight)})
+	cfg = cfg.withDefaults()
+	prog, err := bpf.LoadGoProbeProgram(bpf.GoProbeOptions{RingBufferBytes: cfg.RingBufferBytes, MaxCallsInFlight: cfg.MaxCallsInFlight})
 	if err != nil {
 		return nil, err
 	}

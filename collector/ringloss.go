@@ -31,14 +31,6 @@ const (
 // call forgotten past it is counted: its return makes an entry_missed drop.
 const DefaultKubeletCallsInFlight = 2048
 
-// orDefault is n, or def when n is 0.
-func orDefault(n, def uint32) uint32 {
-	if n == 0 {
-		return def
-	}
-	return n
-}
-
 // ringLossEvery is how often a ring buffer's drop counter is read for the
 // source's statuses: at most one Down/Up pair per source and period.
 const ringLossEvery = time.Second

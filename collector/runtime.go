@@ -163,6 +163,28 @@ type RuntimeStats struct {
 	Streaming      bool   // the runtime's event stream is in use (else polling)
 }
 
+func (c RuntimeConfig) withDefaults() RuntimeConfig {
+	if c.PollInterval == 0 {
+		c.PollInterval = time.Second
+	}
+	if c.ResyncInterval == 0 {
+		c.ResyncInterval = 10 * time.Second
+	}
+	if c.CallTimeout == 0 {
+		c.CallTimeout = 2 * time.Second
+	}
+	if c.RetryInterval == 0 {
+		c.RetryInterval = time.Second
+	}
+	if c.CacheSize == 0 {
+		c.CacheSize = 4096
+	}
+	if c.RemovedTTL == 0 {
+		c.RemovedTTL = 10 * time.Minute
+	}
+	return c
+}
+
 // NewRuntimeSource checks cfg. It does not contact the runtime: Run connects,
 // and keeps retrying while the runtime is unavailable. A nil logger
 // discards logs.
@@ -177,12 +199,7 @@ func NewRuntimeSource(cfg RuntimeConfig, logger *slog.Logger) (*RuntimeSource, e
 		}
 		cfg.Endpoint = ep
 	}
-	cfg.PollInterval = cmp.Or(cfg.PollInterval, time.Second)
-	cfg.ResyncInterval = cmp.Or(cfg.ResyncInterval, 10*time.Second)
-	cfg.CallTimeout = cmp.Or(cfg.CallTimeout, 2*time.Second)
-	cfg.RetryInterval = cmp.Or(cfg.RetryInterval, time.Second)
-	cfg.CacheSize = cmp.Or(cfg.CacheSize, 4096)
-	cfg.RemovedTTL = cmp.Or(cfg.RemovedTTL, 10*time.Minute)
+	cfg = cfg.withDefaults()
 	return &RuntimeSource{
 		cfg:     cfg,
 		logger:  logger,
