@@ -159,8 +159,29 @@ func testKubectlPlugin(t *testing.T, pod *corev1.Pod) {
 		p := createPod(t, ctx, ns, "never-scheduled", func(p *corev1.Pod) {
 			p.Spec.NodeSelector = map[string]string{"readyline.dev/no-such-node": "true"}
 		})
-		r := runPlugin(t, ctx, plugin, user, "explain", "-n", ns, p.Name)
-		r.wantFailure(t, "pod "+ns+"/never-scheduled is not scheduled")
+		// On no node, no daemon has seen it: the plugin tells it from the
+		// pod, as the user (who may not list Events here), in the
+		// scheduler's words once it said them.
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			got, err := env.Client.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			c, ok := Condition(got, corev1.PodScheduled)
+			return ok && c.Status == corev1.ConditionFalse, nil
+		})
+		if err != nil {
+			t.Fatalf("the scheduler never said %s/%s was unschedulable: %v", ns, p.Name, err)
+		}
+		r := runPlugin(t, ctx, plugin, user, "explain", "-n", ns, p.Name, "--output", "json")
+		r.wantOK(t)
+		var tl correlator.Timeline
+		if err := json.Unmarshal([]byte(r.stdout), &tl); err != nil {
+			t.Fatalf("explain -o json: %v\n%s", err, r.stdout)
+		}
+		if want := "not scheduled yet: the scheduler: Unschedulable: 0/1 nodes are available"; tl.Pod.UID != string(p.UID) || !strings.HasPrefix(tl.Waiting, want) {
+			t.Errorf("explain of a pod no node matches: %s waiting %q, want %s and %q", tl.Pod.UID, tl.Waiting, p.UID, want)
+		}
 	})
 
 	t.Run("in-progress", func(t *testing.T) {
