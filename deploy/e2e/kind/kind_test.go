@@ -100,11 +100,14 @@ func recordEvents(ctx context.Context) error {
 }
 
 // recorded returns what node's readyline recorded (read from the node, through
-// the daemon's /proc/PID/root).
+// the daemon's /proc/PID/root). The daemon is the oldest process named
+// readyline there: an explain the test ran through kubectl exec is one too,
+// and may still be exiting when kubectl has returned (its /proc entry then
+// vanishes under cat; this failed CI once).
 func recorded(t *testing.T, node string) string {
 	t.Helper()
 	out, err := kindSh(context.Background(), nil, "docker", "exec", node, "sh", "-c",
-		"for p in $(pgrep -x readyline); do cat /proc/$p/root"+recordDir+"/"+recordName+"; done")
+		"cat /proc/$(pgrep -o -x readyline)/root"+recordDir+"/"+recordName)
 	if err != nil || out == "" {
 		t.Fatalf("reading %s's recording: %v", node, err)
 	}
