@@ -134,7 +134,45 @@ volatile const u32 max_pidns_depth = 0xffffffff;
 
 // Directories of CNI plugins (with a trailing slash); set by the loader.
 volatile const char cni_dirs[CNI_DIRS][CNI_DIR_LEN] = {};
+// pods_only: report only what a pod start is made of, the processes of
+// pods (a task whose cgroup, or an ancestor of it, has "kubepods" in its
+// name) and CNI plugins with what they fork; set by the loader for the
+// daemon. The node's other processes (the runtime's runc and shims, the
+// kubelet's helpers, everything else) are left out here rather than
+// decoded and dropped in user space: on a node probed by exec, most of
+// the fork/exec/exit events are theirs.
+volatile const bool pods_only = false;
 #include "ringbuf.h"
+
+#define VERDICT_DROP 1
+#define VERDICT_KEEP 2
+#define CGROUP_WALK 16 // levels looked at above a task's cgroup
+#define KN_NAME_LEN 64 // of a cgroup's name, looked at for "kubepods"
+
+// cgroup_verdicts[cgroup id]: whether tasks there are reported (pods_only).
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, u64);
+	__type(value, u8);
+} cgroup_verdicts SEC(".maps");
+
+// cni_tasks[tgid]: CNI plugins and the processes they fork, reported
+// wherever their cgroup is (pods_only); an entry goes with the exit.
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, u8);
+} cni_tasks SEC(".maps");
+
+// filtered[cpu]: events left out by pods_only.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u64);
+} filtered SEC(".maps");
 
 
 
@@ -148,6 +186,81 @@ static __always_inline struct kernfs_node *kn_parent(struct kernfs_node *kn)
 	if (bpf_core_field_exists(kn->__parent))
 		return BPF_CORE_READ(kn, __parent);
 	return BPF_CORE_READ((struct kernfs_node___old *)kn, parent);
+}
+
+// cgroup_walk is the state of cgroup_kept's walk up a cgroup's ancestors.
+struct cgroup_walk {
+	struct kernfs_node *kn; // the next to look at; NULL above the root
+	bool kept;
+	char name[KN_NAME_LEN];
+};
+
+// walk_level looks at one cgroup of the walk: kept when its name contains
+// "kubepods" (kubepods.slice, kind's kubelet-kubepods-...-pod<uid>.slice,
+// cgroupfs' kubepods), as user space's ParseCgroupPath asks of a pod's
+// path. A bpf_loop callback: the verifier checks it once, not once per level.
+static long walk_level(u32 level, struct cgroup_walk *w)
+{
+	struct kernfs_node *kn = w->kn; // CO-RE reads relocate from a kernel type
+	if (!kn || bpf_probe_read_kernel_str(w->name, sizeof(w->name), BPF_CORE_READ(kn, name)) < 0)
+		return 1;
+	for (int i = 0; i + 8 <= KN_NAME_LEN; i++) {
+		const char *c = &w->name[i];
+		if (c[0] == 0)
+			break;
+		if (c[0] == 'k' && c[1] == 'u' && c[2] == 'b' && c[3] == 'e' &&
+		    c[4] == 'p' && c[5] == 'o' && c[6] == 'd' && c[7] == 's') {
+			w->kept = true;
+			return 1;
+		}
+	}
+	w->kn = kn_parent(kn);
+	return 0;
+}
+
+// cgroup_kept: tasks in task's cgroup are reported under pods_only, the
+// verdict cached per cgroup (ids are never reused).
+static __always_inline bool cgroup_kept(struct task_struct *task)
+{
+	struct kernfs_node *kn = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn);
+	u64 id = BPF_CORE_READ(kn, id);
+	u8 *cached = bpf_map_lookup_elem(&cgroup_verdicts, &id);
+	if (cached)
+		return *cached == VERDICT_KEEP;
+	struct cgroup_walk w = {.kn = kn};
+	bpf_loop(CGROUP_WALK, walk_level, &w, 0);
+	u8 verdict = w.kept ? VERDICT_KEEP : VERDICT_DROP;
+	bpf_map_update_elem(&cgroup_verdicts, &id, &verdict, BPF_ANY);
+	return w.kept;
+}
+
+// cni_task: task is a CNI plugin's process (cni_tasks).
+static __always_inline bool cni_task(struct task_struct *task)
+{
+	u32 tgid = BPF_CORE_READ(task, tgid);
+	return bpf_map_lookup_elem(&cni_tasks, &tgid) != NULL;
+}
+
+// forget_cni_task removes task from cni_tasks; it returns whether it was there.
+static __always_inline bool forget_cni_task(struct task_struct *task)
+{
+	u32 tgid = BPF_CORE_READ(task, tgid);
+	return bpf_map_delete_elem(&cni_tasks, &tgid) == 0;
+}
+
+static __always_inline void mark_cni_task(struct task_struct *task)
+{
+	u32 tgid = BPF_CORE_READ(task, tgid);
+	u8 one = 1;
+	bpf_map_update_elem(&cni_tasks, &tgid, &one, BPF_ANY);
+}
+
+// left_out counts an event pods_only leaves out; it returns 0 for the
+// program to return.
+static __always_inline int left_out(void)
+{
+	count_drop(&filtered);
+	return 0;
 }
 
 // ns_find looks for readyline's PID namespace among pid's (numbers[0..level],
@@ -357,6 +470,19 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 {
 	if (!visible(p))
 		return 0;
+	if (pods_only && !cgroup_kept(p)) {
+		// Outside pods, a CNI plugin's exec (the prefix of its path
+		// tells) is reported; another program's is not, even in a
+		// process a plugin forked (user space reports a plugin's
+		// forks, and the programs they run as the host's).
+		char prefix[CNI_DIR_LEN];
+		if (bpf_probe_read_kernel_str(prefix, sizeof(prefix), BPF_CORE_READ(bprm, filename)) < 0 ||
+		    !is_cni_plugin(prefix)) {
+			forget_cni_task(p);
+			return left_out();
+		}
+		mark_cni_task(p);
+	}
 	name_cgroup(p);
 	struct exec_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
@@ -396,6 +522,8 @@ int handle_exit(u64 *ctx)
 		group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
 	if (!group_dead || !visible(p))
 		return 0;
+	if (pods_only && !cgroup_kept(p) && !forget_cni_task(p))
+		return left_out();
 
 	struct exit_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
@@ -416,6 +544,11 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 		return 0; // a new thread, not a new process
 	if (!visible(child))
 		return 0;
+	if (pods_only && !cgroup_kept(child)) {
+		if (!cni_task(parent))
+			return left_out();
+		mark_cni_task(child);
+	}
 
 	name_cgroup(child);
 	struct fork_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);

@@ -68,9 +68,12 @@ type ProcessForkEvent struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	ProcessMapCgroupVerdicts   = "cgroup_verdicts"
+	ProcessMapCniTasks         = "cni_tasks"
 	ProcessMapDrops            = "drops"
 	ProcessMapEnvScratch       = "env_scratch"
 	ProcessMapEvents           = "events"
+	ProcessMapFiltered         = "filtered"
 	ProcessMapNamedCgroups     = "named_cgroups"
 	ProcessProgHandleExec      = "handle_exec"
 	ProcessProgHandleExit      = "handle_exit"
@@ -80,6 +83,7 @@ const (
 	ProcessVarExitHasGroupDead = "exit_has_group_dead"
 	ProcessVarMaxPidnsDepth    = "max_pidns_depth"
 	ProcessVarPidnsInum        = "pidns_inum"
+	ProcessVarPodsOnly         = "pods_only"
 	ProcessVarUnusedCgroup     = "unused_cgroup"
 	ProcessVarUnusedExec       = "unused_exec"
 	ProcessVarUnusedExit       = "unused_exit"
@@ -139,10 +143,13 @@ type ProcessProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type ProcessMapSpecs struct {
-	Drops        *ebpf.MapSpec `ebpf:"drops"`
-	EnvScratch   *ebpf.MapSpec `ebpf:"env_scratch"`
-	Events       *ebpf.MapSpec `ebpf:"events"`
-	NamedCgroups *ebpf.MapSpec `ebpf:"named_cgroups"`
+	CgroupVerdicts *ebpf.MapSpec `ebpf:"cgroup_verdicts"`
+	CniTasks       *ebpf.MapSpec `ebpf:"cni_tasks"`
+	Drops          *ebpf.MapSpec `ebpf:"drops"`
+	EnvScratch     *ebpf.MapSpec `ebpf:"env_scratch"`
+	Events         *ebpf.MapSpec `ebpf:"events"`
+	Filtered       *ebpf.MapSpec `ebpf:"filtered"`
+	NamedCgroups   *ebpf.MapSpec `ebpf:"named_cgroups"`
 }
 
 // ProcessVariableSpecs contains global variables before they are loaded into the kernel.
@@ -154,6 +161,7 @@ type ProcessVariableSpecs struct {
 	ExitHasGroupDead *ebpf.VariableSpec `ebpf:"exit_has_group_dead"`
 	MaxPidnsDepth    *ebpf.VariableSpec `ebpf:"max_pidns_depth"`
 	PidnsInum        *ebpf.VariableSpec `ebpf:"pidns_inum"`
+	PodsOnly         *ebpf.VariableSpec `ebpf:"pods_only"`
 	UnusedCgroup     *ebpf.VariableSpec `ebpf:"unused_cgroup"`
 	UnusedExec       *ebpf.VariableSpec `ebpf:"unused_exec"`
 	UnusedExit       *ebpf.VariableSpec `ebpf:"unused_exit"`
@@ -182,17 +190,23 @@ func (o *ProcessObjects) Close() error {
 //
 // It can be passed to LoadProcessObjects or ebpf.CollectionSpec.LoadAndAssign.
 type ProcessMaps struct {
-	Drops        *ebpf.Map `ebpf:"drops"`
-	EnvScratch   *ebpf.Map `ebpf:"env_scratch"`
-	Events       *ebpf.Map `ebpf:"events"`
-	NamedCgroups *ebpf.Map `ebpf:"named_cgroups"`
+	CgroupVerdicts *ebpf.Map `ebpf:"cgroup_verdicts"`
+	CniTasks       *ebpf.Map `ebpf:"cni_tasks"`
+	Drops          *ebpf.Map `ebpf:"drops"`
+	EnvScratch     *ebpf.Map `ebpf:"env_scratch"`
+	Events         *ebpf.Map `ebpf:"events"`
+	Filtered       *ebpf.Map `ebpf:"filtered"`
+	NamedCgroups   *ebpf.Map `ebpf:"named_cgroups"`
 }
 
 func (m *ProcessMaps) Close() error {
 	return _ProcessClose(
+		m.CgroupVerdicts,
+		m.CniTasks,
 		m.Drops,
 		m.EnvScratch,
 		m.Events,
+		m.Filtered,
 		m.NamedCgroups,
 	)
 }
@@ -206,6 +220,7 @@ type ProcessVariables struct {
 	ExitHasGroupDead *ebpf.Variable `ebpf:"exit_has_group_dead"`
 	MaxPidnsDepth    *ebpf.Variable `ebpf:"max_pidns_depth"`
 	PidnsInum        *ebpf.Variable `ebpf:"pidns_inum"`
+	PodsOnly         *ebpf.Variable `ebpf:"pods_only"`
 	UnusedCgroup     *ebpf.Variable `ebpf:"unused_cgroup"`
 	UnusedExec       *ebpf.Variable `ebpf:"unused_exec"`
 	UnusedExit       *ebpf.Variable `ebpf:"unused_exit"`

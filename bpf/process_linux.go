@@ -43,6 +43,10 @@ type ProcessOptions struct {
 	// than 31 bytes): the exec of a program there carries its
 	// CNI_CONTAINERID and CNI_COMMAND.
 	CNIDirs []string
+	// PodsOnly reports only the processes of pods (their cgroup or one
+	// above it named *kubepods*) and CNI plugins with what they fork; the
+	// others are counted (Filtered) and left in the kernel.
+	PodsOnly bool
 }
 
 // wakeupFraction: the kernel wakes the reader when a quarter of the ring
@@ -136,6 +140,9 @@ func LoadProcessProgram(opts ProcessOptions) (*ProcessProgram, error) {
 	if err := spec.Variables[ProcessVarCniDirs].Set(dirs); err != nil {
 		return nil, fmt.Errorf("setting cni_dirs: %w", err)
 	}
+	if err := spec.Variables[ProcessVarPodsOnly].Set(opts.PodsOnly); err != nil {
+		return nil, fmt.Errorf("setting pods_only: %w", err)
+	}
 
 	p := &ProcessProgram{}
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
@@ -163,6 +170,12 @@ func (p *ProcessProgram) Events() *ebpf.Map { return p.objs.Events }
 // buffer was full, summed over CPUs.
 func (p *ProcessProgram) Drops() (uint64, error) {
 	return sumPerCPU(p.objs.Drops, 0)
+}
+
+// Filtered returns how many events PodsOnly left out in the kernel,
+// summed over CPUs.
+func (p *ProcessProgram) Filtered() (uint64, error) {
+	return sumPerCPU(p.objs.Filtered, 0)
 }
 
 // Close detaches the programs and releases the maps.

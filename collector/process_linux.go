@@ -28,7 +28,8 @@ type ProcessConfig struct {
 	// Argv is what of the argv kept leaves the collector: redacted (the
 	// default), or the program's name only (redact.ProgramOnly, --argv=none).
 	Argv redact.Policy
-	// PodsOnly drops events of processes outside pod cgroups...
+	// PodsOnly drops events of processes outside pod cgroups (in the
+	// kernel: they are never decoded)...
 	PodsOnly bool
 	// ...except CNI plugins' when KeepCNI is set: the correlator puts them
 	// in the sandbox they set up.
@@ -55,7 +56,9 @@ type ProcessStats struct {
 	// node's pods seen from the host: the pod cgroup is nested in a
 	// container's).
 	OtherNode uint64
-	Ring      RingUsage // the kernel ring buffer's size and peak fill
+	// Filtered: events PodsOnly left out in the kernel (host processes').
+	Filtered uint64
+	Ring     RingUsage // the kernel ring buffer's size and peak fill
 }
 
 // ProcessSource reports exec, fork and exit of every process on the node,
@@ -114,7 +117,7 @@ func NewProcessSource(cfg ProcessConfig, logger *slog.Logger) (*ProcessSource, e
 	// is deeper is another node's (kind's pods, seen from the host) or a
 	// container's own containers, and not this node's pod starts.
 	prog, err := bpf.LoadProcessProgram(bpf.ProcessOptions{RingBufferBytes: cfg.RingBufferBytes,
-		CNIDirs: cfg.CNIBinDirs, PIDNamespace: pidns, MaxPIDNamespaceDepth: 1})
+		CNIDirs: cfg.CNIBinDirs, PIDNamespace: pidns, MaxPIDNamespaceDepth: 1, PodsOnly: cfg.PodsOnly})
 	if err != nil {
 		s.close()
 		return nil, err
@@ -145,8 +148,19 @@ func (s *ProcessSource) Stats() ProcessStats {
 		KernelDrops:  s.ring.kernelDrops.Load(),
 		Unattributed: s.unattributed.Load(),
 		OtherNode:    s.otherNode.Load(),
+		Filtered:     s.filtered(),
 		Ring:         s.ring.fill.usage(),
 	}
+}
+
+// filtered reads the kernel's count of events PodsOnly left out; 0 when
+// it cannot (the source closed).
+func (s *ProcessSource) filtered() uint64 {
+	n, err := s.prog.Filtered()
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // Run reads events until ctx is done and hands each to emit, in kernel

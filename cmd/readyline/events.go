@@ -109,7 +109,7 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	})
 	st := src.Stats()
 	logger.Info("stopped", "records", st.Records, "kernel_drops", st.KernelDrops,
-		"decode_errors", st.DecodeErrors, "unattributed", st.Unattributed, "other_node", st.OtherNode)
+		"decode_errors", st.DecodeErrors, "unattributed", st.Unattributed, "other_node", st.OtherNode, "filtered", st.Filtered)
 	if err != nil {
 		return err
 	}
