@@ -54,8 +54,9 @@ type Config struct {
 	// Orphaned, when set, is told of the events held for a pod (or an id)
 	// that never showed up, as they are dropped (Stats.Orphaned and
 	// UnknownTeardown count them): which pod they claimed, since when,
-	// and what they were (OrphanKinds).
-	Orphaned func(key string, first time.Time, events []event.Event)
+	// what they were (OrphanKinds) and how many of them were a loss
+	// (Stats.Orphaned; the rest are a teardown no start needs).
+	Orphaned func(key string, first time.Time, events []event.Event, lost int)
 }
 
 func (c Config) withDefaults() Config {

@@ -144,16 +144,18 @@ func (c *Correlator) dropUnclaimed() {
 				ttl = max(ttl, c.cfg.Timeout)
 			}
 			if from, ok := c.orphanTTLFrom(o); ok && c.clock.now.Sub(from) >= ttl {
-				if c.cfg.Orphaned != nil && len(o.events) > 0 {
-					c.cfg.Orphaned(key, o.first, o.events)
-				}
 				ended := showsEnd(o.events)
+				lost := 0
 				for _, ev := range o.events {
 					if isTeardown(ev) || ended && isRuntimeReport(ev) {
 						c.stats.UnknownTeardown++
 					} else {
 						c.stats.Orphaned++
+						lost++
 					}
+				}
+				if c.cfg.Orphaned != nil && len(o.events) > 0 {
+					c.cfg.Orphaned(key, o.first, o.events, lost)
 				}
 				c.release(m, key)
 			}

@@ -11,9 +11,9 @@ import (
 // handed to Config.Orphaned as they are dropped, with what they were.
 func TestOrphanedToldWhenDropped(t *testing.T) {
 	var gotKey, gotKinds string
-	var got int
-	c := New(Config{OrphanTTL: time.Second, Orphaned: func(key string, first time.Time, events []event.Event) {
-		gotKey, got, gotKinds = key, len(events), OrphanKinds(events)
+	var got, gotLost int
+	c := New(Config{OrphanTTL: time.Second, Orphaned: func(key string, first time.Time, events []event.Event, lost int) {
+		gotKey, got, gotKinds, gotLost = key, len(events), OrphanKinds(events), lost
 	}})
 	const uid = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
 	at := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
@@ -31,8 +31,8 @@ func TestOrphanedToldWhenDropped(t *testing.T) {
 	if want := "exit 2, ExecSync 1, exec 1"; gotKinds != want {
 		t.Errorf("kinds %q, want %q", gotKinds, want)
 	}
-	if st := c.Stats(); st.Orphaned != 4 {
-		t.Errorf("Stats.Orphaned %d, want 4", st.Orphaned)
+	if st := c.Stats(); st.Orphaned != 4 || gotLost != 4 {
+		t.Errorf("Stats.Orphaned %d, told %d lost; want 4", st.Orphaned, gotLost)
 	}
 }
 
@@ -45,7 +45,8 @@ func TestOrphanedToldWhenDropped(t *testing.T) {
 func TestRemainsOfDeletedPodAreTeardown(t *testing.T) {
 	at := time.Date(2026, 12, 7, 1, 0, 0, 0, time.UTC)
 	const gone, missed = "1b2c3d4e-5f6a-4b7c-8d9e-0f1a2b3c4d5e", "2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e6f"
-	c := New(Config{OrphanTTL: time.Second})
+	lost := map[string]int{}
+	c := New(Config{OrphanTTL: time.Second, Orphaned: func(key string, _ time.Time, _ []event.Event, n int) { lost[key] = n }})
 	reports := []*event.ContainerInfo{
 		{ContainerID: "s1", Sandbox: true, PodUID: gone, State: "notready"},
 		{ContainerID: "c1", SandboxID: "s1", PodUID: gone, ContainerName: "app", State: "running"},
@@ -63,5 +64,13 @@ func TestRemainsOfDeletedPodAreTeardown(t *testing.T) {
 	}
 	if st := c.Stats(); st.UnknownTeardown != 4 || st.Orphaned != 2 {
 		t.Errorf("UnknownTeardown %d, Orphaned %d; want 4 (the deleted pod's) and 2 (the running pod's)", st.UnknownTeardown, st.Orphaned)
+	}
+	// What the daemon logs follows the same split: the deleted pod's
+	// teardown is no loss.
+	if n, ok := lost[gone]; !ok || n != 0 {
+		t.Errorf("told of the deleted pod: %v, lost %d; want told, 0 lost", ok, n)
+	}
+	if n := lost[missed]; n != 2 {
+		t.Errorf("told the running pod lost %d events, want 2", n)
 	}
 }

@@ -415,10 +415,16 @@ func (d *daemon) emitter(ctx context.Context) func(event.Event) {
 func (d *daemon) correlate(ctx context.Context) {
 	cfg := d.cfg.correlator
 	// Which pods the events dropped as unknown_pod claimed: a pod deleted
-	// before the daemon saw it, or one the pod watch missed.
-	cfg.Orphaned = func(uid string, first time.Time, events []event.Event) {
-		d.logger.Info("events of a pod never seen in the API, dropped", "pod_uid", uid, "since", first,
-			"events", len(events), "kinds", correlator.OrphanKinds(events))
+	// before the daemon saw it, or one the pod watch missed. The teardown
+	// of a pod deleted before the daemon watched (unknown_teardown in the
+	// stopping line) is no loss, and told as such, at debug.
+	cfg.Orphaned = func(uid string, first time.Time, events []event.Event, lost int) {
+		attrs := []any{"pod_uid", uid, "since", first, "events", len(events), "kinds", correlator.OrphanKinds(events)}
+		if lost == 0 {
+			d.logger.Debug("the teardown of a pod deleted before readyline watched it, let go", attrs...)
+			return
+		}
+		d.logger.Info("events of a pod never seen in the API, dropped", append(attrs, "lost", lost)...)
 	}
 	c := correlator.New(cfg)
 	tick := time.NewTicker(loopTick)
