@@ -115,6 +115,7 @@ test: test-deps lint verify-generate ## unit + privileged (root), privileged on 
 	$(MAKE) test-tools
 	$(MAKE) test-helm
 	$(MAKE) test-kernel-6.1
+	GUEST_ARCH=arm64 KERNEL_SKIP='$(ARM64_SKIP_QUICK)' ./deploy/kernel/run-6.1.sh
 	# An older kubelet and containerd 1.7 first (the default node is back up after it).
 	$(MAKE) test-compat
 	KUBELET_TRACING=1 ./deploy/node/node.sh up
@@ -122,6 +123,7 @@ test: test-deps lint verify-generate ## unit + privileged (root), privileged on 
 	# needs the node's kubelet (built by node.sh up) and runtime.
 	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -tags e2e ./deploy/node/check/
 	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -tags e2e -run 'TestIntegration(PodWatch|Runtime)$$' ./collector/
+	./deploy/node/node.sh tool kubelet-arm64 >/dev/null
 	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -run '^TestIntegrationKubelet' ./collector/gofunc/
 	./deploy/node/test-fresh-cache.sh
 	./deploy/alerts/test.sh
@@ -140,9 +142,10 @@ COMPAT_TESTS = ^(TestKernelCRICallsMatchKubeletTracing|TestLifecycleDemo|TestPul
 # cannot spare); make test-kubelets builds and checks every one.
 test-compat: ## e2e subset on the local node with kubelet $(COMPAT_KUBELET) and containerd $(COMPAT_CONTAINERD), then the default node back
 	./deploy/node/node.sh jaeger-up
-	# Both kubelets the next tests read: the node's default (READYLINE_REQUIRE_NODE=1
-	# demands it) and the older one.
+	# The kubelets the next tests read: the node's default, for this host and
+	# arm64 (READYLINE_REQUIRE_NODE=1 demands them), and the older one.
 	./deploy/node/node.sh tool kubelet >/dev/null
+	./deploy/node/node.sh tool kubelet-arm64 >/dev/null
 	K8S_KUBELET_VERSION=$(COMPAT_KUBELET) ./deploy/node/node.sh tool kubelet >/dev/null
 	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -run 'TestIntegrationKubeletVersions|TestIntegrationCRIAPILayouts' ./collector/
 	export K8S_KUBELET_VERSION=$(COMPAT_KUBELET) CONTAINERD_VERSION=$(COMPAT_CONTAINERD) KUBELET_TRACING=1; \
@@ -159,10 +162,12 @@ COMPAT_MATRIX = v1.34.4/v1.7.35 v1.35.4/v2.4.2 v1.36.3/v1.7.35
 test-compat-all: ## test-compat for each kubelet/containerd pair of COMPAT_MATRIX (builds the kubelets it lacks)
 	set -e; for p in $(COMPAT_MATRIX); do $(MAKE) test-compat COMPAT_KUBELET=$${p%/*} COMPAT_CONTAINERD=$${p#*/}; done
 
-test-kubelets: ## every kubelet deploy/node knows (1.34-1.37), built as a release is, its CRI client found and read
-	./deploy/node/node.sh tool kubelet >/dev/null
-	for v in $$(ls -d deploy/node/tools/kubelet-v1.* | sed 's|.*/kubelet-||'); do \
-		K8S_KUBELET_VERSION=$$(awk '$$1 == "k8s.io/kubernetes" {print $$2}' deploy/node/tools/kubelet-$$v/go.mod) ./deploy/node/node.sh tool kubelet >/dev/null || exit 1; done
+# The older kubelets deploy/node builds (tools/kubelet-v1.X), by version.
+KUBELETS_OLDER = $(shell awk '$$1 == "k8s.io/kubernetes" {print $$2}' deploy/node/tools/kubelet-v1.*/go.mod)
+
+test-kubelets: ## every kubelet deploy/node knows (1.34-1.37), built as a release is, for this host and arm64, its CRI client found and read
+	set -e; for v in "" $(KUBELETS_OLDER); do for t in kubelet kubelet-arm64; do \
+		K8S_KUBELET_VERSION=$$v ./deploy/node/node.sh tool $$t >/dev/null; done; done
 	READYLINE_REQUIRE_NODE=all $(GO) test -count=1 -run 'TestIntegrationKubeletVersions|TestIntegrationCRIAPILayouts' ./collector/
 	READYLINE_REQUIRE_NODE=all $(GO) test -count=1 -run 'TestIntegrationKubeletBinary' ./collector/gofunc/
 
@@ -182,6 +187,18 @@ test-helm: ## the Helm chart: helm lint and helm template as Go tests, its objec
 
 test-kernel-6.1: ## privileged eBPF tests on Debian 12's Linux 6.1 (no uprobe_multi) under QEMU, see deploy/kernel (root)
 	./deploy/kernel/run-6.1.sh
+
+# make test-arm64: the same privileged tests, built for arm64, in an arm64
+# guest (Debian 12's arm64 kernel and root, qemu-system-aarch64, TCG), and
+# the static tests on every kubelet cross-built for arm64. make test runs the
+# guest without the 2000 execs in a row (ARM64_SKIP_QUICK) and the static
+# tests on the default kubelet's arm64 build.
+ARM64_SKIP_QUICK = ^(TestIntegrationCRIAPILayouts|TestIntegrationKubeletVersions|TestIntegrationRapidExecsNoDrops)$$
+test-arm64: ## privileged tests of bpf, collector, cmd/readyline in an arm64 guest (TCG), every kubelet cross-built for arm64 read (root)
+	GUEST_ARCH=arm64 ./deploy/kernel/run-6.1.sh
+	set -e; for v in "" $(KUBELETS_OLDER); do K8S_KUBELET_VERSION=$$v ./deploy/node/node.sh tool kubelet-arm64 >/dev/null; done
+	READYLINE_REQUIRE_NODE=all $(GO) test -count=1 -run 'TestIntegrationKubeletVersions/arm64' ./collector/
+	READYLINE_REQUIRE_NODE=all $(GO) test -count=1 -run 'TestIntegrationKubeletBinary/arm64' ./collector/gofunc/
 
 # The per-event benchmarks fail over their budgets (correlator/perevent_bench_test.go):
 # make test runs them too, 20000 events each (about a second).
@@ -312,4 +329,4 @@ test-kind: ## end-to-end tests on a two-node kind cluster (brings it up, deletes
 
 .PHONY: image image-archive node-image kind-up kind-demo jaeger-ui kind-down test-kind
 
-.PHONY: help build plugin plugin-release generate verify-generate lint test test-compat test-compat-all test-kubelets test-deps test-unit test-tools test-helm test-kernel-6.1 test-alerts bench bench-node bench-cluster bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down
+.PHONY: help build plugin plugin-release generate verify-generate lint test test-compat test-compat-all test-kubelets test-deps test-unit test-tools test-helm test-kernel-6.1 test-arm64 test-alerts bench bench-node bench-cluster bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down

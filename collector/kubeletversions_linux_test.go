@@ -71,30 +71,38 @@ func TestKubeletWithoutTheCRIClient(t *testing.T) {
 // TestIntegrationKubeletVersions reads each kubelet deploy/node builds
 // (stripped, as released) as the kubelet-call source does: every probed
 // method is found, the message layout is known (pod UID, container name
-// and image are read) and nothing is warned about.
+// and image are read) and nothing is warned about. Each is read as built
+// for this host and, cross-built, for arm64 (the layout is a 64-bit one:
+// the same on both).
 func TestIntegrationKubeletVersions(t *testing.T) {
-	for _, v := range testenv.KubeletVersions(t) {
-		t.Run(v, func(t *testing.T) {
-			logs := &logRecorder{}
-			e := readKubeletFileLogged(t, testenv.KubeletBinary(t, v), logs)
-			if e.err != nil || e.lookupErr != nil {
-				t.Fatalf("%v; lookup: %v", e.err, e.lookupErr)
-			}
-			for _, m := range kubeletTarget.methods {
-				if e.funcs[m.Symbol] == nil {
-					t.Errorf("%s not found", m.Symbol)
-				}
-			}
-			if e.offsets == nil || *e.offsets != linkedCRIOffsets {
-				t.Errorf("offsets %v, want the linked cri-api's %+v", e.offsets, linkedCRIOffsets)
-			}
-			if e.version != v {
-				t.Errorf("version %q, want %q", e.version, v)
-			}
-			if w := logs.messages(slog.LevelWarn); len(w) > 0 {
-				t.Errorf("warned: %q", w)
+	for goarch, tool := range testenv.KubeletTools() {
+		t.Run(goarch, func(t *testing.T) {
+			for _, v := range testenv.KubeletVersions(t) {
+				t.Run(v, func(t *testing.T) { checkKubeletVersion(t, v, testenv.KubeletTool(t, tool, v)) })
 			}
 		})
+	}
+}
+
+func checkKubeletVersion(t *testing.T, v, path string) {
+	logs := &logRecorder{}
+	e := readKubeletFileLogged(t, path, logs)
+	if e.err != nil || e.lookupErr != nil {
+		t.Fatalf("%v; lookup: %v", e.err, e.lookupErr)
+	}
+	for _, m := range kubeletTarget.methods {
+		if e.funcs[m.Symbol] == nil {
+			t.Errorf("%s not found", m.Symbol)
+		}
+	}
+	if e.offsets == nil || *e.offsets != linkedCRIOffsets {
+		t.Errorf("offsets %v, want the linked cri-api's %+v", e.offsets, linkedCRIOffsets)
+	}
+	if e.version != v {
+		t.Errorf("version %q, want %q", e.version, v)
+	}
+	if w := logs.messages(slog.LevelWarn); len(w) > 0 {
+		t.Errorf("warned: %q", w)
 	}
 }
 

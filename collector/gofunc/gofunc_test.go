@@ -370,10 +370,11 @@ func checkFunc(t *testing.T, path string, fn *Func) {
 var objdumpRet = regexp.MustCompile(`(?m)^\s*([0-9a-f]+):\s[^\t]*\t(?:repz? |bnd )?retq?\b`)
 
 // objdumps are the disassemblers that know each architecture, in the order
-// tried: GNU objdump is most often built for its host only.
+// tried: GNU objdump is most often built for its host only (llvm-14, which
+// make test-deps installs, has its objdump as llvm-objdump-14 on PATH).
 var objdumps = map[elf.Machine][]string{
-	elf.EM_X86_64:  {"objdump", "llvm-objdump"},
-	elf.EM_AARCH64: {"llvm-objdump", "aarch64-linux-gnu-objdump"},
+	elf.EM_X86_64:  {"objdump", "llvm-objdump", "llvm-objdump-14"},
+	elf.EM_AARCH64: {"llvm-objdump", "llvm-objdump-14", "aarch64-linux-gnu-objdump"},
 }
 
 // checkAgainstObjdump compares the RETs with those objdump finds, an

@@ -58,15 +58,23 @@ var kubeletOptional = []string{
 
 // TestIntegrationKubeletBinary finds the CRI client methods, and every
 // RET in them, in each kubelet deploy/node builds (the control plane's and
-// the older ones of K8S_KUBELET_VERSION), as released: stripped.
+// the older ones of K8S_KUBELET_VERSION), as released: stripped, for the
+// host and cross-built for arm64 (node.sh tool kubelet-arm64).
 func TestIntegrationKubeletBinary(t *testing.T) {
-	for _, v := range testenv.KubeletVersions(t) {
-		t.Run(v, func(t *testing.T) { checkKubeletBinary(t, v, testenv.KubeletBinary(t, v)) })
+	for goarch, tool := range testenv.KubeletTools() {
+		t.Run(goarch, func(t *testing.T) {
+			for _, v := range testenv.KubeletVersions(t) {
+				t.Run(v, func(t *testing.T) { checkKubeletBinary(t, v, goarch, testenv.KubeletTool(t, tool, v)) })
+			}
+		})
 	}
 }
 
-func checkKubeletBinary(t *testing.T, want, path string) {
+func checkKubeletBinary(t *testing.T, want, goarch, path string) {
 	b := open(t, path)
+	if b.Arch() != goarch {
+		t.Fatalf("%s is a %s executable, want %s", path, b.Arch(), goarch)
+	}
 
 	bi, err := b.BuildInfo()
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,11 +78,31 @@ func requiredVersion(gomod, module string) (string, error) {
 // READYLINE_REQUIRE_NODE demands.
 func KubeletBinary(tb testing.TB, version string) string {
 	tb.Helper()
-	cmd := exec.Command(filepath.Join(repoRoot(tb), "deploy", "node", "node.sh"), "tool", "--built", "kubelet")
+	return KubeletTool(tb, "kubelet", version)
+}
+
+// KubeletTools are node.sh's kubelet tools by the GOARCH they are built
+// for, this host's in order first: "kubelet", and on amd64 "kubelet-arm64",
+// the same kubelet cross-built for arm64.
+func KubeletTools() iter.Seq2[string, string] {
+	return func(yield func(goarch, tool string) bool) {
+		if !yield(runtime.GOARCH, "kubelet") || runtime.GOARCH == "arm64" {
+			return
+		}
+		yield("arm64", "kubelet-arm64")
+	}
+}
+
+// KubeletTool is KubeletBinary for a kubelet tool of node.sh: "kubelet", or
+// "kubelet-arm64", the same kubelet cross-built for arm64 (which no node
+// here runs: the static tests read it).
+func KubeletTool(tb testing.TB, tool, version string) string {
+	tb.Helper()
+	cmd := exec.Command(filepath.Join(repoRoot(tb), "deploy", "node", "node.sh"), "tool", "--built", tool)
 	cmd.Env = append(os.Environ(), "K8S_KUBELET_VERSION="+version)
 	out, err := cmd.Output()
 	if err != nil {
-		msg := fmt.Sprintf("KUBELET BINARY TEST NOT RUN: K8S_KUBELET_VERSION=%s node.sh tool --built kubelet: %v: %s (deploy/node builds it: `K8S_KUBELET_VERSION=%[1]s deploy/node/node.sh tool kubelet`)", version, err, stderrOf(err))
+		msg := fmt.Sprintf("KUBELET BINARY TEST NOT RUN: K8S_KUBELET_VERSION=%s node.sh tool --built %s: %v: %s (deploy/node builds it: `K8S_KUBELET_VERSION=%[1]s deploy/node/node.sh tool %[2]s`)", version, tool, err, stderrOf(err))
 		require := os.Getenv(RequireNodeEnv)
 		if require == "all" || (require == "1" && version == KubeletVersions(tb)[0]) {
 			tb.Fatal(msg + "; " + RequireNodeEnv + "=1 demands it")

@@ -4,7 +4,9 @@
 # modules the guest needs). It loads the modules, mounts the host's root
 # read-only (9p tag "host") and the run's directory writable (tag "out", at
 # its own path on the host, given as the first argument; the checkout is
-# the second), gives the host's
+# the second). When the root is not the host's (an arm64 guest's Debian
+# tree), the third argument is "checkout": the checkout is shared apart
+# (tag "checkout", read-only) and mounted at its own path. It gives the host's
 # tree the mounts a machine has (proc, sys, cgroup2, bpf, tracefs, /dev,
 # /tmp, /run), runs the run's guest.sh chrooted into the host's tree, writes
 # its exit status to <out>/status and powers off. Anything that goes wrong
@@ -19,7 +21,7 @@ die() {
 	poweroff -f
 }
 
-out=$1 checkout=$2
+out=$1 checkout=$2 checkout_share=${3:-}
 [ -n "$out" ] && [ -n "$checkout" ] || die "no output and checkout directories on the kernel command line (after --)"
 
 mkdir -p /proc /sys /dev /host
@@ -50,17 +52,23 @@ mount -t tmpfs tmpfs $r/dev/shm
 # (a CI clone in /tmp) must stay in sight: it is bound back over the tmpfs.
 for d in /tmp /run; do
 	mkdir -p "/keep$d"
-	case "$checkout/" in "$d"/*) mount --bind "$r$checkout" "/keep$d" || die "keeping $checkout" ;; esac
+	[ -z "$checkout_share" ] && case "$checkout/" in "$d"/*) mount --bind "$r$checkout" "/keep$d" || die "keeping $checkout" ;; esac
 	mode=1777
 	[ "$d" = /run ] && mode=755
 	mount -t tmpfs -o mode=$mode tmpfs "$r$d" || die "mounting $r$d"
-	case "$checkout/" in
+	[ -z "$checkout_share" ] && case "$checkout/" in
 	"$d"/*)
 		mkdir -p "$r$checkout"
 		mount --bind "/keep$d" "$r$checkout" || die "binding $checkout back"
 		;;
 	esac
 done
+if [ -n "$checkout_share" ]; then
+	# (run-6.1.sh made the mount point in the root, or it is on a tmpfs here)
+	mkdir -p "$r$checkout"
+	mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=512000 "$checkout_share" "$r$checkout" ||
+		die "mounting the checkout (9p tag $checkout_share)"
+fi
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 out "$r$out" || die "mounting $out (9p tag out)"
 mount -t cgroup2 cgroup2 $r/sys/fs/cgroup || die "mounting cgroup2"
 mount -t bpf bpf $r/sys/fs/bpf || die "mounting bpffs"

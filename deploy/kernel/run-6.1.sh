@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run-6.1.sh — readyline's privileged eBPF tests on Debian 12's kernel, Linux
 # 6.1 (no uprobe_multi: the kubelet-call probes must take their per-address
-# fallback), booted under QEMU without KVM. See deploy/kernel/README.md.
+# fallback), booted under QEMU without KVM, for amd64 or, with
+# GUEST_ARCH=arm64, for arm64 (emulated). See deploy/kernel/README.md.
 #
 #   run-6.1.sh         fetch (once) the kernel and QEMU, build the test
 #                      binaries on the host, boot the kernel with the host's
@@ -10,9 +11,10 @@
 #   run-6.1.sh stop    stop a QEMU that a killed run left behind (by the PID
 #                      it recorded) and remove the run directory
 #
-# Settings (env): READYLINE_CACHE (/var/cache/readyline: the kernel),
-# KERNEL_RUN_DIR (bin/kernel-6.1 in the checkout: test binaries, logs, the
-# guest's console), GUEST_TIMEOUT (1800 s), GUEST_CPUS (2), GUEST_MEMORY (2048 MiB),
+# Settings (env): GUEST_ARCH (amd64 or arm64), READYLINE_CACHE
+# (/var/cache/readyline: the kernel, arm64's root file system),
+# KERNEL_RUN_DIR (bin/kernel-6.1 in the checkout, bin/kernel-6.1-arm64 for
+# arm64: test binaries, logs, the guest's console), GUEST_TIMEOUT (1800 s), GUEST_CPUS (2), GUEST_MEMORY (2048 MiB),
 # KERNEL_TESTS (the -test.run pattern, ^TestIntegration), KERNEL_SKIP (its
 # -test.skip: the tests that read the kubelet binaries deploy/node builds or
 # compile against cri-api, which are no kernel's and need what the guest
@@ -22,7 +24,15 @@ set -euo pipefail
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$SCRIPT_DIR/../.." && pwd)
 READYLINE_CACHE=${READYLINE_CACHE:-/var/cache/readyline}
-KERNEL_RUN_DIR=${KERNEL_RUN_DIR:-$REPO_ROOT/bin/kernel-6.1}
+GUEST_ARCH=${GUEST_ARCH:-amd64}
+case $GUEST_ARCH in
+amd64) KERNEL_RUN_DIR=${KERNEL_RUN_DIR:-$REPO_ROOT/bin/kernel-6.1} ;;
+arm64) KERNEL_RUN_DIR=${KERNEL_RUN_DIR:-$REPO_ROOT/bin/kernel-6.1-arm64} ;;
+*)
+	echo "run-6.1.sh: GUEST_ARCH=$GUEST_ARCH: want amd64 or arm64" >&2
+	exit 2
+	;;
+esac
 GUEST_TIMEOUT=${GUEST_TIMEOUT:-1800}
 GUEST_CPUS=${GUEST_CPUS:-2}
 GUEST_MEMORY=${GUEST_MEMORY:-2048}
@@ -38,9 +48,9 @@ CGROUPNS_TESTS=${CGROUPNS_TESTS:-^TestIntegration(ExecExitInContainerCgroup|Shor
 CGROUPNS_POD=7c1e5b2a-3d4f-4a6b-8c9d-0e1f2a3b4c5d
 CGROUPNS_CONTAINER=5e0c9a4f7b2d1e8c3a6f9b0d4e7c2a5f8b1e3d6c9a0f4b7e2d5c8a1f3b6e9d0c
 
-# The kernel is whatever Debian 12's linux-image-amd64 depends on today (the
+# The kernel is whatever Debian 12's linux-image-ARCH depends on today (the
 # current 6.1 ABI package); without apt (offline), the newest one cached.
-KERNEL_META=linux-image-amd64
+KERNEL_META=linux-image-$GUEST_ARCH
 KERNEL_SERIES=6.1
 # Modules the guest loads (with their dependencies): virtio-pci and 9p for
 # the host's files, veth for the TCP test across network namespaces.
@@ -52,6 +62,33 @@ GUEST_MODULES=(virtio_pci 9pnet_virtio 9p veth)
 # ip and unshare inside the guest (make test-deps installs gcc).
 HOST_PACKAGES=(qemu-system-x86 busybox-static iproute2 util-linux gcc libc6-dev)
 
+# An arm64 guest cannot run the host's programs: its root is a Debian 12
+# arm64 tree of its own (debootstrap's first stage, every package unpacked:
+# bash, coreutils, iproute2, util-linux, gcc, what the tests run), its
+# busybox Debian's arm64 busybox-static, both fetched from the host's
+# Debian mirror with an apt of their own (READYLINE_CACHE/apt-arm64: the
+# host's dpkg is not given a foreign architecture). The checkout is shared
+# at its own path.
+ARM64_HOST_PACKAGES=(qemu-system-arm debootstrap busybox-static)
+ARM64_ROOT_PACKAGES=bash,coreutils,grep,mawk,iproute2,util-linux,mount,gcc,libc6-dev
+case $GUEST_ARCH in
+amd64)
+	QEMU=qemu-system-x86_64
+	QEMU_MACHINE=(-machine q35 -accel tcg -cpu max)
+	GUEST_CONSOLE=ttyS0
+	GO_ARCH_ENV=()
+	;;
+arm64)
+	HOST_PACKAGES=("${ARM64_HOST_PACKAGES[@]}")
+	QEMU=qemu-system-aarch64
+	# pauth-impdef: TCG's emulation of the architected pointer
+	# authentication is several times slower, and nothing here needs it.
+	QEMU_MACHINE=(-machine virt -accel tcg -cpu max,pauth-impdef=on)
+	GUEST_CONSOLE=ttyAMA0
+	GO_ARCH_ENV=(GOARCH=arm64 CGO_ENABLED=0)
+	;;
+esac
+
 # RUN_DIR and LOG_DIR: where lib/common.sh keeps PID files and logs.
 RUN_DIR=$KERNEL_RUN_DIR
 LOG_DIR=$KERNEL_RUN_DIR
@@ -59,109 +96,63 @@ LOG_DIR=$KERNEL_RUN_DIR
 source "$REPO_ROOT/deploy/node/lib/common.sh"
 # shellcheck source=../node/lib/build.sh
 source "$REPO_ROOT/deploy/node/lib/build.sh"
+# shellcheck source=lib/kernel.sh
+source "$SCRIPT_DIR/lib/kernel.sh"
 
 OUT=$KERNEL_RUN_DIR/out     # the guest's writable share: guest.sh, logs, status
 TESTS=$KERNEL_RUN_DIR/tests # test binaries, read by the guest through the host share
 
-# kernel_dir prints the cache directory of the kernel to boot, filling it
-# first: vmlinuz, config, and modules/ with the guest's modules and their
-# load order. A fill writes into a temporary directory moved in place when
-# complete, so a killed one is simply redone.
-kernel_dir() {
-	local pkg version dir tmp
-	pkg=$(apt-cache depends "$KERNEL_META" 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-/ {print $2; exit}') || true
-	if [[ -z $pkg ]]; then
-		apt-get update -qq >&2 || true
-		pkg=$(apt-cache depends "$KERNEL_META" 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-/ {print $2; exit}') || true
-	fi
-	if [[ -n $pkg ]]; then
-		version=$(apt-cache show --no-all-versions "$pkg" | awk '$1 == "Version:" {print $2; exit}')
-	else
-		# Offline: the newest kernel cached.
-		dir=$(find "$READYLINE_CACHE" -maxdepth 1 -name "debian-kernel-$KERNEL_SERIES.*" -type d 2>/dev/null | sort -V | tail -n 1)
-		[[ -n $dir && -f $dir/vmlinuz ]] || die "apt cannot resolve $KERNEL_META and no kernel is cached in $READYLINE_CACHE"
-		echo "$dir"
+# guest_root prints the root file system the guest runs its tests in: the
+# host's own (/) for amd64; for arm64 a Debian 12 arm64 tree in
+# READYLINE_CACHE (made once: debootstrap's first stage, then every package
+# it fetched unpacked, as the second stage would without running their
+# scripts, which need an arm64 machine). The caller holds the cache's lock.
+guest_root() {
+	if [[ $GUEST_ARCH == amd64 ]]; then
+		echo /
 		return
 	fi
-	[[ $version == "$KERNEL_SERIES".* ]] ||
-		die "$KERNEL_META is $pkg $version here, not Debian 12's $KERNEL_SERIES (this script needs Debian 12's apt sources)"
-	dir=$READYLINE_CACHE/debian-kernel-$version
-	if [[ -f $dir/vmlinuz && -f $dir/modules/order ]]; then
-		echo "$dir"
-		return
+	local key dir mirror t0=$SECONDS deb
+	key=$(printf 'bookworm %s %s\n' "$GUEST_ARCH" "$ARM64_ROOT_PACKAGES" | sha256sum | cut -c1-12)
+	dir=$READYLINE_CACHE/debian-root-$GUEST_ARCH-$key
+	if [[ ! -f $dir/complete ]]; then
+		mirror=$(apt_mirror bookworm)
+		rm -rf "$dir" && mkdir -p "$dir"
+		log "debootstrap bookworm ($GUEST_ARCH, first stage) for the guest's root (cold: ~1 min)"
+		debootstrap --foreign --arch="$GUEST_ARCH" --variant=minbase --include="$ARM64_ROOT_PACKAGES" \
+			bookworm "$dir/rootfs" "$mirror" >"$dir/debootstrap.log" 2>&1 ||
+			die "debootstrap failed, see $dir/debootstrap.log"
+		for deb in "$dir"/rootfs/var/cache/apt/archives/*.deb; do
+			dpkg-deb -x "$deb" "$dir/rootfs" || die "unpacking $deb"
+		done
+		rm -f "$dir"/rootfs/var/cache/apt/archives/*.deb
+		# What the packages' scripts would have made: awk's alternative.
+		ln -sf mawk "$dir/rootfs/usr/bin/awk"
+		touch "$dir/complete"
+		log "the guest's root made in $((SECONDS - t0))s"
 	fi
-	# What a killed fill left (the caller holds the cache's lock).
-	rm -rf "$READYLINE_CACHE"/debian-kernel-*.tmp.*
-	tmp=$dir.tmp.$$
-	rm -rf "$dir" && mkdir -p "$tmp/deb" "$tmp/modules"
-	log "fetching $pkg $version (Debian's $KERNEL_SERIES kernel)"
-	# apt downloads as _apt: let it write there (else it warns, and downloads as root).
-	chown _apt "$tmp/deb" 2>/dev/null || true
-	(cd "$tmp/deb" && apt-get download -qq "$pkg=$version" >&2) || die "apt-get download $pkg=$version failed"
-	dpkg-deb -x "$tmp"/deb/*.deb "$tmp/root"
-	cp "$tmp"/root/boot/vmlinuz-* "$tmp/vmlinuz"
-	cp "$tmp"/root/boot/config-* "$tmp/config"
-	check_kernel_config "$tmp/config"
-	resolve_modules "$tmp/root/lib/modules" "$tmp/modules" "${GUEST_MODULES[@]}"
-	rm -rf "$tmp/deb" "$tmp/root"
-	echo "$pkg $version" >"$tmp/package"
-	mv "$tmp" "$dir"
-	echo "$dir"
+	echo "$dir/rootfs"
 }
 
-# check_kernel_config CONFIG fails unless the kernel has what readyline
-# needs built in (the guest cannot load those as modules).
-check_kernel_config() {
-	local opt
-	for opt in CONFIG_DEBUG_INFO_BTF CONFIG_BPF_SYSCALL CONFIG_BPF_JIT CONFIG_BPF_EVENTS CONFIG_UPROBES \
-		CONFIG_UPROBE_EVENTS CONFIG_CGROUP_BPF CONFIG_TRACING CONFIG_BLK_DEV_INITRD CONFIG_DEVTMPFS; do
-		grep -qx "$opt=y" "$1" || die "the kernel's config lacks $opt=y"
-	done
-}
-
-# resolve_modules LIBMODULES DEST MODULE... copies each module and what it
-# depends on (the depends= of its modinfo) into DEST, and writes DEST/order:
-# their file names, dependencies first.
-resolve_modules() {
-	local lib=$1 dest=$2
-	shift 2
-	local -A path=() done=()
-	local f name
-	while IFS= read -r f; do
-		name=${f##*/}
-		name=${name%.ko}
-		path[${name//-/_}]=$f
-	done < <(find "$lib" -name '*.ko')
-	: >"$dest/order"
-	add_module() {
-		local m=${1//-/_} dep deps
-		[[ -n ${done[$m]:-} ]] && return
-		[[ -n ${path[$m]:-} ]] || die "module $m is not in the kernel package"
-		deps=$(tr '\0' '\n' <"${path[$m]}" | sed -n 's/^depends=//p' | head -n 1)
-		for dep in ${deps//,/ }; do add_module "$dep"; done
-		cp "${path[$m]}" "$dest/"
-		echo "$m.ko" >>"$dest/order"
-		done[$m]=1
-	}
-	for name in "$@"; do add_module "$name"; done
-}
-
-# build_initramfs KERNEL_DIR OUT writes the guest's initramfs: busybox,
+# build_initramfs KERNEL_DIR OUT writes the guest's initramfs: busybox (the
+# host's, or the one of the guest's architecture kernel_dir fetched),
 # guest-init.sh as /init and the modules.
 build_initramfs() {
-	local kdir=$1 out=$2 root
+	local kdir=$1 out=$2 root busybox=/bin/busybox
+	[[ $GUEST_ARCH == amd64 ]] || busybox=$kdir/busybox
 	root=$KERNEL_RUN_DIR/initramfs
 	rm -rf "$root" && mkdir -p "$root/bin" "$root/modules"
-	file_is_static /bin/busybox || die "/bin/busybox is not statically linked (is busybox-static installed?)"
-	cp /bin/busybox "$root/bin/busybox"
+	file_is_static "$busybox" || die "$busybox is not statically linked (is busybox-static installed?)"
+	cp "$busybox" "$root/bin/busybox"
 	cp "$SCRIPT_DIR/guest-init.sh" "$root/init"
-	cp "$kdir"/modules/* "$root/modules/"
+	resolve_modules "$kdir/modules" "$root/modules" "${GUEST_MODULES[@]}"
 	(cd "$root" && find . | LC_ALL=C sort | busybox cpio -o -H newc 2>/dev/null | gzip -1) >"$out"
 	rm -rf "$root"
 }
 
-# build_tests builds the test binaries and crilike on the host: the guest
-# has no Go toolchain to build them (and would take ages under TCG).
+# build_tests builds the test binaries and crilike on the host, for the
+# guest's architecture: the guest has no Go toolchain to build them (and
+# would take ages under TCG).
 build_tests() {
 	local t0=$SECONDS
 	command -v go >/dev/null || die "go is not on PATH"
@@ -169,6 +160,7 @@ build_tests() {
 	log "building the test binaries"
 	(
 		cd "$REPO_ROOT"
+		((${#GO_ARCH_ENV[@]} == 0)) || export "${GO_ARCH_ENV[@]}"
 		go test -c -o "$TESTS/collector.test" ./collector/
 		go test -c -o "$TESTS/bpf.test" ./bpf/
 		go test -c -o "$TESTS/readyline.test" ./cmd/readyline/
@@ -244,18 +236,24 @@ exit \$rc
 EOF
 }
 
-# boot runs QEMU until the guest powers off, or GUEST_TIMEOUT, streaming the
-# guest's console.
+# boot KERNEL_DIR ROOT runs QEMU until the guest powers off, or
+# GUEST_TIMEOUT, streaming the guest's console. ROOT (read-only) is the
+# guest's root; when it is not the host's, the checkout is shared too.
 boot() {
-	local kdir=$1 pid deadline
+	local kdir=$1 root=$2 pid deadline share=
+	local shares=(-virtfs "local,path=$root,mount_tag=host,security_model=none,readonly=on,multidevs=remap")
+	if [[ $root != / ]]; then
+		shares+=(-virtfs "local,path=$REPO_ROOT,mount_tag=checkout,security_model=none,readonly=on,multidevs=remap")
+		share=checkout
+	fi
 	: >"$KERNEL_RUN_DIR/console.log"
-	start_process qemu "$(command -v qemu-system-x86_64)" \
-		-machine q35 -accel tcg -cpu max -smp "$GUEST_CPUS" -m "$GUEST_MEMORY" \
+	start_process qemu "$(command -v "$QEMU")" \
+		"${QEMU_MACHINE[@]}" -smp "$GUEST_CPUS" -m "$GUEST_MEMORY" \
 		-nodefaults -no-reboot -display none -monitor none \
 		-serial "file:$KERNEL_RUN_DIR/console.log" \
 		-kernel "$kdir/vmlinuz" -initrd "$KERNEL_RUN_DIR/initramfs.cpio.gz" \
-		-append "console=ttyS0 quiet panic=-1 mitigations=off cgroup_no_v1=all rdinit=/init -- $OUT $REPO_ROOT" \
-		-virtfs "local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap" \
+		-append "console=$GUEST_CONSOLE quiet panic=-1 mitigations=off cgroup_no_v1=all rdinit=/init -- $OUT $REPO_ROOT $share" \
+		"${shares[@]}" \
 		-virtfs "local,path=$OUT,mount_tag=out,security_model=none"
 	pid=$(recorded_pid qemu) || die "QEMU did not start, see $LOG_DIR/qemu.log"
 	# 9>&-: the tailer lives as long as QEMU, which a killed run leaves
@@ -326,14 +324,21 @@ main() {
 	}
 	cleanup
 	[[ ${1:-} == stop ]] && return 0
-	local t0=$SECONDS kdir
+	local t0=$SECONDS kdir root
 	install_debian_packages "${HOST_PACKAGES[@]}"
 	kdir=$(
 		exec 8>"$READYLINE_CACHE/debian-kernel.lock"
 		flock 8
 		kernel_dir
 	)
-	log "kernel: $(cat "$kdir/package") ($kdir)"
+	root=$(
+		exec 8>"$READYLINE_CACHE/debian-kernel.lock"
+		flock 8
+		guest_root
+	)
+	# The checkout's mount point in a root of the guest's own.
+	[[ $root == / ]] || mkdir -p "$root$REPO_ROOT"
+	log "kernel: $(cat "$kdir/package") ($kdir), root $root"
 	cat "$kdir/package" >"$KERNEL_RUN_DIR/kernel"
 	build_tests
 	mkdir -p "$OUT"
@@ -341,9 +346,9 @@ main() {
 	write_guest_script
 	trap 'stop_process qemu 5' EXIT
 	trap 'exit 130' INT TERM
-	log "booting $(cat "$kdir/package") under QEMU (TCG, $GUEST_CPUS CPUs, ${GUEST_MEMORY} MiB)"
+	log "booting $(cat "$kdir/package") under QEMU (TCG, $GUEST_ARCH, $GUEST_CPUS CPUs, ${GUEST_MEMORY} MiB)"
 	local tb=$SECONDS
-	boot "$kdir"
+	boot "$kdir" "$root"
 	log "the guest ran $((SECONDS - tb))s; $((SECONDS - t0))s in all"
 	summary
 }

@@ -150,6 +150,9 @@ set_paths() {
 set_kubelet_version() {
 	KUBELET_VERSION=${K8S_KUBELET_VERSION:-$K8S_VERSION}
 	KUBELET_TOOLS=$K8S_TOOLS KUBELET_CACHE_DIR=$K8S_DIR KUBELET_BIN=$K8S_DIR/bin/kubelet
+	# The same kubelet built for arm64 (tool kubelet-arm64), read by the
+	# static tests: this node runs the host's.
+	KUBELET_ARM64_DIR=$READYLINE_CACHE/kubelet-$KUBELET_VERSION-arm64
 	[[ $KUBELET_VERSION == "$K8S_VERSION" ]] && return 0
 	[[ $KUBELET_VERSION =~ ^v1\.[0-9]+\.[0-9]+$ ]] || die "K8S_KUBELET_VERSION must be v1.X.Y, got '$KUBELET_VERSION'"
 	KUBELET_TOOLS=$SCRIPT_DIR/tools/kubelet-${KUBELET_VERSION%.*}

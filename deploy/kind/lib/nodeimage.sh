@@ -30,18 +30,6 @@ KIND_COREDNS_TAG=v1.14.6
 KIND_ETCD_TAG=3.7.0-0
 PODNET_IMAGE=localhost/readyline-podnet:kind
 
-# apt_mirror prints the Debian mirror this host's apt uses for $NODE_SUITE.
-apt_mirror() {
-	local uri
-	uri=$(awk -v s="$NODE_SUITE" '
-		/^Types:/ { deb = ($0 ~ /deb( |$)/) }
-		/^URIs:/ { u = $2 }
-		/^Suites:/ && deb && u !~ /security/ { for (i = 2; i <= NF; i++) if ($i == s) { print u; exit } }
-		$1 == "deb" && $3 == s { print $2; exit }' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | head -1)
-	[[ -n $uri ]] || die "no Debian mirror for $NODE_SUITE in /etc/apt/sources.list{,.d} (debootstrap needs one)"
-	echo "$uri"
-}
-
 key_of() { sha256sum | cut -c1-12; }
 
 # base_rootfs prints the cached Debian root file system, making it first.
@@ -52,7 +40,7 @@ base_rootfs() {
 	if [[ ! -f $dir/complete ]]; then
 		command -v debootstrap >/dev/null || install_debian_packages debootstrap
 		local mirror t0=$SECONDS
-		mirror=$(apt_mirror)
+		mirror=$(apt_mirror "$NODE_SUITE")
 		rm -rf "$dir" && mkdir -p "$dir"
 		log "debootstrap $NODE_SUITE (minbase + systemd) for the kind node image (cold: ~3 min)"
 		debootstrap --variant=minbase --include="$NODE_PACKAGES" "$NODE_SUITE" "$dir/rootfs" "$mirror" \

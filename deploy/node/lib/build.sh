@@ -32,6 +32,19 @@ install_debian_packages() {
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# apt_mirror SUITE prints the Debian mirror this host's apt uses for SUITE
+# (debootstrap needs one: deploy/kind's node image, deploy/kernel's arm64 root).
+apt_mirror() {
+	local uri
+	uri=$(awk -v s="$1" '
+		/^Types:/ { deb = ($0 ~ /deb( |$)/) }
+		/^URIs:/ { u = $2 }
+		/^Suites:/ && deb && u !~ /security/ { for (i = 2; i <= NF; i++) if ($i == s) { print u; exit } }
+		$1 == "deb" && $3 == s { print $2; exit }' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | head -1)
+	[[ -n $uri ]] || die "no Debian mirror for $1 in /etc/apt/sources.list{,.d}"
+	echo "$uri"
+}
+
 file_is_static() { ! LC_ALL=C readelf -l "$1" 2>/dev/null | grep -q 'INTERP'; }
 
 # The build ledger. READYLINE_BUILD_LEDGER names a file (make sets a new one
@@ -137,7 +150,8 @@ k8s_ldflags() {
 }
 
 # build_tools_module MODULE_DIR DIR LDFLAGS BINARY=PACKAGE... builds the
-# packages in the tools module MODULE_DIR into DIR/bin.
+# packages in the tools module MODULE_DIR into DIR/bin, for BUILD_GOARCH
+# when it is set (a cross-build), else for the host.
 build_tools_module() {
 	local module=$1 dir=$2 ldflags=$3
 	shift 3
@@ -157,7 +171,7 @@ build_tools_module() {
 	rm -rf "$tmp" && mkdir -p "$tmp" "$dir/bin"
 	log "building ${names[*]} in $module (cold on 2 cores: kubernetes ~15 min, a kubelet alone ~7 min, jaeger ~9 min)"
 	# One go build for all packages: they share most of their dependencies.
-	(cd "$module" && CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "$ldflags" -o "$tmp/" "${missing[@]}") || {
+	(cd "$module" && CGO_ENABLED=0 GOARCH=${BUILD_GOARCH:-${GOARCH:-}} go build -mod=readonly -trimpath -ldflags "$ldflags" -o "$tmp/" "${missing[@]}") || {
 		rm -rf "$tmp"
 		die "building ${names[*]} failed"
 	}
@@ -183,6 +197,14 @@ build_kubelet() {
 		return
 	fi
 	build_tools_module "$KUBELET_TOOLS" "$KUBELET_CACHE_DIR" "$(k8s_ldflags "$KUBELET_VERSION")" \
+		kubelet=k8s.io/kubernetes/cmd/kubelet
+}
+
+# build_kubelet_arm64 builds that kubelet for arm64, as a release is, alone
+# (the control plane's version too: nothing else of Kubernetes is needed for
+# arm64), into $READYLINE_CACHE/kubelet-<version>-arm64.
+build_kubelet_arm64() {
+	BUILD_GOARCH=arm64 build_tools_module "$KUBELET_TOOLS" "$KUBELET_ARM64_DIR" "$(k8s_ldflags "$KUBELET_VERSION")" \
 		kubelet=k8s.io/kubernetes/cmd/kubelet
 }
 
@@ -250,6 +272,7 @@ tool_builder() {
 	crictl) echo build_crictl ;;
 	coredns) echo build_coredns ;;
 	kubelet) echo build_kubelet ;;
+	kubelet-arm64) echo build_kubelet_arm64 ;;
 	kube-apiserver | kube-controller-manager | kube-scheduler | kube-proxy | kubectl | kubeadm) echo build_kubernetes ;;
 	jaeger) echo build_jaeger ;;
 	promtool) echo build_promtool ;;
@@ -268,6 +291,7 @@ tool_path() {
 	build_crictl) echo "$CRICTL_DIR/bin/$1" ;;
 	build_coredns) echo "$COREDNS_DIR/bin/$1" ;;
 	build_kubelet) echo "$KUBELET_BIN" ;;
+	build_kubelet_arm64) echo "$KUBELET_ARM64_DIR/bin/kubelet" ;;
 	build_kubernetes) echo "$K8S_DIR/bin/$1" ;;
 	build_jaeger) echo "$JAEGER_DIR/bin/$1" ;;
 	build_promtool) echo "$PROMTOOL_DIR/bin/$1" ;;
@@ -288,7 +312,7 @@ tool() {
 	local build=1
 	[[ ${1:-} == --built ]] && build=0 && shift
 	local name=${1:-} builder path
-	builder=$(tool_builder "$name") || die "node.sh builds no tool named '${name}' (known: containerd containerd-shim-runc-v2 ctr crictl coredns kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl kubeadm etcd kind registry jaeger promtool prometheus)"
+	builder=$(tool_builder "$name") || die "node.sh builds no tool named '${name}' (known: containerd containerd-shim-runc-v2 ctr crictl coredns kube-apiserver kube-controller-manager kube-scheduler kubelet kubelet-arm64 kube-proxy kubectl kubeadm etcd kind registry jaeger promtool prometheus)"
 	path=$(tool_path "$name")
 	if ((!build)); then
 		[[ -x $path ]] || die "$name is not built yet ($path): run 'node.sh tool $name' or 'node.sh build'"
