@@ -119,6 +119,8 @@ test: test-deps lint verify-generate ## unit + privileged (root), privileged on 
 	# An older kubelet and containerd 1.7 first (the default node is back up after it).
 	$(MAKE) test-compat
 	KUBELET_TRACING=1 ./deploy/node/node.sh up
+	# A VM node that a killed make test-cgroup2 left registered (deploy/cgroup2).
+	./deploy/cgroup2/node-vm.sh down
 	# The node's own checks (deploy/node/check: no readyline), then what
 	# needs the node's kubelet (built by node.sh up) and runtime.
 	READYLINE_REQUIRE_NODE=1 $(GO) test -count=1 -tags e2e ./deploy/node/check/
@@ -194,6 +196,17 @@ test-kernel-6.1: ## privileged eBPF tests on Debian 12's Linux 6.1 (no uprobe_mu
 # guest without the 2000 execs in a row (ARM64_SKIP_QUICK) and the static
 # tests on the default kubelet's arm64 build.
 ARM64_SKIP_QUICK = ^(TestIntegrationCRIAPILayouts|TestIntegrationKubeletVersions|TestIntegrationRapidExecsNoDrops)$$
+# make test-cgroup2: a second node, on cgroup v2 only with the systemd
+# driver (a VM, deploy/cgroup2), joined to the local node's control plane;
+# readyline as the DaemonSet there traces the e2e subset with the same facts
+# as the local node's readyline on the local node.
+test-cgroup2: ## e2e subset on a cgroup v2-only node with the systemd driver (a QEMU VM joined to the local node, see deploy/cgroup2) (root)
+	./deploy/node/node.sh jaeger-up
+	KUBELET_TRACING=1 ./deploy/node/node.sh up
+	./deploy/cgroup2/node-vm.sh up
+	READYLINE_E2E_TEARDOWN=0 READYLINE_E2E_CGROUP2_NODE=readyline-cgroup2 $(GO) test -count=1 -tags e2e -timeout 30m -v \
+		-run '^TestCgroup2Node$$' ./deploy/e2e/; rc=$$?; ./deploy/cgroup2/node-vm.sh down || rc=1; exit $$rc
+
 test-arm64: ## privileged tests of bpf, collector, cmd/readyline in an arm64 guest (TCG), every kubelet cross-built for arm64 read (root)
 	GUEST_ARCH=arm64 ./deploy/kernel/run-6.1.sh
 	set -e; for v in "" $(KUBELETS_OLDER); do K8S_KUBELET_VERSION=$$v ./deploy/node/node.sh tool kubelet-arm64 >/dev/null; done
@@ -329,4 +342,4 @@ test-kind: ## end-to-end tests on a two-node kind cluster (brings it up, deletes
 
 .PHONY: image image-archive node-image kind-up kind-demo jaeger-ui kind-down test-kind
 
-.PHONY: help build plugin plugin-release generate verify-generate lint test test-compat test-compat-all test-kubelets test-deps test-unit test-tools test-helm test-kernel-6.1 test-arm64 test-alerts bench bench-node bench-cluster bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down
+.PHONY: help build plugin plugin-release generate verify-generate lint test test-compat test-compat-all test-kubelets test-deps test-unit test-tools test-helm test-kernel-6.1 test-arm64 test-cgroup2 test-alerts bench bench-node bench-cluster bench-overhead node-up node-down node-status jaeger-up jaeger-down demo demo-down

@@ -72,6 +72,11 @@ func (e *Env) Apply(ctx context.Context, namespace string, manifest []byte) ([]*
 	if err != nil {
 		return nil, err
 	}
+	return e.ApplyObjects(ctx, namespace, objs)
+}
+
+// ApplyObjects is Apply of decoded objects.
+func (e *Env) ApplyObjects(ctx context.Context, namespace string, objs []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	applied := make([]*unstructured.Unstructured, 0, len(objs))
 	for _, obj := range objs {
 		ri, err := e.resource(ctx, obj, namespace)

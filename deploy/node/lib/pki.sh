@@ -66,9 +66,10 @@ subjectAltName=DNS:$NODE_NAME,DNS:localhost,IP:$NODE_IP,IP:127.0.0.1"
 	chmod 600 "$PKI_DIR"/*.key
 }
 
-# write_kubeconfig FILE CERT_NAME writes a kubeconfig with embedded credentials.
+# write_kubeconfig FILE CERT_NAME [SERVER] writes a kubeconfig with embedded
+# credentials, for the API server at SERVER (default: this node's loopback).
 write_kubeconfig() {
-	local file=$1 cert=$2
+	local file=$1 cert=$2 server=${3:-https://127.0.0.1:6443}
 	(
 		umask 077
 		cat >"$file" <<EOF
@@ -77,7 +78,7 @@ kind: Config
 clusters:
   - name: readyline-node
     cluster:
-      server: https://127.0.0.1:6443
+      server: $server
       certificate-authority-data: $(base64 -w0 "$PKI_DIR/ca.crt")
 users:
   - name: $cert
