@@ -99,20 +99,6 @@ func TestCgroup2Node(t *testing.T) {
 	ctx := testContext(t, 20*time.Minute)
 	deployOnNode(t, ctx, vm)
 
-	crashloop := `apiVersion: v1
-kind: Pod
-metadata: {name: crashloop}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: app
-    image: localhost/busybox:local
-    imagePullPolicy: Never
-    command: ["sh", "-c", "sleep 1; exit 3"]
-    readinessProbe: # never Ready: without it the container is Ready for its one second
-      exec: {command: ["false"]}
-      periodSeconds: 1
-`
 	example := func(file string) string {
 		b, err := os.ReadFile(env.ExamplePath(file))
 		if err != nil {
@@ -139,7 +125,7 @@ spec:
 	}{
 		{"lifecycle-demo", example("lifecycle-demo.yaml"), ConditionTrue(corev1.PodReady), nil},
 		{"poststart-demo", example("poststart-demo.yaml"), ConditionTrue(corev1.PodReady), nil},
-		{"crashloop", crashloop, restarted, crashloopRace},
+		{"crashloop", crashloopManifest, restarted, crashloopRace},
 		{"image-pull", example("image-pull.yaml"), ConditionTrue(corev1.PodReady), nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -46,17 +46,9 @@ func startPod(t *testing.T, ctx context.Context, name, manifest string) (string,
 	return ns, rec
 }
 
-// TestIncarnationCrashLoopIsOneStart: a container that crash-loops for five
-// minutes is one pod start, reported at the start timeout, and never a second
-// one however many NotReady updates its restarts bring. Before, the pod was
-// forgotten Timeout + OrphanTTL (90 s here) after its start ended and its next
-// restart opened a new start in the same trace, every 2-3 minutes.
-func TestIncarnationCrashLoopIsOneStart(t *testing.T) {
-	t.Parallel()
-	d := readyline(t)
-	ctx := testContext(t, 8*time.Minute)
-	const name = "crashloop"
-	ns, rec := startPod(t, ctx, name, `apiVersion: v1
+// crashloopManifest is pod crashloop, whose container app exits 3 after a
+// second, again and again, and is never Ready.
+const crashloopManifest = `apiVersion: v1
 kind: Pod
 metadata: {name: crashloop}
 spec:
@@ -69,7 +61,19 @@ spec:
     readinessProbe: # never Ready: without it the container is Ready for its one second
       exec: {command: ["false"]}
       periodSeconds: 1
-`)
+`
+
+// TestIncarnationCrashLoopIsOneStart: a container that crash-loops for five
+// minutes is one pod start, reported at the start timeout, and never a second
+// one however many NotReady updates its restarts bring. Before, the pod was
+// forgotten Timeout + OrphanTTL (90 s here) after its start ended and its next
+// restart opened a new start in the same trace, every 2-3 minutes.
+func TestIncarnationCrashLoopIsOneStart(t *testing.T) {
+	t.Parallel()
+	d := readyline(t)
+	ctx := testContext(t, 8*time.Minute)
+	const name = "crashloop"
+	ns, rec := startPod(t, ctx, name, crashloopManifest)
 	ev, err := rec.WaitFor(ctx, func(p *corev1.Pod) bool {
 		cs, ok := ContainerStatus(p, "app")
 		return ok && cs.RestartCount >= 1
