@@ -19,7 +19,15 @@ func (d *derivation) phases(tl *Timeline) []Phase {
 		return out
 	}
 	if f, ok := d.p.conds[corev1.PodScheduled]; ok {
-		add(PhaseSchedule, tl.Start, f.lastTransition, "api-coarse")
+		// A pod created with its nodeName is marked scheduled by the
+		// kubelet, on the node's clock: a node a second behind the API
+		// server's puts that before the pod's creation. It was on its node
+		// from the start: scheduling took no time, not an unknown one.
+		end := f.lastTransition
+		if !end.IsZero() && end.Before(tl.Start) {
+			end = tl.Start
+		}
+		add(PhaseSchedule, tl.Start, end, "api-coarse")
 	}
 	// Each sandbox's time starts with its first RunPodSandbox call, failed
 	// ones included: the retries and the back-off between them are time
