@@ -246,13 +246,16 @@ type GoProbeCounters struct {
 	// Saved: calls saved in a key of their own (not stack-growth
 	// re-entries, not over an earlier call that never returned). Every
 	// one is returned (Returns - ReturnsWithoutEntry), still held
-	// (CallsHeld) or was pushed out: see EntriesLost.
+	// (CallsHeld) or was pushed out: see EntriesLost. A stack-growth
+	// re-entry after the full map pushed out the call's first save is
+	// saved again, as the kernel cannot tell it from a new call.
 	Saved uint64
 }
 
 // EntriesLost is how many saved calls were pushed out of the map before
-// their return, at least: before is read, then held counted (CallsHeld),
-// then after; calls saved or returned in between only lower the count.
+// their return: before is read, then held counted (CallsHeld), then
+// after; calls saved or returned in between only lower the count, a call
+// saved twice (see Saved) raises it by one.
 func EntriesLost(before GoProbeCounters, held int, after GoProbeCounters) uint64 {
 	gone := (after.Returns - after.ReturnsWithoutEntry) + uint64(held)
 	if before.Saved <= gone {
@@ -271,7 +274,13 @@ func (p *GoProbeProgram) CallsHeld() (int, error) {
 	var key GoprobeCallKey
 	args := make([]byte, m.ValueSize())
 	it := m.Iterate()
-	for n := uint32(0); n < 4*m.MaxEntries() && it.Next(&key, args); n++ {
+	for n := uint32(0); it.Next(&key, args); n++ {
+		if n == 4*m.MaxEntries() {
+			// Restarted over and over by calls coming and going: a count
+			// cut short here would miss calls held and overstate the
+			// lost ones (EntriesLost), which only ever go up.
+			return 0, fmt.Errorf("counting the calls in flight: the map changed under %d reads", n)
+		}
 		seen[key] = struct{}{}
 	}
 	if err := it.Err(); err != nil {

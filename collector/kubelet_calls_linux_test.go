@@ -336,18 +336,24 @@ func TestIntegrationKubeletCallsPushedOutAreLost(t *testing.T) {
 		t.Errorf("no entry counted lost, with room for 2 calls in flight of 8 goroutines: %+v", st)
 	}
 	// Every return without its entry is counted, lost or from before the
-	// probes. Lost entries may be more: with per-address uprobes (no
-	// uprobe_multi, Linux before 6.6) a call can enter after its entry probe
-	// went in and return before its RETs' did, and its saved entry, pushed
-	// out later, counts lost with no return to match. Only a call begun
-	// before the source was up (every probe in place) can: under emulation
-	// (deploy/kernel's arm64 guest) the probes go in slowly enough for each
-	// goroutine to make several such calls (18 more lost than returns
-	// without their entry, of 49 begun before, on a loaded machine).
+	// probes. Lost entries may be more, by two kinds of call that leave a
+	// pushed-out entry with no return to match it:
+	//   - a call begun before the source was up (every probe in place):
+	//     with per-address uprobes (no uprobe_multi, Linux before 6.6) it
+	//     can enter after its entry probe went in and return before its
+	//     RETs' did. Under emulation (deploy/kernel's arm64 guest) the
+	//     probes go in slowly enough for 18 such calls, of 49 begun before.
+	//   - a call whose goroutine's stack grew on entry (morestack runs the
+	//     entry probe again) after the full map had pushed out its first
+	//     save: saved twice, returned once. A stack grows a few times in a
+	//     goroutine's life, not per call: one such call per goroutine is
+	//     the most seen (1313 lost for 1312 returns without their entry,
+	//     none begun before, in the amd64 6.1 guest).
+	const goroutines = 8
 	if uint64(withoutEntry) != st.Kernel.ReturnsWithoutEntry || st.EntriesLost+st.BeforeAttach < st.Kernel.ReturnsWithoutEntry ||
-		st.EntriesLost > st.Kernel.ReturnsWithoutEntry+uint64(before) {
-		t.Errorf("%d calls without their entry: %d lost + %d before the probes, the kernel counted %d (%d calls begun before the source was up)",
-			withoutEntry, st.EntriesLost, st.BeforeAttach, st.Kernel.ReturnsWithoutEntry, before)
+		st.EntriesLost > st.Kernel.ReturnsWithoutEntry+uint64(before)+goroutines {
+		t.Errorf("%d calls without their entry: %d lost + %d before the probes, the kernel counted %d (%d calls begun before the source was up, %d goroutines)",
+			withoutEntry, st.EntriesLost, st.BeforeAttach, st.Kernel.ReturnsWithoutEntry, before, goroutines)
 	}
 	if st.BeforeAttach > uint64(before) {
 		t.Errorf("%d calls counted as under way when the probes attached, crilike began only %d before", st.BeforeAttach, before)
