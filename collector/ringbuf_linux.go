@@ -26,6 +26,11 @@ type ringOptions struct {
 	// fills up need it. 0 waits for wakeups alone; Tick and Drained are
 	// then called only after records.
 	Poll time.Duration
+	// Pace, when set with an IdlePoll longer than Poll, has the reader
+	// look every IdlePoll instead while it is idle (Pace). A reader that
+	// waits on a thread of its own (no netpoller) keeps to Poll.
+	Pace     *Pace
+	IdlePoll time.Duration
 	// Tick, when set, is called once every TickEvery (within about Poll of
 	// it when no record comes): the source's periodic work that must be
 	// ordered with its records, such as reporting the ring's losses.
@@ -96,16 +101,25 @@ func readRing(ctx context.Context, m *ebpf.Map, opts ringOptions, handle func([]
 	if werr != nil && opts.Logger != nil {
 		opts.Logger.Warn("the ring buffer's reader waits on a thread of its own", "error", werr)
 	}
+	var paced *paceWaiter
+	if w != nil && opts.Pace != nil && opts.Poll > 0 && opts.IdlePoll > opts.Poll {
+		paced = &paceWaiter{cut: w.cut}
+		defer opts.Pace.join(paced)()
+	}
 	wait := func() error {
 		until = time.Time{}
-		if opts.Poll > 0 {
-			until = time.Now().Add(opts.Poll)
+		poll := opts.Poll
+		if paced != nil && !opts.Pace.Fast() {
+			poll = opts.IdlePoll
+		}
+		if poll > 0 {
+			until = time.Now().Add(poll)
 		}
 		if w == nil {
 			rd.SetDeadline(until)
 			return nil
 		}
-		err := w.wait(until)
+		err := w.wait(until, paced)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			err = nil
 		}
@@ -207,10 +221,15 @@ func newRingWaiter(m *ebpf.Map) (*ringWaiter, error) {
 
 // wait returns once the kernel woke the ring's readers (or had already,
 // since the last wait), or with os.ErrDeadlineExceeded at until (zero:
-// no deadline).
-func (w *ringWaiter) wait(until time.Time) error {
+// no deadline) or when cut; at once when paced was kicked since the last.
+func (w *ringWaiter) wait(until time.Time, paced *paceWaiter) error {
 	if err := w.f.SetReadDeadline(until); err != nil {
 		return err
+	}
+	// After the deadline is set: a kick before it is seen here, a kick
+	// after it cuts the wait.
+	if paced != nil && paced.kicked.Swap(false) {
+		return nil
 	}
 	asked := false
 	return w.rc.Read(func(uintptr) bool {
@@ -219,6 +238,10 @@ func (w *ringWaiter) wait(until time.Time) error {
 		return done
 	})
 }
+
+// cut ends the wait in progress (os.ErrDeadlineExceeded) from another
+// goroutine; a wait not yet begun sets its own deadline.
+func (w *ringWaiter) cut() { w.f.SetReadDeadline(time.Unix(0, 1)) }
 
 func (w *ringWaiter) close() { w.f.Close() }
 
@@ -247,10 +270,20 @@ type ringSource struct {
 	// when the source tells its losses otherwise.
 	readDrops func() (uint64, error)
 
+	// pace, when set, has the reader look every ringIdlePoll while no pod
+	// start is open (Pace); NodeSources sets it before run.
+	pace *Pace
+
 	clockOff    atomic.Int64
 	kernelDrops atomic.Uint64
 	fill        ringUsage
 }
+
+// ringIdlePoll is how often a paced ring reader looks at its ring while no
+// pod start is open (Pace): records then wait up to that long, or until
+// the ring is a quarter full, and the ring's losses are told about that
+// late.
+const ringIdlePoll = time.Second
 
 // ringClockEvery is how often a ring source re-samples the boot clock
 // (following wall-clock steps) and logs the drops counted meanwhile (the
@@ -278,7 +311,8 @@ func (r *ringSource) run(ctx context.Context, emit func(event.Event), handle fun
 		defer close(housekept)
 		r.housekeeping(hctx)
 	}()
-	opts := ringOptions{Poll: r.poll, Usage: &r.fill, Drained: (&drainNotice{source: r.name, emit: emit}).at, Logger: r.logger}
+	opts := ringOptions{Poll: r.poll, Pace: r.pace, IdlePoll: ringIdlePoll,
+		Usage: &r.fill, Drained: (&drainNotice{source: r.name, emit: emit}).at, Logger: r.logger}
 	if r.readDrops != nil {
 		loss := ringLoss{source: r.name}
 		opts.Tick, opts.TickEvery = loss.follow(r.attached, r.pollDrops, emit), ringLossEvery

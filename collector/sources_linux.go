@@ -45,6 +45,8 @@ type NodeSources struct {
 	Calls   *KubeletCallSource
 	TCP     *TCPSource
 	Logger  *slog.Logger
+	// Pace, when set, paces the kernel sources' ring readers (Pace).
+	Pace *Pace
 }
 
 // Sources returns the sources that run (process, cri, pod_watch, then
@@ -58,11 +60,19 @@ type NodeSources struct {
 //     image's size from the runtime before they are emitted (sizePull);
 //   - the TCP source follows the kubelet the kubelet-call source probes
 //     (its probes' connections are the kubelet's), looking every second
-//     while it runs.
+//     while it runs;
+//   - the kernel sources' readers keep to Pace.
 func (n NodeSources) Sources() []Source {
 	logger := n.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
+	}
+	n.Process.ring.pace = n.Pace
+	if n.Calls != nil {
+		n.Calls.ring.pace = n.Pace
+	}
+	if n.TCP != nil {
+		n.TCP.ring.pace = n.Pace
 	}
 	sources := []Source{namingContainers{n.Process, n.Runtime}, n.Runtime, n.Pods}
 	if n.Calls != nil {

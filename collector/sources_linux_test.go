@@ -17,10 +17,14 @@ func TestNodeSources(t *testing.T) {
 		}
 		return out
 	}
-	all := NodeSources{Process: &ProcessSource{}, Runtime: &RuntimeSource{}, Pods: &PodWatch{}, Calls: &KubeletCallSource{}, TCP: &TCPSource{}}
+	pace := NewPace()
+	all := NodeSources{Process: &ProcessSource{}, Runtime: &RuntimeSource{}, Pods: &PodWatch{}, Calls: &KubeletCallSource{}, TCP: &TCPSource{}, Pace: pace}
 	want := []string{event.SourceProcess, event.SourceRuntime, event.SourcePodWatch, event.SourceKubeletCalls, event.SourceTCP}
 	if got := names(all.Sources()); !slices.Equal(got, want) {
 		t.Errorf("all loaded: sources %v, want %v", got, want)
+	}
+	if all.Process.ring.pace != pace || all.Calls.ring.pace != pace || all.TCP.ring.pace != pace {
+		t.Error("a kernel source's ring reader is not paced by NodeSources.Pace")
 	}
 	if got := all.Refused(time.Now()); len(got) != 0 {
 		t.Errorf("all loaded: refused %v, want none", got)

@@ -144,6 +144,10 @@ type daemon struct {
 	// secrets removes the pods' Secret values from every event before it
 	// is recorded or correlated; nil in tests that feed no pods.
 	secrets *secrets.Scrubber
+	// pace has the kernel sources read their rings every poll while the
+	// correlator has a start open, every second otherwise; nil (always
+	// every poll) in tests.
+	pace *collector.Pace
 
 	mu      sync.Mutex
 	healthy error // nil while the correlator loop runs
@@ -207,7 +211,8 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	d := &daemon{cfg: cfg, logger: logger, events: make(chan event.Event, 8192), store: exporter.NewStore(exporter.StoreLimits{Timelines: int(cfg.keep), Bytes: cfg.keepBytes})}
+	d := &daemon{cfg: cfg, logger: logger, events: make(chan event.Event, 8192), store: exporter.NewStore(exporter.StoreLimits{Timelines: int(cfg.keep), Bytes: cfg.keepBytes}),
+		pace: collector.NewPace()}
 	d.watchdog = newLoopWatchdog(correlatorStall, func() int { return len(d.events) })
 	return d.run(ctx)
 }
@@ -273,7 +278,7 @@ func (d *daemon) run(ctx context.Context) error {
 	if err != nil {
 		d.logger.Warn("httpGet/tcpSocket probe attempts are not traced: the kernel refused the TCP program; they are inferred from the API's status flips", "error", err)
 	}
-	node := collector.NodeSources{Process: procs, Runtime: rt, Pods: pods, Calls: calls, TCP: tcp, Logger: d.logger}
+	node := collector.NodeSources{Process: procs, Runtime: rt, Pods: pods, Calls: calls, TCP: tcp, Logger: d.logger, Pace: d.pace}
 	sources := node.Sources()
 	d.watchSources(sources, node.Refused(time.Now().UTC()))
 	reader, err := podevents.NewReader(podevents.Config{
@@ -455,6 +460,7 @@ func (d *daemon) correlate(ctx context.Context) {
 			d.deliverRecovery(ctx, &r)
 		}
 		st := c.Stats()
+		d.pace.SetFast(st.Tracked > 0) // the rings read every poll while a start is open
 		countCorrelatorDrops(d.metrics, st, last, false)
 		if st.ClockSteps > last.ClockSteps {
 			d.logger.Warn("the wall clock stepped: timeouts go on, times before the step are moved onto the clock after it and the pod starts across it are marked clock_step",

@@ -331,3 +331,55 @@ func TestKubeletCallsCounted(t *testing.T) {
 		t.Fatalf("pipeline: %v", err)
 	}
 }
+
+// TestPaceFollowsStartsInProgress: the kernel sources' readers are paced
+// fast from the moment a pod start opens in the correlator until it is
+// built, idle before and after (collector.Pace).
+func TestPaceFollowsStartsInProgress(t *testing.T) {
+	d := pipelineDaemon(t)
+	d.pace = collector.NewPace()
+	const uid = "5e0a7c1d-2b3f-4c5d-8e6f-7a8b9c0d1e2f"
+	created := time.Now().Add(-2 * time.Second).UTC().Truncate(time.Second)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "paced", Namespace: "default", UID: uid, CreationTimestamp: metav1.NewTime(created)},
+		Spec:       corev1.PodSpec{NodeName: "vm", Containers: []corev1.Container{{Name: "app"}}},
+		Status:     corev1.PodStatus{Phase: corev1.PodPending},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	added, deleted := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- d.pipeline(ctx, cancel, func(ctx context.Context, g *group) {
+			g.Go(ctx, "fake pod watch", func(ctx context.Context) error {
+				emit := d.emitter(ctx)
+				<-added
+				emit(&event.PodUpdate{Time: time.Now().UTC(), Action: event.PodAdded, Pod: pod})
+				<-deleted
+				emit(&event.PodUpdate{Time: time.Now().UTC(), Action: event.PodDeleted, Pod: pod})
+				<-ctx.Done()
+				return nil
+			})
+		})
+	}()
+	waitPace := func(fast bool, what string) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); d.pace.Fast() != fast; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the pace is not %v 30 s after %s", map[bool]string{true: "fast", false: "idle"}[fast], what)
+			}
+		}
+	}
+	time.Sleep(1500 * time.Millisecond) // a tick or more with no start
+	if d.pace.Fast() {
+		t.Fatal("the pace is fast with no pod start open")
+	}
+	close(added)
+	waitPace(true, "the pod was added")
+	close(deleted)
+	waitPace(false, "the pod was deleted (its start built)")
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("pipeline: %v", err)
+	}
+}
