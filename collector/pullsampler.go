@@ -28,6 +28,10 @@ type PullSamplerConfig struct {
 	MaxPulls int
 	// Wait bounds one read of the content store (default 500 ms).
 	Wait time.Duration
+	// Pace, when set, has the sampler look only while it is fast (a pod
+	// start is open): the kubelet pulls for the containers it creates, and
+	// a look reads every kubelet call in flight (a steady node's probes).
+	Pace *Pace
 }
 
 // Defaults of PullSamplerConfig.
@@ -94,7 +98,9 @@ func (s *PullSampler) Run(ctx context.Context, emit func(event.Event)) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
-			s.sample(ctx, emit)
+			if s.cfg.Pace.Fast() {
+				s.sample(ctx, emit)
+			}
 		}
 	}
 }

@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,6 +81,31 @@ func TestPullSamplerWithoutSources(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := NewPullSampler(PullSamplerConfig{}, nil).Run(ctx, func(event.Event) { t.Error("emitted") }); err != nil {
+		t.Error(err)
+	}
+}
+
+// A paced sampler reads the calls in flight only while a pod start is open.
+func TestPullSamplerPaced(t *testing.T) {
+	pace := NewPace()
+	var looks atomic.Int32
+	s := NewPullSampler(PullSamplerConfig{
+		InFlight: func() ([]*event.CRICall, error) { looks.Add(1); return nil, nil },
+		Progress: func(context.Context, string, time.Time) (*event.PullProgress, error) { return nil, nil },
+		Every:    10 * time.Millisecond,
+		Pace:     pace,
+	}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx, func(event.Event) {}) }()
+	time.Sleep(200 * time.Millisecond) // 20 ticks
+	if n := looks.Load(); n != 0 {
+		t.Errorf("%d looks at the calls in flight with no start open", n)
+	}
+	pace.SetFast(true)
+	waitFor(t, 5*time.Second, "looks with a start open", func() bool { return looks.Load() >= 3 })
+	cancel()
+	if err := <-done; err != nil {
 		t.Error(err)
 	}
 }

@@ -139,7 +139,17 @@ type RuntimeSource struct {
 	// the drops already told in a stream_behind status (Run's own).
 	behindSince    atomic.Int64
 	behindReported uint64
+	// pace, when set, has Run list every runtimeIdleResync, not every
+	// ResyncInterval, while the event stream runs and no pod start is
+	// open (Pace); NodeSources sets it before Run.
+	pace *Pace
 }
+
+// runtimeIdleResync is how often a paced RuntimeSource lists everything
+// while its event stream runs and no pod start is open: a list of a
+// hundred pods' sandboxes and containers is the source's biggest cost on
+// a steady node, and only fills the stream's gaps.
+const runtimeIdleResync = time.Minute
 
 // runtimeConn is one connection to the runtime.
 type runtimeConn struct {
@@ -419,6 +429,7 @@ func (s *RuntimeSource) serve(ctx context.Context, conn *runtimeConn, up func(),
 
 	ticker := time.NewTicker(s.cfg.ResyncInterval)
 	defer ticker.Stop()
+	listed := s.now()
 	slowLists := 0 // periodic lists in a row that timed out
 	for {
 		select {
@@ -439,6 +450,10 @@ func (s *RuntimeSource) serve(ctx context.Context, conn *runtimeConn, up func(),
 			s.events.Add(1)
 			s.applyEvent(ctx, conn.client, it.resp)
 		case <-ticker.C:
+			if events != nil && !s.pace.Fast() && s.now().Sub(listed) < runtimeIdleResync {
+				continue // no start open: the stream tells every change, gaps wait
+			}
+			listed = s.now()
 			err := s.resync(ctx, conn.client)
 			switch {
 			case err == nil:

@@ -152,6 +152,29 @@ func TestNewRuntimeSourceEndpoint(t *testing.T) {
 	}
 }
 
+// TestRuntimePacedResync: with its event stream running, a paced source
+// lists everything every ResyncInterval only while a pod start is open,
+// and not again within runtimeIdleResync while none is.
+func TestRuntimePacedResync(t *testing.T) {
+	rt := newFakeRuntime()
+	path := socketPath(t)
+	serveCRI(t, path, rt)
+	src, err := NewRuntimeSource(RuntimeConfig{Endpoint: path, ResyncInterval: 20 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.pace = NewPace()
+	out := runRuntimeSource(t, src)
+	waitFor(t, 5*time.Second, "event subscription", func() bool { return rt.count("GetContainerEvents") == 1 })
+	expectMarker(t, rt, out, "sb-marker") // the stream is followed
+	time.Sleep(300 * time.Millisecond)    // 15 resync ticks
+	if n := src.Stats().Resyncs; n != 1 {
+		t.Fatalf("%d lists with no start open, want the first alone", n)
+	}
+	src.pace.SetFast(true)
+	waitFor(t, 5*time.Second, "lists every ResyncInterval with a start open", func() bool { return src.Stats().Resyncs >= 4 })
+}
+
 // TestRuntimeEventStream follows a pod's life over a real gRPC connection on a
 // unix socket, from the runtime's event stream.
 func TestRuntimeEventStream(t *testing.T) {

@@ -61,13 +61,14 @@ type NodeSources struct {
 //   - the TCP source follows the kubelet the kubelet-call source probes
 //     (its probes' connections are the kubelet's), looking every second
 //     while it runs;
-//   - the kernel sources' readers keep to Pace.
+//   - the kernel sources' readers and the runtime's lists keep to Pace.
 func (n NodeSources) Sources() []Source {
 	logger := n.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	n.Process.ring.pace = n.Pace
+	n.Runtime.pace = n.Pace
 	if n.Calls != nil {
 		n.Calls.ring.pace = n.Pace
 	}

@@ -23,8 +23,8 @@ func TestNodeSources(t *testing.T) {
 	if got := names(all.Sources()); !slices.Equal(got, want) {
 		t.Errorf("all loaded: sources %v, want %v", got, want)
 	}
-	if all.Process.ring.pace != pace || all.Calls.ring.pace != pace || all.TCP.ring.pace != pace {
-		t.Error("a kernel source's ring reader is not paced by NodeSources.Pace")
+	if all.Process.ring.pace != pace || all.Calls.ring.pace != pace || all.TCP.ring.pace != pace || all.Runtime.pace != pace {
+		t.Error("a source is not paced by NodeSources.Pace")
 	}
 	if got := all.Refused(time.Now()); len(got) != 0 {
 		t.Errorf("all loaded: refused %v, want none", got)

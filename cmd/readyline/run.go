@@ -319,7 +319,7 @@ func (d *daemon) run(ctx context.Context) error {
 			// The pulls' samples read through the API's reader and its
 			// cache: a page open on a pull and the sampler share the
 			// content store's reads.
-			samples := collector.NewPullSampler(collector.PullSamplerConfig{InFlight: calls.CallsInFlight, Progress: d.live.pulls},
+			samples := collector.NewPullSampler(collector.PullSamplerConfig{InFlight: calls.CallsInFlight, Progress: d.live.pulls, Pace: d.pace},
 				d.logger.With("source", "pull_samples"))
 			g.Go(ctx, "pull samples", func(ctx context.Context) error { return samples.Run(ctx, d.emitter(ctx)) })
 		}
