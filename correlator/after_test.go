@@ -236,3 +236,32 @@ func TestAfterReadyLivenessKill(t *testing.T) {
 		}
 	}
 }
+
+// TestBusyWhileStartingOrRecovering: the correlator wants facts promptly
+// while the start is open and while the pod is on its way back to Ready,
+// not between.
+func TestBusyWhileStartingOrRecovering(t *testing.T) {
+	sc := readyThenCrash(t)
+	c := New(Config{})
+	busy := map[float64]bool{}
+	for _, ev := range sc.events {
+		c.Handle(ev)
+		if _, ok := ev.(*event.Tick); ok {
+			busy[ev.When().Sub(t0).Seconds()] = c.Busy()
+		}
+	}
+	// Ready at 1.5 s, its timeline built within the grace after; not Ready
+	// from 4.6 s to 14.6 s.
+	for at, want := range map[float64]bool{2: true, 3: false, 4: false, 5: true, 13: true, 15: false, 20: false} {
+		got, ok := busy[at]
+		if !ok {
+			t.Fatalf("no tick at +%vs: %v", at, busy)
+		}
+		if got != want {
+			t.Errorf("Busy at +%vs: %v, want %v", at, got, want)
+		}
+	}
+	if New(Config{}).Busy() {
+		t.Error("a correlator with no pod is busy")
+	}
+}

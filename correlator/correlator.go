@@ -240,6 +240,23 @@ func (c *Correlator) Stats() Stats {
 	return s
 }
 
+// Busy reports whether the node's facts are wanted promptly: a pod start is
+// open, or a pod whose start ended here has lost Ready and not regained it
+// (its Recovery is measured from the facts in when it does). The daemon
+// paces the kernel sources' reading by it (collector.Pace). It looks at
+// every pod: call it on pod updates and ticks, not on every event.
+func (c *Correlator) Busy() bool {
+	if len(c.pods) > 0 {
+		return true
+	}
+	for _, e := range c.ended {
+		if a := e.after; a != nil && !a.notReady.IsZero() && !a.deleting && e.deleted.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
 // Handle takes the next event and returns the timelines it completed, if
 // any (pod starts whose grace period or timeout the event's time passed).
 func (c *Correlator) Handle(ev event.Event) []*Timeline {

@@ -145,8 +145,8 @@ type daemon struct {
 	// is recorded or correlated; nil in tests that feed no pods.
 	secrets *secrets.Scrubber
 	// pace has the kernel sources read their rings every poll while the
-	// correlator has a start open, every second otherwise; nil (always
-	// every poll) in tests.
+	// correlator is busy (a start open, a pod on its way back to Ready),
+	// every second otherwise; nil (always every poll) in tests.
 	pace *collector.Pace
 
 	mu      sync.Mutex
@@ -459,8 +459,11 @@ func (d *daemon) correlate(ctx context.Context) {
 		for _, r := range c.TakeRecoveries() {
 			d.deliverRecovery(ctx, &r)
 		}
+		switch ev.(type) {
+		case *event.PodUpdate, *event.Tick: // what opens and closes starts, and a second's
+			d.pace.SetFast(c.Busy()) // the rings read every poll while a start is open
+		}
 		st := c.Stats()
-		d.pace.SetFast(st.Tracked > 0) // the rings read every poll while a start is open
 		countCorrelatorDrops(d.metrics, st, last, false)
 		if st.ClockSteps > last.ClockSteps {
 			d.logger.Warn("the wall clock stepped: timeouts go on, times before the step are moved onto the clock after it and the pod starts across it are marked clock_step",
