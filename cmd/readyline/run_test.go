@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/readyline/readyline/collector"
 	"github.com/readyline/readyline/collector/event"
@@ -128,11 +129,7 @@ func TestSourcesBlindnessReachesTracesAndMetrics(t *testing.T) {
 
 	const uid = "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f"
 	created := time.Now().Add(-3 * time.Second).UTC().Truncate(time.Second)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "blind", Namespace: "default", UID: uid, CreationTimestamp: metav1.NewTime(created)},
-		Spec:       corev1.PodSpec{NodeName: "vm", Containers: []corev1.Container{{Name: "app"}}},
-		Status:     corev1.PodStatus{Phase: corev1.PodPending},
-	}
+	pod := pendingPod("blind", uid, created)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	emitted := make(chan struct{})
@@ -340,11 +337,7 @@ func TestPaceFollowsStartsInProgress(t *testing.T) {
 	d.pace = collector.NewPace()
 	const uid = "5e0a7c1d-2b3f-4c5d-8e6f-7a8b9c0d1e2f"
 	created := time.Now().Add(-2 * time.Second).UTC().Truncate(time.Second)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "paced", Namespace: "default", UID: uid, CreationTimestamp: metav1.NewTime(created)},
-		Spec:       corev1.PodSpec{NodeName: "vm", Containers: []corev1.Container{{Name: "app"}}},
-		Status:     corev1.PodStatus{Phase: corev1.PodPending},
-	}
+	pod := pendingPod("paced", uid, created)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	added, deleted := make(chan struct{}), make(chan struct{})
@@ -381,5 +374,15 @@ func TestPaceFollowsStartsInProgress(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("pipeline: %v", err)
+	}
+}
+
+// pendingPod is a pod of one container on node vm, created at created and
+// not started.
+func pendingPod(name, uid string, created time.Time) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(uid), CreationTimestamp: metav1.NewTime(created)},
+		Spec:       corev1.PodSpec{NodeName: "vm", Containers: []corev1.Container{{Name: "app"}}},
+		Status:     corev1.PodStatus{Phase: corev1.PodPending},
 	}
 }
