@@ -216,20 +216,40 @@ func attachOrder(probes []Probe) []Probe {
 func (p *GoProbeProgram) Events() *ebpf.Map { return p.objs.GoEvents }
 
 // CallsInFlight calls f with each call the entry probe saved and no return
-// has taken yet: its key and its go_call_args, as raw bytes that f must
-// not keep. The map is read while the probes write it, so a call may be
-// missed or seen just after it returned; at most the map's size of entries
-// are read.
-func (p *GoProbeProgram) CallsInFlight(f func(key GoprobeCallKey, args []byte)) error {
+// has taken yet that want takes by its key: its key and its go_call_args,
+// as raw bytes that f must not keep. Only the keys are read of the calls
+// want leaves (a key is 16 bytes, the arguments over a kilobyte, and the
+// map holds every probed function's calls: a busy node's probes' ExecSync,
+// the volume manager's). The map is read while the probes write it, so a
+// call may be missed or seen just after it returned; each is given once,
+// and at most twice the map's size of keys are read.
+func (p *GoProbeProgram) CallsInFlight(want func(GoprobeCallKey) bool, f func(key GoprobeCallKey, args []byte)) error {
 	m := p.objs.Calls
-	var key GoprobeCallKey
 	args := make([]byte, m.ValueSize())
-	it := m.Iterate()
-	for n := uint32(0); n < m.MaxEntries() && it.Next(&key, args); n++ {
+	seen := make(map[GoprobeCallKey]struct{})
+	var key, next GoprobeCallKey
+	var prev any // nil: the first key
+	for n := uint32(0); n < 2*m.MaxEntries(); n++ {
+		if err := m.NextKey(prev, &next); err != nil {
+			if errors.Is(err, ebpf.ErrKeyNotExist) {
+				return nil // the last key
+			}
+			return fmt.Errorf("reading the calls in flight: %w", err)
+		}
+		// A key removed meanwhile has the kernel start over: seen keeps
+		// each call given once.
+		key, prev = next, &key
+		if _, ok := seen[key]; ok || !want(key) {
+			continue
+		}
+		if err := m.Lookup(&key, args); err != nil {
+			if errors.Is(err, ebpf.ErrKeyNotExist) {
+				continue // returned since
+			}
+			return fmt.Errorf("reading the calls in flight: %w", err)
+		}
+		seen[key] = struct{}{}
 		f(key, args)
-	}
-	if err := it.Err(); err != nil {
-		return fmt.Errorf("reading the calls in flight: %w", err)
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 
 	"github.com/readyline/readyline/bpf"
 	"github.com/readyline/readyline/collector/event"
@@ -132,6 +133,7 @@ type KubeletCallSource struct {
 	// current attachment
 	cur     *kubeletProcess // the process probed, nil if none
 	curSeen time.Time       // when cur was last seen running
+	curFD   pidFD           // a pidfd of cur, once stillRunning opened one
 	rescans int             // rescans so far (see fullRescanEvery)
 	links   []link.Link
 	methods map[uint32]*criMethod
@@ -362,11 +364,12 @@ type inFlightView struct {
 const maxInFlightAge = time.Hour
 
 // CallsInFlight returns the calls the probed kubelet has entered and
-// not returned from, End zero, oldest first. It reads the kernel's map of
-// calls in flight (at most KubeletCallConfig.MaxCallsInFlight of them) and is
-// safe for concurrent use with Run; before the kubelet is probed it
-// returns none.
-func (s *KubeletCallSource) CallsInFlight() ([]*event.CRICall, error) {
+// not returned from, End zero, oldest first: of the methods given, or of
+// every method without. It reads the kernel's map of calls in flight (at
+// most KubeletCallConfig.MaxCallsInFlight of them; the arguments of the
+// methods asked for only) and is safe for concurrent use with Run; before
+// the kubelet is probed it returns none.
+func (s *KubeletCallSource) CallsInFlight(methods ...event.CRIMethod) ([]*event.CRICall, error) {
 	view := s.inFlight.Load()
 	if view == nil {
 		return nil, nil
@@ -374,11 +377,14 @@ func (s *KubeletCallSource) CallsInFlight() ([]*event.CRICall, error) {
 	clock := s.ring.clock()
 	now := time.Now()
 	var out []*event.CRICall
-	err := s.prog.CallsInFlight(func(key bpf.GoprobeCallKey, args []byte) {
+	want := func(key bpf.GoprobeCallKey) bool {
 		m := view.methods[key.Func]
-		if m == nil || m.names || (view.tgid != 0 && key.Tgid != view.tgid) {
-			return // not probed now, or an earlier kubelet's; or not a call
-		}
+		// Not probed now, or an earlier kubelet's; or not a call.
+		return m != nil && !m.names && (view.tgid == 0 || key.Tgid == view.tgid) &&
+			(len(methods) == 0 || slices.Contains(methods, m.Method))
+	}
+	err := s.prog.CallsInFlight(want, func(key bpf.GoprobeCallKey, args []byte) {
+		m := view.methods[key.Func]
 		r, err := DecodeGoCallEntry(key, args, clock)
 		if err != nil || r.Start.IsZero() || now.Sub(r.Start) > maxInFlightAge {
 			return
@@ -395,6 +401,11 @@ func (s *KubeletCallSource) CallsInFlight() ([]*event.CRICall, error) {
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
 	return out, err
+}
+
+// PullsInFlight is CallsInFlight of PullImage: PullSamplerConfig.InFlight.
+func (s *KubeletCallSource) PullsInFlight() ([]*event.CRICall, error) {
+	return s.CallsInFlight(event.CRIPullImage)
 }
 
 // fullRescanEvery is how many rescans look through all of /proc while the
@@ -482,10 +493,72 @@ func (s *KubeletCallSource) rescan() {
 
 // stillRunning reports whether p, the kubelet probed, still runs the file
 // it was probed in and still looks like the kubelet.
+//
+// The first look reads p's files in /proc, a dozen reads and parses; it
+// opens a pidfd of p before, which from then on answers alone: readable
+// once p has exited, one poll(2). A process whose pidfd cannot be opened,
+// or under another ProcRoot than /proc (tests), is read each time. What
+// only the files tell (p running another binary after an exec) the full
+// rescan sees.
 func (s *KubeletCallSource) stillRunning(p *kubeletProcess) bool {
+	if s.curFD.pid == p.pid {
+		if exited, err := s.curFD.exited(); err == nil {
+			return !exited
+		}
+		s.curFD.close()
+	}
+	var fd pidFD
+	if s.cfg.ProcRoot == "/proc" {
+		fd = openPIDFD(p.pid) // before the look: then it is the process looked at
+	}
 	nodeNS, _ := nodePIDNamespace(s.cfg.ProcRoot) // unread: checked by the full scan, which warns
 	q, why, _ := inspectProcess(s.cfg.ProcRoot, p.pid, s.cfg.target.process, nodeNS, p)
-	return why == "" && p.sameProcess(q)
+	if why != "" || !p.sameProcess(q) {
+		fd.close()
+		return false
+	}
+	s.curFD.close()
+	s.curFD = fd
+	return true
+}
+
+// pidFD is a pidfd of a process (pidfd_open(2)); the zero value has none.
+type pidFD struct {
+	pid int // 0: none
+	fd  int
+}
+
+func openPIDFD(pid int) pidFD {
+	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return pidFD{}
+	}
+	return pidFD{pid: pid, fd: fd}
+}
+
+// exited reports whether the process has exited (its pidfd is readable).
+func (f pidFD) exited() (bool, error) {
+	if f.pid == 0 {
+		return false, unix.EBADF
+	}
+	fds := []unix.PollFd{{Fd: int32(f.fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		return n > 0, nil
+	}
+}
+
+func (f *pidFD) close() {
+	if f.pid != 0 {
+		unix.Close(f.fd)
+	}
+	*f = pidFD{}
 }
 
 // sourceState is what a source last said of itself.
@@ -610,6 +683,7 @@ func (s *KubeletCallSource) detach() {
 	// went may still be on their way (the ring, the reader's channel), and
 	// the table is the same for every attachment.
 	s.links, s.cur = nil, nil
+	s.curFD.close()
 	s.kubeletPID.Store(0)
 }
 

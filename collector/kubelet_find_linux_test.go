@@ -492,3 +492,34 @@ func deniedChild(t *testing.T) {
 		fmt.Printf("REJECTED %s\n", r)
 	}
 }
+
+// TestStillRunningByPIDFD: the process probed is looked at in /proc once,
+// then through a pidfd of it, which tells its exit: a process that has
+// exited (and been reaped, its pid free again) is not still running.
+func TestStillRunningByPIDFD(t *testing.T) {
+	cmd := exec.Command("sleep", "600")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	target := probeTarget{process: "sleep"}
+	s := &KubeletCallSource{cfg: KubeletCallConfig{ProcRoot: "/proc", target: &target}}
+	defer s.curFD.close()
+	p, why, err := inspectProcess("/proc", cmd.Process.Pid, "sleep", "", nil)
+	if err != nil || why != "" {
+		t.Fatalf("inspecting sleep: %q %v", why, err)
+	}
+	for i := range 2 {
+		if !s.stillRunning(p) {
+			t.Fatalf("look %d: a running sleep is not still running", i)
+		}
+		if s.curFD.pid != p.pid {
+			t.Fatalf("look %d: no pidfd of the process", i)
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait() // reaped
+	if s.stillRunning(p) {
+		t.Fatal("a process killed and reaped is still running")
+	}
+}

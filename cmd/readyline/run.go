@@ -290,7 +290,7 @@ func (d *daemon) run(ctx context.Context) error {
 	d.reads = newEventReads(reader, d.logger.With("source", event.SourcePodEvents))
 	var inFlight func() ([]*event.CRICall, error)
 	if calls != nil {
-		inFlight = calls.CallsInFlight
+		inFlight = func() ([]*event.CRICall, error) { return calls.CallsInFlight() } // all of them: a live question's
 	}
 	d.live = newLiveStarts(inFlight, func(ctx context.Context, q correlator.Query) []*event.PodEvents {
 		return d.reads.readForQuestion(ctx, q, d.emitter(ctx))
@@ -319,7 +319,7 @@ func (d *daemon) run(ctx context.Context) error {
 			// The pulls' samples read through the API's reader and its
 			// cache: a page open on a pull and the sampler share the
 			// content store's reads.
-			samples := collector.NewPullSampler(collector.PullSamplerConfig{InFlight: calls.CallsInFlight, Progress: d.live.pulls, Pace: d.pace},
+			samples := collector.NewPullSampler(collector.PullSamplerConfig{InFlight: calls.PullsInFlight, Progress: d.live.pulls, Pace: d.pace},
 				d.logger.With("source", "pull_samples"))
 			g.Go(ctx, "pull samples", func(ctx context.Context) error { return samples.Run(ctx, d.emitter(ctx)) })
 		}
