@@ -664,3 +664,48 @@ func kernelRelease(t *testing.T) string {
 	}
 	return unix.ByteSliceToString(u.Release[:])
 }
+
+// TestIntegrationCallsInFlight: a call crilike is in the middle of is read
+// from the kernel's map with its arguments, PullsInFlight giving the
+// PullImage calls alone.
+func TestIntegrationCallsInFlight(t *testing.T) {
+	testenv.RequirePrivileged(t)
+	bin := buildCrilike(t, "stripped")
+	// Every round begins with a PullImage of 4 units: 2 s here.
+	cmd := exec.Command(bin, "-calls", "0", "-goroutines", "2", "-sleep", "500ms")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	src, err := NewKubeletCallSource(KubeletCallConfig{Rescan: 50 * time.Millisecond, target: crilikeTarget()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- src.Run(ctx, func(event.Event) {}) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	var pulls, all []*event.CRICall
+	waitFor(t, time.Minute, "a PullImage in flight", func() bool {
+		if pulls, err = src.PullsInFlight(); err != nil {
+			t.Fatal(err)
+		}
+		return len(pulls) > 0
+	})
+	for _, c := range pulls {
+		if c.Method != event.CRIPullImage || c.Image == "" || !c.End.IsZero() || c.Time.IsZero() {
+			t.Errorf("a pull in flight: %+v", c)
+		}
+	}
+	waitFor(t, time.Minute, "another method in flight", func() bool {
+		if all, err = src.CallsInFlight(); err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(all, func(c *event.CRICall) bool { return c.Method != event.CRIPullImage })
+	})
+}
