@@ -270,8 +270,8 @@ type ringSource struct {
 	// when the source tells its losses otherwise.
 	readDrops func() (uint64, error)
 
-	// pace, when set, has the reader look every ringIdlePoll while no pod
-	// start is open (Pace); NodeSources sets it before run.
+	// pace, when set, has the reader look every ringIdlePoll while it is
+	// idle (Pace); NodeSources sets it before run.
 	pace *Pace
 
 	clockOff    atomic.Int64
@@ -279,8 +279,8 @@ type ringSource struct {
 	fill        ringUsage
 }
 
-// ringIdlePoll is how often a paced ring reader looks at its ring while no
-// pod start is open (Pace): records then wait up to that long, or until
+// ringIdlePoll is how often a paced ring reader looks at its ring while the
+// pace is idle (Pace): records then wait up to that long, or until
 // the ring is a quarter full, and the ring's losses are told about that
 // late.
 const ringIdlePoll = time.Second
