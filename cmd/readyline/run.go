@@ -461,7 +461,7 @@ func (d *daemon) correlate(ctx context.Context) {
 		}
 		switch ev.(type) {
 		case *event.PodUpdate, *event.Tick: // what opens and closes starts, and a second's
-			d.pace.SetFast(c.Busy()) // the rings read every poll while a start is open
+			d.pace.SetFast(c.Busy()) // every poll while a start is open or a pod recovers
 		}
 		st := c.Stats()
 		countCorrelatorDrops(d.metrics, st, last, false)
