@@ -42,7 +42,7 @@ func askUntil(t *testing.T, ctx context.Context, d *Daemon, ns, name, uid string
 		t.Fatalf("no answer about %s/%s: %v", ns, name, err)
 	}
 	if err != nil {
-		t.Fatalf("%s/%s within %v: waiting %q, reason %q (outcome %s)", ns, name, bound, tl.Waiting, tl.Reason, tl.Outcome)
+		t.Fatalf("%s/%s within %v: waiting %q, reason %q (outcome %s), where the time went %+v", ns, name, bound, tl.Waiting, tl.Reason, tl.Outcome, tl.Breakdown)
 	}
 	return tl
 }
