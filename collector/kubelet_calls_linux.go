@@ -221,6 +221,10 @@ func (s *KubeletCallSource) Stats() KubeletCallStats {
 	return st
 }
 
+// KubeletPID is Stats().KubeletPID alone, without reading the kernel's
+// counters: the PID of the kubelet probed, 0 while none is.
+func (s *KubeletCallSource) KubeletPID() int { return int(s.kubeletPID.Load()) }
+
 // entriesLost is bpf.EntriesLost, the highest count so far: it is counted
 // again (the map's calls counted, up to MaxCallsInFlight reads) only when
 // a call returned without its entry since the last count, as a lost entry

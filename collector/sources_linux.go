@@ -184,7 +184,7 @@ func followKubelet(ctx context.Context, calls *KubeletCallSource, tcp *TCPSource
 			return
 		case <-t.C:
 		}
-		pid := calls.Stats().KubeletPID
+		pid := calls.KubeletPID()
 		if pid == watched {
 			continue
 		}
