@@ -8,9 +8,10 @@ import (
 // Pace is how often the kernel sources' ring readers look at their rings
 // when the kernel has not woken them (it wakes them only once a ring is a
 // quarter full): every poll (bpf.ProcessPollInterval, ...) while a pod
-// start is open or a started pod is on its way back to Ready
-// (correlator.Busy), so that their facts and the drained marks that let a
-// start finish come within one; every ringIdlePoll otherwise. A steady node has
+// start is open (within its report timeout) or a finished start or a
+// return to Ready waits for its facts (correlator.Busy), so that they and
+// the drained marks that let it be built come within one; every
+// ringIdlePoll otherwise. A steady node has
 // no start open most of the time, and its daemon's own polls, three rings
 // ten times a second, were most of what it cost there: each a thread
 // woken, a ring read, a mark handed to the correlator. The daemon says

@@ -125,6 +125,10 @@ type afterState struct {
 	nodeUID  string
 	ready    bool
 	notReady time.Time // when Ready was last lost (observed)
+	// regained: when Ready was observed again after notReady, its Recovery
+	// not built yet: it waits for the node's facts up to then, which may
+	// still be in a kernel ring buffer (Correlator.finishRecoveries).
+	regained time.Time
 	phase    corev1.PodPhase
 	reason   string
 	// ended: when the phase went Failed or Succeeded (zero before).
@@ -281,7 +285,9 @@ func exitWords(code *int, signal int) string {
 }
 
 // observe takes a pod update after the start; it returns the Recovery the
-// update completes (Ready observed again after a loss), nil otherwise.
+// update completes (a return to Ready still waiting for its facts, when
+// Ready is lost again), nil otherwise. A return to Ready is built by
+// finishRecovery.
 func (a *afterState) observe(e *event.PodUpdate) *Recovery {
 	if e.Pod == nil {
 		return nil
@@ -308,13 +314,11 @@ func (a *afterState) observePod(pod *corev1.Pod, at time.Time, deleted bool) *Re
 	ready := conditionTrue(pod, corev1.PodReady)
 	switch {
 	case a.ready && !ready && !a.deleting:
+		rec = a.finishRecovery() // the last one, with the facts in by now
 		a.notReady = at
 		a.note(at, "", "Ready lost")
 	case !a.ready && ready && !a.notReady.IsZero():
-		r := a.recovery(at)
-		a.note(at, "", "Ready again after "+FormatDuration(r.Duration()))
-		rec = &r
-		a.notReady = time.Time{}
+		a.regained = at
 	}
 	a.ready = ready
 	if pod.Status.Phase != a.phase {
@@ -433,6 +437,37 @@ func (a *afterState) forgetProcs() {
 	}
 }
 
+// notReadySince is notReady while Ready is lost: zero once it is
+// regained, its Recovery built or not.
+func (a *afterState) notReadySince() time.Time {
+	if !a.regained.IsZero() {
+		return time.Time{}
+	}
+	return a.notReady
+}
+
+// finishRecovery builds the Recovery of the return to Ready observed last
+// (regained), with the facts in now, keeps it and returns it; nil when
+// none waits.
+func (a *afterState) finishRecovery() *Recovery {
+	if a.regained.IsZero() {
+		return nil
+	}
+	r := a.recovery(a.regained)
+	note := AfterEvent{At: a.regained, What: "Ready again after " + FormatDuration(r.Duration())}
+	a.noteEvent(note)
+	// In time: before what was noted while it waited.
+	if n := len(a.events); n > 1 {
+		if i := slices.IndexFunc(a.events[:n-1], func(e AfterEvent) bool { return e.At.After(note.At) }); i >= 0 {
+			copy(a.events[i+1:], a.events[i:n-1])
+			a.events[i] = note
+		}
+	}
+	a.take(r)
+	a.notReady, a.regained = time.Time{}, time.Time{}
+	return &r
+}
+
 // recovery measures the way back to Ready, observed at regained: from the
 // exit that took it away (or the loss as observed) through the back-off,
 // the new attempt's calls and run, to the readiness the API reported.
@@ -532,7 +567,7 @@ func (a *afterState) after() *After {
 	if reason == "" && !a.ended.IsZero() {
 		reason = a.kubelet.disruption() // an eviction the status does not say
 	}
-	out := &After{AsOf: a.asOf, Ready: a.ready, NotReadySince: a.notReady, Phase: string(a.phase), PhaseReason: reason,
+	out := &After{AsOf: a.asOf, Ready: a.ready, NotReadySince: a.notReadySince(), Phase: string(a.phase), PhaseReason: reason,
 		Events: slices.Clone(a.events), EventsOmitted: a.omitted, Recoveries: slices.Clone(a.recs), RecoveriesOmitted: a.recsOmit}
 	// An exit the kubelet caused is told by its action, not by the
 	// status a graceful app exits with.

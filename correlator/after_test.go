@@ -2,6 +2,8 @@ package correlator
 
 import (
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -238,8 +240,8 @@ func TestAfterReadyLivenessKill(t *testing.T) {
 }
 
 // TestBusyWhileStartingOrRecovering: the correlator wants facts promptly
-// while the start is open and while the pod is on its way back to Ready,
-// not between.
+// while the start is open and while a return to Ready waits for them, not
+// while the pod crash-loops between.
 func TestBusyWhileStartingOrRecovering(t *testing.T) {
 	sc := readyThenCrash(t)
 	c := New(Config{})
@@ -251,8 +253,8 @@ func TestBusyWhileStartingOrRecovering(t *testing.T) {
 		}
 	}
 	// Ready at 1.5 s, its timeline built within the grace after; not Ready
-	// from 4.6 s to 14.6 s.
-	for at, want := range map[float64]bool{2: true, 3: false, 4: false, 5: true, 13: true, 15: false, 20: false} {
+	// from 4.6 s to 14.6 s, its Recovery built within the grace after.
+	for at, want := range map[float64]bool{2: true, 3: false, 4: false, 5: false, 13: false, 15: true, 16: false, 20: false} {
 		got, ok := busy[at]
 		if !ok {
 			t.Fatalf("no tick at +%vs: %v", at, busy)
@@ -263,5 +265,101 @@ func TestBusyWhileStartingOrRecovering(t *testing.T) {
 	}
 	if New(Config{}).Busy() {
 		t.Error("a correlator with no pod is busy")
+	}
+}
+
+// TestBusyNotPastTimeout: a start past its Timeout, still not Ready, can
+// have its facts a second late; its Ready wants them at once.
+func TestBusyNotPastTimeout(t *testing.T) {
+	sc := startedApp(t, "stuck", corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}})
+	sc.ticks(1, 12)
+	c := New(Config{Timeout: 10 * time.Second})
+	for _, ev := range sc.events {
+		c.Handle(ev)
+		if ev.When().Equal(at(9)) && !c.Busy() {
+			t.Error("a start within its timeout is not busy")
+		}
+	}
+	if c.Busy() {
+		t.Error("a start past its timeout is busy")
+	}
+	sc.events = nil
+	sc.status(false, running("app", idMain, 12.5, true, true))
+	sc.cond(corev1.ContainersReady, 12.5)
+	sc.cond(corev1.PodReady, 12.5)
+	sc.update(12.5)
+	for _, ev := range sc.events {
+		c.Handle(ev)
+	}
+	if !c.Busy() {
+		t.Error("a start Ready past its timeout, its timeline not built, is not busy")
+	}
+}
+
+// TestRecoveryWaitsForItsFacts: a return to Ready is built once the
+// kernel sources have read past the update that told it: the new attempt's
+// exec, read after the update, is in its Recovery as if read before.
+func TestRecoveryWaitsForItsFacts(t *testing.T) {
+	sc := readyThenCrash(t)
+	isExec := func(ev event.Event) bool {
+		e, ok := ev.(*event.ProcessExec)
+		return ok && e.Process.ContainerID == idMain2
+	}
+	// recovery handles events and returns the Recovery, checking that it
+	// was built at the drained mark of +14.7s and busy until then.
+	recovery := func(events []event.Event) Recovery {
+		t.Helper()
+		c := New(Config{})
+		c.Handle(&event.SourceStatus{Time: t0.Add(-time.Minute), Source: event.SourceProcess, Up: true})
+		var recs []Recovery
+		for _, ev := range events {
+			c.Handle(ev)
+			got := c.TakeRecoveries()
+			if len(got) > 0 && !ev.When().Equal(at(14.7)) {
+				t.Fatalf("the Recovery was built at +%vs, want at the drained mark of +14.7s", ev.When().Sub(t0).Seconds())
+			}
+			recs = append(recs, got...)
+			if _, ok := ev.(*event.PodUpdate); ok && ev.When().Equal(at(14.6)) && !c.Busy() {
+				t.Error("a return to Ready waiting for its facts is not busy")
+			}
+		}
+		if len(recs) != 1 {
+			t.Fatalf("recoveries %+v, want one", recs)
+		}
+		if c.Busy() {
+			t.Error("busy once the Recovery is built")
+		}
+		if af, _ := c.After(sc.uid); !af.NotReadySince.IsZero() || !strings.Contains(af.Summary(t0), "Ready again once") {
+			t.Errorf("after: not Ready since %v, %q", af.NotReadySince, af.Summary(t0))
+		}
+		return recs[0]
+	}
+	var exec event.Event
+	var inOrder, late, without []event.Event
+	drained := &event.Drained{Time: at(14.7), Source: event.SourceProcess}
+	for _, ev := range sc.events {
+		if isExec(ev) {
+			exec = ev
+		} else {
+			without = append(without, ev)
+		}
+		inOrder = append(inOrder, ev)
+		if u, ok := ev.(*event.PodUpdate); ok && u.Time.Equal(at(14.6)) {
+			inOrder = append(inOrder, drained)
+			without = append(without, drained)
+		}
+	}
+	for _, ev := range without {
+		late = append(late, ev)
+		if ev == drained {
+			late = slices.Insert(late, len(late)-1, exec) // after the update, before the mark
+		}
+	}
+	want := recovery(inOrder)
+	if got := recovery(late); !reflect.DeepEqual(got, want) {
+		t.Errorf("with the exec read after the update: %+v\nwant as read before: %+v", got, want)
+	}
+	if reflect.DeepEqual(recovery(without), want) {
+		t.Error("the Recovery is the same without the new attempt's exec: this test shows nothing")
 	}
 }

@@ -184,8 +184,10 @@ type Correlator struct {
 	// drained: how far each kernel source has said it read (drained.go).
 	drained map[string]time.Time
 	// recoveries: the returns to Ready after a loss not yet taken
-	// (after.go, TakeRecoveries).
+	// (after.go, TakeRecoveries); regaining: the ended pods whose return
+	// to Ready waits for the node's facts (finishRecoveries).
 	recoveries []Recovery
+	regaining  map[string]regaining
 	// eventsReadable: the pod_events source said Up once; the starts that
 	// end other than Ready then wait for their Events (kubelet_events.go).
 	eventsReadable bool
@@ -220,15 +222,16 @@ type endedPod struct {
 // New returns a Correlator.
 func New(cfg Config) *Correlator {
 	return &Correlator{
-		cfg:     cfg.withDefaults(),
-		pods:    make(map[string]*podState),
-		ended:   make(map[string]endedPod),
-		gone:    make(map[string]time.Time),
-		orphans: make(map[string]*orphanEvents),
-		aliases: make(map[string]string),
-		index:   newOwnerIndex(),
-		blind:   make(map[string][]BlindWindow),
-		drained: make(map[string]time.Time),
+		cfg:       cfg.withDefaults(),
+		pods:      make(map[string]*podState),
+		ended:     make(map[string]endedPod),
+		gone:      make(map[string]time.Time),
+		orphans:   make(map[string]*orphanEvents),
+		aliases:   make(map[string]string),
+		index:     newOwnerIndex(),
+		blind:     make(map[string][]BlindWindow),
+		drained:   make(map[string]time.Time),
+		regaining: make(map[string]regaining),
 	}
 }
 
@@ -240,17 +243,20 @@ func (c *Correlator) Stats() Stats {
 	return s
 }
 
-// Busy reports whether the node's facts are wanted promptly: a pod start is
-// open, or a pod whose start ended here has lost Ready and not regained it
-// (its Recovery is measured from the facts in when it does). The daemon
-// paces the kernel sources' reading by it (collector.Pace). It looks at
-// every pod: call it on pod updates and ticks, not on every event.
+// Busy reports whether the node's facts are wanted promptly: a pod start
+// is open and within its Timeout, or one is over (or a started pod has
+// regained Ready) and waits for the facts up to then to be built. A start
+// past its Timeout, stuck or crash-looping, is not: its facts can come a
+// second late, as can those of a pod that lost Ready (its Recovery waits
+// for them when it is Ready again). The daemon paces the kernel sources'
+// reading by it (collector.Pace). It looks at every start: call it on pod
+// updates and ticks, not on every event.
 func (c *Correlator) Busy() bool {
-	if len(c.pods) > 0 {
+	if len(c.regaining) > 0 {
 		return true
 	}
-	for _, e := range c.ended {
-		if a := e.after; a != nil && !a.notReady.IsZero() && !a.deleting && e.deleted.IsZero() {
+	for _, p := range c.pods {
+		if p.outcome != "" || p.reportedAt.IsZero() {
 			return true
 		}
 	}
@@ -443,8 +449,12 @@ func (c *Correlator) handlePod(e *event.PodUpdate) {
 		}
 		if ep.after != nil {
 			if r := ep.after.observe(e); r != nil {
-				ep.after.take(*r)
 				c.recoveries = append(c.recoveries, *r)
+			}
+			if !ep.after.regained.IsZero() {
+				if _, ok := c.regaining[uid]; !ok {
+					c.regaining[uid] = regaining{seen: e.Time, stamp: c.clock.now}
+				}
 			}
 		}
 		if e.Action == event.PodDeleted && ep.deleted.IsZero() {
@@ -578,6 +588,7 @@ func (c *Correlator) expire() []*Timeline {
 		}
 	}
 	c.cni.prune(c.clock.now, oldest)
+	c.finishRecoveries()
 	if c.clock.now.Sub(c.lastForget) < forgetEvery {
 		return out
 	}

@@ -33,10 +33,38 @@ func (c *Correlator) noteDrained(e *event.Drained) {
 		return
 	}
 	c.drained[e.Source] = e.Time
+	if len(c.regaining) > 0 {
+		c.lastExpire = time.Time{} // a recovery may be complete now: look at once
+		return
+	}
 	for _, p := range c.pods {
 		if p.outcome != "" {
 			c.lastExpire = time.Time{} // a start may be complete now: look at once
 			return
+		}
+	}
+}
+
+// regaining is a return to Ready of a started pod (afterState.regained)
+// waiting for the facts up to it: seen is when the update that told it was
+// seen, stamp when the correlator took it (for the grace period).
+type regaining struct{ seen, stamp time.Time }
+
+// finishRecoveries builds the returns to Ready whose facts are in, as a
+// finished start's (caughtUp), or whose grace period is over.
+func (c *Correlator) finishRecoveries() {
+	for _, uid := range sortedKeys(c.regaining) {
+		r := c.regaining[uid]
+		a := c.ended[uid].after
+		if a != nil && !c.drainedPast(r.seen) && c.clock.now.Sub(r.stamp) < c.cfg.Grace {
+			continue
+		}
+		delete(c.regaining, uid)
+		if a == nil {
+			continue
+		}
+		if rec := a.finishRecovery(); rec != nil {
+			c.recoveries = append(c.recoveries, *rec)
 		}
 	}
 }
@@ -56,17 +84,20 @@ func (c *Correlator) noteRingSource(e *event.SourceStatus) {
 // ends (see above). Without a single mark (a recording made before them),
 // never: the grace period alone decides.
 func (c *Correlator) caughtUp(p *podState) bool {
-	if p.doneSeen.IsZero() {
-		return false
-	}
+	return !p.doneSeen.IsZero() && c.drainedPast(p.doneSeen) && p.runtimeTold()
+}
+
+// drainedPast reports whether every kernel source that says how far it read
+// and is not blind has read past seen. Without a single mark, never.
+func (c *Correlator) drainedPast(seen time.Time) bool {
 	marked := false
 	for source, at := range c.drained {
 		marked = marked || !at.IsZero()
-		if at.Before(p.doneSeen) && !c.blindNow(source) {
+		if at.Before(seen) && !c.blindNow(source) {
 			return false
 		}
 	}
-	return marked && p.runtimeTold()
+	return marked
 }
 
 // blindNow reports whether source is in a blind window that has not ended.

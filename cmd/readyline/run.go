@@ -145,9 +145,11 @@ type daemon struct {
 	// is recorded or correlated; nil in tests that feed no pods.
 	secrets *secrets.Scrubber
 	// pace has the kernel sources read their rings every poll while the
-	// correlator is busy (a start open, a pod on its way back to Ready),
-	// every second otherwise; nil (always every poll) in tests.
-	pace *collector.Pace
+	// correlator is busy (a start open within its timeout, or one built
+	// once its facts are in), every second otherwise; pullPace has the
+	// pull sampler look while any start is open, however long its pull.
+	// nil (always fast) in tests.
+	pace, pullPace *collector.Pace
 
 	mu      sync.Mutex
 	healthy error // nil while the correlator loop runs
@@ -212,7 +214,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	d := &daemon{cfg: cfg, logger: logger, events: make(chan event.Event, 8192), store: exporter.NewStore(exporter.StoreLimits{Timelines: int(cfg.keep), Bytes: cfg.keepBytes}),
-		pace: collector.NewPace()}
+		pace: collector.NewPace(), pullPace: collector.NewPace()}
 	d.watchdog = newLoopWatchdog(correlatorStall, func() int { return len(d.events) })
 	return d.run(ctx)
 }
@@ -319,7 +321,7 @@ func (d *daemon) run(ctx context.Context) error {
 			// The pulls' samples read through the API's reader and its
 			// cache: a page open on a pull and the sampler share the
 			// content store's reads.
-			samples := collector.NewPullSampler(collector.PullSamplerConfig{InFlight: calls.PullsInFlight, Progress: d.live.pulls, Pace: d.pace},
+			samples := collector.NewPullSampler(collector.PullSamplerConfig{InFlight: calls.PullsInFlight, Progress: d.live.pulls, Pace: d.pullPace},
 				d.logger.With("source", "pull_samples"))
 			g.Go(ctx, "pull samples", func(ctx context.Context) error { return samples.Run(ctx, d.emitter(ctx)) })
 		}
@@ -461,9 +463,10 @@ func (d *daemon) correlate(ctx context.Context) {
 		}
 		switch ev.(type) {
 		case *event.PodUpdate, *event.Tick: // what opens and closes starts, and a second's
-			d.pace.SetFast(c.Busy()) // every poll while a start is open or a pod recovers
+			d.pace.SetFast(c.Busy()) // every poll while a start is open or one waits for its facts
 		}
 		st := c.Stats()
+		d.pullPace.SetFast(st.Tracked > 0)
 		countCorrelatorDrops(d.metrics, st, last, false)
 		if st.ClockSteps > last.ClockSteps {
 			d.logger.Warn("the wall clock stepped: timeouts go on, times before the step are moved onto the clock after it and the pod starts across it are marked clock_step",

@@ -329,12 +329,14 @@ func TestKubeletCallsCounted(t *testing.T) {
 	}
 }
 
-// TestPaceFollowsStartsInProgress: the kernel sources' readers are paced
-// fast from the moment a pod start opens in the correlator until it is
-// built, idle before and after (collector.Pace).
+// TestPaceFollowsStartsInProgress: the kernel sources' readers and the pull
+// sampler are paced fast from the moment a pod start opens in the
+// correlator until it is built, idle before and after (collector.Pace;
+// correlator's TestBusyNotPastTimeout has the readers' pace past the
+// start's timeout).
 func TestPaceFollowsStartsInProgress(t *testing.T) {
 	d := pipelineDaemon(t)
-	d.pace = collector.NewPace()
+	d.pace, d.pullPace = collector.NewPace(), collector.NewPace()
 	const uid = "5e0a7c1d-2b3f-4c5d-8e6f-7a8b9c0d1e2f"
 	created := time.Now().Add(-2 * time.Second).UTC().Truncate(time.Second)
 	pod := pendingPod("paced", uid, created)
@@ -357,14 +359,15 @@ func TestPaceFollowsStartsInProgress(t *testing.T) {
 	}()
 	waitPace := func(fast bool, what string) {
 		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); d.pace.Fast() != fast; time.Sleep(10 * time.Millisecond) {
+		for deadline := time.Now().Add(30 * time.Second); d.pace.Fast() != fast || d.pullPace.Fast() != fast; time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatalf("the pace is not %v 30 s after %s", map[bool]string{true: "fast", false: "idle"}[fast], what)
+				t.Fatalf("the pace (fast %v) and the pull sampler's (%v) are not %v 30 s after %s", d.pace.Fast(), d.pullPace.Fast(),
+					map[bool]string{true: "fast", false: "idle"}[fast], what)
 			}
 		}
 	}
 	time.Sleep(1500 * time.Millisecond) // a tick or more with no start
-	if d.pace.Fast() {
+	if d.pace.Fast() || d.pullPace.Fast() {
 		t.Fatal("the pace is fast with no pod start open")
 	}
 	close(added)
