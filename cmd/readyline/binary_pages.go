@@ -21,13 +21,10 @@ import (
 // programs are loaded, the kubelet's binary parsed and the pod list read.
 // binaryTrimEvery is how often it does so again, since each burst of pod
 // starts maps back much more of the binary than it runs (see
-// releaseBinaryPages), and so does a steady node's minute: the steady
-// bench-node read 17.5 MiB of the binary resident before a trim every
-// minute. A trim costs a read of the daemon's own smaps and the minor
-// faults that map back the code in use.
+// releaseBinaryPages).
 const (
 	binaryTrimAfter = 30 * time.Second
-	binaryTrimEvery = 20 * time.Second
+	binaryTrimEvery = time.Minute
 )
 
 // heapKeepFree is how much free heap the daemon keeps mapped at a trim:
