@@ -190,8 +190,14 @@ func (p *ProcessProgram) Close() error {
 
 // sumPerCPU sums entry idx of a per-CPU array of counters.
 func sumPerCPU(m *ebpf.Map, idx uint32) (uint64, error) {
-	var perCPU []uint64
-	if err := m.Lookup(idx, &perCPU); err != nil {
+	n, err := ebpf.PossibleCPU()
+	if err != nil {
+		return 0, err
+	}
+	// A slice of the right length, not a pointer to one: the library
+	// makes the latter by reflection, most of a lookup's cost.
+	perCPU := make([]uint64, n)
+	if err := m.Lookup(idx, perCPU); err != nil {
 		return 0, fmt.Errorf("reading %s: %w", m, err)
 	}
 	var sum uint64

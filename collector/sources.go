@@ -36,8 +36,10 @@ func (s *RuntimeSource) Ring() (RingUsage, bool) { return RingUsage{}, false }
 // Name is event.SourcePodWatch.
 func (w *PodWatch) Name() string { return event.SourcePodWatch }
 
-// Losses are Stats().Losses().
-func (w *PodWatch) Losses() []Loss { return w.Stats().Losses() }
+// Losses are Stats().Losses(), which need none of its counters: not read
+// (Stats counts the informer's cache, a list of its pods, and the losses
+// are polled every second).
+func (w *PodWatch) Losses() []Loss { return PodWatchStats{}.Losses() }
 
 // Ring is not ok: the watch has no ring buffer.
 func (w *PodWatch) Ring() (RingUsage, bool) { return RingUsage{}, false }

@@ -12,7 +12,12 @@ import (
 func (s *ProcessSource) Name() string { return event.SourceProcess }
 
 // Losses are Stats().Losses().
-func (s *ProcessSource) Losses() []Loss { return s.Stats().Losses() }
+func (s *ProcessSource) Losses() []Loss {
+	// Stats but the kernel's count of what it filtered, which is no loss:
+	// the losses are polled every second.
+	return ProcessStats{KernelDrops: s.ring.kernelDrops.Load(), DecodeErrors: s.decodeErrors.Load(),
+		Unattributed: s.unattributed.Load()}.Losses()
+}
 
 // Ring is Stats().Ring.
 func (s *ProcessSource) Ring() (RingUsage, bool) { return s.ring.fill.usage(), true }
