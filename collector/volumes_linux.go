@@ -2,6 +2,7 @@ package collector
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -96,9 +97,21 @@ func findMount(mountinfo, suffix string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
+	// A node's mountinfo has a few lines per pod, read for each pod's
+	// Secret volumes as it starts: the lines of other pods are passed over
+	// unparsed, without an allocation, by the suffix's part up to the
+	// volume's name (a UID and a plugin's name, which mountinfo does not
+	// escape, unlike a space in a name).
+	want := []byte(suffix)
+	if i := strings.LastIndexByte(suffix, '/'); i > 0 {
+		want = want[:i]
+	}
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc.Buffer(make([]byte, 4<<10), 1<<20)
 	for sc.Scan() {
+		if !bytes.Contains(sc.Bytes(), want) {
+			continue
+		}
 		// id parent major:minor root mountpoint ...
 		fields := strings.SplitN(sc.Text(), " ", 6)
 		if len(fields) < 6 {
