@@ -163,6 +163,9 @@ type KubeletCallSource struct {
 	ring                                                   ringSource
 	calls, decodeErrors, attaches, threadHops, binaryReads atomic.Uint64
 	kubeletPID                                             atomic.Int64
+	// pidChanged is signalled (without blocking) when kubeletPID
+	// changes: the TCP source follows it (followKubelet).
+	pidChanged chan struct{}
 	uprobes                                                atomic.Value // string: KubeletCallStats.Uprobes
 	// lost: KubeletCallStats.EntriesLost, counted when ReturnsWithoutEntry
 	// was without.
@@ -202,7 +205,7 @@ func NewKubeletCallSource(cfg KubeletCallConfig, logger *slog.Logger) (*KubeletC
 	if err != nil {
 		return nil, err
 	}
-	s := &KubeletCallSource{cfg: cfg, logger: logger, prog: prog}
+	s := &KubeletCallSource{cfg: cfg, logger: logger, prog: prog, pidChanged: make(chan struct{}, 1)}
 	s.attachTo = s.attach
 	s.ring = ringSource{name: event.SourceKubeletCalls, logger: logger, events: prog.Events(), poll: bpf.GoCallPollInterval}
 	s.ring.sampleClock()
@@ -483,7 +486,7 @@ func (s *KubeletCallSource) rescan() {
 			continue
 		}
 		s.cur, s.curSeen = p, s.now()
-		s.kubeletPID.Store(int64(p.pid))
+		s.setKubeletPID(p.pid)
 		s.warned = ""
 		s.ignored = nil
 		s.setStatus(true, "", time.Time{})
@@ -699,7 +702,17 @@ func (s *KubeletCallSource) detach() {
 	// the table is the same for every attachment.
 	s.links, s.cur = nil, nil
 	s.curFD.close()
-	s.kubeletPID.Store(0)
+	s.setKubeletPID(0)
+}
+
+// setKubeletPID stores the PID of the kubelet probed and signals
+// pidChanged.
+func (s *KubeletCallSource) setKubeletPID(pid int) {
+	s.kubeletPID.Store(int64(pid))
+	select {
+	case s.pidChanged <- struct{}{}:
+	default: // one pending is enough: the PID is read when it is taken
+	}
 }
 
 // attach locates the CRI client methods in the kubelet binary (or takes

@@ -178,30 +178,41 @@ func (s followingKubelet) Run(ctx context.Context, emit func(event.Event)) error
 }
 
 // followKubelet points the TCP tracer at the kubelet the kubelet-call source
-// found, looking every second until ctx is done.
+// probes, each time it changes, until ctx is done; a failed Watch is tried
+// again every followRetry.
 func followKubelet(ctx context.Context, calls *KubeletCallSource, tcp *TCPSource, logger *slog.Logger) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
+	var retry <-chan time.Time
 	watched := 0
 	for {
+		if pid := calls.KubeletPID(); pid != watched {
+			retry = nil
+			if watched != 0 {
+				tcp.Unwatch(uint32(watched))
+				watched = 0
+			}
+			if err := watchKubelet(tcp, pid); err != nil {
+				logger.Warn("cannot follow the kubelet's probe connections", "pid", pid, "error", err)
+				retry = time.After(followRetry)
+			} else {
+				watched = pid
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-calls.pidChanged:
+		case <-retry:
 		}
-		pid := calls.KubeletPID()
-		if pid == watched {
-			continue
-		}
-		if watched != 0 {
-			tcp.Unwatch(uint32(watched))
-		}
-		if pid != 0 {
-			if err := tcp.Watch(uint32(pid)); err != nil {
-				logger.Warn("cannot follow the kubelet's probe connections", "pid", pid, "error", err)
-				continue
-			}
-		}
-		watched = pid
 	}
+}
+
+// followRetry is how often followKubelet tries a failed Watch again.
+const followRetry = time.Second
+
+// watchKubelet has tcp watch pid; pid 0 (no kubelet probed) needs none.
+func watchKubelet(tcp *TCPSource, pid int) error {
+	if pid == 0 {
+		return nil
+	}
+	return tcp.Watch(uint32(pid))
 }

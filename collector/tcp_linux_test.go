@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -817,4 +818,52 @@ func BenchmarkTCPConnectOverhead(b *testing.B) {
 				name, runs, perRound, perRun, perRun*float64(runs)/perRound/1000)
 		}
 	})
+}
+
+// TestIntegrationTCPFollowsTheKubelet: the TCP source watches the process
+// the kubelet-call source probes once it is told of it (followKubelet,
+// woken by the change: it polls no more).
+func TestIntegrationTCPFollowsTheKubelet(t *testing.T) {
+	rec := startTCPSource(t, TCPConfig{})
+	self := os.Getpid()
+	if err := rec.src.Unwatch(uint32(self)); err != nil {
+		t.Fatal(err)
+	}
+	calls := &KubeletCallSource{pidChanged: make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		followKubelet(ctx, calls, rec.src, slog.New(slog.DiscardHandler))
+	}()
+	defer func() { cancel(); <-followed }()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go serveHold(ln, 10*time.Millisecond)
+	// connect connects until one of its connections is reported.
+	connect := func(step string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			local := uint16(c.LocalAddr().(*net.TCPAddr).Port)
+			io.Copy(io.Discard, c) // until the server closes
+			c.Close()
+			time.Sleep(100 * time.Millisecond)
+			if got, _ := rec.matching(func(c *event.TCPConnection) bool { return c.Sport == local }); len(got) > 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no connection of this process reported within 10 s", step)
+			}
+		}
+	}
+	calls.setKubeletPID(self)
+	connect("probed")
 }
