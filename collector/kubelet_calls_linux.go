@@ -134,7 +134,7 @@ type KubeletCallSource struct {
 	cur     *kubeletProcess // the process probed, nil if none
 	curSeen time.Time       // when cur was last seen running
 	curFD   pidFD           // a pidfd of cur, once stillRunning opened one
-	rescans int             // rescans since the last full scan (see fullRescanEvery)
+	rescans int             // rescans so far (see fullRescanEvery)
 	links   []link.Link
 	methods map[uint32]*criMethod
 	warned  string // the last degradation warned about, to warn once
@@ -421,27 +421,16 @@ func (s *KubeletCallSource) PullsInFlight() ([]*event.CRICall, error) {
 // processes make it most of the source's CPU in steady state), and what
 // only it finds, another kubelet-like process to warn about, can wait
 // that long; the kubelet probed exiting is seen at the next rescan.
-// fullRescanEveryPIDFD is the same while the kubelet is held by a pidfd,
-// whose exit it tells at once: the full scans left only warn (every 30 s
-// they were 7 % of the daemon's CPU in the steady bench-node).
-const (
-	fullRescanEvery      = 15
-	fullRescanEveryPIDFD = 150
-)
+const fullRescanEvery = 15
 
 // rescan finds the kubelet and (re)attaches when it changed.
 func (s *KubeletCallSource) rescan() {
 	name := s.cfg.target.process
 	s.rescans++
-	every := fullRescanEvery
-	if s.curFD.pid != 0 {
-		every = fullRescanEveryPIDFD
-	}
-	if s.cur != nil && s.rescans < every && s.stillRunning(s.cur) {
+	if s.cur != nil && s.rescans%fullRescanEvery != 0 && s.stillRunning(s.cur) {
 		s.curSeen = s.now()
 		return
 	}
-	s.rescans = 0
 	scan, err := findKubelets(s.cfg.ProcRoot, name, s.cur)
 	if err != nil {
 		s.warnOnce("cannot look for the kubelet: its calls are not traced", "error", err)
