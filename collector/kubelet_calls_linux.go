@@ -166,7 +166,7 @@ type KubeletCallSource struct {
 	// pidChanged is signalled (without blocking) when kubeletPID
 	// changes: the TCP source follows it (followKubelet).
 	pidChanged chan struct{}
-	uprobes                                                atomic.Value // string: KubeletCallStats.Uprobes
+	uprobes    atomic.Value // string: KubeletCallStats.Uprobes
 	// lost: KubeletCallStats.EntriesLost, counted when ReturnsWithoutEntry
 	// was without.
 	lost struct {
