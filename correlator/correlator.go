@@ -449,6 +449,9 @@ func (c *Correlator) handlePod(e *event.PodUpdate) {
 		}
 		if ep.after != nil {
 			if r := ep.after.observe(e); r != nil {
+				// Ready lost again before it was built: a later return
+				// waits from its own update, not from this one's.
+				delete(c.regaining, uid)
 				c.recoveries = append(c.recoveries, *r)
 			}
 			if !ep.after.regained.IsZero() {
