@@ -363,3 +363,53 @@ func TestRecoveryWaitsForItsFacts(t *testing.T) {
 		t.Error("the Recovery is the same without the new attempt's exec: this test shows nothing")
 	}
 }
+
+// TestRecoveryLostAgainWaitsFromItsOwnUpdate: Ready back at +14.6s, lost
+// again at +14.65s before that return was built (so it is built then),
+// back at +15.0s. The second return waits for the facts up to its own
+// update: a drained mark past +14.6s but not +15.0s builds nothing.
+func TestRecoveryLostAgainWaitsFromItsOwnUpdate(t *testing.T) {
+	sc := readyThenCrash(t)
+	sc.events = slices.DeleteFunc(sc.events, func(ev event.Event) bool {
+		_, tick := ev.(*event.Tick)
+		return tick && ev.When().After(at(14.6))
+	})
+	sc.exit(14.65, idMain2, 800, 4)
+	sc.notReady(corev1.ContainersReady, 14.65)
+	sc.notReady(corev1.PodReady, 14.65)
+	sc.status(false, lastExit(waiting("app", "CrashLoopBackOff", "back-off 20s restarting failed container=app pod=x"), idMain2, 4, 2))
+	sc.update(14.65)
+	lostAgain := len(sc.events) - 1
+	sc.cond(corev1.ContainersReady, 15.0)
+	sc.cond(corev1.PodReady, 15.0)
+	sc.status(false, func() corev1.ContainerStatus {
+		cs := running("app", idMain2, 14, true, true)
+		cs.RestartCount = 2
+		return cs
+	}())
+	sc.update(15.0)
+	backAgain := len(sc.events) - 1
+	early := &event.Drained{Time: at(14.8), Source: event.SourceProcess} // past the first return only
+	late := &event.Drained{Time: at(15.1), Source: event.SourceProcess}
+	sc.events = append(sc.events, early, late)
+
+	c := New(Config{})
+	c.Handle(&event.SourceStatus{Time: t0.Add(-time.Minute), Source: event.SourceProcess, Up: true})
+	built := map[int]int{} // event index -> recoveries built on it
+	for i, ev := range sc.events {
+		c.Handle(ev)
+		if n := len(c.TakeRecoveries()); n > 0 {
+			built[i] = n
+		}
+		if (i == backAgain || ev == early) && !c.Busy() {
+			t.Errorf("not busy at +%vs with a return to Ready waiting for its facts", ev.When().Sub(t0).Seconds())
+		}
+	}
+	if want := map[int]int{lostAgain: 1, len(sc.events) - 1: 1}; !reflect.DeepEqual(built, want) {
+		t.Errorf("recoveries built on events %v, want one on Ready lost again (#%d) and one on the drained mark past +15.0s (#%d)",
+			built, lostAgain, len(sc.events)-1)
+	}
+	if c.Busy() {
+		t.Error("busy once both returns are built")
+	}
+}
