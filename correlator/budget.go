@@ -243,10 +243,7 @@ func (p *podState) newBytes(ev event.Event) int {
 // trim drops the starts' detail until the budget's facts take at most
 // target bytes, or nothing more may go.
 func (c *Correlator) trim(target int) {
-	pods := make([]*podState, 0, len(c.pods))
-	for _, uid := range c.sortedUIDs() {
-		pods = append(pods, c.pods[uid])
-	}
+	pods := c.sortedPods()
 	sort.SliceStable(pods, func(i, j int) bool { return pods[i].budget.bytes > pods[j].budget.bytes })
 	plans := make([]*trimPlan, len(pods))
 	share := (target - c.held.bytes) / max(1, len(pods))

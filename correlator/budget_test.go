@@ -141,8 +141,8 @@ func TestFactBudgetReplays(t *testing.T) {
 
 // trimAll has every tracked start lose what the tiers up to last may take.
 func trimAll(c *Correlator, last int) {
-	for _, uid := range c.sortedUIDs() {
-		plan := c.pods[uid].trimPlan()
+	for _, p := range c.sortedPods() {
+		plan := p.trimPlan()
 		for tier := range last + 1 {
 			plan.trim(c, tier, func() bool { return true })
 		}

@@ -1,7 +1,8 @@
 package correlator
 
 import (
-	"sort"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -372,8 +373,7 @@ func (c *Correlator) unpark(key string) {
 // stopped").
 func (c *Correlator) Flush() []*Timeline {
 	var out []*Timeline
-	for _, uid := range c.sortedUIDs() {
-		p := c.pods[uid]
+	for _, p := range c.sortedPods() {
 		if p.outcome == "" {
 			p.finish(OutcomeTimeout, c.clock.now, "still starting when readyline stopped") // what holds it: derive.go
 		}
@@ -396,19 +396,22 @@ func (c *Correlator) report(p *podState, reason string) *Timeline {
 	return tl
 }
 
-func (c *Correlator) sortedUIDs() []string {
-	uids := make([]string, 0, len(c.pods))
-	for uid := range c.pods {
-		uids = append(uids, uid)
+// sortedPods are the starts tracked, oldest first (olderFirst).
+func (c *Correlator) sortedPods() []*podState {
+	pods := make([]*podState, 0, len(c.pods))
+	for _, p := range c.pods {
+		pods = append(pods, p)
 	}
-	sort.Slice(uids, func(i, j int) bool {
-		a, b := c.pods[uids[i]], c.pods[uids[j]]
-		if !a.firstSeen.Equal(b.firstSeen) {
-			return a.firstSeen.Before(b.firstSeen)
-		}
-		return uids[i] < uids[j]
-	})
-	return uids
+	slices.SortFunc(pods, olderFirst)
+	return pods
+}
+
+// olderFirst orders starts by first sight, then UID.
+func olderFirst(a, b *podState) int {
+	if c := a.firstSeen.Compare(b.firstSeen); c != 0 {
+		return c
+	}
+	return strings.Compare(a.uid, b.uid)
 }
 
 func podUIDOf(ev event.Event) string {
@@ -577,8 +580,19 @@ func (c *Correlator) expire() []*Timeline {
 	c.lastExpire = c.clock.now
 	var out []*Timeline
 	var oldest time.Time // the first sight of the oldest start still to be derived
-	for _, uid := range c.sortedUIDs() {
-		p := c.pods[uid]
+	// Most starts have nothing due: only those with an outcome or past
+	// their timeout are looked at in order (olderFirst).
+	var due []*podState
+	for _, p := range c.pods {
+		switch {
+		case p.outcome != "" || p.reportedAt.IsZero() && c.clock.now.Sub(p.since) >= c.cfg.Timeout:
+			due = append(due, p)
+		case p.reportedAt.IsZero():
+			oldest = earliest(oldest, p.since)
+		}
+	}
+	slices.SortFunc(due, olderFirst)
+	for _, p := range due {
 		if p.outcome == "" && p.reportedAt.IsZero() && c.clock.now.Sub(p.since) >= c.cfg.Timeout {
 			out = append(out, c.report(p, "not Ready within "+c.cfg.Timeout.String()))
 		}

@@ -305,8 +305,7 @@ type EventsWanted struct {
 // the same timelines).
 func (c *Correlator) WantEvents() []EventsWanted {
 	var out []EventsWanted
-	for _, uid := range c.sortedUIDs() {
-		p := c.pods[uid]
+	for _, p := range c.sortedPods() {
 		w := EventsWanted{Query: Query{UID: p.uid, Namespace: p.pod.Namespace, Name: p.pod.Name}, LastRead: p.events.read}
 		if p.waitedForClaims() {
 			w.Claims = PodClaims(p.pod)

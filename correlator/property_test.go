@@ -84,9 +84,8 @@ func checkSnapshots(t *testing.T, r *rand.Rand, seed int, events []event.Event) 
 		if r.Intn(len(events)/6+1) != 0 && i != len(events)-1 {
 			continue
 		}
-		for _, uid := range c.sortedUIDs() {
-			p := c.pods[uid]
-			tl, ok := c.Snapshot(Query{UID: uid, Namespace: p.pod.Namespace, Name: p.pod.Name})
+		for _, p := range c.sortedPods() {
+			tl, ok := c.Snapshot(Query{UID: p.uid, Namespace: p.pod.Namespace, Name: p.pod.Name})
 			if ok {
 				checkTimeline(t, fmt.Sprintf("seed %d %s at +%v", seed, tl.Pod.Name, ev.When().Sub(t0)), tl)
 			}

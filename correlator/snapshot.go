@@ -44,9 +44,9 @@ func (c *Correlator) Snapshot(q Query, inFlight ...*event.CRICall) (tl *Timeline
 		q.UID = c.resolve(q.UID)
 	}
 	var p *podState
-	for _, uid := range c.sortedUIDs() {
-		if cand := c.pods[uid]; q.matches(cand) {
-			p = cand // the newest of that name wins: sortedUIDs is oldest first
+	for _, cand := range c.pods {
+		if q.matches(cand) && (p == nil || olderFirst(p, cand) < 0) {
+			p = cand // the newest of that name wins
 		}
 	}
 	if p == nil {
@@ -123,10 +123,9 @@ type StartSummary struct {
 // InProgress lists the starts in progress, oldest first. It costs no
 // derivation.
 func (c *Correlator) InProgress() []StartSummary {
-	uids := c.sortedUIDs()
-	out := make([]StartSummary, 0, len(uids))
-	for _, uid := range uids {
-		p := c.pods[uid]
+	pods := c.sortedPods()
+	out := make([]StartSummary, 0, len(pods))
+	for _, p := range pods {
 		s := StartSummary{Pod: PodRef{UID: p.uid, Namespace: p.pod.Namespace, Name: p.pod.Name, Node: p.pod.Spec.NodeName},
 			Start: p.firstPod.CreationTimestamp.Time, AsOf: c.clock.now, Outcome: OutcomeStarting}
 		if s.Start.IsZero() || s.Start.After(p.firstSeen) {
