@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/features"
@@ -217,42 +219,49 @@ func (p *GoProbeProgram) Events() *ebpf.Map { return p.objs.GoEvents }
 
 // CallsInFlight calls f with each call the entry probe saved and no return
 // has taken yet that want takes by its key: its key and its go_call_args,
-// as raw bytes that f must not keep. Only the keys are read of the calls
-// want leaves (a key is 16 bytes, the arguments over a kilobyte, and the
-// map holds every probed function's calls: a busy node's probes' ExecSync,
-// the volume manager's). The map is read while the probes write it, so a
-// call may be missed or seen just after it returned; each is given once,
-// and at most twice the map's size of keys are read.
+// as raw bytes that f must not keep. The map is read in batches of up to
+// callsBatchSize entries, a system call each (a walk key by key took two
+// per call in flight: on a node starting pods, tens a walk, ten walks a
+// second while a pull is sampled). It is read while the probes write it,
+// so a call may be missed or seen just after it returned; each is given
+// once (a key has one hash bucket, and a batch holds whole buckets).
 func (p *GoProbeProgram) CallsInFlight(want func(GoprobeCallKey) bool, f func(key GoprobeCallKey, args []byte)) error {
 	m := p.objs.Calls
-	args := make([]byte, m.ValueSize())
-	seen := make(map[GoprobeCallKey]struct{})
-	var key, next GoprobeCallKey
-	var prev any // nil: the first key
-	for n := uint32(0); n < 2*m.MaxEntries(); n++ {
-		if err := m.NextKey(prev, &next); err != nil {
-			if errors.Is(err, ebpf.ErrKeyNotExist) {
-				return nil // the last key
-			}
-			return fmt.Errorf("reading the calls in flight: %w", err)
-		}
-		// A key removed meanwhile has the kernel start over: seen keeps
-		// each call given once.
-		key, prev = next, &key
-		if _, ok := seen[key]; ok || !want(key) {
-			continue
-		}
-		if err := m.Lookup(&key, args); err != nil {
-			if errors.Is(err, ebpf.ErrKeyNotExist) {
-				continue // returned since
-			}
-			return fmt.Errorf("reading the calls in flight: %w", err)
-		}
-		seen[key] = struct{}{}
-		f(key, args)
+	if m.ValueSize() != uint32(len(goCallArgsRaw{})) {
+		return fmt.Errorf("reading the calls in flight: the map's values are %d bytes, go_call_args %d", m.ValueSize(), len(goCallArgsRaw{}))
 	}
-	return nil
+	b := callsBatches.Get().(*callsBatch)
+	defer callsBatches.Put(b)
+	var cursor ebpf.MapBatchCursor
+	for {
+		n, err := m.BatchLookup(&cursor, b.keys[:], b.args[:], nil)
+		for i := range n {
+			if want(b.keys[i]) {
+				f(b.keys[i], b.args[i][:])
+			}
+		}
+		switch {
+		case errors.Is(err, ebpf.ErrKeyNotExist):
+			return nil // the last batch
+		case err != nil:
+			return fmt.Errorf("reading the calls in flight: %w", err)
+		}
+	}
 }
+
+// callsBatch is CallsInFlight's buffer: callsBatchSize entries, ~75 KiB,
+// pooled (the sampler and the API's questions read at once).
+const callsBatchSize = 64
+
+type (
+	goCallArgsRaw [unsafe.Sizeof(GoprobeGoCallArgs{})]byte
+	callsBatch    struct {
+		keys [callsBatchSize]GoprobeCallKey
+		args [callsBatchSize]goCallArgsRaw
+	}
+)
+
+var callsBatches = sync.Pool{New: func() any { return new(callsBatch) }}
 
 // GoProbeCounters are the programs' counters, summed over CPUs.
 type GoProbeCounters struct {
