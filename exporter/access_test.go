@@ -231,7 +231,7 @@ func TestStartsInProgressAreReadAsKept(t *testing.T) {
 	api, ui := withReader(s.Handler(nil), reader), withReader(s.UIHandler(nil), reader)
 
 	code, body := serve(t, api, "/api/v1/timelines")
-	if code != http.StatusOK || !strings.Contains(body, `"name": "new"`) || strings.Contains(body, "new-secret") {
+	if code != http.StatusOK || !strings.Contains(body, `"name":"new"`) || strings.Contains(body, "new-secret") {
 		t.Errorf("the list: %d, want team's start in progress and not other's:\n%s", code, body)
 	}
 	if code, body = serve(t, ui, "/ui/"); code != http.StatusOK || !strings.Contains(body, "pods/team/new") || strings.Contains(body, "new-secret") {
@@ -310,14 +310,14 @@ func TestListNotModified(t *testing.T) {
 	}
 	first := get("")
 	tag := first.Header().Get("ETag")
-	if first.Code != http.StatusOK || tag == "" || !strings.Contains(first.Body.String(), `"name": "web"`) {
+	if first.Code != http.StatusOK || tag == "" || !strings.Contains(first.Body.String(), `"name":"web"`) {
 		t.Fatalf("the list: %d, ETag %q:\n%s", first.Code, tag, first.Body)
 	}
 	if again := get(tag); again.Code != http.StatusNotModified || again.Body.Len() != 0 {
 		t.Errorf("the list asked again with its ETag: %d, %d bytes; want 304 and none", again.Code, again.Body.Len())
 	}
 	s.Add(startOf("team", "new"))
-	if changed := get(tag); changed.Code != http.StatusOK || changed.Header().Get("ETag") == tag || !strings.Contains(changed.Body.String(), `"name": "new"`) {
+	if changed := get(tag); changed.Code != http.StatusOK || changed.Header().Get("ETag") == tag || !strings.Contains(changed.Body.String(), `"name":"new"`) {
 		t.Errorf("the list after a new start, asked with the old ETag: %d, ETag %q", changed.Code, changed.Header().Get("ETag"))
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/http/httptest"
 	"runtime"
 	"testing"
 
@@ -100,4 +102,24 @@ func BenchmarkStoreAdd(b *testing.B) {
 	}
 	b.ReportMetric(float64(s.Bytes())/float64(s.Len()), "stored-B")
 	b.ReportMetric(float64(len(js)), "json-B")
+}
+
+// BenchmarkAnswerTimeline is the API's answer about one start, as a
+// program asks (compact) and as curl does (indented, pretty).
+func BenchmarkAnswerTimeline(b *testing.B) {
+	tl := lifecycleDemo()
+	for _, tc := range []struct{ name, agent string }{{"compact", "kubectl-readyline/v1"}, {"pretty", "curl/8.5.0"}} {
+		b.Run(tc.name, func(b *testing.B) {
+			r := httptest.NewRequest("GET", "/api/v1/timelines/default/lifecycle-demo", nil)
+			r.Header.Set("User-Agent", tc.agent)
+			b.ReportAllocs()
+			var n int
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				writeJSON(w, r, slog.New(slog.DiscardHandler), tl)
+				n = w.Body.Len()
+			}
+			b.ReportMetric(float64(n), "bytes")
+		})
+	}
 }

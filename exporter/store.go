@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -318,7 +319,7 @@ func (s *Store) Handler(logger *slog.Logger) http.Handler {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
-		writeJSON(w, logger, ReaderView(podReaderOf(r), tl))
+		writeJSON(w, r, logger, ReaderView(podReaderOf(r), tl))
 	})
 	return mux
 }
@@ -330,7 +331,9 @@ func (s *Store) Handler(logger *slog.Logger) http.Handler {
 func writeJSONTagged(w http.ResponseWriter, r *http.Request, logger *slog.Logger, v any) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
+	if pretty(r) {
+		enc.SetIndent("", "  ")
+	}
 	if err := enc.Encode(v); err != nil {
 		logger.Debug("writing API response", "error", err)
 		http.Error(w, "encoding the answer", http.StatusInternalServerError)
@@ -350,10 +353,29 @@ func writeJSONTagged(w http.ResponseWriter, r *http.Request, logger *slog.Logger
 	}
 }
 
-func writeJSON(w http.ResponseWriter, logger *slog.Logger, v any) {
+// pretty reports whether r's answer is indented, as the Kubernetes API
+// server decides: asked for (?pretty=true or 1), or asked by curl or wget,
+// whose users read it. Programs (kubectl readyline, readyline-api, a
+// browser's page) get it compact: indenting made an answer cost three
+// times as much to write (BenchmarkAnswerTimeline), and a user watching a
+// start asks every second.
+func pretty(r *http.Request) bool {
+	switch r.URL.Query().Get("pretty") {
+	case "true", "1":
+		return true
+	case "":
+		ua := strings.ToLower(r.UserAgent())
+		return strings.HasPrefix(ua, "curl/") || strings.HasPrefix(ua, "wget/")
+	}
+	return false
+}
+
+func writeJSON(w http.ResponseWriter, r *http.Request, logger *slog.Logger, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	if pretty(r) {
+		enc.SetIndent("", "  ")
+	}
 	if err := enc.Encode(v); err != nil {
 		logger.Debug("writing API response", "error", err)
 	}

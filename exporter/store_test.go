@@ -48,6 +48,39 @@ func TestStoreAPIRoundTrip(t *testing.T) {
 	}
 }
 
+// TestStoreAPIPretty: programs get compact answers; curl, wget and
+// ?pretty=true indented ones, as from the Kubernetes API server.
+func TestStoreAPIPretty(t *testing.T) {
+	s := NewStore(StoreLimits{Timelines: 10})
+	s.Add(lifecycleDemo())
+	h := ServeEveryPod(s.Handler(nil))
+	for _, tc := range []struct {
+		path, agent string
+		indented    bool
+	}{
+		{"/api/v1/timelines/default/lifecycle-demo", "Go-http-client/1.1", false},
+		{"/api/v1/timelines/default/lifecycle-demo", "kubectl-readyline/v0.1 (linux/amd64)", false},
+		{"/api/v1/timelines/default/lifecycle-demo", "curl/8.5.0", true},
+		{"/api/v1/timelines/default/lifecycle-demo", "Wget/1.21.3", true},
+		{"/api/v1/timelines/default/lifecycle-demo?pretty=true", "Go-http-client/1.1", true},
+		{"/api/v1/timelines/default/lifecycle-demo?pretty=false", "curl/8.5.0", false},
+		{"/api/v1/timelines", "Go-http-client/1.1", false},
+		{"/api/v1/timelines?pretty=1", "Go-http-client/1.1", true},
+	} {
+		r := httptest.NewRequest("GET", tc.path, nil)
+		r.Header.Set("User-Agent", tc.agent)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		body := w.Body.String()
+		if w.Code != 200 || !json.Valid(w.Body.Bytes()) {
+			t.Fatalf("%s as %s: %d %s", tc.path, tc.agent, w.Code, body)
+		}
+		if indented := strings.Contains(body, "\n  \""); indented != tc.indented {
+			t.Errorf("%s as %s: indented %v, want %v:\n%.200s", tc.path, tc.agent, indented, tc.indented, body)
+		}
+	}
+}
+
 func TestStoreEvictionBound(t *testing.T) {
 	s := NewStore(StoreLimits{Timelines: 3})
 	for i := range 10 {

@@ -87,7 +87,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return fmt.Errorf("asking the daemon at %s: %w", cfg.apiAddr, err)
 		}
 		if cfg.json {
-			return writeIndentedJSON(stdout, apiclient.TimelineList{Timelines: list}) // as the daemon writes it: kubectl-readyline reads it
+			return writeIndentedJSON(stdout, apiclient.TimelineList{Timelines: list}) // as the daemon writes it for curl: kubectl-readyline reads it
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "POD\tOUTCOME\tDURATION\tCREATED")

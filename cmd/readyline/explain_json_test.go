@@ -51,9 +51,10 @@ func apiBody(t *testing.T, url string) []byte {
 	return b
 }
 
-// TestExplainJSON: `explain --json` prints what the API serves, byte for
-// byte, for one pod and for the list; a pod the daemon does not keep is
-// still an error, with nothing on stdout.
+// TestExplainJSON: `explain --json` prints what the API serves curl
+// (indented, as for ?pretty=true), byte for byte, for one pod and for the
+// list; a pod the daemon does not keep is still an error, with nothing on
+// stdout.
 func TestExplainJSON(t *testing.T) {
 	srv, tls := explainAPI(t)
 	tl := tls[0]
@@ -70,7 +71,7 @@ func TestExplainJSON(t *testing.T) {
 			if err := runExplain(context.Background(), args, &stdout, &stderr); err != nil {
 				t.Fatalf("explain %v: %v\n%s", args, err, stderr.String())
 			}
-			if want := apiBody(t, srv.URL+tc.path); !bytes.Equal(stdout.Bytes(), want) {
+			if want := apiBody(t, srv.URL+tc.path+"?pretty=true"); !bytes.Equal(stdout.Bytes(), want) {
 				t.Errorf("explain --json printed\n%s\nthe API serves\n%s", stdout.Bytes(), want)
 			}
 		})

@@ -257,7 +257,7 @@ func TestAPIAddressServesUI(t *testing.T) {
 	srv := httptest.NewServer(d.apiHandler())
 	defer srv.Close()
 	for _, tc := range []struct{ path, contentType, body string }{
-		{"/api/v1/timelines", "application/json", `"name": "web"`},
+		{"/api/v1/timelines", "application/json", `"name":"web"`},
 		{"/api/v1/timelines/ns/web", "application/json", `"pod.schedule"`},
 		{"/ui/", "text/html; charset=utf-8", `href="pods/ns/web"`},
 		{"/ui/pods/ns/web", "text/html; charset=utf-8", `data-name="pod.schedule"`},
