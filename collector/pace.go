@@ -20,7 +20,8 @@ import (
 //
 // A nil Pace is always fast. Safe for concurrent use.
 type Pace struct {
-	fast atomic.Bool
+	fast  atomic.Bool
+	kicks atomic.Uint64
 
 	mu      sync.Mutex
 	readers map[*paceWaiter]struct{}
@@ -37,12 +38,27 @@ func (p *Pace) SetFast(fast bool) {
 	if p == nil || !p.fast.CompareAndSwap(!fast, fast) || !fast {
 		return
 	}
+	p.Kick()
+}
+
+// Kick has every reader look at its ring now, and hand over its drained
+// mark, whatever the pace: a start that has just ended (Ready, failed,
+// deleted) is built once the marks past its end are in, and waiting for
+// the next poll made each trace up to a poll later.
+func (p *Pace) Kick() {
+	if p == nil {
+		return
+	}
+	p.kicks.Add(1)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for w := range p.readers {
 		w.kick()
 	}
 }
+
+// Kicks counts the kicks so far, a switch to fast's included.
+func (p *Pace) Kicks() uint64 { return p.kicks.Load() }
 
 // paceWaiter is a reader's side of a Pace: kick ends its wait now, or the
 // next one if it is not waiting.

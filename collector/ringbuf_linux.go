@@ -232,11 +232,18 @@ func (w *ringWaiter) wait(until time.Time, paced *paceWaiter) error {
 		return nil
 	}
 	asked := false
-	return w.rc.Read(func(uintptr) bool {
+	err := w.rc.Read(func(uintptr) bool {
 		done := asked // the first call waits, the next is after a wakeup
 		asked = true
 		return done
 	})
+	// A kick that cut this wait, or came since, is served by the look
+	// that follows (its drained mark is stamped after this): the next
+	// wait waits.
+	if paced != nil {
+		paced.kicked.Store(false)
+	}
+	return err
 }
 
 // cut ends the wait in progress (os.ErrDeadlineExceeded) from another

@@ -136,7 +136,8 @@ func quietRing(tb testing.TB) *ebpf.Map {
 
 // TestRingReaderPaced: a paced reader waits its idle poll while the pace
 // is idle, looks at once when it turns fast and every poll while it is,
-// and goes back to its idle poll when it turns idle again.
+// goes back to its idle poll when it turns idle again, and looks once when
+// kicked.
 func TestRingReaderPaced(t *testing.T) {
 	testenv.RequirePrivileged(t)
 	pace := NewPace()
@@ -186,6 +187,19 @@ func TestRingReaderPaced(t *testing.T) {
 	count(100 * time.Millisecond) // the wait armed fast ends
 	if n := count(300 * time.Millisecond); n != 0 {
 		t.Fatalf("%d polls idle again, with an idle poll of an hour", n)
+	}
+	kicked := time.Now()
+	pace.Kick()
+	select {
+	case at := <-polls:
+		if at.Before(kicked) {
+			t.Fatalf("looked at %v, before the kick at %v", at, kicked)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("no look within a minute of a kick")
+	}
+	if n := count(300 * time.Millisecond); n != 0 {
+		t.Fatalf("%d polls after the kick's, idle, with an idle poll of an hour", n)
 	}
 }
 

@@ -264,6 +264,21 @@ func (c *Correlator) Busy() bool {
 	return false
 }
 
+// Ending counts the starts that are over (Ready, failed, deleted) and the
+// returns to Ready that wait for the facts up to their end: when it grows,
+// the daemon has the kernel sources drain now (collector.Pace.Kick) rather
+// than at their next poll, and the start is built as soon as they did. It
+// looks at every start: call it on pod updates.
+func (c *Correlator) Ending() int {
+	n := len(c.regaining)
+	for _, p := range c.pods {
+		if p.outcome != "" {
+			n++
+		}
+	}
+	return n
+}
+
 // Handle takes the next event and returns the timelines it completed, if
 // any (pod starts whose grace period or timeout the event's time passed).
 func (c *Correlator) Handle(ev event.Event) []*Timeline {

@@ -455,6 +455,11 @@ func (d *daemon) correlate(ctx context.Context) {
 		case *event.CRICall:
 			d.metrics.CountKubeletCall(ev.Method) // readyline_kubelet_calls_total
 		}
+		_, update := ev.(*event.PodUpdate)
+		ending := 0
+		if update {
+			ending = c.Ending()
+		}
 		for _, tl := range c.Handle(ev) {
 			d.deliver(ctx, tl, true)
 		}
@@ -464,6 +469,9 @@ func (d *daemon) correlate(ctx context.Context) {
 		switch ev.(type) {
 		case *event.PodUpdate, *event.Tick: // what opens and closes starts, and a second's
 			d.pace.SetFast(c.Busy()) // every poll while a start is open or one waits for its facts
+		}
+		if update && c.Ending() > ending {
+			d.pace.Kick() // a start just ended: its drained marks now, not at the next poll
 		}
 		st := c.Stats()
 		d.pullPace.SetFast(st.Tracked > 0)

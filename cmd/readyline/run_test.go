@@ -372,8 +372,12 @@ func TestPaceFollowsStartsInProgress(t *testing.T) {
 	}
 	close(added)
 	waitPace(true, "the pod was added")
+	kicks := d.pace.Kicks() // the switch to fast's
 	close(deleted)
 	waitPace(false, "the pod was deleted (its start built)")
+	if d.pace.Kicks() <= kicks {
+		t.Errorf("%d kicks, as before the pod was deleted: a start that ended did not have the kernel sources drain at once", d.pace.Kicks())
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("pipeline: %v", err)
