@@ -268,7 +268,7 @@ func (s *Store) listAll(ctx context.Context, waiting bool) []apiclient.TimelineS
 //	                                          ?kept=1: the kept timeline as it was exported
 //
 // Each answers with the starts the request's PodReader may read only (403
-// for a pod it may not). An answer about a pod says in its Server-Timing
+// for a pod it may not), in compact JSON, indented for curl (pretty). An answer about a pod says in its Server-Timing
 // (apiclient.ServerTimingHeader) how long the daemon took to find it.
 // logger (may be nil) gets a Debug line per request that fails.
 func (s *Store) Handler(logger *slog.Logger) http.Handler {
