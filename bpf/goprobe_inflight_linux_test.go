@@ -12,16 +12,11 @@ import (
 // takes. (The kernel guests run it: an LRU hash's batch lookup on 6.1 and
 // arm64.)
 func TestIntegrationCallsInFlightBatches(t *testing.T) {
-	testenv.RequirePrivileged(t)
-	p, err := LoadGoProbeProgram(GoProbeOptions{MaxCallsInFlight: 1024})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := callsProgram(t)
 	const calls = 5*callsBatchSize + 3
 	putCalls(t, p, calls)
 	got := map[GoprobeCallKey]uint64{}
-	err = p.CallsInFlight(func(k GoprobeCallKey) bool { return k.Func != 1 }, func(k GoprobeCallKey, args []byte) {
+	err := p.CallsInFlight(func(k GoprobeCallKey) bool { return k.Func != 1 }, func(k GoprobeCallKey, args []byte) {
 		if _, ok := got[k]; ok {
 			t.Errorf("call %+v given twice", k)
 		}
@@ -51,6 +46,19 @@ func TestIntegrationCallsInFlightBatches(t *testing.T) {
 	}
 }
 
+// callsProgram loads the programs with room for 1024 calls in flight,
+// closed when tb ends.
+func callsProgram(tb testing.TB) *GoProbeProgram {
+	tb.Helper()
+	testenv.RequirePrivileged(tb)
+	p, err := LoadGoProbeProgram(GoProbeOptions{MaxCallsInFlight: 1024})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { p.Close() })
+	return p
+}
+
 // putCalls puts n calls in flight into p's map, as the entry probe would:
 // the i-th of function i%3, its start_ns 1000+i.
 func putCalls(tb testing.TB, p *GoProbeProgram, n int) {
@@ -67,12 +75,7 @@ func putCalls(tb testing.TB, p *GoProbeProgram, n int) {
 // them wanted: what the pull sampler pays ten times a second on a node
 // starting pods.
 func BenchmarkCallsInFlight(b *testing.B) {
-	testenv.RequirePrivileged(b)
-	p, err := LoadGoProbeProgram(GoProbeOptions{MaxCallsInFlight: 1024})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer p.Close()
+	p := callsProgram(b)
 	putCalls(b, p, 50)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -169,17 +169,22 @@ func TestRingReaderPaced(t *testing.T) {
 	if n := count(300 * time.Millisecond); n != 0 {
 		t.Fatalf("%d polls while idle, with an idle poll of an hour", n)
 	}
-	turned := time.Now()
-	pace.SetFast(true)
-	select {
-	case at := <-polls:
-		// Stamped by the reader after its wait: not before the switch.
-		if at.Before(turned) {
-			t.Fatalf("looked at %v, before the pace turned fast at %v", at, turned)
+	// lookAfter has the reader look once after do (its drained mark is
+	// stamped after its wait: not before do).
+	lookAfter := func(what string, do func()) {
+		t.Helper()
+		before := time.Now()
+		do()
+		select {
+		case at := <-polls:
+			if at.Before(before) {
+				t.Fatalf("looked at %v, before %s at %v", at, what, before)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("no look within a minute of %s", what)
 		}
-	case <-time.After(time.Minute):
-		t.Fatal("no look within a minute of the pace turning fast")
 	}
+	lookAfter("the pace turned fast", func() { pace.SetFast(true) })
 	if n := count(time.Second); n < 5 {
 		t.Fatalf("%d polls in a second of a fast pace, polling every 20 ms", n)
 	}
@@ -188,16 +193,7 @@ func TestRingReaderPaced(t *testing.T) {
 	if n := count(300 * time.Millisecond); n != 0 {
 		t.Fatalf("%d polls idle again, with an idle poll of an hour", n)
 	}
-	kicked := time.Now()
-	pace.Kick()
-	select {
-	case at := <-polls:
-		if at.Before(kicked) {
-			t.Fatalf("looked at %v, before the kick at %v", at, kicked)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("no look within a minute of a kick")
-	}
+	lookAfter("a kick", pace.Kick)
 	if n := count(300 * time.Millisecond); n != 0 {
 		t.Fatalf("%d polls after the kick's, idle, with an idle poll of an hour", n)
 	}
