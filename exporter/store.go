@@ -268,8 +268,9 @@ func (s *Store) listAll(ctx context.Context, waiting bool) []apiclient.TimelineS
 //	                                          ?kept=1: the kept timeline as it was exported
 //
 // Each answers with the starts the request's PodReader may read only (403
-// for a pod it may not), in compact JSON, indented for curl (pretty). An answer about a pod says in its Server-Timing
-// (apiclient.ServerTimingHeader) how long the daemon took to find it.
+// for a pod it may not), in compact JSON, indented for curl (pretty). An
+// answer about a pod says in its Server-Timing (apiclient.ServerTimingHeader)
+// how long the daemon took to find it.
 // logger (may be nil) gets a Debug line per request that fails.
 func (s *Store) Handler(logger *slog.Logger) http.Handler {
 	if logger == nil {
@@ -330,11 +331,7 @@ func (s *Store) Handler(logger *slog.Logger) http.Handler {
 // no transfer and no decoding.
 func writeJSONTagged(w http.ResponseWriter, r *http.Request, logger *slog.Logger, v any) {
 	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	if pretty(r) {
-		enc.SetIndent("", "  ")
-	}
-	if err := enc.Encode(v); err != nil {
+	if err := newEncoder(&buf, r).Encode(v); err != nil {
 		logger.Debug("writing API response", "error", err)
 		http.Error(w, "encoding the answer", http.StatusInternalServerError)
 		return
@@ -354,29 +351,32 @@ func writeJSONTagged(w http.ResponseWriter, r *http.Request, logger *slog.Logger
 }
 
 // pretty reports whether r's answer is indented, as the Kubernetes API
-// server decides: asked for (?pretty=true or 1), or asked by curl or wget,
-// whose users read it. Programs (kubectl readyline, readyline-api, a
-// browser's page) get it compact: indenting made an answer cost three
-// times as much to write (BenchmarkAnswerTimeline), and a user watching a
-// start asks every second.
+// server decides it: ?pretty= when given (strconv.ParseBool), else for curl
+// and wget, whose users read it. Programs (kubectl readyline, readyline-api)
+// get it compact, and so do browsers, unlike from the API server: the
+// daemon's page asks every second while it watches a start, and indenting
+// made an answer cost three times as much to write (BenchmarkAnswerTimeline).
 func pretty(r *http.Request) bool {
-	switch r.URL.Query().Get("pretty") {
-	case "true", "1":
-		return true
-	case "":
-		ua := strings.ToLower(r.UserAgent())
-		return strings.HasPrefix(ua, "curl/") || strings.HasPrefix(ua, "wget/")
+	if q := r.URL.Query().Get("pretty"); q != "" {
+		p, _ := strconv.ParseBool(q)
+		return p
 	}
-	return false
+	ua := strings.ToLower(r.UserAgent())
+	return strings.HasPrefix(ua, "curl") || strings.HasPrefix(ua, "wget")
 }
 
-func writeJSON(w http.ResponseWriter, r *http.Request, logger *slog.Logger, v any) {
-	w.Header().Set("Content-Type", "application/json")
+// newEncoder encodes r's answer into w, indented when pretty.
+func newEncoder(w io.Writer, r *http.Request) *json.Encoder {
 	enc := json.NewEncoder(w)
 	if pretty(r) {
 		enc.SetIndent("", "  ")
 	}
-	if err := enc.Encode(v); err != nil {
+	return enc
+}
+
+func writeJSON(w http.ResponseWriter, r *http.Request, logger *slog.Logger, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	if err := newEncoder(w, r).Encode(v); err != nil {
 		logger.Debug("writing API response", "error", err)
 	}
 }

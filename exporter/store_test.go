@@ -66,6 +66,9 @@ func TestStoreAPIPretty(t *testing.T) {
 		{"/api/v1/timelines/default/lifecycle-demo?pretty=false", "curl/8.5.0", false},
 		{"/api/v1/timelines", "Go-http-client/1.1", false},
 		{"/api/v1/timelines?pretty=1", "Go-http-client/1.1", true},
+		{"/api/v1/timelines?pretty=True", "Go-http-client/1.1", true},
+		{"/api/v1/timelines?pretty=nope", "curl/8.5.0", false},
+		{"/api/v1/timelines", "Mozilla/5.0 (X11; Linux x86_64)", false},
 	} {
 		r := httptest.NewRequest("GET", tc.path, nil)
 		r.Header.Set("User-Agent", tc.agent)
